@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "util.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+static void closedirp(DIR **d)
+{
+        if (*d)
+                closedir(*d);
+}
+
+int util_parse_u64(const char *s, uint64_t *ret)
+{
+        char *end = NULL;
+        unsigned long long v;
+
+        if (!s || !isdigit((unsigned char)s[0]))
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (errno != 0 || *end != '\0')
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int util_parse_int(const char *s, int *ret)
+{
+        char *end = NULL;
+        long v;
+
+        if (!s || !(isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]))))
+                return -EINVAL;
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno == ERANGE || v < INT_MIN || v > INT_MAX)
+                return -ERANGE;
+        if (errno != 0 || *end != '\0')
+                return -EINVAL;
+        *ret = (int)v;
+        return 0;
+}
+
+int util_parse_double(const char *s, double *ret)
+{
+        char *end = NULL;
+        double v;
+
+        if (!s || !(isdigit((unsigned char)s[0]) || s[0] == '.'))
+                return -EINVAL;
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (errno != 0 || *end != '\0' || !isfinite(v))
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int util_mul_div_u64(uint64_t a, uint64_t b, uint64_t c, uint64_t *ret)
+{
+        __extension__ typedef unsigned __int128 u128;
+        u128 v;
+
+        if (c == 0)
+                return -EINVAL;
+        v = (u128)a * b / c;
+        if (v > UINT64_MAX)
+                return -ERANGE;
+        *ret = (uint64_t)v;
+        return 0;
+}
+
+ssize_t util_read_at(int dirfd, const char *name, char *buf, size_t size)
+{
+        _cleanup_close_ int fd = -1;
+        size_t len = 0;
+
+        if (size == 0)
+                return -EINVAL;
+        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, size - 1 - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+                if (len == size - 1) {
+                        char extra;
+                        if (read(fd, &extra, 1) > 0)
+                                return -EFBIG;
+                        break;
+                }
+        }
+        if (len > 0 && buf[len - 1] == '\n')
+                len--;
+        buf[len] = '\0';
+        return (ssize_t)len;
+}
+
+int util_write_at(int dirfd, const char *name, const char *value)
+{
+        _cleanup_close_ int fd = -1;
+        size_t len = strlen(value);
+        ssize_t n;
+
+        fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        do
+                n = write(fd, value, len);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if ((size_t)n != len)
+                return -EIO;
+        return 0;
+}
+
+int util_read_keyed_u64_at(int dirfd, const char *name, const char *key, uint64_t *ret)
+{
+        char buf[8192];
+        size_t keylen = strlen(key);
+        ssize_t r;
+
+        r = util_read_at(dirfd, name, buf, sizeof(buf));
+        if (r < 0)
+                return (int)r;
+        for (char *line = buf; line && *line;) {
+                char *next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (strncmp(line, key, keylen) == 0 && line[keylen] == ' ')
+                        return util_parse_u64(line + keylen + 1, ret);
+                line = next;
+        }
+        return -ENOENT;
+}
+
+uint64_t util_now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int util_close_from(int lowfd)
+{
+        _cleanup_(closedirp) DIR *d = NULL;
+
+#ifdef SYS_close_range
+        if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0)
+                return 0;
+#endif
+        d = opendir("/proc/self/fd");
+        if (!d)
+                return -errno;
+        for (struct dirent *de; (de = readdir(d));) {
+                int fd;
+                if (util_parse_int(de->d_name, &fd) < 0 || fd < lowfd || fd == dirfd(d))
+                        continue;
+                close(fd);
+        }
+        return 0;
+}

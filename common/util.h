@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Small helpers shared by every module: cleanup attributes, strict number parsing and
+ * dirfd-relative file access. Nothing here logs; functions return >= 0 or -errno.
+ */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+static inline void util_freep(void *p)
+{
+        free(*(void **)p);
+}
+
+static inline void util_closep(int *fd)
+{
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                errno = saved;
+        }
+}
+
+static inline void util_fclosep(FILE **f)
+{
+        if (*f)
+                fclose(*f);
+}
+
+#define _cleanup_(f)     __attribute__((cleanup(f)))
+#define _cleanup_free_   _cleanup_(util_freep)
+#define _cleanup_close_  _cleanup_(util_closep)
+#define _cleanup_fclose_ _cleanup_(util_fclosep)
+
+/* Steal ownership: returns the value and leaves the variable empty. */
+#define TAKE_PTR(p)                                                                                \
+        ({                                                                                         \
+                __typeof__(p) _taken = (p);                                                        \
+                (p) = NULL;                                                                        \
+                _taken;                                                                            \
+        })
+#define TAKE_FD(fd)                                                                                \
+        ({                                                                                         \
+                int _taken = (fd);                                                                 \
+                (fd) = -1;                                                                         \
+                _taken;                                                                            \
+        })
+
+/*
+ * Strict parsers: the whole string must be consumed, no sign, no leading space.
+ * Return 0 and set *ret on success; -EINVAL for malformed text, -ERANGE on overflow.
+ */
+int util_parse_u64(const char *s, uint64_t *ret);
+int util_parse_int(const char *s, int *ret);
+int util_parse_double(const char *s, double *ret);
+
+/* a*b/c without intermediate overflow; -ERANGE when the result does not fit. */
+int util_mul_div_u64(uint64_t a, uint64_t b, uint64_t c, uint64_t *ret);
+
+/*
+ * Read a small file below dirfd (O_NOFOLLOW|O_CLOEXEC) into buf, NUL-terminated, with a
+ * single trailing newline stripped. Returns the length or -errno (-EFBIG if it does not fit).
+ */
+ssize_t util_read_at(int dirfd, const char *name, char *buf, size_t size);
+
+/* Write value to a file below dirfd in one write(2). Returns 0 or -errno. */
+int util_write_at(int dirfd, const char *name, const char *value);
+
+/* Read a "key value" file (memory.events, cpu.stat) and return the value of key. */
+int util_read_keyed_u64_at(int dirfd, const char *name, const char *key, uint64_t *ret);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t util_now_ns(void);
+
+/* Close every fd >= lowfd (close_range, falling back to /proc/self/fd). */
+int util_close_from(int lowfd);

@@ -1,0 +1,903 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The cluster policy: defaults, the JSON schema (version 1), loading with an owner check. */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "policy-internal.h"
+#include "util.h"
+
+#define POLICY_FILE_SIZE_MAX (1024 * 1024)
+#define OVERCOMMIT_MAX       64.0
+#define OVERHEAD_FACTOR_MAX  10.0
+#define PIDS_MAX_LIMIT       UINT64_C(4194304) /* the kernel's PID_MAX_LIMIT */
+#define IO_WEIGHT_MAX        10000
+#define GRACE_SECONDS_MAX    3600
+#define VALUE_TEXT_MAX       60
+#define PATH_DEPTH_MAX       8
+
+#define SIZE_ALLOWED                                                                               \
+        "an integer number of bytes, or a string of digits with an optional suffix b, k, m, g, "   \
+        "t, p (bytes when none)"
+
+static const struct {
+        enum policy_override bit;
+        const char *name;
+} override_names[] = {
+        { POLICY_OVERRIDE_MILLICORES, "millicores" },
+        { POLICY_OVERRIDE_CORES, "cores" },
+        { POLICY_OVERRIDE_MEMORY, "memory" },
+        { POLICY_OVERRIDE_BURST_RATIO, "burst_ratio" },
+        { POLICY_OVERRIDE_CGROUP_PARENT, "cgroup_parent" },
+        { POLICY_OVERRIDE_FAIL_MODE, "fail_mode" },
+};
+
+#define OVERRIDES_ALL                                                                              \
+        (POLICY_OVERRIDE_MILLICORES | POLICY_OVERRIDE_CORES | POLICY_OVERRIDE_MEMORY |             \
+         POLICY_OVERRIDE_BURST_RATIO | POLICY_OVERRIDE_CGROUP_PARENT | POLICY_OVERRIDE_FAIL_MODE)
+
+int policy_error_set(struct policy_error *err, int error, const char *format, ...)
+{
+        va_list ap;
+
+        if (error < 0)
+                error = -error;
+        if (!err)
+                return -error;
+        err->error = error;
+        va_start(ap, format);
+        vsnprintf(err->text, sizeof(err->text), format, ap);
+        va_end(ap);
+        /* one line, whatever a file or key name contained */
+        for (char *c = err->text; *c; c++)
+                if ((unsigned char)*c < ' ' || *c == 0x7f)
+                        *c = '?';
+        return -error;
+}
+
+void policy_init_defaults(struct policy *p)
+{
+        *p = (struct policy){
+                .version = POLICY_SCHEMA_VERSION,
+                .cgroup_parent = "sparkshim",
+                .cpu_unlimited = false,
+                .overcommit = 2.0,
+                .millicores_min = 1,
+                .millicores_max = 256000,
+                .burst_ratio_default = 0.0,
+                .burst_ratio_max = 1.0,
+                .protection = POLICY_PROTECTION_LOW,
+                .memory_high_enabled = false,
+                .memory_high_factor = 0.9,
+                .overhead_min_bytes = 384 * POLICY_MIB,
+                .overhead_factor = 0.10,
+                .memory_limit_max = 0,
+                .pids_max = 0,
+                .io_weight = 0,
+                .overrides = OVERRIDES_ALL,
+                .out_of_bounds = POLICY_BOUNDS_REJECT,
+                .fail_mode = POLICY_FAIL_CLOSED,
+                .grace_seconds = 10,
+                .report_path = "",
+        };
+}
+
+const char *policy_override_name(enum policy_override o)
+{
+        for (size_t i = 0; i < ELEMENTSOF(override_names); i++)
+                if (override_names[i].bit == o)
+                        return override_names[i].name;
+        return NULL;
+}
+
+int policy_check_override(const struct policy *p, enum policy_override o,
+                          enum policy_source source, const char *origin,
+                          struct policy_error *err)
+{
+        const char *name = policy_override_name(o);
+
+        if (source < POLICY_SOURCE_COMMAND || (p->overrides & (unsigned)o))
+                return 0;
+        return policy_error_set(err, EPERM,
+                                "%s: set by the user, but the policy does not allow overriding %s",
+                                origin && origin[0] ? origin : policy_source_name(source),
+                                name ? name : "it");
+}
+
+static bool is_cgroup_name_char(char c)
+{
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '.' || c == '-';
+}
+
+int policy_normalize_cgroup_path(const char *s, char *ret, size_t size)
+{
+        size_t n, start = 0;
+
+        if (!s)
+                return -EINVAL;
+        while (*s == '/')
+                s++;
+        n = strlen(s);
+        while (n > 0 && s[n - 1] == '/')
+                n--;
+        if (n == 0)
+                return -EINVAL;
+        for (size_t i = 0; i <= n; i++) {
+                if (i == n || s[i] == '/') {
+                        size_t len = i - start;
+                        if (len == 0)
+                                return -EINVAL; /* "a//b" */
+                        if (s[start] == '.' && (len == 1 || (len == 2 && s[start + 1] == '.')))
+                                return -EINVAL;
+                        if (len > 255)
+                                return -ENAMETOOLONG;
+                        start = i + 1;
+                } else if (!is_cgroup_name_char(s[i]))
+                        return -EINVAL;
+        }
+        if (n >= size)
+                return -ENAMETOOLONG;
+        memcpy(ret, s, n);
+        ret[n] = '\0';
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Parsing                                                                             */
+
+struct parser {
+        const char *text;
+        size_t len;
+        const char *source;
+        struct policy_error *err;
+        struct policy_json_step path[PATH_DEPTH_MAX];
+        size_t depth;
+};
+
+static void push_key(struct parser *ps, const char *key)
+{
+        assert(ps->depth < PATH_DEPTH_MAX);
+        ps->path[ps->depth++] = (struct policy_json_step){ .key = key };
+}
+
+static void push_index(struct parser *ps, size_t index)
+{
+        assert(ps->depth < PATH_DEPTH_MAX);
+        ps->path[ps->depth++] = (struct policy_json_step){ .key = NULL, .index = index };
+}
+
+static void pop(struct parser *ps)
+{
+        assert(ps->depth > 0);
+        ps->depth--;
+}
+
+static void format_path(const struct policy_json_step *path, size_t depth, char *buf,
+                        size_t size)
+{
+        size_t used = 0;
+
+        buf[0] = '\0';
+        if (depth == 0) {
+                snprintf(buf, size, "(top level)");
+                return;
+        }
+        for (size_t i = 0; i < depth && used < size; i++) {
+                int n;
+                if (path[i].key)
+                        n = snprintf(buf + used, size - used, "%s%s", i > 0 ? "." : "",
+                                     path[i].key);
+                else
+                        n = snprintf(buf + used, size - used, "[%zu]", path[i].index);
+                if (n < 0)
+                        break;
+                used += (size_t)n;
+        }
+}
+
+/* Position of the current path; falls back to the nearest ancestor found in the text. */
+static bool locate(const struct parser *ps, bool want_key, struct policy_json_locus *ret)
+{
+        for (size_t d = ps->depth;; d--) {
+                if (policy_json_locate(ps->text, ps->len, ps->path, d, want_key && d == ps->depth,
+                                       ret) == 0)
+                        return d == ps->depth;
+                if (d == 0)
+                        break;
+        }
+        *ret = (struct policy_json_locus){ .line = 1, .column = 1 };
+        return false;
+}
+
+/* The value as the admin wrote it, shortened; containers as {...} and [...]. */
+static void value_text(const struct parser *ps, const struct policy_json_locus *l, char *buf,
+                       size_t size)
+{
+        size_t n = l->length;
+
+        if (n == 0 || l->offset >= ps->len) {
+                snprintf(buf, size, "(value)");
+                return;
+        }
+        if (ps->text[l->offset] == '{') {
+                snprintf(buf, size, "{...}");
+                return;
+        }
+        if (ps->text[l->offset] == '[') {
+                snprintf(buf, size, "[...]");
+                return;
+        }
+        if (n > VALUE_TEXT_MAX) {
+                n = VALUE_TEXT_MAX;
+                /* do not cut a UTF-8 character */
+                while (n > 0 && ((unsigned char)ps->text[l->offset + n] & 0xC0) == 0x80)
+                        n--;
+                snprintf(buf, size, "%.*s...", (int)n, ps->text + l->offset);
+        } else
+                snprintf(buf, size, "%.*s", (int)n, ps->text + l->offset);
+}
+
+static const char *source_name(const struct parser *ps)
+{
+        return ps->source ? ps->source : "<string>";
+}
+
+static int fail_value(struct parser *ps, const char *problem, const char *allowed)
+{
+        struct policy_json_locus l;
+        char path[256], value[VALUE_TEXT_MAX + 8];
+
+        format_path(ps->path, ps->depth, path, sizeof(path));
+        if (locate(ps, false, &l))
+                value_text(ps, &l, value, sizeof(value));
+        else
+                snprintf(value, sizeof(value), "(value)");
+        return policy_error_set(ps->err, EINVAL, "%s:%u:%u: %s: %s %s; allowed: %s",
+                                source_name(ps), l.line, l.column, path, value, problem,
+                                allowed);
+}
+
+static int fail_key(struct parser *ps, const char *allowed)
+{
+        struct policy_json_locus l;
+        char path[256];
+
+        format_path(ps->path, ps->depth, path, sizeof(path));
+        locate(ps, true, &l);
+        return policy_error_set(ps->err, EINVAL, "%s:%u:%u: %s: unknown key; allowed: %s",
+                                source_name(ps), l.line, l.column, path, allowed);
+}
+
+/* A required key is absent: point at the object that should hold it. */
+static int fail_missing(struct parser *ps, const char *key, const char *allowed)
+{
+        struct policy_json_locus l;
+        char path[256];
+
+        locate(ps, false, &l);
+        push_key(ps, key);
+        format_path(ps->path, ps->depth, path, sizeof(path));
+        pop(ps);
+        return policy_error_set(ps->err, EINVAL, "%s:%u:%u: %s: missing; allowed: %s",
+                                source_name(ps), l.line, l.column, path, allowed);
+}
+
+static void join_names(const char *const names[], size_t n, bool quoted, char *buf,
+                       size_t size)
+{
+        size_t used = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < n && used < size; i++) {
+                int r = snprintf(buf + used, size - used, "%s%s%s%s", i > 0 ? ", " : "",
+                                 quoted ? "\"" : "", names[i], quoted ? "\"" : "");
+                if (r < 0)
+                        break;
+                used += (size_t)r;
+        }
+}
+
+static int check_keys(struct parser *ps, json_t *obj, const char *const names[], size_t n)
+{
+        const char *key;
+        json_t *v;
+
+        json_object_foreach (obj, key, v) {
+                bool known = false;
+                char allowed[256];
+                int r;
+
+                for (size_t i = 0; i < n && !known; i++)
+                        known = strcmp(key, names[i]) == 0;
+                if (known)
+                        continue;
+                join_names(names, n, false, allowed, sizeof(allowed));
+                push_key(ps, key);
+                r = fail_key(ps, allowed);
+                pop(ps);
+                return r;
+        }
+        return 0;
+}
+
+/* An optional object member: 0 absent, 1 present (and its keys are among names). */
+static int section(struct parser *ps, json_t *obj, const char *key, const char *const names[],
+                   size_t n, json_t **ret)
+{
+        json_t *v = json_object_get(obj, key);
+        int r;
+
+        *ret = NULL;
+        if (!v)
+                return 0;
+        push_key(ps, key);
+        if (!json_is_object(v)) {
+                char list[256], allowed[300];
+                join_names(names, n, false, list, sizeof(list));
+                snprintf(allowed, sizeof(allowed), "an object with the keys %s", list);
+                r = fail_value(ps, "is not an object", allowed);
+                pop(ps);
+                return r;
+        }
+        r = check_keys(ps, v, names, n);
+        pop(ps);
+        if (r < 0)
+                return r;
+        *ret = v;
+        return 1;
+}
+
+/* Field helpers: 0 when absent, 1 when present and valid (stored), or -EINVAL. */
+
+static int field_uint(struct parser *ps, json_t *obj, const char *key, uint64_t min,
+                      uint64_t max, uint64_t *ret)
+{
+        json_t *v = json_object_get(obj, key);
+        char allowed[96];
+        json_int_t i;
+        int r = 1;
+
+        if (!v)
+                return 0;
+        snprintf(allowed, sizeof(allowed), "an integer >= %" PRIu64 " and <= %" PRIu64, min, max);
+        push_key(ps, key);
+        if (!json_is_integer(v))
+                r = fail_value(ps, "is not an integer", allowed);
+        else if ((i = json_integer_value(v)) < 0 || (uint64_t)i < min || (uint64_t)i > max)
+                r = fail_value(ps, "is out of range", allowed);
+        else
+                *ret = (uint64_t)i;
+        pop(ps);
+        return r;
+}
+
+static int field_number(struct parser *ps, json_t *obj, const char *key, double min, double max,
+                        double *ret)
+{
+        json_t *v = json_object_get(obj, key);
+        char allowed[96];
+        double d;
+        int r = 1;
+
+        if (!v)
+                return 0;
+        snprintf(allowed, sizeof(allowed), "a number >= %g and <= %g", min, max);
+        push_key(ps, key);
+        if (!json_is_number(v))
+                r = fail_value(ps, "is not a number", allowed);
+        else if ((d = json_number_value(v)) < min || d > max)
+                r = fail_value(ps, "is out of range", allowed);
+        else
+                *ret = d;
+        pop(ps);
+        return r;
+}
+
+static int field_size(struct parser *ps, json_t *obj, const char *key, uint64_t *ret)
+{
+        json_t *v = json_object_get(obj, key);
+        uint64_t bytes = 0;
+        int r = 1;
+
+        if (!v)
+                return 0;
+        push_key(ps, key);
+        if (json_is_integer(v)) {
+                if (json_integer_value(v) < 0)
+                        r = fail_value(ps, "is out of range", SIZE_ALLOWED);
+                else
+                        bytes = (uint64_t)json_integer_value(v);
+        } else if (json_is_string(v)) {
+                int k = policy_parse_spark_bytes(json_string_value(v), POLICY_UNIT_BYTES, &bytes);
+                if (k == -ERANGE)
+                        r = fail_value(ps, "is out of range", SIZE_ALLOWED);
+                else if (k < 0)
+                        r = fail_value(ps, "is not a size", SIZE_ALLOWED);
+        } else
+                r = fail_value(ps, "is not a size", SIZE_ALLOWED);
+        if (r > 0)
+                *ret = bytes;
+        pop(ps);
+        return r;
+}
+
+/* A string among names; *ret is its index. */
+static int field_choice(struct parser *ps, json_t *obj, const char *key,
+                        const char *const names[], size_t n, int *ret)
+{
+        json_t *v = json_object_get(obj, key);
+        char allowed[128];
+        int r = -EINVAL;
+
+        if (!v)
+                return 0;
+        join_names(names, n, true, allowed, sizeof(allowed));
+        push_key(ps, key);
+        if (!json_is_string(v))
+                r = fail_value(ps, "is not a string", allowed);
+        else {
+                for (size_t i = 0; i < n; i++)
+                        if (strcmp(json_string_value(v), names[i]) == 0) {
+                                *ret = (int)i;
+                                r = 1;
+                        }
+                if (r < 0)
+                        r = fail_value(ps, "is not a valid value", allowed);
+        }
+        pop(ps);
+        return r;
+}
+
+static int parse_version(struct parser *ps, json_t *root)
+{
+        json_t *v = json_object_get(root, "version");
+        int r = 0;
+
+        if (!v)
+                return fail_missing(ps, "version", "1");
+        push_key(ps, "version");
+        if (!json_is_integer(v))
+                r = fail_value(ps, "is not an integer", "1");
+        else if (json_integer_value(v) != POLICY_SCHEMA_VERSION)
+                r = fail_value(ps, "is not a supported version", "1");
+        pop(ps);
+        return r;
+}
+
+static int parse_cgroup(struct parser *ps, json_t *root, struct policy *p)
+{
+        static const char *const keys[] = { "parent" };
+        static const char allowed[] =
+                "a relative path below the cgroup2 mount of components [A-Za-z0-9_.-]+, "
+                "none \".\" or \"..\"";
+        json_t *obj, *v;
+        int r;
+
+        r = section(ps, root, "cgroup", keys, ELEMENTSOF(keys), &obj);
+        if (r <= 0)
+                return r;
+        push_key(ps, "cgroup");
+        v = json_object_get(obj, "parent");
+        if (v) {
+                push_key(ps, "parent");
+                if (!json_is_string(v))
+                        r = fail_value(ps, "is not a string", allowed);
+                else {
+                        r = policy_normalize_cgroup_path(json_string_value(v), p->cgroup_parent,
+                                                         sizeof(p->cgroup_parent));
+                        if (r == -ENAMETOOLONG)
+                                r = fail_value(ps, "is too long", allowed);
+                        else if (r < 0)
+                                r = fail_value(ps, "is not a valid cgroup path", allowed);
+                }
+                pop(ps);
+        }
+        pop(ps);
+        return r < 0 ? r : 0;
+}
+
+static int parse_cpu(struct parser *ps, json_t *root, struct policy *p)
+{
+        static const char *const keys[] = { "overcommit", "millicores" };
+        static const char *const mkeys[] = { "min", "max" };
+        static const char overcommit_allowed[] = "a number >= 1 and <= 64, or \"unlimited\"";
+        json_t *obj, *millicores, *v;
+        char allowed[128];
+        int r, has_min, has_max;
+
+        r = section(ps, root, "cpu", keys, ELEMENTSOF(keys), &obj);
+        if (r <= 0)
+                return r;
+        push_key(ps, "cpu");
+
+        v = json_object_get(obj, "overcommit");
+        if (v) {
+                push_key(ps, "overcommit");
+                if (json_is_string(v) && strcmp(json_string_value(v), "unlimited") == 0)
+                        p->cpu_unlimited = true;
+                else if (!json_is_number(v))
+                        r = fail_value(ps, "is not a valid value", overcommit_allowed);
+                else if (json_number_value(v) < 1.0 || json_number_value(v) > OVERCOMMIT_MAX)
+                        r = fail_value(ps, "is out of range", overcommit_allowed);
+                else {
+                        p->cpu_unlimited = false;
+                        p->overcommit = json_number_value(v);
+                }
+                pop(ps);
+                if (r < 0)
+                        goto out;
+        }
+
+        r = section(ps, obj, "millicores", mkeys, ELEMENTSOF(mkeys), &millicores);
+        if (r <= 0)
+                goto out;
+        push_key(ps, "millicores");
+        has_min = field_uint(ps, millicores, "min", 1, POLICY_MILLICORES_LIMIT, &p->millicores_min);
+        if (has_min < 0) {
+                r = has_min;
+                goto out_millicores;
+        }
+        has_max = field_uint(ps, millicores, "max", 1, POLICY_MILLICORES_LIMIT, &p->millicores_max);
+        if (has_max < 0) {
+                r = has_max;
+                goto out_millicores;
+        }
+        if (p->millicores_min > p->millicores_max) {
+                if (has_max) {
+                        push_key(ps, "max");
+                        snprintf(allowed, sizeof(allowed),
+                                 "an integer >= cpu.millicores.min (%" PRIu64 ") and <= %" PRIu64,
+                                 p->millicores_min, POLICY_MILLICORES_LIMIT);
+                } else {
+                        push_key(ps, "min");
+                        snprintf(allowed, sizeof(allowed),
+                                 "an integer >= 1 and <= cpu.millicores.max (%" PRIu64 ")",
+                                 p->millicores_max);
+                }
+                r = fail_value(ps, "is out of range", allowed);
+                pop(ps);
+        }
+out_millicores:
+        pop(ps);
+out:
+        pop(ps);
+        return r < 0 ? r : 0;
+}
+
+static int parse_memory(struct parser *ps, json_t *root, struct policy *p)
+{
+        static const char *const keys[] = { "burst_ratio", "protection", "high_factor",
+                                            "overhead", "limit_max" };
+        static const char *const burst_keys[] = { "default", "max" };
+        static const char *const overhead_keys[] = { "min", "factor" };
+        static const char *const protections[] = { "low", "min", "none" };
+        static const char high_allowed[] = "a number >= 0 and <= 1, null or false";
+        json_t *obj, *sub, *v;
+        int r, has_default, protection;
+
+        r = section(ps, root, "memory", keys, ELEMENTSOF(keys), &obj);
+        if (r <= 0)
+                return r;
+        push_key(ps, "memory");
+
+        r = section(ps, obj, "burst_ratio", burst_keys, ELEMENTSOF(burst_keys), &sub);
+        if (r < 0)
+                goto out;
+        if (sub) {
+                push_key(ps, "burst_ratio");
+                r = field_number(ps, sub, "max", 0.0, 1.0, &p->burst_ratio_max);
+                has_default = r < 0 ? r
+                                    : field_number(ps, sub, "default", 0.0, 1.0,
+                                                   &p->burst_ratio_default);
+                if (r >= 0 && has_default < 0)
+                        r = has_default;
+                if (r >= 0 && p->burst_ratio_default > p->burst_ratio_max) {
+                        char allowed[128];
+                        snprintf(allowed, sizeof(allowed),
+                                 "a number >= 0 and <= memory.burst_ratio.max (%g)",
+                                 p->burst_ratio_max);
+                        push_key(ps, has_default ? "default" : "max");
+                        r = fail_value(ps, "is out of range", allowed);
+                        pop(ps);
+                }
+                pop(ps);
+                if (r < 0)
+                        goto out;
+        }
+
+        r = field_choice(ps, obj, "protection", protections, ELEMENTSOF(protections),
+                         &protection);
+        if (r < 0)
+                goto out;
+        if (r > 0)
+                p->protection = (enum policy_protection)protection;
+
+        v = json_object_get(obj, "high_factor");
+        if (v) {
+                push_key(ps, "high_factor");
+                if (json_is_null(v) || json_is_false(v))
+                        p->memory_high_enabled = false;
+                else if (!json_is_number(v))
+                        r = fail_value(ps, "is not a valid value", high_allowed);
+                else if (json_number_value(v) < 0.0 || json_number_value(v) > 1.0)
+                        r = fail_value(ps, "is out of range", high_allowed);
+                else {
+                        p->memory_high_enabled = true;
+                        p->memory_high_factor = json_number_value(v);
+                }
+                pop(ps);
+                if (r < 0)
+                        goto out;
+        }
+
+        r = section(ps, obj, "overhead", overhead_keys, ELEMENTSOF(overhead_keys), &sub);
+        if (r < 0)
+                goto out;
+        if (sub) {
+                push_key(ps, "overhead");
+                r = field_size(ps, sub, "min", &p->overhead_min_bytes);
+                if (r >= 0)
+                        r = field_number(ps, sub, "factor", 0.0, OVERHEAD_FACTOR_MAX,
+                                         &p->overhead_factor);
+                pop(ps);
+                if (r < 0)
+                        goto out;
+        }
+
+        r = field_size(ps, obj, "limit_max", &p->memory_limit_max);
+out:
+        pop(ps);
+        return r < 0 ? r : 0;
+}
+
+static int parse_overrides(struct parser *ps, json_t *root, struct policy *p)
+{
+        static const char allowed[] = "an array of \"millicores\", \"cores\", \"memory\", "
+                                      "\"burst_ratio\", \"cgroup_parent\", \"fail_mode\"";
+        json_t *v = json_object_get(root, "overrides"), *e;
+        unsigned bits = 0;
+        size_t i;
+        int r = 0;
+
+        if (!v)
+                return 0;
+        push_key(ps, "overrides");
+        if (!json_is_array(v)) {
+                r = fail_value(ps, "is not an array", allowed);
+                goto out;
+        }
+        json_array_foreach (v, i, e) {
+                bool found = false;
+
+                for (size_t k = 0; k < ELEMENTSOF(override_names) && json_is_string(e); k++)
+                        if (strcmp(json_string_value(e), override_names[k].name) == 0) {
+                                bits |= override_names[k].bit;
+                                found = true;
+                        }
+                if (!found) {
+                        push_index(ps, i);
+                        r = fail_value(ps, "is not a valid value", allowed);
+                        pop(ps);
+                        goto out;
+                }
+        }
+        p->overrides = bits;
+out:
+        pop(ps);
+        return r;
+}
+
+static int parse_report(struct parser *ps, json_t *root, struct policy *p)
+{
+        static const char *const keys[] = { "path" };
+        static const char allowed[] = "an absolute path, or \"\" for none";
+        json_t *obj, *v;
+        int r;
+
+        r = section(ps, root, "report", keys, ELEMENTSOF(keys), &obj);
+        if (r <= 0)
+                return r;
+        v = json_object_get(obj, "path");
+        if (!v)
+                return 0;
+        push_key(ps, "report");
+        push_key(ps, "path");
+        r = 0;
+        if (!json_is_string(v))
+                r = fail_value(ps, "is not a string", allowed);
+        else if (json_string_length(v) > 0 && json_string_value(v)[0] != '/')
+                r = fail_value(ps, "is not an absolute path", allowed);
+        else if (json_string_length(v) >= sizeof(p->report_path))
+                r = fail_value(ps, "is too long", allowed);
+        else
+                memcpy(p->report_path, json_string_value(v), json_string_length(v) + 1);
+        pop(ps);
+        pop(ps);
+        return r;
+}
+
+static int parse_root(struct parser *ps, json_t *root, struct policy *p)
+{
+        static const char *const keys[] = { "version",   "cgroup",        "cpu",
+                                            "memory",    "pids",          "io",
+                                            "overrides", "out_of_bounds", "fail_mode",
+                                            "grace_seconds", "report" };
+        static const char *const pids_keys[] = { "max" };
+        static const char *const io_keys[] = { "weight" };
+        static const char *const bounds[] = { "reject", "clamp" };
+        static const char *const fail_modes[] = { "closed", "open" };
+        json_t *sub;
+        uint64_t u;
+        int r, choice;
+
+        if (!json_is_object(root)) {
+                char list[256], allowed[300];
+                join_names(keys, ELEMENTSOF(keys), false, list, sizeof(list));
+                snprintf(allowed, sizeof(allowed), "an object with the keys %s", list);
+                return fail_value(ps, "is not an object", allowed);
+        }
+
+        /* the version first: a newer schema's keys are not "unknown", they are newer */
+        r = parse_version(ps, root);
+        if (r < 0)
+                return r;
+        r = check_keys(ps, root, keys, ELEMENTSOF(keys));
+        if (r < 0)
+                return r;
+
+        r = parse_cgroup(ps, root, p);
+        if (r < 0)
+                return r;
+        r = parse_cpu(ps, root, p);
+        if (r < 0)
+                return r;
+        r = parse_memory(ps, root, p);
+        if (r < 0)
+                return r;
+
+        r = section(ps, root, "pids", pids_keys, ELEMENTSOF(pids_keys), &sub);
+        if (r > 0) {
+                push_key(ps, "pids");
+                r = field_uint(ps, sub, "max", 1, PIDS_MAX_LIMIT, &p->pids_max);
+                pop(ps);
+        }
+        if (r < 0)
+                return r;
+
+        r = section(ps, root, "io", io_keys, ELEMENTSOF(io_keys), &sub);
+        if (r > 0) {
+                push_key(ps, "io");
+                r = field_uint(ps, sub, "weight", 1, IO_WEIGHT_MAX, &u);
+                if (r > 0)
+                        p->io_weight = (unsigned)u;
+                pop(ps);
+        }
+        if (r < 0)
+                return r;
+
+        r = parse_overrides(ps, root, p);
+        if (r < 0)
+                return r;
+
+        r = field_choice(ps, root, "out_of_bounds", bounds, ELEMENTSOF(bounds), &choice);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                p->out_of_bounds = (enum policy_out_of_bounds)choice;
+
+        r = field_choice(ps, root, "fail_mode", fail_modes, ELEMENTSOF(fail_modes), &choice);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                p->fail_mode = (enum policy_fail_mode)choice;
+
+        r = field_uint(ps, root, "grace_seconds", 0, GRACE_SECONDS_MAX, &u);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                p->grace_seconds = (unsigned)u;
+
+        return parse_report(ps, root, p);
+}
+
+int policy_parse(const char *text, size_t len, const char *source, struct policy *ret,
+                 struct policy_error *err)
+{
+        struct parser ps = {
+                .text = text, .len = len, .source = source, .err = err, .depth = 0
+        };
+        struct policy p;
+        json_error_t jerr;
+        json_t *root;
+        int r;
+
+        if (!text)
+                return policy_error_set(err, EINVAL, "%s: no text", source_name(&ps));
+
+        root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!root)
+                return policy_error_set(err, EINVAL, "%s:%d:%d: %s", source_name(&ps), jerr.line,
+                                        jerr.column, jerr.text);
+
+        policy_init_defaults(&p);
+        r = parse_root(&ps, root, &p);
+        json_decref(root);
+        if (r < 0)
+                return r;
+        *ret = p;
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Loading                                                                             */
+
+int policy_load_file(const char *path, bool check_owner, struct policy *ret,
+                     struct policy_error *err)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        char ebuf[128];
+        struct stat st;
+        size_t len = 0;
+
+        if (!path)
+                return policy_error_set(err, EINVAL, "no policy path");
+
+        /* O_NONBLOCK: a FIFO put in the policy's place must not hang us before the check */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+                int e = errno;
+                if (e == ELOOP)
+                        return policy_error_set(err, e,
+                                                "%s: cannot open: it is a symbolic link, which "
+                                                "is not followed",
+                                                path);
+                return policy_error_set(err, e, "%s: cannot open: %s", path,
+                                        strerror_r(e, ebuf, sizeof(ebuf)));
+        }
+        if (fstat(fd, &st) < 0) {
+                int e = errno;
+                return policy_error_set(err, e, "%s: cannot stat: %s", path,
+                                        strerror_r(e, ebuf, sizeof(ebuf)));
+        }
+        if (!S_ISREG(st.st_mode))
+                return policy_error_set(err, EINVAL, "%s: not a regular file", path);
+        if (check_owner && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))))
+                return policy_error_set(err, EPERM,
+                                        "%s: owned by uid %u and mode %04o; the policy must be "
+                                        "owned by root and not writable by group or others",
+                                        path, (unsigned)st.st_uid,
+                                        (unsigned)(st.st_mode & 07777));
+        if (st.st_size > POLICY_FILE_SIZE_MAX)
+                return policy_error_set(err, EFBIG,
+                                        "%s: %jd bytes is too large; allowed: up to 1 MiB", path,
+                                        (intmax_t)st.st_size);
+
+        buf = malloc(POLICY_FILE_SIZE_MAX + 1);
+        if (!buf)
+                return policy_error_set(err, ENOMEM, "%s: out of memory", path);
+        for (;;) {
+                ssize_t n = read(fd, buf + len, POLICY_FILE_SIZE_MAX + 1 - len);
+                if (n < 0) {
+                        int e = errno;
+                        if (e == EINTR)
+                                continue;
+                        return policy_error_set(err, e, "%s: cannot read: %s", path,
+                                                strerror_r(e, ebuf, sizeof(ebuf)));
+                }
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+                if (len > POLICY_FILE_SIZE_MAX)
+                        return policy_error_set(err, EFBIG,
+                                                "%s: too large; allowed: up to 1 MiB", path);
+        }
+        return policy_parse(buf, len, path, ret, err);
+}

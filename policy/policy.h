@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * policy: the cluster policy, the executor's inputs and the plan.
+ *
+ * Pure library: no I/O except policy_load_file(), no logging, no global state; every
+ * function is thread-safe on distinct objects. Functions returning int give >= 0 on
+ * success or -errno; on failure they fill the optional caller-owned struct policy_error
+ * with one human line (never more) naming the file/key/flag, the value and what is allowed.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define POLICY_SCHEMA_VERSION 1
+#define POLICY_ERROR_TEXT_MAX 512
+#define POLICY_PATH_MAX       4096
+#define POLICY_NAME_MAX       128
+
+/* like json_error_t: fixed size, caller-owned */
+struct policy_error {
+        int error;                           /* positive errno */
+        char text[POLICY_ERROR_TEXT_MAX];    /* one line, no trailing newline */
+};
+
+enum policy_protection {
+        POLICY_PROTECTION_LOW = 0, /* memory.low = request */
+        POLICY_PROTECTION_MIN,     /* memory.min = request */
+        POLICY_PROTECTION_NONE,
+};
+
+enum policy_fail_mode {
+        POLICY_FAIL_CLOSED = 0, /* refuse to start when the plan cannot be enforced */
+        POLICY_FAIL_OPEN,       /* run unconstrained, warn, report enforced=false */
+};
+
+enum policy_out_of_bounds {
+        POLICY_BOUNDS_REJECT = 0, /* a user value outside the bounds is an error */
+        POLICY_BOUNDS_CLAMP,      /* ... is clamped into the bounds (the plan says so) */
+};
+
+/* Values a user (flags, environment, the wrapped command) may set; bit set = allowed. */
+enum policy_override {
+        POLICY_OVERRIDE_MILLICORES    = 1u << 0, /* millicores, request/limit cores */
+        POLICY_OVERRIDE_CORES         = 1u << 1, /* task concurrency (--cores) */
+        POLICY_OVERRIDE_MEMORY        = 1u << 2, /* heap, overhead, offheap, pyspark */
+        POLICY_OVERRIDE_BURST_RATIO   = 1u << 3,
+        POLICY_OVERRIDE_CGROUP_PARENT = 1u << 4,
+        POLICY_OVERRIDE_FAIL_MODE     = 1u << 5,
+};
+
+/*
+ * The cluster policy. policy_init_defaults() gives the built-in defaults, which are also
+ * what a key absent from the file means.
+ */
+struct policy {
+        unsigned version;                    /* POLICY_SCHEMA_VERSION */
+        char cgroup_parent[POLICY_PATH_MAX]; /* below the cgroup2 mount; default "sparkshim" */
+
+        /* CPU */
+        bool cpu_unlimited;      /* "overcommit": "unlimited" -> cpu.max "max 100000" */
+        double overcommit;       /* >= 1, default 2.0 */
+        uint64_t millicores_min; /* default 1 */
+        uint64_t millicores_max; /* default 256000 */
+
+        /* memory */
+        double burst_ratio_default; /* default 0 */
+        double burst_ratio_max;     /* in [0,1], default 1 */
+        enum policy_protection protection;
+        bool memory_high_enabled;     /* default false */
+        double memory_high_factor;    /* in [0,1], default 0.9 */
+        uint64_t overhead_min_bytes;  /* default 384 MiB */
+        double overhead_factor;       /* default 0.10 */
+        uint64_t memory_limit_max;    /* bytes; 0 = no bound */
+
+        /* others; 0 = not written */
+        uint64_t pids_max;
+        unsigned io_weight; /* 1..10000 */
+
+        unsigned overrides; /* enum policy_override bits; default all */
+        enum policy_out_of_bounds out_of_bounds;
+        enum policy_fail_mode fail_mode;
+        unsigned grace_seconds; /* TERM -> cgroup.kill; default 10 */
+
+        char report_path[POLICY_PATH_MAX]; /* "" = no report file */
+};
+
+void policy_init_defaults(struct policy *p);
+
+/*
+ * Parse a policy document. Unknown keys, wrong types, duplicate keys and out-of-range
+ * values are rejected: err->text reads
+ *   "<source>:<line>:<column>: <key.path>: <value> <what is wrong>; allowed: <what is>"
+ * source names the file (or "<string>"). On error *ret is unchanged.
+ */
+int policy_parse(const char *text, size_t len, const char *source, struct policy *ret,
+                 struct policy_error *err);
+
+/*
+ * Load and parse a policy file. When check_owner is true the file must be a regular file
+ * owned by root and not writable by group or others (-EPERM otherwise).
+ */
+int policy_load_file(const char *path, bool check_owner, struct policy *ret,
+                     struct policy_error *err);
+
+/* The name of one enum policy_override bit as the policy's "overrides" array spells it
+ * ("millicores", "cores", "memory", "burst_ratio", "cgroup_parent", "fail_mode"); NULL for
+ * anything else. */
+const char *policy_override_name(enum policy_override o);
+
+/*
+ * Validate a cgroup path below the cgroup2 mount, as "cgroup.parent" takes it, and write it
+ * normalised (leading and trailing '/' removed) to ret (size bytes): components
+ * [A-Za-z0-9_.-]+, none "." or "..", not empty. -EINVAL, or -ENAMETOOLONG when it does not fit.
+ */
+int policy_normalize_cgroup_path(const char *s, char *ret, size_t size);
+
+/* ---------------------------------------------------------------------------------- */
+/* Sizes                                                                               */
+
+enum policy_unit {
+        POLICY_UNIT_BYTES = 0,
+        POLICY_UNIT_KIB,
+        POLICY_UNIT_MIB,
+        POLICY_UNIT_GIB,
+};
+
+/*
+ * Spark's byte strings (JavaUtils.byteStringAs): "<digits>[b|k|kb|m|mb|g|gb|t|tb|p|pb]",
+ * case-insensitive, surrounding whitespace ignored; no suffix means default_unit.
+ * Fractions ("1.5g") and negatives are -EINVAL, overflow -ERANGE.
+ */
+int policy_parse_spark_bytes(const char *s, enum policy_unit default_unit, uint64_t *ret);
+
+/* JVM sizes (-Xmx): "<digits>[k|K|m|M|g|G|t|T]", no suffix = bytes. */
+int policy_parse_jvm_bytes(const char *s, uint64_t *ret);
+
+/* Kubernetes CPU quantities as Spark takes them: "0.5", "2", "500m" -> millicores. */
+int policy_parse_cpu_quantity(const char *s, uint64_t *ret_millicores);
+
+/*
+ * Millicores as sparkshim's own knobs take them (SPARKSHIM_MILLICORES,
+ * spark.executor.millicores): an integer ("1500") or "1500m" is millicores, a decimal number
+ * ("1.5") is cores as in policy_parse_cpu_quantity(). Zero is -EINVAL.
+ */
+int policy_parse_millicores(const char *s, uint64_t *ret_millicores);
+
+/* ---------------------------------------------------------------------------------- */
+/* Executor inputs                                                                     */
+
+/* Where a value came from; a higher source replaces a lower one. */
+enum policy_source {
+        POLICY_SOURCE_NONE = 0,
+        POLICY_SOURCE_POLICY,  /* policy default */
+        POLICY_SOURCE_COMMAND, /* read from the wrapped command line */
+        POLICY_SOURCE_ENV,     /* SPARKSHIM_* environment */
+        POLICY_SOURCE_FLAG,    /* sparkshim command-line flag */
+};
+
+const char *policy_source_name(enum policy_source s); /* "default", "command", "env", "flag" */
+
+/*
+ * 0 when source is not a user source (flag, env, command) or p allows overriding o; else
+ * -EPERM with err "<origin>: set by the user, but the policy does not allow overriding <name>".
+ * For the shim's own flags (--cgroup-parent, --fail-mode).
+ */
+int policy_check_override(const struct policy *p, enum policy_override o,
+                          enum policy_source source, const char *origin,
+                          struct policy_error *err);
+
+struct policy_u64_input {
+        uint64_t value;
+        enum policy_source source;
+        char origin[64]; /* what set it, for messages: "--millicores", "-Xmx", "SPARKSHIM_CORES" */
+};
+
+struct policy_double_input {
+        double value;
+        enum policy_source source;
+        char origin[64];
+};
+
+struct policy_bool_input {
+        bool value;
+        enum policy_source source;
+        char origin[64];
+};
+
+struct policy_inputs {
+        struct policy_u64_input cores;            /* task concurrency */
+        struct policy_u64_input millicores;       /* CPU request */
+        struct policy_u64_input limit_millicores; /* explicit CPU limit (limit.cores) */
+        struct policy_u64_input heap_bytes;
+        struct policy_u64_input overhead_bytes;
+        struct policy_double_input overhead_factor;
+        struct policy_bool_input offheap_enabled;
+        struct policy_u64_input offheap_bytes;
+        struct policy_u64_input pyspark_bytes;
+        struct policy_double_input burst_ratio;
+        char app_id[POLICY_NAME_MAX];      /* --app-id of the executor backend, "" if none */
+        char executor_id[POLICY_NAME_MAX]; /* --executor-id, "" if none */
+};
+
+void policy_inputs_init(struct policy_inputs *in);
+
+/* Store v if source >= the value's current source; origin is copied (truncated). */
+void policy_input_set_u64(struct policy_u64_input *i, uint64_t v, enum policy_source source,
+                          const char *origin);
+void policy_input_set_double(struct policy_double_input *i, double v, enum policy_source source,
+                             const char *origin);
+void policy_input_set_bool(struct policy_bool_input *i, bool v, enum policy_source source,
+                           const char *origin);
+
+/*
+ * Read the values a Spark executor launch carries on its command line: -Xmx, -D options
+ * (spark.executor.memory, spark.executor.memoryOverhead, spark.executor.memoryOverheadFactor,
+ * spark.executor.millicores, spark.executor.memoryBurst.ratio, spark.memory.offHeap.enabled,
+ * spark.memory.offHeap.size, spark.executor.pyspark.memory,
+ * spark.kubernetes.executor.request.cores, spark.kubernetes.executor.limit.cores,
+ * spark.executor.cores) and the backend's --cores, --app-id, --executor-id. Everything is
+ * stored with POLICY_SOURCE_COMMAND. argv is the wrapped command (argv[0] is the program).
+ * A malformed value of a recognised option is an error naming it; unknown args are ignored.
+ */
+int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const argv[],
+                               struct policy_error *err);
+
+/*
+ * Read SPARKSHIM_CORES, SPARKSHIM_MILLICORES, SPARKSHIM_LIMIT_MILLICORES, SPARKSHIM_MEMORY,
+ * SPARKSHIM_MEMORY_OVERHEAD, SPARKSHIM_OFFHEAP, SPARKSHIM_PYSPARK_MEMORY,
+ * SPARKSHIM_BURST_RATIO from envp (NULL-terminated), stored with POLICY_SOURCE_ENV. Sizes use
+ * Spark byte strings with MiB as the default unit; millicores accept "500m"/"0.5" forms.
+ */
+int policy_inputs_from_env(struct policy_inputs *in, char *const envp[],
+                           struct policy_error *err);
+
+/* ---------------------------------------------------------------------------------- */
+/* The plan                                                                            */
+
+#define POLICY_CPU_PERIOD_US 100000u
+#define POLICY_PAGE_SIZE     4096u
+
+struct policy_plan {
+        /* CPU */
+        uint64_t cpu_request_millicores;
+        uint64_t cpu_limit_millicores; /* 0 when unlimited */
+        bool cpu_unlimited;
+        uint64_t cpu_shares;  /* max(2, request x 1024 / 1000) */
+        uint64_t cpu_weight;  /* policy_shares_to_weight(cpu_shares) */
+        uint64_t cpu_quota_us; /* 0 when unlimited */
+        uint64_t cpu_period_us;
+
+        /* memory, bytes */
+        uint64_t heap_bytes;
+        uint64_t offheap_bytes;
+        uint64_t pyspark_bytes;
+        uint64_t overhead_bytes;
+        double burst_ratio;
+        uint64_t memory_limit_bytes;   /* heap + offheap + pyspark + overhead = memory.max */
+        uint64_t memory_request_bytes; /* heap + offheap + pyspark + overhead x (1 - ratio) */
+        enum policy_protection protection;
+        uint64_t memory_high_bytes; /* 0 = not written */
+
+        uint64_t pids_max;  /* 0 = not written */
+        unsigned io_weight; /* 0 = not written */
+
+        /* Values changed by clamping, one "key: from -> to" line each, ';'-separated. */
+        char clamped[POLICY_ERROR_TEXT_MAX];
+};
+
+/* crun >= 1.23 / runc >= 1.3.2 conversion: 2 -> 1, 1024 -> 100, 262144 -> 10000. */
+uint64_t policy_shares_to_weight(uint64_t shares);
+
+/*
+ * Compute the plan. Inputs outside the policy bounds, or set by a user where the policy
+ * does not allow overriding, are rejected (-EINVAL / -EPERM, err names the origin, the value
+ * and the bounds) or clamped per policy->out_of_bounds. A missing heap size is -EINVAL
+ * ("no executor memory: give --memory, SPARKSHIM_MEMORY or -Xmx in the command").
+ */
+int policy_plan_compute(const struct policy *p, const struct policy_inputs *in,
+                        struct policy_plan *ret, struct policy_error *err);
+
+/* One cgroup v2 file write of the plan, in the order they must be applied. */
+struct policy_write {
+        const char *controller; /* "cpu", "memory", "pids", "io" */
+        const char *file;       /* "cpu.max", ... */
+        char value[64];         /* exactly what is written */
+};
+
+#define POLICY_WRITES_MAX 8
+
+/* Fill out[] (POLICY_WRITES_MAX entries) with the writes of the plan; returns how many. */
+size_t policy_plan_writes(const struct policy_plan *plan, struct policy_write out[]);
+
+/*
+ * The plan as JSON (new reference, NULL only on ENOMEM):
+ * { "cpu": { "request_millicores", "limit_millicores" (null if unlimited), "weight", "max" },
+ *   "memory": { "heap_bytes", "offheap_bytes", "pyspark_bytes", "overhead_bytes",
+ *               "burst_ratio", "request_bytes", "limit_bytes", "max", "low"|"min", "high" },
+ *   "pids": { "max" }, "io": { "weight" }, "clamped": [..] }
+ * cgroup file values are strings exactly as written ("50000 100000", "max").
+ */
+json_t *policy_plan_to_json(const struct policy_plan *plan);
+
+/* Kubernetes quantity text: millicores -> "500m" / "2"; bytes -> "4608Mi" / "1234". */
+void policy_format_cpu_quantity(uint64_t millicores, char *buf, size_t size);
+void policy_format_memory_quantity(uint64_t bytes, char *buf, size_t size);

@@ -1,0 +1,546 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cgroup v2 backend. Every file is opened relative to a directory fd with O_NOFOLLOW and
+ * O_CLOEXEC, so a path swapped under us cannot redirect a write and no fd reaches the
+ * executor. Why this is done directly and not through libcgroup: docs/libcgroup.md.
+ */
+#include <ctype.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <linux/magic.h>
+
+#include "shim.h"
+#include "util.h"
+
+#define CONTROLLERS_MAX 8
+
+const char *shim_cgroup_layout_name(enum shim_cgroup_layout l)
+{
+        switch (l) {
+        case SHIM_CGROUP_UNIFIED:
+                return "unified";
+        case SHIM_CGROUP_HYBRID:
+                return "hybrid";
+        case SHIM_CGROUP_LEGACY:
+                return "legacy";
+        default:
+                return "none";
+        }
+}
+
+int shim_cgroup_detect(const char *root, struct shim_cgroup_host *ret)
+{
+        struct shim_cgroup_host h = { .layout = SHIM_CGROUP_NONE };
+        char unified[sizeof(h.mount)];
+        struct statfs fs;
+
+        if (statfs(root, &fs) < 0)
+                return -errno;
+        if (fs.f_type == CGROUP2_SUPER_MAGIC) {
+                h.layout = SHIM_CGROUP_UNIFIED;
+                snprintf(h.mount, sizeof(h.mount), "%s", root);
+        } else if (fs.f_type == TMPFS_MAGIC) {
+                snprintf(unified, sizeof(unified), "%s/unified", root);
+                if (statfs(unified, &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC) {
+                        h.layout = SHIM_CGROUP_HYBRID;
+                        snprintf(h.mount, sizeof(h.mount), "%s", unified);
+                } else {
+                        h.layout = SHIM_CGROUP_LEGACY;
+                }
+        }
+        *ret = h;
+        return 0;
+}
+
+bool shim_cgroup_name_valid(const char *name)
+{
+        size_t len = strlen(name);
+
+        if (len == 0 || len > 100 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                return false;
+        for (const char *c = name; *c; c++)
+                if (!isalnum((unsigned char)*c) && *c != '_' && *c != '.' && *c != '-')
+                        return false;
+        return true;
+}
+
+void shim_cgroup_needed_controllers(const struct policy_write *w, size_t n, char *buf, size_t size)
+{
+        size_t len = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < n; i++) {
+                bool seen = false;
+                for (size_t j = 0; j < i; j++)
+                        seen |= strcmp(w[i].controller, w[j].controller) == 0;
+                if (seen)
+                        continue;
+                len += (size_t)snprintf(buf + len, size - len, "%s+%s", len ? " " : "",
+                                        w[i].controller);
+                if (len >= size) {
+                        buf[size - 1] = '\0';
+                        return;
+                }
+        }
+}
+
+/* Is word (without '+') present in a space-separated list? */
+static bool word_in(const char *list, const char *word, size_t wlen)
+{
+        for (const char *p = list; *p;) {
+                size_t l = strcspn(p, " \n");
+                if (l == wlen && strncmp(p, word, wlen) == 0)
+                        return true;
+                p += l;
+                p += strspn(p, " \n");
+        }
+        return false;
+}
+
+/* The words of needed ("+cpu +memory") that are absent from the file's list. */
+static int missing_from(int dirfd, const char *file, const char *needed, char *missing,
+                        size_t size)
+{
+        char have[512];
+        ssize_t r;
+        size_t len = 0;
+
+        r = util_read_at(dirfd, file, have, sizeof(have));
+        if (r < 0)
+                return (int)r;
+        missing[0] = '\0';
+        for (const char *p = needed; *p;) {
+                size_t l = strcspn(p, " ");
+                if (*p == '+' && !word_in(have, p + 1, l - 1))
+                        len += (size_t)snprintf(missing + len, size > len ? size - len : 0,
+                                                "%s%.*s", len ? " " : "", (int)l, p);
+                p += l;
+                p += strspn(p, " ");
+        }
+        return len > 0;
+}
+
+static int enable_controllers(int dirfd, const char *path, const char *needed,
+                              struct shim_error *err)
+{
+        char missing[256];
+        int r;
+
+        r = missing_from(dirfd, "cgroup.subtree_control", needed, missing, sizeof(missing));
+        if (r < 0)
+                return shim_error_set(err, r, "cannot read %s/cgroup.subtree_control: %s", path,
+                                      strerror(-r));
+        if (r == 0)
+                return 0;
+        r = util_write_at(dirfd, "cgroup.subtree_control", missing);
+        if (r == -EBUSY)
+                return shim_error_set(err, r,
+                                      "cannot write '%s' to %s/cgroup.subtree_control: %s (the "
+                                      "cgroup has processes of its own; choose a parent without "
+                                      "processes)",
+                                      missing, path, strerror(-r));
+        if (r < 0)
+                return shim_error_set(err, r, "cannot write '%s' to %s/cgroup.subtree_control: %s",
+                                      missing, path, strerror(-r));
+        return 0;
+}
+
+/* Compare a read-back value with what was written, as the kernel stores it. */
+static bool same_value(const char *file, const char *wrote, const char *got)
+{
+        uint64_t a, b;
+
+        if (strcmp(wrote, got) == 0)
+                return true;
+        /* memory.* sizes are kept in pages: the kernel rounds down */
+        if (strncmp(file, "memory.", 7) == 0 && util_parse_u64(wrote, &a) == 0 &&
+            util_parse_u64(got, &b) == 0)
+                return b == a / POLICY_PAGE_SIZE * POLICY_PAGE_SIZE;
+        return false;
+}
+
+static int apply_writes(int leaf_fd, const char *path, const struct policy_write *w, size_t n,
+                        struct shim_error *err)
+{
+        char got[128];
+        ssize_t len;
+        int r;
+
+        for (size_t i = 0; i < n; i++) {
+                r = util_write_at(leaf_fd, w[i].file, w[i].value);
+                if (r < 0)
+                        return shim_error_set(err, r, "cannot write '%s' to %s/%s: %s", w[i].value,
+                                              path, w[i].file, strerror(-r));
+                len = util_read_at(leaf_fd, w[i].file, got, sizeof(got));
+                if (len < 0)
+                        return shim_error_set(err, (int)len, "cannot read back %s/%s: %s", path,
+                                              w[i].file, strerror((int)-len));
+                if (!same_value(w[i].file, w[i].value, got))
+                        return shim_error_set(err, EIO, "%s/%s reads back '%s' after writing '%s'",
+                                              path, w[i].file, got, w[i].value);
+        }
+        return 0;
+}
+
+static int check_available(int mount_fd, const char *mount, const char *needed,
+                           struct shim_error *err)
+{
+        char missing[256];
+        int r;
+
+        r = missing_from(mount_fd, "cgroup.controllers", needed, missing, sizeof(missing));
+        if (r < 0)
+                return shim_error_set(err, r, "cannot read %s/cgroup.controllers: %s", mount,
+                                      strerror(-r));
+        if (r > 0)
+                return shim_error_set(err, EOPNOTSUPP,
+                                      "controllers '%s' are not available in %s/cgroup.controllers "
+                                      "(bound to cgroup v1, or not delegated)",
+                                      missing, mount);
+        return 0;
+}
+
+/* Create the leaf below parent_fd; a stale empty leaf of a crashed run is replaced. */
+static int make_leaf(int parent_fd, const char *parent_path, const char *name, int *ret_fd,
+                     struct shim_error *err)
+{
+        int fd;
+
+        if (mkdirat(parent_fd, name, 0755) < 0) {
+                char events[64];
+                int r = -errno;
+                _cleanup_close_ int old = -1;
+
+                if (r != -EEXIST)
+                        return shim_error_set(err, r, "cannot create cgroup %s/%s: %s",
+                                              parent_path, name, strerror(-r));
+                old = openat(parent_fd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                if (old < 0 || util_read_at(old, "cgroup.events", events, sizeof(events)) < 0 ||
+                    !strstr(events, "populated 0") ||
+                    unlinkat(parent_fd, name, AT_REMOVEDIR) < 0 || mkdirat(parent_fd, name, 0755) < 0)
+                        return shim_error_set(err, EEXIST,
+                                              "cgroup %s/%s already exists and is in use (another "
+                                              "executor with the same --name?)",
+                                              parent_path, name);
+        }
+        fd = openat(parent_fd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) {
+                int r = -errno;
+                unlinkat(parent_fd, name, AT_REMOVEDIR);
+                return shim_error_set(err, r, "cannot open cgroup %s/%s: %s", parent_path, name,
+                                      strerror(-r));
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+static void cgroup_close(struct shim_cgroup *cg)
+{
+        util_closep(&cg->leaf_fd);
+        util_closep(&cg->parent_fd);
+        util_closep(&cg->mount_fd);
+        cg->leaf_fd = cg->parent_fd = cg->mount_fd = -1;
+}
+
+static int finish_leaf(struct shim_cgroup *cg, const char *parent_path, const char *name,
+                       const struct policy_write *w, size_t n, struct shim_error *err)
+{
+        int r;
+
+        r = make_leaf(cg->parent_fd, parent_path, name, &cg->leaf_fd, err);
+        if (r < 0)
+                return r;
+        snprintf(cg->leaf_name, sizeof(cg->leaf_name), "%s", name);
+        r = apply_writes(cg->leaf_fd, cg->path, w, n, err);
+        if (r < 0) {
+                util_closep(&cg->leaf_fd);
+                cg->leaf_fd = -1;
+                unlinkat(cg->parent_fd, name, AT_REMOVEDIR);
+                return r;
+        }
+        return 0;
+}
+
+int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *parent, const char *name,
+                           const struct policy_write *w, size_t n, struct shim_cgroup *ret,
+                           struct shim_error *err)
+{
+        struct shim_cgroup cg = SHIM_CGROUP_INIT;
+        char needed[128], path[sizeof(cg.path)];
+        _cleanup_free_ char *copy = NULL;
+        char *save = NULL;
+        int r;
+
+        if (host->layout == SHIM_CGROUP_NONE || host->layout == SHIM_CGROUP_LEGACY || !host->mount[0])
+                return shim_error_set(err, EOPNOTSUPP, "no cgroup v2 hierarchy (layout: %s)",
+                                      shim_cgroup_layout_name(host->layout));
+        if (!shim_cgroup_name_valid(name))
+                return shim_error_set(err, EINVAL,
+                                      "--name: '%s' is not a valid cgroup name; allowed: 1-100 of "
+                                      "[A-Za-z0-9_.-], not '.' or '..'",
+                                      name);
+        shim_cgroup_needed_controllers(w, n, needed, sizeof(needed));
+        snprintf(cg.mount, sizeof(cg.mount), "%s", host->mount);
+
+        cg.mount_fd = open(host->mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (cg.mount_fd < 0)
+                return shim_error_set(err, errno, "cannot open %s: %s", host->mount, strerror(errno));
+        r = check_available(cg.mount_fd, host->mount, needed, err);
+        if (r < 0)
+                goto fail;
+
+        cg.parent_fd = fcntl(cg.mount_fd, F_DUPFD_CLOEXEC, 3);
+        if (cg.parent_fd < 0) {
+                r = shim_error_set(err, errno, "dup: %s", strerror(errno));
+                goto fail;
+        }
+        snprintf(path, sizeof(path), "%s", host->mount);
+        copy = strdup(parent);
+        if (!copy) {
+                r = shim_error_set(err, ENOMEM, "out of memory");
+                goto fail;
+        }
+        for (char *comp = strtok_r(copy, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+                int next;
+
+                if (!shim_cgroup_name_valid(comp)) {
+                        r = shim_error_set(err, EINVAL,
+                                           "cgroup parent '%s': component '%s' is not allowed; "
+                                           "allowed: [A-Za-z0-9_.-], not '.' or '..'",
+                                           parent, comp);
+                        goto fail;
+                }
+                r = enable_controllers(cg.parent_fd, path, needed, err);
+                if (r < 0)
+                        goto fail;
+                if (mkdirat(cg.parent_fd, comp, 0755) < 0 && errno != EEXIST) {
+                        r = shim_error_set(err, errno, "cannot create cgroup %s/%s: %s", path, comp, strerror(errno));
+                        goto fail;
+                }
+                next = openat(cg.parent_fd, comp, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                if (next < 0) {
+                        r = shim_error_set(err, errno, "cannot open cgroup %s/%s: %s", path, comp, strerror(errno));
+                        goto fail;
+                }
+                close(cg.parent_fd);
+                cg.parent_fd = next;
+                strncat(path, "/", sizeof(path) - strlen(path) - 1);
+                strncat(path, comp, sizeof(path) - strlen(path) - 1);
+        }
+        r = enable_controllers(cg.parent_fd, path, needed, err);
+        if (r < 0)
+                goto fail;
+        snprintf(cg.path, sizeof(cg.path), "%s/%s", path, name);
+        r = finish_leaf(&cg, path, name, w, n, err);
+        if (r < 0)
+                goto fail;
+        *ret = cg;
+        return 0;
+fail:
+        cgroup_close(&cg);
+        return r;
+}
+
+/* Move every process of the namespace root into <root>/init. */
+static int evacuate_root(int mount_fd, int init_fd, const char *mount, struct shim_error *err)
+{
+        char procs[4096];
+
+        for (int round = 0; round < 16; round++) {
+                ssize_t len = util_read_at(mount_fd, "cgroup.procs", procs, sizeof(procs));
+                bool moved = false;
+
+                if (len < 0)
+                        return shim_error_set(err, (int)len, "cannot read %s/cgroup.procs: %s",
+                                              mount, strerror((int)-len));
+                for (char *line = procs, *next; line && *line; line = next) {
+                        int r;
+                        next = strchr(line, '\n');
+                        if (next)
+                                *next++ = '\0';
+                        r = util_write_at(init_fd, "cgroup.procs", line);
+                        if (r < 0 && r != -ESRCH)
+                                return shim_error_set(err, r, "cannot move pid %s into %s/init: %s",
+                                                      line, mount, strerror(-r));
+                        moved = true;
+                }
+                if (!moved)
+                        return 0;
+        }
+        return shim_error_set(err, EBUSY, "processes keep appearing in %s/cgroup.procs", mount);
+}
+
+int shim_cgroup_setup_init(const struct shim_cgroup_host *host, const char *name,
+                           const struct policy_write *w, size_t n, struct shim_cgroup *ret,
+                           struct shim_error *err)
+{
+        struct shim_cgroup cg = SHIM_CGROUP_INIT;
+        _cleanup_close_ int init_fd = -1;
+        char needed[128];
+        int r;
+
+        if (host->layout != SHIM_CGROUP_UNIFIED)
+                return shim_error_set(err, EOPNOTSUPP,
+                                      "init mode needs cgroup v2 mounted at the namespace's "
+                                      "/sys/fs/cgroup (layout: %s)",
+                                      shim_cgroup_layout_name(host->layout));
+        if (!shim_cgroup_name_valid(name) || strcmp(name, "init") == 0)
+                return shim_error_set(err, EINVAL,
+                                      "--name: '%s' is not a valid executor cgroup name in init "
+                                      "mode; allowed: [A-Za-z0-9_.-], not '.', '..' or 'init'",
+                                      name);
+        shim_cgroup_needed_controllers(w, n, needed, sizeof(needed));
+        snprintf(cg.mount, sizeof(cg.mount), "%s", host->mount);
+        cg.mount_fd = open(host->mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (cg.mount_fd < 0)
+                return shim_error_set(err, errno, "cannot open %s: %s", host->mount, strerror(errno));
+        r = check_available(cg.mount_fd, host->mount, needed, err);
+        if (r < 0)
+                goto fail;
+        if (mkdirat(cg.mount_fd, "init", 0755) < 0 && errno != EEXIST) {
+                r = shim_error_set(err, errno, "cannot create cgroup %s/init: %s", host->mount, strerror(errno));
+                goto fail;
+        }
+        init_fd = openat(cg.mount_fd, "init", O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (init_fd < 0) {
+                r = shim_error_set(err, errno, "cannot open cgroup %s/init: %s", host->mount, strerror(errno));
+                goto fail;
+        }
+        r = evacuate_root(cg.mount_fd, init_fd, host->mount, err);
+        if (r < 0)
+                goto fail;
+        r = enable_controllers(cg.mount_fd, host->mount, needed, err);
+        if (r < 0)
+                goto fail;
+        cg.parent_fd = fcntl(cg.mount_fd, F_DUPFD_CLOEXEC, 3);
+        if (cg.parent_fd < 0) {
+                r = shim_error_set(err, errno, "dup: %s", strerror(errno));
+                goto fail;
+        }
+        snprintf(cg.path, sizeof(cg.path), "%s/%s", host->mount, name);
+        r = finish_leaf(&cg, host->mount, name, w, n, err);
+        if (r < 0)
+                goto fail;
+        *ret = cg;
+        return 0;
+fail:
+        cgroup_close(&cg);
+        return r;
+}
+
+int shim_cgroup_populated(const struct shim_cgroup *cg)
+{
+        uint64_t v;
+        int r;
+
+        r = util_read_keyed_u64_at(cg->leaf_fd, "cgroup.events", "populated", &v);
+        if (r < 0)
+                return r;
+        return v != 0;
+}
+
+int shim_cgroup_kill(const struct shim_cgroup *cg)
+{
+        char procs[8192];
+        ssize_t len;
+        int r;
+
+        r = util_write_at(cg->leaf_fd, "cgroup.kill", "1");
+        if (r != -ENOENT)
+                return r;
+        /* before Linux 5.14: kill what we see; callers loop until the leaf is empty */
+        len = util_read_at(cg->leaf_fd, "cgroup.procs", procs, sizeof(procs));
+        if (len < 0 && len != -EFBIG)
+                return (int)len;
+        for (char *line = procs, *next; line && *line; line = next) {
+                int pid;
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (util_parse_int(line, &pid) == 0 && pid > 0)
+                        kill(pid, SIGKILL);
+        }
+        return 0;
+}
+
+int shim_cgroup_wait_empty(const struct shim_cgroup *cg, int timeout_ms)
+{
+        _cleanup_close_ int fd = -1;
+        uint64_t deadline = util_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+
+        fd = openat(cg->leaf_fd, "cgroup.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = POLLPRI };
+                uint64_t now, left_ms;
+                int r;
+
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
+                r = shim_cgroup_populated(cg);
+                if (r <= 0)
+                        return r;
+                now = util_now_ns();
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                left_ms = (deadline - now) / 1000000ULL;
+                /* wake on the change notification, or every 50 ms to reap */
+                poll(&p, 1, left_ms < 50 ? (int)left_ms + 1 : 50);
+        }
+}
+
+int shim_cgroup_destroy(struct shim_cgroup *cg)
+{
+        int r = 0;
+
+        if (!cg)
+                return 0;
+        if (cg->leaf_fd >= 0) {
+                for (int attempt = 0; attempt < 50; attempt++) {
+                        int p = shim_cgroup_populated(cg);
+                        if (p <= 0)
+                                break;
+                        shim_cgroup_kill(cg);
+                        shim_cgroup_wait_empty(cg, 200);
+                }
+                /* rmdir can see EBUSY for a moment after the last task left */
+                for (int attempt = 0; attempt < 100; attempt++) {
+                        r = unlinkat(cg->parent_fd, cg->leaf_name, AT_REMOVEDIR) < 0 ? -errno : 0;
+                        if (r != -EBUSY)
+                                break;
+                        usleep(10000);
+                }
+                if (r == -ENOENT)
+                        r = 0;
+        }
+        cgroup_close(cg);
+        return r;
+}
+
+int shim_cgroup_memory_events(const struct shim_cgroup *cg, struct shim_memory_events *ret)
+{
+        struct shim_memory_events e = { 0 };
+        struct {
+                const char *key;
+                uint64_t *value;
+        } keys[] = {
+                { "low", &e.low }, { "high", &e.high }, { "max", &e.max },
+                { "oom", &e.oom }, { "oom_kill", &e.oom_kill },
+        };
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                r = util_read_keyed_u64_at(cg->leaf_fd, "memory.events", keys[i].key, keys[i].value);
+                if (r < 0)
+                        return r;
+        }
+        *ret = e;
+        return 0;
+}

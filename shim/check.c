@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sparkshim check: a host preflight. Reads only; never creates or writes a cgroup.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+#include <linux/magic.h>
+
+#include "shim.h"
+#include "util.h"
+
+enum result { RESULT_OK, RESULT_INFO, RESULT_WARN, RESULT_FAIL };
+
+struct checker {
+        bool can_enforce;
+        char first_failure[512];
+};
+
+static void row(struct checker *c, const char *check, enum result result, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static void row(struct checker *c, const char *check, enum result result, const char *fmt, ...)
+{
+        static const char *const names[] = { "ok", "info", "warn", "FAIL" };
+        char detail[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(detail, sizeof(detail), fmt, ap);
+        va_end(ap);
+        printf("%-22s %-6s %s\n", check, names[result], detail);
+        if (result == RESULT_FAIL) {
+                if (c->can_enforce)
+                        snprintf(c->first_failure, sizeof(c->first_failure), "%s: %s", check, detail);
+                c->can_enforce = false;
+        }
+}
+
+static bool kernel_at_least(int major, int minor)
+{
+        struct utsname u;
+        int ma = 0, mi = 0;
+
+        if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+                return false;
+        return ma > major || (ma == major && mi >= minor);
+}
+
+/* Which v1 hierarchy holds a controller, for the hybrid explanation. */
+static bool bound_to_v1(const char *root, const char *controller, char *where, size_t size)
+{
+        struct statfs fs;
+
+        snprintf(where, size, "%s/%s", root, controller);
+        return statfs(where, &fs) == 0 && fs.f_type == CGROUP_SUPER_MAGIC;
+}
+
+static void check_controllers(struct checker *c, const char *root,
+                              const struct shim_cgroup_host *host, const struct policy *p)
+{
+        const char *needed[4] = { "cpu", "memory" };
+        size_t nneeded = 2;
+        char have[512], missing[256] = "", v1[512] = "";
+        _cleanup_close_ int fd = -1;
+        ssize_t r;
+
+        if (p->pids_max)
+                needed[nneeded++] = "pids";
+        if (p->io_weight)
+                needed[nneeded++] = "io";
+        if (!host->mount[0]) {
+                row(c, "controllers", RESULT_FAIL, "no cgroup2 hierarchy to look at");
+                return;
+        }
+        fd = open(host->mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        r = fd < 0 ? -errno : util_read_at(fd, "cgroup.controllers", have, sizeof(have));
+        if (r < 0) {
+                row(c, "controllers", RESULT_FAIL, "cannot read %s/cgroup.controllers: %s",
+                    host->mount, strerror((int)-r));
+                return;
+        }
+        for (size_t i = 0; i < nneeded; i++) {
+                char pattern[32], where[PATH_MAX];
+                snprintf(pattern, sizeof(pattern), " %s ", needed[i]);
+                char padded[520];
+                snprintf(padded, sizeof(padded), " %s ", have);
+                if (strstr(padded, pattern))
+                        continue;
+                snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
+                         missing[0] ? " " : "", needed[i]);
+                if (bound_to_v1(root, needed[i], where, sizeof(where)))
+                        snprintf(v1 + strlen(v1), sizeof(v1) - strlen(v1), "%s%s", v1[0] ? ", " : "",
+                                 where);
+        }
+        if (!missing[0])
+                row(c, "controllers", RESULT_OK, "%s/cgroup.controllers has what the plan needs: %s",
+                    host->mount, have);
+        else if (v1[0])
+                row(c, "controllers", RESULT_FAIL,
+                    "%s/cgroup.controllers lacks %s (has '%s'): bound to cgroup v1 at %s; boot "
+                    "with systemd.unified_cgroup_hierarchy=1 or cgroup_no_v1=all",
+                    host->mount, missing, have, v1);
+        else
+                row(c, "controllers", RESULT_FAIL,
+                    "%s/cgroup.controllers lacks %s (has '%s'): not delegated to this cgroup",
+                    host->mount, missing, have);
+}
+
+static void check_parent(struct checker *c, const struct shim_cgroup_host *host, const char *parent)
+{
+        char path[PATH_MAX], existing[PATH_MAX];
+        _cleanup_free_ char *copy = strdup(parent);
+        char *save = NULL;
+        bool exists = true;
+
+        if (!host->mount[0] || !copy) {
+                row(c, "parent cgroup", RESULT_FAIL, "no cgroup2 hierarchy");
+                return;
+        }
+        snprintf(path, sizeof(path), "%s", host->mount);
+        snprintf(existing, sizeof(existing), "%s", host->mount);
+        for (char *comp = strtok_r(copy, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+                struct stat st;
+                size_t len = strlen(path);
+                snprintf(path + len, sizeof(path) - len, "/%s", comp);
+                if (exists && stat(path, &st) == 0)
+                        snprintf(existing, sizeof(existing), "%s", path);
+                else
+                        exists = false;
+        }
+        if (access(existing, W_OK) < 0)
+                row(c, "parent cgroup", RESULT_FAIL, "%s is not writable: %s", existing, strerror(errno));
+        else if (exists)
+                row(c, "parent cgroup", RESULT_OK, "%s exists and is writable", path);
+        else
+                row(c, "parent cgroup", RESULT_OK, "%s will be created below %s", path, existing);
+}
+
+static void check_java(struct checker *c)
+{
+        char java[PATH_MAX] = "", real[PATH_MAX], release[4096];
+        const char *home = getenv("JAVA_HOME"), *path = getenv("PATH");
+        _cleanup_close_ int fd = -1;
+
+        if (home && *home)
+                snprintf(java, sizeof(java), "%s/bin/java", home);
+        for (const char *p = path; !java[0] && p && *p;) {
+                size_t l = strcspn(p, ":");
+                char candidate[PATH_MAX];
+                snprintf(candidate, sizeof(candidate), "%.*s/java", (int)l, p);
+                if (access(candidate, X_OK) == 0)
+                        snprintf(java, sizeof(java), "%s", candidate);
+                p += l + (p[l] == ':');
+        }
+        if (!java[0] || !realpath(java, real)) {
+                row(c, "JDK", RESULT_WARN, "no java in JAVA_HOME or PATH (needed by executors, not by the shim)");
+                return;
+        }
+        /* <home>/bin/java -> <home>/release has JAVA_VERSION="17.0.15" */
+        char *slash = strrchr(real, '/');
+        if (slash)
+                *slash = '\0';
+        slash = strrchr(real, '/');
+        if (slash)
+                *slash = '\0';
+        fd = open(real, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 && util_read_at(fd, "release", release, sizeof(release)) > 0) {
+                char *v = strstr(release, "JAVA_VERSION=\"");
+                if (v) {
+                        v += strlen("JAVA_VERSION=\"");
+                        v[strcspn(v, "\"")] = '\0';
+                        row(c, "JDK", RESULT_INFO, "%s (Java %s)", real, v);
+                        return;
+                }
+        }
+        row(c, "JDK", RESULT_INFO, "%s", java);
+}
+
+int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root)
+{
+        struct checker c = { .can_enforce = true };
+        struct shim_cgroup_host host = { 0 };
+        struct policy_error perr = { 0 };
+        struct policy p;
+        int r;
+
+        printf("%-22s %-6s %s\n", "CHECK", "RESULT", "DETAIL");
+        policy_init_defaults(&p);
+        r = policy_load_file(policy_path, geteuid() == 0, &p, &perr);
+        if (r == -ENOENT && !policy_explicit) {
+                policy_init_defaults(&p);
+                row(&c, "policy", RESULT_INFO, "%s absent: built-in defaults apply", policy_path);
+        } else if (r < 0) {
+                policy_init_defaults(&p);
+                row(&c, "policy", RESULT_FAIL, "%s", perr.text);
+        } else {
+                row(&c, "policy", RESULT_OK, "%s (fail_mode %s, parent %s)", policy_path,
+                    p.fail_mode == POLICY_FAIL_OPEN ? "open" : "closed", p.cgroup_parent);
+        }
+
+        r = shim_cgroup_detect(cgroup_root, &host);
+        if (r < 0)
+                row(&c, "cgroup v2", RESULT_FAIL, "cannot inspect %s: %s", cgroup_root, strerror(-r));
+        else if (host.layout == SHIM_CGROUP_UNIFIED)
+                row(&c, "cgroup v2", RESULT_OK, "unified hierarchy at %s", host.mount);
+        else if (host.layout == SHIM_CGROUP_HYBRID)
+                row(&c, "cgroup v2", RESULT_WARN,
+                    "hybrid host: cgroup2 at %s next to cgroup v1 hierarchies in %s", host.mount,
+                    cgroup_root);
+        else if (host.layout == SHIM_CGROUP_LEGACY)
+                row(&c, "cgroup v2", RESULT_FAIL, "%s has only cgroup v1 hierarchies", cgroup_root);
+        else
+                row(&c, "cgroup v2", RESULT_FAIL, "no cgroup filesystem at %s", cgroup_root);
+
+        check_controllers(&c, cgroup_root, &host, &p);
+        check_parent(&c, &host, p.cgroup_parent);
+        row(&c, "cgroup.kill", kernel_at_least(5, 14) ? RESULT_OK : RESULT_WARN, "%s",
+            kernel_at_least(5, 14) ? "kernel >= 5.14: leftovers are killed atomically"
+                                   : "kernel < 5.14: leftovers are killed pid by pid");
+        row(&c, "clone3 into cgroup", kernel_at_least(5, 7) ? RESULT_OK : RESULT_WARN, "%s",
+            kernel_at_least(5, 7) ? "kernel >= 5.7: the executor starts inside its cgroup"
+                                  : "kernel < 5.7: fork, then attach before exec");
+        check_java(&c);
+
+        if (c.can_enforce) {
+                printf("\nsparkshim run can enforce the plan on this host.\n");
+                return 0;
+        }
+        printf("\nsparkshim run cannot enforce the plan on this host: %s.\n"
+               "With fail_mode closed it refuses to start (exit 123); with open it runs the "
+               "executor unconstrained.\n",
+               c.first_failure);
+        return 1;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+static enum shim_log_level max_level = SHIM_LOG_WARN;
+
+void shim_log_set_level(enum shim_log_level level)
+{
+        max_level = level;
+}
+
+enum shim_log_level shim_log_get_level(void)
+{
+        return max_level;
+}
+
+void shim_log(enum shim_log_level level, const char *fmt, ...)
+{
+        static const char *const names[] = { "error", "warning", "info", "debug" };
+        char line[1024];
+        int saved = errno;
+        va_list ap;
+        int n;
+
+        if (level > max_level)
+                return;
+        n = snprintf(line, sizeof(line), "sparkshim[%d]: %s: ", (int)getpid(), names[level]);
+        va_start(ap, fmt);
+        errno = saved;
+        vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+        va_end(ap);
+        /* one write per line so lines of concurrent writers do not interleave */
+        fprintf(stderr, "%s\n", line);
+        errno = saved;
+}
+
+int shim_error_set(struct shim_error *err, int error, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (error < 0)
+                error = -error;
+        if (err) {
+                err->error = error;
+                va_start(ap, fmt);
+                errno = error;
+                vsnprintf(err->text, sizeof(err->text), fmt, ap);
+                va_end(ap);
+        }
+        return -error;
+}

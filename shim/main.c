@@ -1,0 +1,588 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sparkshim: resource-control entrypoint for Spark executors. See sparkshim(1).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "shim.h"
+#include "util.h"
+
+extern char **environ;
+
+struct options {
+        const char *policy_path;
+        bool policy_explicit;
+        const char *name;
+        const char *name_origin;
+        const char *cgroup_parent;
+        const char *cgroup_parent_origin;
+        const char *fail_mode;
+        const char *fail_mode_origin;
+        const char *format;
+        const char *cgroup_root;
+        long grace; /* -1 = policy */
+        bool init;
+        bool signal_group;
+        int verbosity;
+        struct policy_inputs inputs;
+};
+
+enum {
+        OPT_POLICY = 0x100,
+        OPT_NAME,
+        OPT_CGROUP_PARENT,
+        OPT_CORES,
+        OPT_MILLICORES,
+        OPT_LIMIT_MILLICORES,
+        OPT_MEMORY,
+        OPT_OVERHEAD,
+        OPT_OFFHEAP,
+        OPT_PYSPARK,
+        OPT_BURST,
+        OPT_INIT,
+        OPT_FAIL_MODE,
+        OPT_GRACE,
+        OPT_SIGNAL_GROUP,
+        OPT_FORMAT,
+        OPT_VERSION,
+};
+
+static const struct option long_options[] = {
+        { "policy", required_argument, NULL, OPT_POLICY },
+        { "name", required_argument, NULL, OPT_NAME },
+        { "cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT },
+        { "cores", required_argument, NULL, OPT_CORES },
+        { "millicores", required_argument, NULL, OPT_MILLICORES },
+        { "limit-millicores", required_argument, NULL, OPT_LIMIT_MILLICORES },
+        { "memory", required_argument, NULL, OPT_MEMORY },
+        { "memory-overhead", required_argument, NULL, OPT_OVERHEAD },
+        { "offheap", required_argument, NULL, OPT_OFFHEAP },
+        { "pyspark-memory", required_argument, NULL, OPT_PYSPARK },
+        { "burst-ratio", required_argument, NULL, OPT_BURST },
+        { "init", no_argument, NULL, OPT_INIT },
+        { "fail-mode", required_argument, NULL, OPT_FAIL_MODE },
+        { "grace", required_argument, NULL, OPT_GRACE },
+        { "signal-group", no_argument, NULL, OPT_SIGNAL_GROUP },
+        { "format", required_argument, NULL, OPT_FORMAT },
+        { "verbose", no_argument, NULL, 'v' },
+        { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, OPT_VERSION },
+        { NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *f)
+{
+        fputs("Usage: sparkshim run [OPTIONS] -- COMMAND [ARGS...]\n"
+              "       sparkshim plan [OPTIONS] [--format json|cgroup|k8s] [-- COMMAND...]\n"
+              "       sparkshim check [--policy FILE]\n"
+              "\n"
+              "Enforce a Spark executor's CPU (millicores) and memory (memoryBurst) plan\n"
+              "through cgroup v2, as its launch wrapper or as its container's PID 1.\n"
+              "\n"
+              "Options:\n"
+              "  --policy FILE          cluster policy (default " SPARKSHIM_DEFAULT_POLICY ")\n"
+              "  --name NAME            executor cgroup name (default from --app-id/--executor-id)\n"
+              "  --cgroup-parent PATH   parent cgroup below the cgroup2 mount\n"
+              "  --cores N              task concurrency (spark.executor.cores)\n"
+              "  --millicores M         CPU request: millicores (500, 500m) or cores (0.5)\n"
+              "  --limit-millicores M   CPU limit, same forms (default request x overcommit)\n"
+              "  --memory SIZE          executor heap (Spark size, MiB when no suffix)\n"
+              "  --memory-overhead SIZE memory overhead (MiB when no suffix)\n"
+              "  --offheap SIZE         off-heap memory, enables it (bytes when no suffix)\n"
+              "  --pyspark-memory SIZE  Python worker memory (MiB when no suffix)\n"
+              "  --burst-ratio R        memoryBurst ratio in [0,1]: overhead request x (1 - R)\n"
+              "  --init                 init mode: set up the namespace's cgroup root (implied as PID 1)\n"
+              "  --fail-mode MODE       closed (refuse to run) or open (run unenforced)\n"
+              "  --grace SECONDS        after TERM, wait this long before killing the cgroup\n"
+              "  --signal-group         forward signals to the command's process group\n"
+              "  --format FMT           plan output: json (default), cgroup or k8s\n"
+              "  -v, --verbose          more log output (repeat for debug)\n"
+              "  -q, --quiet            errors only\n"
+              "  -h, --help             this text\n"
+              "      --version          print the version\n"
+              "\n"
+              "Exit status: the command's, 128+N when it was killed by signal N, 126 when it\n"
+              "cannot be executed, 127 when it is not found; the shim's own failures: 120 usage,\n"
+              "121 policy, 122 settings rejected by the policy, 123 cgroup enforcement failed\n"
+              "(fail mode closed), 124 internal error. See sparkshim(1).\n",
+              f);
+}
+
+static _Noreturn void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static _Noreturn void die(int code, const char *fmt, ...)
+{
+        char line[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        log_error("%s", line);
+        exit(code);
+}
+
+static uint64_t parse_millicores(const char *flag, const char *s)
+{
+        uint64_t v = 0;
+
+        if (policy_parse_millicores(s, &v) < 0 || v == 0)
+                die(SHIM_EXIT_USAGE,
+                    "%s: '%s' is not a CPU amount; allowed: millicores >= 1 as 500 or 500m, or cores as 0.5",
+                    flag, s);
+        return v;
+}
+
+static uint64_t parse_size(const char *flag, const char *s, enum policy_unit unit)
+{
+        uint64_t v;
+
+        if (policy_parse_spark_bytes(s, unit, &v) < 0)
+                die(SHIM_EXIT_USAGE,
+                    "%s: '%s' is not a size; allowed: digits with an optional suffix b, k, m, g, t, p (%s when none)",
+                    flag, s, unit == POLICY_UNIT_MIB ? "MiB" : "bytes");
+        return v;
+}
+
+static const char *getenv_nonempty(const char *name)
+{
+        const char *v = getenv(name);
+        return v && *v ? v : NULL;
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+        int c;
+
+        while ((c = getopt_long(argc, argv, "+vqh", long_options, NULL)) != -1) {
+                struct policy_inputs *in = &o->inputs;
+                uint64_t u;
+                double d;
+
+                switch (c) {
+                case OPT_POLICY:
+                        o->policy_path = optarg;
+                        o->policy_explicit = true;
+                        break;
+                case OPT_NAME:
+                        o->name = optarg;
+                        o->name_origin = "--name";
+                        break;
+                case OPT_CGROUP_PARENT:
+                        o->cgroup_parent = optarg;
+                        o->cgroup_parent_origin = "--cgroup-parent";
+                        break;
+                case OPT_CORES:
+                        if (util_parse_u64(optarg, &u) < 0 || u == 0 || u > 4096)
+                                die(SHIM_EXIT_USAGE, "--cores: '%s' is not a core count; allowed: 1 to 4096",
+                                    optarg);
+                        policy_input_set_u64(&in->cores, u, POLICY_SOURCE_FLAG, "--cores");
+                        break;
+                case OPT_MILLICORES:
+                        policy_input_set_u64(&in->millicores, parse_millicores("--millicores", optarg),
+                                             POLICY_SOURCE_FLAG, "--millicores");
+                        break;
+                case OPT_LIMIT_MILLICORES:
+                        policy_input_set_u64(&in->limit_millicores,
+                                             parse_millicores("--limit-millicores", optarg),
+                                             POLICY_SOURCE_FLAG, "--limit-millicores");
+                        break;
+                case OPT_MEMORY:
+                        policy_input_set_u64(&in->heap_bytes, parse_size("--memory", optarg, POLICY_UNIT_MIB),
+                                             POLICY_SOURCE_FLAG, "--memory");
+                        break;
+                case OPT_OVERHEAD:
+                        policy_input_set_u64(&in->overhead_bytes,
+                                             parse_size("--memory-overhead", optarg, POLICY_UNIT_MIB),
+                                             POLICY_SOURCE_FLAG, "--memory-overhead");
+                        break;
+                case OPT_OFFHEAP:
+                        policy_input_set_u64(&in->offheap_bytes,
+                                             parse_size("--offheap", optarg, POLICY_UNIT_BYTES),
+                                             POLICY_SOURCE_FLAG, "--offheap");
+                        policy_input_set_bool(&in->offheap_enabled, true, POLICY_SOURCE_FLAG, "--offheap");
+                        break;
+                case OPT_PYSPARK:
+                        policy_input_set_u64(&in->pyspark_bytes,
+                                             parse_size("--pyspark-memory", optarg, POLICY_UNIT_MIB),
+                                             POLICY_SOURCE_FLAG, "--pyspark-memory");
+                        break;
+                case OPT_BURST:
+                        if (util_parse_double(optarg, &d) < 0 || d < 0 || d > 1)
+                                die(SHIM_EXIT_USAGE, "--burst-ratio: '%s' is not a ratio; allowed: 0 to 1",
+                                    optarg);
+                        policy_input_set_double(&in->burst_ratio, d, POLICY_SOURCE_FLAG, "--burst-ratio");
+                        break;
+                case OPT_INIT:
+                        o->init = true;
+                        break;
+                case OPT_FAIL_MODE:
+                        o->fail_mode = optarg;
+                        o->fail_mode_origin = "--fail-mode";
+                        break;
+                case OPT_GRACE:
+                        if (util_parse_u64(optarg, &u) < 0 || u > 3600)
+                                die(SHIM_EXIT_USAGE, "--grace: '%s' is not a number of seconds; allowed: 0 to 3600",
+                                    optarg);
+                        o->grace = (long)u;
+                        break;
+                case OPT_SIGNAL_GROUP:
+                        o->signal_group = true;
+                        break;
+                case OPT_FORMAT:
+                        if (strcmp(optarg, "json") != 0 && strcmp(optarg, "cgroup") != 0 &&
+                            strcmp(optarg, "k8s") != 0)
+                                die(SHIM_EXIT_USAGE, "--format: '%s' is not a format; allowed: json, cgroup, k8s",
+                                    optarg);
+                        o->format = optarg;
+                        break;
+                case 'v':
+                        o->verbosity++;
+                        break;
+                case 'q':
+                        o->verbosity = -1;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        exit(0);
+                case OPT_VERSION:
+                        printf("sparkshim %s\n", SPARKSHIM_VERSION);
+                        exit(0);
+                default:
+                        fputs("Try 'sparkshim --help'.\n", stderr);
+                        exit(SHIM_EXIT_USAGE);
+                }
+        }
+}
+
+/* Shim-level settings from the environment, below the flags. */
+static void apply_environment(struct options *o)
+{
+        const char *v;
+        uint64_t u;
+
+        if (!o->policy_explicit && (v = getenv_nonempty("SPARKSHIM_POLICY"))) {
+                o->policy_path = v;
+                o->policy_explicit = true;
+        }
+        if (!o->name && (v = getenv_nonempty("SPARKSHIM_NAME"))) {
+                o->name = v;
+                o->name_origin = "SPARKSHIM_NAME";
+        }
+        if (!o->cgroup_parent && (v = getenv_nonempty("SPARKSHIM_CGROUP_PARENT"))) {
+                o->cgroup_parent = v;
+                o->cgroup_parent_origin = "SPARKSHIM_CGROUP_PARENT";
+        }
+        if (!o->fail_mode && (v = getenv_nonempty("SPARKSHIM_FAIL_MODE"))) {
+                o->fail_mode = v;
+                o->fail_mode_origin = "SPARKSHIM_FAIL_MODE";
+        }
+        if (o->grace < 0 && (v = getenv_nonempty("SPARKSHIM_GRACE"))) {
+                if (util_parse_u64(v, &u) < 0 || u > 3600)
+                        die(SHIM_EXIT_USAGE, "SPARKSHIM_GRACE: '%s' is not a number of seconds; allowed: 0 to 3600", v);
+                o->grace = (long)u;
+        }
+        /* tests point the shim at another cgroup mount */
+        if ((v = getenv_nonempty("SPARKSHIM_CGROUP_ROOT")))
+                o->cgroup_root = v;
+}
+
+static void load_policy(const struct options *o, struct policy *p)
+{
+        struct policy_error err = { 0 };
+        int r;
+
+        policy_init_defaults(p);
+        r = policy_load_file(o->policy_path, geteuid() == 0, p, &err);
+        if (r == -ENOENT && !o->policy_explicit) {
+                log_info("no policy at %s; using the built-in defaults", o->policy_path);
+                policy_init_defaults(p);
+                return;
+        }
+        if (r < 0)
+                die(SHIM_EXIT_POLICY, "%s", err.text);
+}
+
+/* Apply the shim-level overrides (fail mode, cgroup parent) that the policy must allow. */
+static void apply_overrides(const struct options *o, struct policy *p)
+{
+        struct policy_error err = { 0 };
+        enum policy_source source;
+
+        if (o->fail_mode) {
+                enum policy_fail_mode m;
+                if (strcmp(o->fail_mode, "open") == 0)
+                        m = POLICY_FAIL_OPEN;
+                else if (strcmp(o->fail_mode, "closed") == 0)
+                        m = POLICY_FAIL_CLOSED;
+                else
+                        die(SHIM_EXIT_USAGE, "%s: '%s' is not a fail mode; allowed: open, closed",
+                            o->fail_mode_origin, o->fail_mode);
+                source = o->fail_mode_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
+                if (m != p->fail_mode &&
+                    policy_check_override(p, POLICY_OVERRIDE_FAIL_MODE, source, o->fail_mode_origin, &err) < 0)
+                        die(SHIM_EXIT_PLAN, "%s", err.text);
+                p->fail_mode = m;
+        }
+        if (o->cgroup_parent) {
+                char parent[POLICY_PATH_MAX];
+
+                if (policy_normalize_cgroup_path(o->cgroup_parent, parent, sizeof(parent)) < 0)
+                        die(SHIM_EXIT_USAGE,
+                            "%s: '%s' is not a cgroup path; allowed: components of [A-Za-z0-9_.-], none '.' or '..'",
+                            o->cgroup_parent_origin, o->cgroup_parent);
+                source = o->cgroup_parent_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
+                if (strcmp(parent, p->cgroup_parent) != 0 &&
+                    policy_check_override(p, POLICY_OVERRIDE_CGROUP_PARENT, source,
+                                          o->cgroup_parent_origin, &err) < 0)
+                        die(SHIM_EXIT_PLAN, "%s", err.text);
+                snprintf(p->cgroup_parent, sizeof(p->cgroup_parent), "%s", parent);
+        }
+        if (o->grace >= 0)
+                p->grace_seconds = (unsigned)o->grace;
+}
+
+static void compute_plan(struct options *o, const struct policy *p, int argc, char **cmd,
+                         struct policy_plan *plan)
+{
+        struct policy_error err = { 0 };
+
+        if (argc > 0 && policy_inputs_from_command(&o->inputs, argc, cmd, &err) < 0)
+                die(SHIM_EXIT_USAGE, "%s", err.text);
+        if (policy_inputs_from_env(&o->inputs, environ, &err) < 0)
+                die(SHIM_EXIT_USAGE, "%s", err.text);
+        if (policy_plan_compute(p, &o->inputs, plan, &err) < 0)
+                die(SHIM_EXIT_PLAN, "%s", err.text);
+        if (plan->clamped[0])
+                log_warn("clamped to the policy's bounds: %s", plan->clamped);
+}
+
+/* The cgroup name: --name, else <app-id>-<executor-id> made safe, else executor-<pid>. */
+static void executor_name(const struct options *o, bool init_mode, char *buf, size_t size)
+{
+        size_t len;
+
+        if (o->name) {
+                if (!shim_cgroup_name_valid(o->name))
+                        die(SHIM_EXIT_USAGE, "%s: '%s' is not a valid cgroup name; allowed: 1-100 of [A-Za-z0-9_.-], not '.' or '..'",
+                            o->name_origin, o->name);
+                snprintf(buf, size, "%s", o->name);
+                return;
+        }
+        if (init_mode)
+                snprintf(buf, size, "executor");
+        else if (o->inputs.app_id[0] || o->inputs.executor_id[0])
+                snprintf(buf, size, "%s%s%s", o->inputs.app_id,
+                         o->inputs.app_id[0] && o->inputs.executor_id[0] ? "-" : "",
+                         o->inputs.executor_id);
+        else
+                snprintf(buf, size, "executor-%d", (int)getpid());
+        len = strnlen(buf, size);
+        if (len > 100)
+                buf[len = 100] = '\0';
+        for (size_t i = 0; i < len; i++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", buf[i]))
+                        buf[i] = '_';
+        if (!shim_cgroup_name_valid(buf))
+                snprintf(buf, size, "executor-%d", (int)getpid());
+}
+
+static int print_plan(const struct options *o, const struct policy_plan *plan, const char *parent,
+                      const char *name)
+{
+        struct policy_write w[POLICY_WRITES_MAX];
+        size_t n = policy_plan_writes(plan, w);
+        const char *format = o->format ? o->format : "json";
+
+        if (strcmp(format, "cgroup") == 0) {
+                for (size_t i = 0; i < n; i++)
+                        printf("%s %s\n", w[i].file, w[i].value);
+        } else if (strcmp(format, "k8s") == 0) {
+                char rc[32], rm[32], lc[32], lm[32];
+                policy_format_cpu_quantity(plan->cpu_request_millicores, rc, sizeof(rc));
+                policy_format_memory_quantity(plan->memory_request_bytes, rm, sizeof(rm));
+                policy_format_cpu_quantity(plan->cpu_limit_millicores, lc, sizeof(lc));
+                policy_format_memory_quantity(plan->memory_limit_bytes, lm, sizeof(lm));
+                printf("resources:\n  requests:\n    cpu: \"%s\"\n    memory: \"%s\"\n"
+                       "  limits:\n",
+                       rc, rm);
+                if (!plan->cpu_unlimited)
+                        printf("    cpu: \"%s\"\n", lc);
+                printf("    memory: \"%s\"\n", lm);
+        } else {
+                json_t *j = policy_plan_to_json(plan);
+                json_t *cg = json_pack("{s:s, s:s}", "parent", parent, "name", name);
+                char *text;
+
+                if (!j || !cg || json_object_set_new(j, "cgroup", cg) < 0)
+                        die(SHIM_EXIT_INTERNAL, "out of memory");
+                text = json_dumps(j, JSON_INDENT(2));
+                json_decref(j);
+                if (!text)
+                        die(SHIM_EXIT_INTERNAL, "out of memory");
+                puts(text);
+                free(text);
+        }
+        return fflush(stdout) == 0 ? 0 : SHIM_EXIT_INTERNAL;
+}
+
+static void log_plan(const struct policy_plan *plan, const struct policy_write *w, size_t n,
+                     const char *where)
+{
+        char limit[32] = "unlimited";
+
+        if (!plan->cpu_unlimited)
+                snprintf(limit, sizeof(limit), "%" PRIu64 "m", plan->cpu_limit_millicores);
+        log_info("plan: cpu request %" PRIu64 "m limit %s; memory request %" PRIu64
+                 " limit %" PRIu64 " bytes (burst ratio %.2f)",
+                 plan->cpu_request_millicores, limit, plan->memory_request_bytes,
+                 plan->memory_limit_bytes, plan->burst_ratio);
+        for (size_t i = 0; i < n; i++)
+                log_info("%s/%s = %s", where, w[i].file, w[i].value);
+}
+
+static int cmd_run(struct options *o, int argc, char **cmd)
+{
+        struct shim_cgroup_host host = { 0 };
+        struct shim_cgroup cg = SHIM_CGROUP_INIT;
+        struct policy_write w[POLICY_WRITES_MAX];
+        struct shim_error err = { 0 };
+        struct policy_plan plan;
+        struct policy policy;
+        char name[POLICY_NAME_MAX];
+        bool pid1 = getpid() == 1, init_mode = o->init || pid1, enforced = false;
+        size_t n;
+        int code, r;
+
+        if (argc == 0)
+                die(SHIM_EXIT_USAGE, "run: no command given; usage: sparkshim run [OPTIONS] -- COMMAND [ARGS...]");
+        load_policy(o, &policy);
+        apply_overrides(o, &policy);
+        compute_plan(o, &policy, argc, cmd, &plan);
+        n = policy_plan_writes(&plan, w);
+        executor_name(o, init_mode, name, sizeof(name));
+
+        r = shim_signals_block();
+        if (r < 0)
+                die(SHIM_EXIT_INTERNAL, "cannot block signals: %s", strerror(-r));
+        if (!pid1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+                log_warn("cannot become a subreaper: %s; orphans of the executor are reaped by init", strerror(errno));
+
+        r = shim_cgroup_detect(o->cgroup_root, &host);
+        if (r < 0)
+                shim_error_set(&err, r, "cannot inspect %s: %s", o->cgroup_root, strerror(-r));
+        else if (init_mode)
+                r = shim_cgroup_setup_init(&host, name, w, n, &cg, &err);
+        else
+                r = shim_cgroup_setup_wrap(&host, policy.cgroup_parent, name, w, n, &cg, &err);
+        if (r < 0) {
+                if (policy.fail_mode == POLICY_FAIL_CLOSED)
+                        die(SHIM_EXIT_CGROUP, "cannot enforce the plan: %s (fail_mode closed)", err.text);
+                log_warn("not enforcing the plan: %s; running %s unconstrained (fail_mode open)",
+                         err.text, cmd[0]);
+        } else {
+                enforced = true;
+                log_plan(&plan, w, n, cg.path);
+        }
+
+        memset(&err, 0, sizeof(err));
+        code = shim_supervise(&(struct shim_supervise_opts){
+                                      .argv = cmd,
+                                      .cgroup_fd = enforced ? cg.leaf_fd : -1,
+                                      .signal_group = o->signal_group,
+                                      .grace_seconds = policy.grace_seconds,
+                                      .cgroup = enforced ? &cg : NULL,
+                              },
+                              &err);
+        if (code < 0) {
+                log_error("%s", err.text);
+                code = err.error == ENOMEM || !enforced ? SHIM_EXIT_INTERNAL : SHIM_EXIT_CGROUP;
+        } else if (err.text[0]) {
+                log_error("%s", err.text);
+        }
+
+        if (enforced) {
+                struct shim_memory_events ev;
+                if (shim_cgroup_memory_events(&cg, &ev) == 0 && ev.oom_kill > 0) {
+                        log_error("%s was OOM-killed in %s: memory.events oom %" PRIu64 " oom_kill %" PRIu64
+                                  " max %" PRIu64 " high %" PRIu64 " low %" PRIu64 " (memory.max %" PRIu64 ")",
+                                  cmd[0], cg.path, ev.oom, ev.oom_kill, ev.max, ev.high, ev.low,
+                                  plan.memory_limit_bytes);
+                        if (code == 128 + SIGKILL || code == 0)
+                                code = 128 + SIGKILL;
+                }
+                r = shim_cgroup_destroy(&cg);
+                if (r < 0)
+                        log_warn("cannot remove cgroup %s: %s", cg.path, strerror(-r));
+        } else {
+                /* reap what is already dead; nothing else to clean up */
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
+        }
+        return code;
+}
+
+static int cmd_plan(struct options *o, int argc, char **cmd)
+{
+        struct policy_plan plan;
+        struct policy policy;
+        char name[POLICY_NAME_MAX];
+
+        load_policy(o, &policy);
+        apply_overrides(o, &policy);
+        compute_plan(o, &policy, argc, cmd, &plan);
+        executor_name(o, o->init, name, sizeof(name));
+        return print_plan(o, &plan, policy.cgroup_parent, name);
+}
+
+int main(int argc, char **argv)
+{
+        struct options o = {
+                .policy_path = SPARKSHIM_DEFAULT_POLICY,
+                .cgroup_root = "/sys/fs/cgroup",
+                .grace = -1,
+        };
+        const char *command;
+
+        policy_inputs_init(&o.inputs);
+        if (argc < 2) {
+                usage(stderr);
+                return SHIM_EXIT_USAGE;
+        }
+        command = argv[1];
+        if (command[0] == '-') {
+                /* only --help / --version make sense before a command */
+                parse_options(argc, argv, &o);
+                usage(stderr);
+                return SHIM_EXIT_USAGE;
+        }
+        optind = 2;
+        parse_options(argc, argv, &o);
+        apply_environment(&o);
+        shim_log_set_level(o.verbosity < 0 ? SHIM_LOG_ERROR
+                           : o.verbosity == 0 ? SHIM_LOG_WARN
+                           : o.verbosity == 1 ? SHIM_LOG_INFO
+                                              : SHIM_LOG_DEBUG);
+
+        if (strcmp(command, "run") == 0)
+                return cmd_run(&o, argc - optind, argv + optind);
+        if (strcmp(command, "plan") == 0)
+                return cmd_plan(&o, argc - optind, argv + optind);
+        if (strcmp(command, "check") == 0) {
+                if (optind < argc)
+                        die(SHIM_EXIT_USAGE, "check: unexpected argument '%s'", argv[optind]);
+                return shim_check(o.policy_path, o.policy_explicit, o.cgroup_root);
+        }
+        log_error("'%s' is not a command; allowed: run, plan, check (see sparkshim --help)", command);
+        return SHIM_EXIT_USAGE;
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sparkshim executable: private declarations shared by its files. Functions return >= 0
+ * or -errno; the human detail goes into a struct shim_error (one line) and only main.c
+ * and the supervisor log.
+ */
+#pragma once
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "policy.h"
+
+/* Exit codes of the shim's own failures (sparkshim(1), EXIT STATUS). */
+enum {
+        SHIM_EXIT_USAGE      = 120, /* bad flag, argument or environment value */
+        SHIM_EXIT_POLICY     = 121, /* policy file missing, unreadable, unsafe or invalid */
+        SHIM_EXIT_PLAN       = 122, /* executor settings rejected by the policy */
+        SHIM_EXIT_CGROUP     = 123, /* plan could not be enforced and fail_mode is closed */
+        SHIM_EXIT_INTERNAL   = 124, /* the shim itself failed (fork, signals, memory) */
+        SHIM_EXIT_CANNOT_RUN = 126, /* command found but not executable */
+        SHIM_EXIT_NOT_FOUND  = 127, /* command not found */
+};
+
+#define SHIM_ERROR_TEXT_MAX 512
+
+struct shim_error {
+        int error;
+        char text[SHIM_ERROR_TEXT_MAX];
+};
+
+/* Fill err (if not NULL) with a formatted line and return -error. */
+int shim_error_set(struct shim_error *err, int error, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+/* ---- logging (log.c) ---- */
+
+enum shim_log_level { SHIM_LOG_ERROR, SHIM_LOG_WARN, SHIM_LOG_INFO, SHIM_LOG_DEBUG };
+
+void shim_log_set_level(enum shim_log_level level);
+enum shim_log_level shim_log_get_level(void);
+void shim_log(enum shim_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_error(...) shim_log(SHIM_LOG_ERROR, __VA_ARGS__)
+#define log_warn(...)  shim_log(SHIM_LOG_WARN, __VA_ARGS__)
+#define log_info(...)  shim_log(SHIM_LOG_INFO, __VA_ARGS__)
+#define log_debug(...) shim_log(SHIM_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- cgroup v2 backend (cgroup.c) ---- */
+
+enum shim_cgroup_layout {
+        SHIM_CGROUP_NONE = 0, /* no cgroup2 mount found */
+        SHIM_CGROUP_UNIFIED,  /* pure cgroup v2 at /sys/fs/cgroup */
+        SHIM_CGROUP_HYBRID,   /* v2 at /sys/fs/cgroup/unified, controllers on v1 */
+        SHIM_CGROUP_LEGACY,   /* v1 only */
+};
+
+struct shim_cgroup_host {
+        enum shim_cgroup_layout layout;
+        char mount[256]; /* cgroup2 mount point, "" when none */
+};
+
+/* Find the cgroup2 mount under root ("/sys/fs/cgroup" normally). */
+int shim_cgroup_detect(const char *root, struct shim_cgroup_host *ret);
+const char *shim_cgroup_layout_name(enum shim_cgroup_layout l);
+
+struct shim_cgroup {
+        int mount_fd;       /* cgroup2 mount root */
+        int leaf_fd;        /* the executor's cgroup */
+        int parent_fd;      /* its parent */
+        char leaf_name[POLICY_NAME_MAX];
+        char path[4096];    /* leaf path relative to the mount, for messages and reports */
+        char mount[256];
+};
+
+#define SHIM_CGROUP_INIT { .mount_fd = -1, .leaf_fd = -1, .parent_fd = -1 }
+
+/* The controllers the plan's writes need, as a space-separated "+cpu +memory" list. */
+void shim_cgroup_needed_controllers(const struct policy_write *w, size_t n, char *buf, size_t size);
+
+/*
+ * Wrap mode: create <mount>/<parent>/<name>, enable the controllers the writes need along
+ * the way, write and read back every value. On failure nothing is left behind that this
+ * call created.
+ */
+int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *parent, const char *name,
+                           const struct policy_write *w, size_t n, struct shim_cgroup *ret,
+                           struct shim_error *err);
+
+/*
+ * Init mode: the shim is alone in the root of its cgroup namespace. Move itself into
+ * <mount>/init, enable the controllers in the root, create <mount>/<name> with the writes.
+ */
+int shim_cgroup_setup_init(const struct shim_cgroup_host *host, const char *name,
+                           const struct policy_write *w, size_t n, struct shim_cgroup *ret,
+                           struct shim_error *err);
+
+/* Is anything still running in the leaf? 1 yes, 0 no, -errno. */
+int shim_cgroup_populated(const struct shim_cgroup *cg);
+
+/* Kill everything in the leaf (cgroup.kill, or SIGKILL per pid before 5.14). */
+int shim_cgroup_kill(const struct shim_cgroup *cg);
+
+/* Wait until the leaf is empty or timeout_ms passes, reaping our children meanwhile. */
+int shim_cgroup_wait_empty(const struct shim_cgroup *cg, int timeout_ms);
+
+/* Kill leftovers, wait for empty, rmdir; closes the fds. NULL-safe, idempotent. */
+int shim_cgroup_destroy(struct shim_cgroup *cg);
+
+/* memory.events counters, for OOM reporting. */
+struct shim_memory_events {
+        uint64_t low, high, max, oom, oom_kill;
+};
+int shim_cgroup_memory_events(const struct shim_cgroup *cg, struct shim_memory_events *ret);
+
+/* Is <name> a valid cgroup leaf name: [A-Za-z0-9_.-]{1,100}, not "." or "..". */
+bool shim_cgroup_name_valid(const char *name);
+
+/* ---- process supervision (supervise.c) ---- */
+
+struct shim_supervise_opts {
+        char *const *argv;      /* the command */
+        int cgroup_fd;          /* leaf to start it in, -1 for none */
+        bool signal_group;      /* forward signals to the child's process group */
+        unsigned grace_seconds; /* TERM -> wait -> cgroup.kill */
+        const struct shim_cgroup *cgroup; /* NULL when not enforced */
+};
+
+/* Block the signals the supervisor handles; call before any child is started. */
+int shim_signals_block(void);
+
+/*
+ * Start the command and supervise it until it exits. Returns the exit status to use
+ * (child's code, 128+signal, 126/127) or a negative errno when it could not be started,
+ * in which case err says why.
+ */
+int shim_supervise(const struct shim_supervise_opts *opts, struct shim_error *err);
+
+/* ---- check (check.c) ---- */
+
+int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root);

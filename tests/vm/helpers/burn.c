@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* burn THREADS SECONDS: spin THREADS threads for SECONDS of wall time. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double seconds;
+
+static double now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *spin(void *arg)
+{
+        volatile unsigned long x = 0;
+        double end = now() + seconds;
+        (void)arg;
+        while (now() < end)
+                for (int i = 0; i < 100000; i++)
+                        x++;
+        return NULL;
+}
+
+int main(int argc, char **argv)
+{
+        pthread_t t[64];
+        int n;
+
+        if (argc != 3 || (n = atoi(argv[1])) < 1 || n > 64 || (seconds = atof(argv[2])) <= 0) {
+                fprintf(stderr, "usage: burn THREADS(1-64) SECONDS\n");
+                return 2;
+        }
+        for (int i = 0; i < n; i++)
+                pthread_create(&t[i], NULL, spin, NULL);
+        for (int i = 0; i < n; i++)
+                pthread_join(t[i], NULL);
+        return 0;
+}
