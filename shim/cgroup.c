@@ -364,6 +364,13 @@ static int evacuate_root(int mount_fd, int init_fd, const char *mount, struct sh
                         next = strchr(line, '\n');
                         if (next)
                                 *next++ = '\0';
+                        /* pid 0: a process of another pid namespace shares our root */
+                        if (strcmp(line, "0") == 0)
+                                return shim_error_set(err, EBUSY,
+                                                      "%s/cgroup.procs has a process from outside "
+                                                      "this pid namespace; init mode needs the "
+                                                      "container's cgroup to itself",
+                                                      mount);
                         r = util_write_at(init_fd, "cgroup.procs", line);
                         if (r < 0 && r != -ESRCH)
                                 return shim_error_set(err, r, "cannot move pid %s into %s/init: %s",
