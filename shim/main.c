@@ -164,7 +164,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 {
         int c;
 
-        while ((c = getopt_long(argc, argv, "+vqh", long_options, NULL)) != -1) {
+        opterr = 0; /* our own one-line messages below */
+        while ((c = getopt_long(argc, argv, "+:vqh", long_options, NULL)) != -1) {
                 struct policy_inputs *in = &o->inputs;
                 uint64_t u;
                 double d;
@@ -258,9 +259,12 @@ static void parse_options(int argc, char **argv, struct options *o)
                 case OPT_VERSION:
                         printf("sparkshim %s\n", SPARKSHIM_VERSION);
                         exit(0);
+                case ':':
+                        die(SHIM_EXIT_USAGE, "%s: needs a value; see sparkshim --help", argv[optind - 1]);
                 default:
-                        fputs("Try 'sparkshim --help'.\n", stderr);
-                        exit(SHIM_EXIT_USAGE);
+                        if (optopt)
+                                die(SHIM_EXIT_USAGE, "-%c: unknown option; see sparkshim --help", optopt);
+                        die(SHIM_EXIT_USAGE, "%s: unknown option; see sparkshim --help", argv[optind - 1]);
                 }
         }
 }

@@ -1,0 +1,59 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# test-cli.sh SPARKSHIM: the documented exit codes and one-line errors of bad input, and
+# fail_mode on a host that cannot enforce (or a fake cgroup root that cannot).
+set -eu
+shim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+# expect CODE PATTERN CMD...: exit CODE, exactly one line on stderr matching PATTERN
+expect() {
+	code=$1 pattern=$2
+	shift 2
+	set +e
+	"$@" >out.txt 2>err.txt
+	rc=$?
+	set -e
+	[ $rc = "$code" ] || { cat err.txt; fail "$* exited $rc, expected $code"; }
+	[ "$(wc -l <err.txt)" = 1 ] || { cat err.txt; fail "$*: expected one line on stderr"; }
+	grep -q -- "$pattern" err.txt || { cat err.txt; fail "$*: stderr lacks '$pattern'"; }
+	echo "ok: exit $code: $(cat err.txt)"
+}
+
+printf '{ "version": 1,\n  "cpu": { "overcommit": 0.5 } }\n' >bad.json
+printf '{ "version": 1, "fail_mode": "open", "memory": { "burst_ratio": { "max": 0.5 } } }\n' >open.json
+printf '{ "version": 1, "fail_mode": "closed", "overrides": [] }\n' >strict.json
+printf '{ "version": 1, "fail_mode": "closed" }\n' >closed.json
+chmod 0644 bad.json open.json strict.json closed.json
+
+expect 120 "\-\-bogus: unknown option" "$shim" run --bogus -- true
+expect 120 "\-\-memory: needs a value" "$shim" plan --memory
+expect 120 "not a command; allowed: run, plan, check" "$shim" frobnicate
+expect 120 "run: no command given" "$shim" run --memory 1g
+expect 120 "\-\-memory: '12x' is not a size" "$shim" plan --memory 12x
+expect 120 "\-\-millicores: 'abc' is not a CPU amount" "$shim" plan --millicores abc
+expect 120 "\-\-fail-mode: 'maybe' is not a fail mode; allowed: open, closed" "$shim" plan --memory 1g --fail-mode maybe
+expect 120 "\-\-name: '../x' is not a valid cgroup name" "$shim" plan --memory 1g --name ../x
+expect 121 "missing.json: cannot open" "$shim" plan --policy "$tmp/missing.json" --memory 1g
+expect 121 "bad.json:2:26: cpu.overcommit: 0.5" "$shim" plan --policy bad.json --memory 1g
+if [ "$(id -u)" = 0 ]; then
+	chmod 0666 bad.json
+	expect 121 "must be owned by root and not writable by group or others" "$shim" plan --policy bad.json --memory 1g
+fi
+expect 122 "\-\-burst-ratio: 0.9 is out of range" "$shim" plan --policy open.json --memory 1g --burst-ratio 0.9
+expect 122 "does not allow overriding millicores" "$shim" plan --policy strict.json --memory 1g --millicores 500
+expect 122 "does not allow overriding fail_mode" "$shim" run --policy strict.json --fail-mode open -- true
+expect 122 "no executor memory" "$shim" plan
+
+# a cgroup root that is not a cgroup file system: closed refuses, open runs unenforced
+mkdir fake
+SPARKSHIM_CGROUP_ROOT=$tmp/fake expect 123 "cannot enforce the plan: .*(fail_mode closed)" \
+	"$shim" run --policy closed.json --memory 1g -- sh -c 'echo ran'
+[ ! -s out.txt ] || fail "closed mode ran the command"
+SPARKSHIM_CGROUP_ROOT=$tmp/fake expect 7 "warning: not enforcing the plan" \
+	"$shim" run --policy open.json --memory 1g -- sh -c 'echo ran; exit 7'
+grep -qx ran out.txt || fail "open mode did not run the command"
+echo "ok: all"
