@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Executor inputs: the values of the wrapped command line and of SPARKSHIM_* variables. */
+#include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -518,4 +520,74 @@ int policy_inputs_from_env(struct policy_inputs *in, char *const envp[],
                 }
         }
         return 0;
+}
+
+/* SPARK_JAVA_OPT_<n>: the index, or -1 when name is not one */
+static long java_opt_index(const char *entry)
+{
+        const char *p = entry + strlen("SPARK_JAVA_OPT_");
+        char *end = NULL;
+        long n;
+
+        if (strncmp(entry, "SPARK_JAVA_OPT_", strlen("SPARK_JAVA_OPT_")) != 0 ||
+            !isdigit((unsigned char)*p))
+                return -1;
+        n = strtol(p, &end, 10);
+        return *end == '=' && n >= 0 && n < 4096 ? n : -1;
+}
+
+int policy_inputs_from_spark_env(struct policy_inputs *in, char *const envp[],
+                                 struct policy_error *err)
+{
+        static const struct {
+                const char *env, *flag;
+        } backend[] = {
+                { "SPARK_EXECUTOR_CORES", "--cores" },
+                { "SPARK_APPLICATION_ID", "--app-id" },
+                { "SPARK_EXECUTOR_ID", "--executor-id" },
+        };
+        _cleanup_free_ char *xmx = NULL;
+        _cleanup_free_ const char **argv = NULL;
+        size_t argc = 0;
+        long max_index = -1;
+        const char *memory;
+        int r;
+
+        for (char *const *e = envp; e && *e; e++)
+                if (java_opt_index(*e) > max_index)
+                        max_index = java_opt_index(*e);
+        argv = calloc((size_t)(max_index + 1) + 2 * ELEMENTSOF(backend) + 3, sizeof(*argv));
+        if (!argv)
+                return policy_error_set(err, ENOMEM, "out of memory");
+        argv[argc++] = "entrypoint.sh";
+        /* the options in SPARK_JAVA_OPT_<n> order, as entrypoint.sh sorts them */
+        for (long i = 0; i <= max_index; i++)
+                for (char *const *e = envp; e && *e; e++)
+                        if (java_opt_index(*e) == i)
+                                argv[argc++] = strchr(*e, '=') + 1;
+        memory = env_get(envp, "SPARK_EXECUTOR_MEMORY");
+        if (memory && *memory) {
+                if (asprintf((char **)&xmx, "-Xmx%s", memory) < 0)
+                        return policy_error_set(err, ENOMEM, "out of memory");
+                argv[argc++] = xmx;
+        }
+        for (size_t k = 0; k < ELEMENTSOF(backend); k++) {
+                const char *v = env_get(envp, backend[k].env);
+                if (v && *v) {
+                        argv[argc++] = backend[k].flag;
+                        argv[argc++] = v;
+                }
+        }
+        if (argc == 1)
+                return 0;
+        r = policy_inputs_from_command(in, (int)argc, (char *const *)argv, err);
+        if (r < 0 && err) {
+                char detail[POLICY_ERROR_TEXT_MAX];
+                snprintf(detail, sizeof(detail), "%s", err->text);
+                policy_error_set(err, -r,
+                                 "Spark pod environment (SPARK_EXECUTOR_MEMORY, SPARK_EXECUTOR_CORES, "
+                                 "SPARK_JAVA_OPT_<n>): %s",
+                                 detail);
+        }
+        return r;
 }

@@ -228,6 +228,17 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
                                struct policy_error *err);
 
 /*
+ * Read the executor settings a Kubernetes executor pod carries in Spark's environment
+ * (BasicExecutorFeatureStep): SPARK_EXECUTOR_MEMORY (the -Xmx of entrypoint.sh),
+ * SPARK_EXECUTOR_CORES, SPARK_APPLICATION_ID, SPARK_EXECUTOR_ID and the SPARK_JAVA_OPT_<n>
+ * JVM options in index order -- the command line `entrypoint.sh executor` will exec. Stored
+ * with POLICY_SOURCE_COMMAND; call it before policy_inputs_from_command() so that the
+ * wrapped command's own values win. Errors name the environment variable.
+ */
+int policy_inputs_from_spark_env(struct policy_inputs *in, char *const envp[],
+                                 struct policy_error *err);
+
+/*
  * Read SPARKSHIM_CORES, SPARKSHIM_MILLICORES, SPARKSHIM_LIMIT_MILLICORES, SPARKSHIM_MEMORY,
  * SPARKSHIM_MEMORY_OVERHEAD, SPARKSHIM_OFFHEAP, SPARKSHIM_PYSPARK_MEMORY,
  * SPARKSHIM_BURST_RATIO from envp (NULL-terminated), stored with POLICY_SOURCE_ENV. Sizes use

@@ -361,6 +361,8 @@ static void compute_plan(struct options *o, const struct policy *p, int argc, ch
 {
         struct policy_error err = { 0 };
 
+        if (policy_inputs_from_spark_env(&o->inputs, environ, &err) < 0)
+                die(SHIM_EXIT_USAGE, "%s", err.text);
         if (argc > 0 && policy_inputs_from_command(&o->inputs, argc, cmd, &err) < 0)
                 die(SHIM_EXIT_USAGE, "%s", err.text);
         if (policy_inputs_from_env(&o->inputs, environ, &err) < 0)

@@ -488,3 +488,63 @@ Test(inputs, precedence_between_sources)
                              order, in.cores.value);
         }
 }
+
+/* A Kubernetes executor pod's environment, as BasicExecutorFeatureStep sets it. */
+Test(inputs, spark_pod_environment)
+{
+        char *envp[] = {
+                "SPARK_DRIVER_URL=spark://CoarseGrainedScheduler@spark-pi-driver-svc.default.svc:7078",
+                "SPARK_EXECUTOR_CORES=2",
+                "SPARK_EXECUTOR_MEMORY=2048m",
+                "SPARK_APPLICATION_ID=spark-5e0c2a6b9e2d4a8c9f6e1d2c3b4a5968",
+                "SPARK_EXECUTOR_ID=4",
+                "SPARK_JAVA_OPT_1=-Dspark.executor.memoryBurst.ratio=0.25",
+                "SPARK_JAVA_OPT_0=-Dspark.executor.millicores=750",
+                "SPARK_JAVA_OPT_2=-Dspark.driver.port=7078",
+                NULL,
+        };
+        struct policy_inputs in;
+        struct policy_error err = { 0 };
+        char *cmd[] = { "/opt/entrypoint.sh", "executor", NULL };
+
+        policy_inputs_init(&in);
+        cr_assert_eq(policy_inputs_from_spark_env(&in, envp, &err), 0, "error: %s", err.text);
+        cr_assert_eq(policy_inputs_from_command(&in, 2, cmd, &err), 0, "error: %s", err.text);
+        cr_assert_eq(in.heap_bytes.value, 2048ULL << 20, "heap %llu", (unsigned long long)in.heap_bytes.value);
+        cr_assert_eq(in.heap_bytes.source, POLICY_SOURCE_COMMAND);
+        cr_assert_eq(in.cores.value, 2, "cores %llu", (unsigned long long)in.cores.value);
+        cr_assert_eq(in.millicores.value, 750, "millicores %llu", (unsigned long long)in.millicores.value);
+        cr_assert_float_eq(in.burst_ratio.value, 0.25, 1e-9);
+        cr_assert_str_eq(in.app_id, "spark-5e0c2a6b9e2d4a8c9f6e1d2c3b4a5968");
+        cr_assert_str_eq(in.executor_id, "4");
+}
+
+Test(inputs, spark_pod_environment_loses_to_the_command)
+{
+        char *envp[] = { "SPARK_EXECUTOR_MEMORY=2048m", "SPARK_EXECUTOR_CORES=2", NULL };
+        char *cmd[] = { "java", "-Xmx1g", "--cores", "3", NULL };
+        struct policy_inputs in;
+        struct policy_error err = { 0 };
+
+        policy_inputs_init(&in);
+        cr_assert_eq(policy_inputs_from_spark_env(&in, envp, &err), 0, "error: %s", err.text);
+        cr_assert_eq(policy_inputs_from_command(&in, 4, cmd, &err), 0, "error: %s", err.text);
+        cr_assert_eq(in.heap_bytes.value, 1ULL << 30, "heap %llu", (unsigned long long)in.heap_bytes.value);
+        cr_assert_eq(in.cores.value, 3, "cores %llu", (unsigned long long)in.cores.value);
+}
+
+Test(inputs, spark_pod_environment_errors_name_it)
+{
+        char *envp[] = { "SPARK_EXECUTOR_MEMORY=2048x", NULL };
+        char *none[] = { "PATH=/usr/bin", "SPARK_EXECUTOR_MEMORY=", NULL };
+        struct policy_inputs in;
+        struct policy_error err = { 0 };
+
+        policy_inputs_init(&in);
+        cr_assert_eq(policy_inputs_from_spark_env(&in, envp, &err), -EINVAL);
+        cr_assert(strstr(err.text, "Spark pod environment") && strstr(err.text, "2048x"),
+                  "text: %s", err.text);
+        policy_inputs_init(&in);
+        cr_assert_eq(policy_inputs_from_spark_env(&in, none, &err), 0, "error: %s", err.text);
+        cr_assert_eq(in.heap_bytes.source, POLICY_SOURCE_NONE, "an empty variable counts as unset");
+}
