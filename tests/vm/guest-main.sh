@@ -15,8 +15,8 @@
 # private mount namespace (mounts it leaves die with it). Exit 0 = pass,
 # 77 = skip (the last line of output is the reason), anything else = fail. Its output
 # (stdout+stderr, also kept in OUTDIR/cases/NAME.log) becomes TAP "# " lines.
-# A case is killed after SPARKSHIM_VM_CASE_TIMEOUT seconds (default 300) or after the
-# value of a "# vm-timeout: SECONDS" line in the case. After each case every process
+# A case is killed (its whole process group, SIGKILL 10 s later) after the SECONDS of
+# its own "# vm-timeout: SECONDS" line, else after SPARKSHIM_VM_CASE_TIMEOUT (default 300). After each case every process
 # left in a non-root cgroup is killed, every non-root cgroup removed and the root's
 # cgroup.subtree_control emptied, so cases start from the same state.
 # SPARKSHIM_VM_CASES: space-separated globs; only cases whose name (file name without
@@ -66,7 +66,8 @@ filter=${SPARKSHIM_VM_CASES:-}
 set --
 for f in "$SRC_DIR"/tests/vm/cases/*.sh; do
 	[ -f "$f" ] || continue
-	name=$(basename "$f" .sh)
+	name=${f##*/}
+	name=${name%.sh}
 	if [ -n "$filter" ]; then
 		match=0
 		set -f
@@ -142,7 +143,8 @@ failed=0
 cg_reset >/dev/null 2>&1 || true
 for f in "$@"; do
 	i=$((i + 1))
-	name=$(basename "$f" .sh)
+	name=${f##*/}
+	name=${name%.sh}
 	log=$OUTDIR/cases/$name.log
 	case_out=$OUTDIR/cases/$name
 	rm -rf "$case_out"
