@@ -85,6 +85,7 @@ void policy_init_defaults(struct policy *p)
                 .fail_mode = POLICY_FAIL_CLOSED,
                 .grace_seconds = 10,
                 .report_path = "",
+                .report_interval_seconds = 10,
         };
 }
 
@@ -694,33 +695,52 @@ out:
         return r;
 }
 
+/* An absolute path or "" at report.<key>. */
+static int report_path(struct parser *ps, json_t *obj, const char *key, char *dest, size_t size)
+{
+        static const char allowed[] = "an absolute path, or \"\" for none";
+        json_t *v = json_object_get(obj, key);
+        int r = 0;
+
+        if (!v)
+                return 0;
+        push_key(ps, key);
+        if (!json_is_string(v))
+                r = fail_value(ps, "is not a string", allowed);
+        else if (json_string_length(v) > 0 && json_string_value(v)[0] != '/')
+                r = fail_value(ps, "is not an absolute path", allowed);
+        else if (json_string_length(v) >= size)
+                r = fail_value(ps, "is too long", allowed);
+        else
+                memcpy(dest, json_string_value(v), json_string_length(v) + 1);
+        pop(ps);
+        return r;
+}
+
 static int parse_report(struct parser *ps, json_t *root, struct policy *p)
 {
-        static const char *const keys[] = { "path" };
-        static const char allowed[] = "an absolute path, or \"\" for none";
-        json_t *obj, *v;
+        static const char *const keys[] = { "path", "socket", "prometheus_path",
+                                            "interval_seconds" };
+        uint64_t interval = p->report_interval_seconds;
+        json_t *obj;
         int r;
 
         r = section(ps, root, "report", keys, ELEMENTSOF(keys), &obj);
         if (r <= 0)
                 return r;
-        v = json_object_get(obj, "path");
-        if (!v)
-                return 0;
         push_key(ps, "report");
-        push_key(ps, "path");
-        r = 0;
-        if (!json_is_string(v))
-                r = fail_value(ps, "is not a string", allowed);
-        else if (json_string_length(v) > 0 && json_string_value(v)[0] != '/')
-                r = fail_value(ps, "is not an absolute path", allowed);
-        else if (json_string_length(v) >= sizeof(p->report_path))
-                r = fail_value(ps, "is too long", allowed);
-        else
-                memcpy(p->report_path, json_string_value(v), json_string_length(v) + 1);
+        r = report_path(ps, obj, "path", p->report_path, sizeof(p->report_path));
+        if (r >= 0)
+                r = report_path(ps, obj, "socket", p->report_socket, sizeof(p->report_socket));
+        if (r >= 0)
+                r = report_path(ps, obj, "prometheus_path", p->report_prometheus,
+                                sizeof(p->report_prometheus));
+        if (r >= 0)
+                r = field_uint(ps, obj, "interval_seconds", 1, 3600, &interval);
+        if (r >= 0)
+                p->report_interval_seconds = (unsigned)interval;
         pop(ps);
-        pop(ps);
-        return r;
+        return r < 0 ? r : 0;
 }
 
 static int parse_root(struct parser *ps, json_t *root, struct policy *p)

@@ -85,7 +85,10 @@ struct policy {
         enum policy_fail_mode fail_mode;
         unsigned grace_seconds; /* TERM -> cgroup.kill; default 10 */
 
-        char report_path[POLICY_PATH_MAX]; /* "" = no report file */
+        char report_path[POLICY_PATH_MAX];       /* JSON lines file; "" = none */
+        char report_socket[POLICY_PATH_MAX];     /* unix socket to send them to; "" = none */
+        char report_prometheus[POLICY_PATH_MAX]; /* text-exposition file; "" = none */
+        unsigned report_interval_seconds;        /* samples; default 10, 1..3600 */
 };
 
 void policy_init_defaults(struct policy *p);

@@ -50,6 +50,9 @@ static const struct {
           (const char *const[]){ "closed", "open", NULL } },
         FIELD(grace_seconds, F_UNSIGNED),
         FIELD(report_path, F_STRING),
+        FIELD(report_socket, F_STRING),
+        FIELD(report_prometheus, F_STRING),
+        FIELD(report_interval_seconds, F_UNSIGNED),
 #undef FIELD
 };
 
@@ -171,6 +174,7 @@ Test(policy, defaults)
         cr_expect_eq(p.fail_mode, POLICY_FAIL_CLOSED, "fail_mode %d", (int)p.fail_mode);
         cr_expect_eq(p.grace_seconds, 10, "grace %u", p.grace_seconds);
         cr_expect_str_eq(p.report_path, "", "report path %s", p.report_path);
+        cr_expect_eq(p.report_interval_seconds, 10, "report interval %u", p.report_interval_seconds);
 }
 
 Test(policy, valid_fixtures)
