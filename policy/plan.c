@@ -488,3 +488,18 @@ json_t *policy_plan_to_json(const struct policy_plan *plan)
         }
         return root;
 }
+
+void policy_utilization(const struct policy_plan *plan, double cpu_seconds, double wall_seconds,
+                        double peak_bytes, struct policy_utilization *ret)
+{
+        double cores = (double)plan->cpu_request_millicores / 1000.0;
+        struct policy_utilization u = { NAN, NAN, NAN };
+
+        if (isfinite(cpu_seconds) && isfinite(wall_seconds) && wall_seconds > 0 && cores > 0)
+                u.cpu = cpu_seconds / (cores * wall_seconds);
+        if (isfinite(peak_bytes) && plan->memory_request_bytes > 0)
+                u.memory = peak_bytes / (double)plan->memory_request_bytes;
+        if (u.cpu > 0 && u.memory > 0)
+                u.objective = 1.0 / (u.cpu * u.memory);
+        *ret = u;
+}

@@ -321,3 +321,19 @@ json_t *policy_plan_to_json(const struct policy_plan *plan);
 /* Kubernetes quantity text: millicores -> "500m" / "2"; bytes -> "4608Mi" / "1234". */
 void policy_format_cpu_quantity(uint64_t millicores, char *buf, size_t size);
 void policy_format_memory_quantity(uint64_t bytes, char *buf, size_t size);
+
+/* ---------------------------------------------------------------------------------- */
+/* Utilization, the tuner's input                                                      */
+
+struct policy_utilization {
+        double cpu;       /* CPU seconds / (request cores x wall seconds); NAN when unknown */
+        double memory;    /* memory peak / memory request; NAN when unknown */
+        double objective; /* 1 / (cpu x memory), the paper's objective; NAN unless both > 0 */
+};
+
+/*
+ * Utilization of a run against its plan. cpu_seconds, wall_seconds and peak_bytes may be
+ * NAN (unknown); the matching figures are then NAN.
+ */
+void policy_utilization(const struct policy_plan *plan, double cpu_seconds, double wall_seconds,
+                        double peak_bytes, struct policy_utilization *ret);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The plan: CPU and memory formulas, bounds, overrides, cgroup writes, JSON. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -743,4 +744,27 @@ Test(plan, precedence)
         cr_assert_eq(policy_inputs_from_command(&in, 4, argv, &err), 0, "%s", err.text);
         plan = compute_ok(&p, &in);
         cr_expect_eq(plan.burst_ratio, 0.4, "flag still: %g", plan.burst_ratio);
+}
+
+/* A run of 2 request cores for 100 s that used 50 CPU seconds and peaked at half its
+ * 4 GiB request: cpu 0.25, memory 0.5, objective 1 / 0.125 = 8. */
+Test(plan, utilization)
+{
+        struct policy_plan plan = { .cpu_request_millicores = 2000, .memory_request_bytes = 4ULL << 30 };
+        struct policy_utilization u;
+
+        policy_utilization(&plan, 50.0, 100.0, (double)(2ULL << 30), &u);
+        cr_assert_float_eq(u.cpu, 0.25, 1e-12, "cpu %g", u.cpu);
+        cr_assert_float_eq(u.memory, 0.5, 1e-12, "memory %g", u.memory);
+        cr_assert_float_eq(u.objective, 8.0, 1e-9, "objective %g", u.objective);
+
+        policy_utilization(&plan, NAN, 100.0, (double)(2ULL << 30), &u);
+        cr_assert(isnan(u.cpu) && isnan(u.objective), "unknown CPU: cpu %g objective %g", u.cpu, u.objective);
+        cr_assert_float_eq(u.memory, 0.5, 1e-12, "memory %g", u.memory);
+
+        policy_utilization(&plan, 0.0, 100.0, (double)(2ULL << 30), &u);
+        cr_assert(u.cpu == 0 && isnan(u.objective), "idle: cpu %g objective %g", u.cpu, u.objective);
+
+        policy_utilization(&plan, 10.0, 0.0, NAN, &u);
+        cr_assert(isnan(u.cpu) && isnan(u.memory), "no wall time, no peak: %g %g", u.cpu, u.memory);
 }
