@@ -51,6 +51,17 @@ struct probe_usage {
         uint64_t read_bytes, write_bytes;
         uint64_t read_ops, write_ops;
         uint64_t disk_lat_hist[PROBE_HIST_SLOTS]; /* issue -> complete in us, log2 */
+        /*
+         * Run-queue bookkeeping (docs/probes.md): a queue start is a wakeup or a preemption
+         * of a task of the cgroup, and every start ends as exactly one measured wait
+         * (runq_count), one discarded start, or is still pending when read:
+         *   wakeups + runq_preemptions == runq_count + runq_discarded + runq_pending
+         * and the sum of runq_hist is runq_count.
+         */
+        uint64_t runq_preemptions; /* switched out while still runnable */
+        uint64_t runq_discarded;   /* replaced by a newer start, or blocked without running */
+        uint64_t runq_pending;     /* started, not yet on a CPU when read */
+        uint64_t oom_events_lost;  /* OOM kills counted whose ring buffer event was dropped */
 };
 
 struct probe;
@@ -78,3 +89,59 @@ int probe_cgroup_id(const char *path, uint64_t *ret);
 
 /* Percentile (0..100) of a log2 histogram in us: the upper bound of the slot reached. */
 uint64_t probe_hist_percentile_us(const uint64_t hist[PROBE_HIST_SLOTS], double percentile);
+
+/* ---- additions beyond the first contract ---- */
+
+/* "cpu", "memory", "disk"; NULL for anything else. */
+const char *probe_kind_name(enum probe_kind kind);
+
+/*
+ * What an attached kind hooks on this kernel, e.g. "sched_switch sched_wakeup
+ * sched_wakeup_new" or "mark_victim(pid) signal_generate ...". NULL when not attached.
+ * Owned by p.
+ */
+const char *probe_kind_detail(const struct probe *p, enum probe_kind kind);
+
+/* How an OOM victim was tied to its cgroup (docs/probes.md, "memory"). */
+enum probe_oom_attribution {
+        PROBE_OOM_TASK    = 0, /* mark_victim passed the victim task: its own cgroup */
+        PROBE_OOM_SIGNAL  = 1, /* mark_victim(pid): the SIGKILL the OOM killer sent that pid */
+        PROBE_OOM_CURRENT = 2, /* mark_victim(pid) of current: its own cgroup */
+        PROBE_OOM_KILLER  = 3, /* mark_victim(pid), no SIGKILL seen: the killing task's cgroup */
+};
+
+/* One OOM kill of a task of a watched cgroup (the ring buffer's event). */
+struct probe_oom_event {
+        uint64_t cgroup_id;
+        uint64_t t_ns; /* CLOCK_MONOTONIC */
+        uint32_t pid;  /* victim thread id (global pid namespace) */
+        enum probe_oom_attribution attribution;
+        char comm[16]; /* victim's command name; empty for PROBE_OOM_KILLER */
+};
+
+/*
+ * Hand every queued OOM event to fn (in order), without blocking. fn returning < 0 stops
+ * and that value is returned. Returns the number of events consumed, or -EOPNOTSUPP when
+ * the memory kind is not attached.
+ */
+int probe_consume_oom(struct probe *p,
+                      int (*fn)(const struct probe_oom_event *event, void *userdata),
+                      void *userdata);
+
+/* An fd that polls readable when OOM events are queued (owned by p), or -EOPNOTSUPP. */
+int probe_oom_fd(const struct probe *p);
+
+/* Kernel run-time statistics of one loaded BPF program (kernel.bpf_stats_enabled). */
+struct probe_program_stats {
+        char name[16];
+        enum probe_kind kind;
+        uint32_t id;           /* kernel program id, as `bpftool prog show id` takes */
+        uint64_t run_cnt;      /* 0 unless kernel.bpf_stats_enabled was 1 */
+        uint64_t run_time_ns;
+};
+
+/*
+ * Fill up to max entries for the attached programs. Returns how many programs there are
+ * (may exceed max), or -errno.
+ */
+int probe_program_stats(const struct probe *p, struct probe_program_stats *ret, size_t max);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "monitor.h"
 #include "shim.h"
 #include "util.h"
 
@@ -31,6 +32,13 @@ struct options {
         const char *format;
         const char *cgroup_root;
         long grace; /* -1 = policy */
+        const char *report_file, *report_socket, *prometheus;
+        long report_interval; /* -1 = policy */
+        bool report_stdout, no_bpf, no_taskstats;
+        bool json, all;                /* report */
+        const char *probe_cgroup;      /* probe */
+        long probe_pid;
+        unsigned probe_interval, probe_count;
         bool init;
         bool signal_group;
         int verbosity;
@@ -54,6 +62,19 @@ enum {
         OPT_GRACE,
         OPT_SIGNAL_GROUP,
         OPT_FORMAT,
+        OPT_REPORT,
+        OPT_REPORT_SOCKET,
+        OPT_REPORT_STDOUT,
+        OPT_REPORT_INTERVAL,
+        OPT_PROMETHEUS,
+        OPT_NO_BPF,
+        OPT_NO_TASKSTATS,
+        OPT_JSON,
+        OPT_ALL,
+        OPT_CGROUP,
+        OPT_PID,
+        OPT_INTERVAL,
+        OPT_COUNT,
         OPT_VERSION,
 };
 
@@ -74,6 +95,19 @@ static const struct option long_options[] = {
         { "grace", required_argument, NULL, OPT_GRACE },
         { "signal-group", no_argument, NULL, OPT_SIGNAL_GROUP },
         { "format", required_argument, NULL, OPT_FORMAT },
+        { "report", required_argument, NULL, OPT_REPORT },
+        { "report-socket", required_argument, NULL, OPT_REPORT_SOCKET },
+        { "report-stdout", no_argument, NULL, OPT_REPORT_STDOUT },
+        { "report-interval", required_argument, NULL, OPT_REPORT_INTERVAL },
+        { "prometheus", required_argument, NULL, OPT_PROMETHEUS },
+        { "no-bpf", no_argument, NULL, OPT_NO_BPF },
+        { "no-taskstats", no_argument, NULL, OPT_NO_TASKSTATS },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "all", no_argument, NULL, OPT_ALL },
+        { "cgroup", required_argument, NULL, OPT_CGROUP },
+        { "pid", required_argument, NULL, OPT_PID },
+        { "interval", required_argument, NULL, OPT_INTERVAL },
+        { "count", required_argument, NULL, OPT_COUNT },
         { "verbose", no_argument, NULL, 'v' },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
@@ -86,6 +120,8 @@ static void usage(FILE *f)
         fputs("Usage: sparkshim run [OPTIONS] -- COMMAND [ARGS...]\n"
               "       sparkshim plan [OPTIONS] [--format json|cgroup|k8s] [-- COMMAND...]\n"
               "       sparkshim check [--policy FILE]\n"
+              "       sparkshim report [--json] [--all] FILE...\n"
+              "       sparkshim probe (--cgroup PATH | --pid PID) [--interval S] [--count N] [--no-bpf]\n"
               "\n"
               "Enforce a Spark executor's CPU (millicores) and memory (memoryBurst) plan\n"
               "through cgroup v2, as its launch wrapper or as its container's PID 1.\n"
@@ -107,6 +143,16 @@ static void usage(FILE *f)
               "  --grace SECONDS        after TERM, wait this long before killing the cgroup\n"
               "  --signal-group         forward signals to the command's process group\n"
               "  --format FMT           plan output: json (default), cgroup or k8s\n"
+              "  --report FILE          append the run's reports (JSON lines) to FILE\n"
+              "  --report-socket PATH   send them to a unix stream socket too\n"
+              "  --report-stdout        write them to standard output too\n"
+              "  --report-interval S    seconds between sample lines (policy default 10)\n"
+              "  --prometheus FILE      keep a Prometheus text-exposition file up to date\n"
+              "  --no-bpf               measure without the eBPF probes\n"
+              "  --no-taskstats         measure without taskstats\n"
+              "  --json, --all          report: re-emit the reports as JSON lines; include samples\n"
+              "  --cgroup PATH, --pid PID  probe: the cgroup v2 directory, or a process's cgroup\n"
+              "  --interval S, --count N   probe: seconds between samples (default 1); stop after N\n"
               "  -v, --verbose          more log output (repeat for debug)\n"
               "  -q, --quiet            errors only\n"
               "  -h, --help             this text\n"
@@ -115,7 +161,7 @@ static void usage(FILE *f)
               "Exit status: the command's, 128+N when it was killed by signal N, 126 when it\n"
               "cannot be executed, 127 when it is not found; the shim's own failures: 120 usage,\n"
               "121 policy, 122 settings rejected by the policy, 123 cgroup enforcement failed\n"
-              "(fail mode closed), 124 internal error. See sparkshim(1).\n",
+              "(fail mode closed), 124 internal error, 125 report sink unusable. See sparkshim(1).\n",
               f);
 }
 
@@ -236,6 +282,56 @@ static void parse_options(int argc, char **argv, struct options *o)
                                 die(SHIM_EXIT_USAGE, "--grace: '%s' is not a number of seconds; allowed: 0 to 3600",
                                     optarg);
                         o->grace = (long)u;
+                        break;
+                case OPT_REPORT:
+                        o->report_file = optarg;
+                        break;
+                case OPT_REPORT_SOCKET:
+                        o->report_socket = optarg;
+                        break;
+                case OPT_REPORT_STDOUT:
+                        o->report_stdout = true;
+                        break;
+                case OPT_REPORT_INTERVAL:
+                        if (util_parse_u64(optarg, &u) < 0 || u < 1 || u > 3600)
+                                die(SHIM_EXIT_USAGE, "--report-interval: '%s' is not a number of seconds; allowed: 1 to 3600",
+                                    optarg);
+                        o->report_interval = (long)u;
+                        break;
+                case OPT_PROMETHEUS:
+                        o->prometheus = optarg;
+                        break;
+                case OPT_NO_BPF:
+                        o->no_bpf = true;
+                        break;
+                case OPT_NO_TASKSTATS:
+                        o->no_taskstats = true;
+                        break;
+                case OPT_JSON:
+                        o->json = true;
+                        break;
+                case OPT_ALL:
+                        o->all = true;
+                        break;
+                case OPT_CGROUP:
+                        o->probe_cgroup = optarg;
+                        break;
+                case OPT_PID:
+                        if (util_parse_u64(optarg, &u) < 0 || u < 1 || u > 4194304)
+                                die(SHIM_EXIT_USAGE, "--pid: '%s' is not a process id", optarg);
+                        o->probe_pid = (long)u;
+                        break;
+                case OPT_INTERVAL:
+                        if (util_parse_u64(optarg, &u) < 0 || u < 1 || u > 3600)
+                                die(SHIM_EXIT_USAGE, "--interval: '%s' is not a number of seconds; allowed: 1 to 3600",
+                                    optarg);
+                        o->probe_interval = (unsigned)u;
+                        break;
+                case OPT_COUNT:
+                        if (util_parse_u64(optarg, &u) < 0 || u > 1000000)
+                                die(SHIM_EXIT_USAGE, "--count: '%s' is not a count; allowed: 0 (until the end) to 1000000",
+                                    optarg);
+                        o->probe_count = (unsigned)u;
                         break;
                 case OPT_SIGNAL_GROUP:
                         o->signal_group = true;
@@ -457,16 +553,67 @@ static void log_plan(const struct policy_plan *plan, const struct policy_write *
                 log_info("%s/%s = %s", where, w[i].file, w[i].value);
 }
 
-static int cmd_run(struct options *o, int argc, char **cmd)
+static void monitor_started(void *data, pid_t pid)
+{
+        shim_monitor_pid(data, pid);
+}
+
+static void monitor_tick(void *data)
+{
+        shim_monitor_tick(data);
+}
+
+static const char *nonempty(const char *a, const char *b)
+{
+        return a && *a ? a : b && *b ? b : NULL;
+}
+
+/* Set up the executor's cgroup: enforced, or (fail_mode open) a measurement-only leaf. */
+static bool setup_cgroup(const struct options *o, const struct policy *policy, bool init_mode,
+                         const char *name, const struct policy_write *w, size_t n,
+                         const char *command, struct shim_cgroup *cg, char *reason, size_t size)
 {
         struct shim_cgroup_host host = { 0 };
+        struct shim_error err = { 0 };
+        int r;
+
+        r = shim_cgroup_detect(o->cgroup_root, &host);
+        if (r < 0)
+                shim_error_set(&err, r, "cannot inspect %s: %s", o->cgroup_root, strerror(-r));
+        else if (init_mode)
+                r = shim_cgroup_setup_init(&host, name, w, n, cg, &err);
+        else
+                r = shim_cgroup_setup_wrap(&host, policy->cgroup_parent, name, w, n, cg, &err);
+        if (r >= 0)
+                return true;
+        if (policy->fail_mode == POLICY_FAIL_CLOSED)
+                die(SHIM_EXIT_CGROUP, "cannot enforce the plan: %s (fail_mode closed)", err.text);
+        snprintf(reason, size, "%s", err.text);
+        log_warn("not enforcing the plan: %s; running %s unconstrained (fail_mode open)", err.text,
+                 command);
+        /* still measure in a leaf of our own where the hierarchy allows one */
+        if (host.layout == SHIM_CGROUP_UNIFIED || host.layout == SHIM_CGROUP_HYBRID) {
+                r = init_mode ? shim_cgroup_setup_init(&host, name, NULL, 0, cg, &err)
+                              : shim_cgroup_setup_wrap(&host, policy->cgroup_parent, name, NULL, 0, cg, &err);
+                if (r >= 0)
+                        log_info("measuring %s in %s (no limits)", command, cg->path);
+                else
+                        log_debug("no measurement cgroup either: %s", err.text);
+        }
+        return false;
+}
+
+static int cmd_run(struct options *o, int argc, char **cmd)
+{
         struct shim_cgroup cg = SHIM_CGROUP_INIT;
         struct policy_write w[POLICY_WRITES_MAX];
         struct shim_error err = { 0 };
+        struct shim_monitor *monitor = NULL;
+        struct shim_memory_events ev;
         struct policy_plan plan;
         struct policy policy;
-        char name[POLICY_NAME_MAX];
-        bool pid1 = getpid() == 1, init_mode = o->init || pid1, enforced = false;
+        char name[POLICY_NAME_MAX], reason[SHIM_ERROR_TEXT_MAX] = "";
+        bool pid1 = getpid() == 1, init_mode = o->init || pid1, enforced, have_events = false;
         size_t n;
         int code, r;
 
@@ -478,36 +625,49 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         n = policy_plan_writes(&plan, w);
         executor_name(o, init_mode, name, sizeof(name));
 
+        /* sinks first: a report that cannot be written must stop us now, not at exit */
+        r = shim_monitor_open(&(struct shim_monitor_config){
+                                      .file = nonempty(o->report_file, policy.report_path),
+                                      .socket = nonempty(o->report_socket, policy.report_socket),
+                                      .prometheus = nonempty(o->prometheus, policy.report_prometheus),
+                                      .to_stdout = o->report_stdout,
+                                      .interval_seconds = o->report_interval > 0
+                                                                  ? (unsigned)o->report_interval
+                                                                  : policy.report_interval_seconds,
+                                      .use_bpf = !o->no_bpf,
+                                      .use_taskstats = !o->no_taskstats,
+                              },
+                              &monitor, &err);
+        if (r < 0)
+                die(SHIM_EXIT_REPORT, "%s", err.text);
+
         r = shim_signals_block();
         if (r < 0)
                 die(SHIM_EXIT_INTERNAL, "cannot block signals: %s", strerror(-r));
         if (!pid1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-                log_warn("cannot become a subreaper: %s; orphans of the executor are reaped by init", strerror(errno));
+                log_warn("cannot become a subreaper: %s; orphans of the executor are reaped by init",
+                         strerror(errno));
 
-        r = shim_cgroup_detect(o->cgroup_root, &host);
-        if (r < 0)
-                shim_error_set(&err, r, "cannot inspect %s: %s", o->cgroup_root, strerror(-r));
-        else if (init_mode)
-                r = shim_cgroup_setup_init(&host, name, w, n, &cg, &err);
-        else
-                r = shim_cgroup_setup_wrap(&host, policy.cgroup_parent, name, w, n, &cg, &err);
-        if (r < 0) {
-                if (policy.fail_mode == POLICY_FAIL_CLOSED)
-                        die(SHIM_EXIT_CGROUP, "cannot enforce the plan: %s (fail_mode closed)", err.text);
-                log_warn("not enforcing the plan: %s; running %s unconstrained (fail_mode open)",
-                         err.text, cmd[0]);
-        } else {
-                enforced = true;
+        enforced = setup_cgroup(o, &policy, init_mode, name, w, n, cmd[0], &cg, reason, sizeof(reason));
+        if (enforced)
                 log_plan(&plan, w, n, cg.path);
-        }
+        shim_monitor_start(monitor,
+                           &(struct shim_monitor_identity){ .app_id = o->inputs.app_id,
+                                                            .executor_id = o->inputs.executor_id,
+                                                            .command = cmd[0],
+                                                            .mode = init_mode ? "init" : "wrap" },
+                           &plan, enforced, reason, cg.leaf_fd, cg.leaf_fd >= 0 ? cg.path : NULL);
 
         memset(&err, 0, sizeof(err));
         code = shim_supervise(&(struct shim_supervise_opts){
                                       .argv = cmd,
-                                      .cgroup_fd = enforced ? cg.leaf_fd : -1,
+                                      .cgroup_fd = cg.leaf_fd,
                                       .signal_group = o->signal_group,
                                       .grace_seconds = policy.grace_seconds,
-                                      .cgroup = enforced ? &cg : NULL,
+                                      .cgroup = cg.leaf_fd >= 0 ? &cg : NULL,
+                                      .on_start = monitor_started,
+                                      .on_tick = monitor_tick,
+                                      .data = monitor,
                               },
                               &err);
         if (code < 0) {
@@ -517,9 +677,9 @@ static int cmd_run(struct options *o, int argc, char **cmd)
                 log_error("%s", err.text);
         }
 
-        if (enforced) {
-                struct shim_memory_events ev;
-                if (shim_cgroup_memory_events(&cg, &ev) == 0 && ev.oom_kill > 0) {
+        if (enforced && shim_cgroup_memory_events(&cg, &ev) == 0) {
+                have_events = true;
+                if (ev.oom_kill > 0) {
                         log_error("%s was OOM-killed in %s: memory.events oom %" PRIu64 " oom_kill %" PRIu64
                                   " max %" PRIu64 " high %" PRIu64 " low %" PRIu64 " (memory.max %" PRIu64 ")",
                                   cmd[0], cg.path, ev.oom, ev.oom_kill, ev.max, ev.high, ev.low,
@@ -527,14 +687,20 @@ static int cmd_run(struct options *o, int argc, char **cmd)
                         if (code == 128 + SIGKILL || code == 0)
                                 code = 128 + SIGKILL;
                 }
+        }
+        /* the final readings need the cgroup: report before removing it */
+        memset(&err, 0, sizeof(err));
+        if (shim_monitor_finish(monitor, code, have_events ? &ev : NULL, &err) < 0)
+                log_error("the final report was not fully written: %s", err.text);
+        shim_monitor_free(monitor);
+        if (cg.leaf_fd >= 0) {
                 r = shim_cgroup_destroy(&cg);
                 if (r < 0)
                         log_warn("cannot remove cgroup %s: %s", cg.path, strerror(-r));
-        } else {
-                /* reap what is already dead; nothing else to clean up */
-                while (waitpid(-1, NULL, WNOHANG) > 0)
-                        ;
         }
+        /* reap what is already dead */
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+                ;
         return code;
 }
 
@@ -557,6 +723,7 @@ int main(int argc, char **argv)
                 .policy_path = SPARKSHIM_DEFAULT_POLICY,
                 .cgroup_root = "/sys/fs/cgroup",
                 .grace = -1,
+                .report_interval = -1,
         };
         const char *command;
 
@@ -589,6 +756,15 @@ int main(int argc, char **argv)
                         die(SHIM_EXIT_USAGE, "check: unexpected argument '%s'", argv[optind]);
                 return shim_check(o.policy_path, o.policy_explicit, o.cgroup_root);
         }
-        log_error("'%s' is not a command; allowed: run, plan, check (see sparkshim --help)", command);
+        if (strcmp(command, "report") == 0)
+                return shim_cmd_report(argc - optind, argv + optind, o.json, o.all);
+        if (strcmp(command, "probe") == 0) {
+                if (!o.probe_cgroup == !o.probe_pid)
+                        die(SHIM_EXIT_USAGE, "probe: give exactly one of --cgroup PATH and --pid PID");
+                return shim_cmd_probe(o.probe_cgroup, (pid_t)o.probe_pid, o.cgroup_root,
+                                      o.probe_interval ? o.probe_interval : 1, o.probe_count, !o.no_bpf);
+        }
+        log_error("'%s' is not a command; allowed: run, plan, check, report, probe (see sparkshim --help)",
+                  command);
         return SHIM_EXIT_USAGE;
 }

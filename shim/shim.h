@@ -20,6 +20,7 @@ enum {
         SHIM_EXIT_PLAN       = 122, /* executor settings rejected by the policy */
         SHIM_EXIT_CGROUP     = 123, /* plan could not be enforced and fail_mode is closed */
         SHIM_EXIT_INTERNAL   = 124, /* the shim itself failed (fork, signals, memory) */
+        SHIM_EXIT_REPORT     = 125, /* a report sink cannot be opened */
         SHIM_EXIT_CANNOT_RUN = 126, /* command found but not executable */
         SHIM_EXIT_NOT_FOUND  = 127, /* command not found */
 };
@@ -126,6 +127,9 @@ struct shim_supervise_opts {
         bool signal_group;      /* forward signals to the child's process group */
         unsigned grace_seconds; /* TERM -> wait -> cgroup.kill */
         const struct shim_cgroup *cgroup; /* NULL when not enforced */
+        void (*on_start)(void *data, pid_t pid); /* the command started */
+        void (*on_tick)(void *data);             /* about once a second */
+        void *data;
 };
 
 /* Block the signals the supervisor handles; call before any child is started. */

@@ -175,6 +175,8 @@ int shim_supervise(const struct shim_supervise_opts *o, struct shim_error *err)
                 return child;
         }
         log_debug("started %s as pid %d", o->argv[0], (int)child);
+        if (o->on_start)
+                o->on_start(o->data, child);
 
         sigfillset(&wait_set);
         for (;;) {
@@ -196,6 +198,8 @@ int shim_supervise(const struct shim_supervise_opts *o, struct shim_error *err)
                 if (sig > 0 && starts_grace(sig) && !grace_deadline)
                         grace_deadline = util_now_ns() + (uint64_t)o->grace_seconds * 1000000000ULL;
 
+                if (o->on_tick)
+                        o->on_tick(o->data);
                 while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
                         if (pid != child)
                                 continue;

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* burn THREADS SECONDS: spin THREADS threads for SECONDS of wall time. */
+/*
+ * burn THREADS SECONDS: spin THREADS threads for SECONDS of wall time.
+ * burn THREADS SECONDSc: each thread spins until it has used SECONDS of CPU time, so the
+ * total CPU time is THREADS x SECONDS however loaded the machine is.
+ */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static double seconds;
+static int cpu_time;
 
 static double now(void)
 {
@@ -14,12 +20,20 @@ static double now(void)
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static double thread_cpu(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void *spin(void *arg)
 {
         volatile unsigned long x = 0;
-        double end = now() + seconds;
+        double (*clock)(void) = cpu_time ? thread_cpu : now;
+        double end = clock() + seconds;
         (void)arg;
-        while (now() < end)
+        while (clock() < end)
                 for (int i = 0; i < 100000; i++)
                         x++;
         return NULL;
@@ -30,8 +44,10 @@ int main(int argc, char **argv)
         pthread_t t[64];
         int n;
 
+        if (argc == 3)
+                cpu_time = argv[2][0] && argv[2][strlen(argv[2]) - 1] == 'c';
         if (argc != 3 || (n = atoi(argv[1])) < 1 || n > 64 || (seconds = atof(argv[2])) <= 0) {
-                fprintf(stderr, "usage: burn THREADS(1-64) SECONDS\n");
+                fprintf(stderr, "usage: burn THREADS(1-64) SECONDS[c]\n");
                 return 2;
         }
         for (int i = 0; i < n; i++)

@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * probe-dump: attach the probes to cgroups, run a command in the first one (or wait), then
+ * print what they measured, one JSON object per cgroup. A test and diagnostic tool (not
+ * installed); the bpf test suite, tests/vm/cases/85-bpf.sh and bench/probes drive it.
+ *
+ *   probe-dump [--seconds S] [--kinds cpu,memory,disk] [--ready FILE] CGROUP_DIR...
+ *              [-- CMD [ARG...]]
+ *
+ * With CMD: the child moves itself into the first CGROUP_DIR (writes its pid to
+ * cgroup.procs) and execs CMD; probe-dump waits for it, forwarding SIGINT/SIGTERM. Without:
+ * it waits S seconds (default: until SIGINT/SIGTERM). --ready FILE: once attached, write
+ * {"pid", "attached", "programs": [{"id", "name", "kind"}]} to FILE (atomically).
+ *
+ * Exit: 0 (whatever CMD's status, which is in the JSON), 1 error, 2 usage, 77 when this
+ * build has no BPF (the stub).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "probe.h"
+#include "util.h"
+
+#define PROG "probe-dump"
+#define EXIT_NO_BPF 77
+#define MAX_PROGRAMS 32
+#define MAX_OOM_EVENTS 64
+
+struct options {
+        double seconds; /* < 0: until a signal */
+        unsigned kinds;
+        const char *ready;
+        const char *dirs[PROBE_CGROUPS_MAX];
+        size_t ndirs;
+        char **command;
+};
+
+struct oom_list {
+        json_t *by_cgroup[PROBE_CGROUPS_MAX]; /* arrays of events */
+        const uint64_t *ids;
+        size_t n;
+};
+
+static void usage(FILE *f)
+{
+        fprintf(f, "usage: " PROG " [--seconds S] [--kinds cpu,memory,disk] [--ready FILE] "
+                   "CGROUP_DIR... [-- CMD [ARG...]]\n");
+}
+
+static int parse_kinds(const char *text, unsigned *ret)
+{
+        _cleanup_free_ char *copy = strdup(text);
+        unsigned kinds = 0;
+        char *save = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+                if (strcmp(w, "cpu") == 0)
+                        kinds |= PROBE_CPU;
+                else if (strcmp(w, "memory") == 0)
+                        kinds |= PROBE_MEMORY;
+                else if (strcmp(w, "disk") == 0)
+                        kinds |= PROBE_DISK;
+                else if (strcmp(w, "all") == 0)
+                        kinds |= PROBE_ALL;
+                else
+                        return -EINVAL;
+        }
+        if (!kinds)
+                return -EINVAL;
+        *ret = kinds;
+        return 0;
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+        int i;
+
+        o->seconds = -1;
+        o->kinds = PROBE_ALL;
+        for (i = 1; i < argc; i++) {
+                const char *a = argv[i];
+
+                if (strcmp(a, "--") == 0) {
+                        if (i + 1 >= argc)
+                                return -EINVAL;
+                        o->command = argv + i + 1;
+                        break;
+                } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+                        usage(stdout);
+                        exit(0);
+                } else if (strcmp(a, "--seconds") == 0 && i + 1 < argc) {
+                        if (util_parse_double(argv[++i], &o->seconds) < 0 || !isfinite(o->seconds))
+                                return -EINVAL;
+                } else if (strcmp(a, "--kinds") == 0 && i + 1 < argc) {
+                        if (parse_kinds(argv[++i], &o->kinds) < 0)
+                                return -EINVAL;
+                } else if (strcmp(a, "--ready") == 0 && i + 1 < argc) {
+                        o->ready = argv[++i];
+                } else if (a[0] == '-') {
+                        return -EINVAL;
+                } else {
+                        if (o->ndirs == PROBE_CGROUPS_MAX)
+                                return -E2BIG;
+                        o->dirs[o->ndirs++] = a;
+                }
+        }
+        if (o->ndirs == 0)
+                return -EINVAL;
+        if (o->command && o->seconds >= 0)
+                return -EINVAL;
+        return 0;
+}
+
+static double now_s(void)
+{
+        return (double)util_now_ns() / 1e9;
+}
+
+static json_t *kinds_array(unsigned kinds)
+{
+        json_t *a = json_array();
+
+        for (unsigned k = PROBE_CPU; k <= PROBE_DISK; k <<= 1)
+                if (kinds & k)
+                        json_array_append_new(a, json_string(probe_kind_name((enum probe_kind)k)));
+        return a;
+}
+
+static json_t *programs_json(const struct probe *p)
+{
+        struct probe_program_stats stats[MAX_PROGRAMS];
+        json_t *a = json_array();
+        int n = probe_program_stats(p, stats, MAX_PROGRAMS);
+
+        for (int i = 0; i < n && i < MAX_PROGRAMS; i++)
+                json_array_append_new(a, json_pack("{s:s, s:I, s:s, s:I, s:I}", "name",
+                                                   stats[i].name, "id", (json_int_t)stats[i].id,
+                                                   "kind", probe_kind_name(stats[i].kind),
+                                                   "run_cnt", (json_int_t)stats[i].run_cnt,
+                                                   "run_time_ns",
+                                                   (json_int_t)stats[i].run_time_ns));
+        return a;
+}
+
+static int write_ready(const char *path, const struct probe *p)
+{
+        _cleanup_free_ char *tmp = NULL;
+        json_t *doc;
+        int r;
+
+        if (asprintf(&tmp, "%s.tmp", path) < 0)
+                return -ENOMEM;
+        doc = json_pack("{s:I, s:o, s:o}", "pid", (json_int_t)getpid(), "attached",
+                        kinds_array(probe_attached(p)), "programs", programs_json(p));
+        if (!doc)
+                return -ENOMEM;
+        r = json_dump_file(doc, tmp, JSON_COMPACT);
+        json_decref(doc);
+        if (r < 0)
+                return -EIO;
+        if (rename(tmp, path) < 0)
+                return -errno;
+        return 0;
+}
+
+static int collect_oom(const struct probe_oom_event *ev, void *userdata)
+{
+        static const char *const how[] = {"task", "signal", "current", "killer"};
+        struct oom_list *list = userdata;
+
+        for (size_t i = 0; i < list->n; i++) {
+                if (list->ids[i] != ev->cgroup_id)
+                        continue;
+                if (json_array_size(list->by_cgroup[i]) >= MAX_OOM_EVENTS)
+                        break;
+                json_array_append_new(
+                        list->by_cgroup[i],
+                        json_pack("{s:I, s:s, s:s, s:I}", "pid", (json_int_t)ev->pid, "comm",
+                                  ev->comm, "attribution",
+                                  (unsigned)ev->attribution < 4 ? how[ev->attribution] : "?",
+                                  "t_ns", (json_int_t)ev->t_ns));
+                break;
+        }
+        return 0;
+}
+
+static json_t *hist_json(const uint64_t hist[PROBE_HIST_SLOTS])
+{
+        json_t *a = json_array();
+
+        for (size_t i = 0; i < PROBE_HIST_SLOTS; i++)
+                json_array_append_new(a, json_integer((json_int_t)hist[i]));
+        return a;
+}
+
+#define SET_U64(obj, u, field) json_object_set_new(obj, #field, json_integer((json_int_t)(u)->field))
+
+static json_t *usage_json(const struct probe_usage *u)
+{
+        json_t *o = json_object();
+
+        SET_U64(o, u, oncpu_ns);
+        SET_U64(o, u, runq_wait_ns);
+        SET_U64(o, u, runq_count);
+        json_object_set_new(o, "runq_hist", hist_json(u->runq_hist));
+        SET_U64(o, u, wakeups);
+        SET_U64(o, u, runq_preemptions);
+        SET_U64(o, u, runq_discarded);
+        SET_U64(o, u, runq_pending);
+        json_object_set_new(o, "runq_p50_us",
+                            json_integer((json_int_t)probe_hist_percentile_us(u->runq_hist, 50)));
+        json_object_set_new(o, "runq_p99_us",
+                            json_integer((json_int_t)probe_hist_percentile_us(u->runq_hist, 99)));
+        SET_U64(o, u, oom_kills);
+        SET_U64(o, u, oom_events_lost);
+        SET_U64(o, u, reclaim_ns);
+        SET_U64(o, u, reclaim_count);
+        SET_U64(o, u, reclaim_pages);
+        SET_U64(o, u, read_bytes);
+        SET_U64(o, u, write_bytes);
+        SET_U64(o, u, read_ops);
+        SET_U64(o, u, write_ops);
+        json_object_set_new(o, "disk_lat_hist", hist_json(u->disk_lat_hist));
+        json_object_set_new(
+                o, "disk_p99_us",
+                json_integer((json_int_t)probe_hist_percentile_us(u->disk_lat_hist, 99)));
+        return o;
+}
+
+/* The child: into the first cgroup, then exec. Only async-signal-safe calls. */
+static void run_child(const char *cgroup_dir, char **command, const sigset_t *mask)
+{
+        char path[4096];
+        int fd;
+
+        sigprocmask(SIG_SETMASK, mask, NULL);
+        if ((size_t)snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup_dir) >= sizeof(path))
+                _exit(127);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "0\n", 2) != 2) {
+                dprintf(STDERR_FILENO, PROG ": error: cannot join %s: %s\n", cgroup_dir,
+                        strerror(errno));
+                _exit(127);
+        }
+        close(fd);
+        execvp(command[0], command);
+        dprintf(STDERR_FILENO, PROG ": error: cannot run %s: %s\n", command[0], strerror(errno));
+        _exit(127);
+}
+
+/* Run the command to its end; *ret_status is its wait status. */
+static int run_command(const struct options *o, const sigset_t *old_mask, int *ret_status)
+{
+        siginfo_t info;
+        pid_t child, r;
+        int status;
+
+        child = fork();
+        if (child < 0)
+                return -errno;
+        if (child == 0)
+                run_child(o->dirs[0], o->command, old_mask);
+        for (;;) {
+                sigset_t wait_set;
+
+                sigemptyset(&wait_set);
+                sigaddset(&wait_set, SIGCHLD);
+                sigaddset(&wait_set, SIGINT);
+                sigaddset(&wait_set, SIGTERM);
+                r = waitpid(child, &status, WNOHANG);
+                if (r == child)
+                        break;
+                if (r < 0 && errno != EINTR)
+                        return -errno;
+                if (sigwaitinfo(&wait_set, &info) < 0)
+                        continue;
+                if (info.si_signo == SIGINT || info.si_signo == SIGTERM)
+                        kill(child, info.si_signo);
+        }
+        *ret_status = status;
+        return 0;
+}
+
+static void wait_seconds(double seconds)
+{
+        sigset_t wait_set;
+        struct timespec ts;
+        double end = now_s() + seconds;
+
+        sigemptyset(&wait_set);
+        sigaddset(&wait_set, SIGINT);
+        sigaddset(&wait_set, SIGTERM);
+        for (;;) {
+                double left = seconds < 0 ? 3600 : end - now_s();
+
+                if (left <= 0)
+                        return;
+                ts.tv_sec = (time_t)left;
+                ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+                if (sigtimedwait(&wait_set, NULL, &ts) > 0)
+                        return;
+        }
+}
+
+int main(int argc, char **argv)
+{
+        struct options o = {0};
+        struct probe_error perr = {0};
+        uint64_t ids[PROBE_CGROUPS_MAX];
+        struct oom_list ooms;
+        sigset_t mask, old_mask;
+        struct probe *p;
+        json_t *command_json = NULL, *missing, *detail, *programs;
+        double start;
+        int r, status = 0, exit_code = 0;
+        unsigned attached;
+
+        r = parse_args(argc, argv, &o);
+        if (r < 0) {
+                usage(stderr);
+                return 2;
+        }
+        for (size_t i = 0; i < o.ndirs; i++) {
+                r = probe_cgroup_id(o.dirs[i], &ids[i]);
+                if (r < 0) {
+                        fprintf(stderr, PROG ": error: %s is not a cgroup v2 directory: %s\n",
+                                o.dirs[i], strerror(-r));
+                        return 1;
+                }
+        }
+
+        /* signals are taken synchronously from here on; the child gets the old mask back */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &mask, &old_mask);
+
+        p = probe_open(ids, o.ndirs, o.kinds, &perr);
+        if (!p) {
+                fprintf(stderr, PROG ": error: cannot attach the probes: %s\n", perr.text);
+                return strncmp(perr.text, "built without BPF", 17) == 0 ? EXIT_NO_BPF : 1;
+        }
+        attached = probe_attached(p);
+        if (o.ready) {
+                r = write_ready(o.ready, p);
+                if (r < 0) {
+                        fprintf(stderr, PROG ": error: cannot write %s: %s\n", o.ready,
+                                strerror(-r));
+                        probe_close(p);
+                        return 1;
+                }
+        }
+
+        start = now_s();
+        if (o.command) {
+                r = run_command(&o, &old_mask, &status);
+                if (r < 0) {
+                        fprintf(stderr, PROG ": error: cannot run %s: %s\n", o.command[0],
+                                strerror(-r));
+                        probe_close(p);
+                        return 1;
+                }
+                if (WIFEXITED(status))
+                        command_json = json_pack("{s:s, s:i}", "argv0", o.command[0], "exit",
+                                                 WEXITSTATUS(status));
+                else
+                        command_json = json_pack("{s:s, s:i}", "argv0", o.command[0], "signal",
+                                                 WTERMSIG(status));
+        } else {
+                wait_seconds(o.seconds);
+        }
+        /* a task's last slice is charged at its final switch, which may trail its exit */
+        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+
+        memset(&ooms, 0, sizeof(ooms));
+        ooms.ids = ids;
+        ooms.n = o.ndirs;
+        for (size_t i = 0; i < o.ndirs; i++)
+                ooms.by_cgroup[i] = json_array();
+        if (attached & PROBE_MEMORY)
+                probe_consume_oom(p, collect_oom, &ooms);
+
+        missing = json_object();
+        detail = json_object();
+        for (unsigned k = PROBE_CPU; k <= PROBE_DISK; k <<= 1) {
+                const char *name = probe_kind_name((enum probe_kind)k);
+
+                if (attached & k)
+                        json_object_set_new(detail, name,
+                                            json_string(probe_kind_detail(p, (enum probe_kind)k)));
+                else
+                        json_object_set_new(
+                                missing, name,
+                                json_string(probe_missing_reason(p, (enum probe_kind)k)));
+        }
+        programs = programs_json(p);
+
+        for (size_t i = 0; i < o.ndirs; i++) {
+                struct probe_usage u;
+                json_t *obj, *usage;
+                char *text;
+
+                r = probe_read(p, ids[i], &u);
+                if (r < 0) {
+                        fprintf(stderr, PROG ": error: reading the probes of %s: %s\n", o.dirs[i],
+                                strerror(-r));
+                        exit_code = 1;
+                        continue;
+                }
+                obj = json_pack("{s:s, s:I, s:o, s:O, s:O, s:f}", "cgroup", o.dirs[i],
+                                "cgroup_id", (json_int_t)ids[i], "attached",
+                                kinds_array(attached), "missing", missing, "detail", detail,
+                                "seconds", now_s() - start);
+                usage = usage_json(&u);
+                json_object_update(obj, usage);
+                json_decref(usage);
+                json_object_set(obj, "oom_events", ooms.by_cgroup[i]);
+                json_object_set(obj, "programs", programs);
+                if (command_json)
+                        json_object_set(obj, "command", command_json);
+                text = json_dumps(obj, JSON_COMPACT);
+                if (text)
+                        printf("%s\n", text);
+                free(text);
+                json_decref(obj);
+        }
+        fflush(stdout);
+
+        for (size_t i = 0; i < o.ndirs; i++)
+                json_decref(ooms.by_cgroup[i]);
+        json_decref(missing);
+        json_decref(detail);
+        json_decref(programs);
+        json_decref(command_json);
+        probe_close(p);
+        return exit_code;
+}

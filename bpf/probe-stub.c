@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * probe.h for builds without BPF (no clang, bpftool, libbpf or kernel BTF at build time):
+ * nothing attaches and callers fall back to their file and netlink collectors.
+ * SPARKSHIM_PROBE_STUB_REASON is set by bpf/meson.build.
+ */
+#include "probe.h"
+#include "probe-config.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#ifndef SPARKSHIM_PROBE_STUB_REASON
+#define SPARKSHIM_PROBE_STUB_REASON "unknown"
+#endif
+
+struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
+                         struct probe_error *err)
+{
+        if (err) {
+                err->error = -EOPNOTSUPP;
+                snprintf(err->text, sizeof(err->text), "built without BPF: %s",
+                         SPARKSHIM_PROBE_STUB_REASON);
+        }
+        return NULL;
+}
+
+unsigned probe_attached(const struct probe *p)
+{
+        return 0;
+}
+
+const char *probe_missing_reason(const struct probe *p, enum probe_kind kind)
+{
+        return "built without BPF: " SPARKSHIM_PROBE_STUB_REASON;
+}
+
+const char *probe_kind_detail(const struct probe *p, enum probe_kind kind)
+{
+        return NULL;
+}
+
+int probe_read(struct probe *p, uint64_t cgroup_id, struct probe_usage *ret)
+{
+        return -EOPNOTSUPP;
+}
+
+int probe_consume_oom(struct probe *p,
+                      int (*fn)(const struct probe_oom_event *event, void *userdata),
+                      void *userdata)
+{
+        return -EOPNOTSUPP;
+}
+
+int probe_oom_fd(const struct probe *p)
+{
+        return -EOPNOTSUPP;
+}
+
+int probe_program_stats(const struct probe *p, struct probe_program_stats *ret, size_t max)
+{
+        return -EOPNOTSUPP;
+}
+
+void probe_close(struct probe *p)
+{
+}

@@ -1,0 +1,782 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Measurement of one executor run and its reports. Sampling is cheap (a dozen small
+ * files) and runs once a second so that averages and percentiles of short runs mean
+ * something; sample lines go to the sinks at the policy's interval.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "monitor.h"
+#include "probe.h"
+#include "util.h"
+
+#define SAMPLES_IN_REPORT 360
+#define KNOWN_PIDS_MAX    4096
+
+struct sample {
+        uint64_t t_ns;
+        uint64_t cpu_us;     /* cumulative, COLLECT_UNSET when unknown */
+        uint64_t mem_bytes;  /* memory.current, else the sum of VmRSS */
+        uint64_t anon_bytes; /* memory.stat anon, COLLECT_UNSET without memory */
+        uint64_t rbytes, wbytes;
+};
+
+struct shim_monitor {
+        struct shim_monitor_config cfg;
+        int file_fd, socket_fd;
+
+        /* the run */
+        char app_id[POLICY_NAME_MAX], executor_id[POLICY_NAME_MAX];
+        char command[256], mode[16], host[256], reason[512], cgroup_path[4096];
+        struct policy_plan plan;
+        bool has_plan, started, enforced;
+        int cgroup_fd;
+        pid_t pid;
+        uint64_t start_ns, last_sample_ns, last_line_ns;
+        unsigned lines;
+        struct timespec start_rt;
+
+        struct sample *samples;
+        size_t nsamples, cap;
+        struct collect_cgroup first, last;
+        bool have_cgroup;
+        uint64_t rss_peak;
+        struct collect_procs procs_last;
+        bool have_procs;
+
+        struct collect_taskstats *taskstats;
+        struct collect_taskstats_totals exits;
+        char taskstats_reason[256];
+        pid_t known[KNOWN_PIDS_MAX];
+        size_t nknown;
+
+        struct probe *probe;
+        uint64_t cgroup_id;
+        char probe_reason[256];
+};
+
+/* ---------------------------------------------------------------- sinks */
+
+static int open_socket(const char *path, struct shim_error *err)
+{
+        struct sockaddr_un addr = { .sun_family = AF_UNIX };
+        int fd;
+
+        if (strlen(path) >= sizeof(addr.sun_path))
+                return shim_error_set(err, ENAMETOOLONG, "report socket %s: path too long", path);
+        memcpy(addr.sun_path, path, strlen(path) + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return shim_error_set(err, errno, "report socket %s: %s", path, strerror(errno));
+        if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+                int r = errno;
+                close(fd);
+                return shim_error_set(err, r, "report socket %s: cannot connect: %s", path, strerror(r));
+        }
+        return fd;
+}
+
+/* The Prometheus file is written next to its final name and renamed: check that now. */
+static int check_prometheus(const char *path, struct shim_error *err)
+{
+        _cleanup_free_ char *dir = strdup(path);
+        char *slash;
+
+        if (!dir)
+                return shim_error_set(err, ENOMEM, "out of memory");
+        slash = strrchr(dir, '/');
+        if (slash)
+                *(slash == dir ? slash + 1 : slash) = '\0';
+        if (access(slash ? dir : ".", W_OK) < 0)
+                return shim_error_set(err, errno, "prometheus file %s: directory %s is not writable: %s",
+                                      path, slash ? dir : ".", strerror(errno));
+        return 0;
+}
+
+int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor **ret,
+                      struct shim_error *err)
+{
+        struct shim_monitor *m;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return shim_error_set(err, ENOMEM, "out of memory");
+        m->cfg = *cfg;
+        m->file_fd = m->socket_fd = m->cgroup_fd = -1;
+        if (m->cfg.interval_seconds == 0)
+                m->cfg.interval_seconds = 10;
+        if (cfg->file) {
+                m->file_fd = open(cfg->file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+                if (m->file_fd < 0) {
+                        r = shim_error_set(err, errno, "report file %s: cannot open for appending: %s",
+                                           cfg->file, strerror(errno));
+                        goto fail;
+                }
+        }
+        if (cfg->socket) {
+                r = m->socket_fd = open_socket(cfg->socket, err);
+                if (r < 0)
+                        goto fail;
+        }
+        if (cfg->prometheus) {
+                r = check_prometheus(cfg->prometheus, err);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret = m;
+        return 0;
+fail:
+        shim_monitor_free(m);
+        return r;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+        while (len > 0) {
+                ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+                if (n < 0 && errno == ENOTSOCK)
+                        n = write(fd, buf, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                buf += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+/* One JSON line to every sink. */
+static int emit(struct shim_monitor *m, json_t *doc, struct shim_error *err)
+{
+        _cleanup_free_ char *line = NULL;
+        size_t len;
+        int r, result = 0;
+
+        if (!doc)
+                return shim_error_set(err, ENOMEM, "out of memory");
+        line = json_dumps(doc, JSON_COMPACT);
+        if (!line)
+                return shim_error_set(err, ENOMEM, "out of memory");
+        len = strlen(line);
+        {
+                char *grown = realloc(line, len + 2);
+                if (!grown)
+                        return shim_error_set(err, ENOMEM, "out of memory");
+                line = grown;
+                line[len] = '\n';
+                line[len + 1] = '\0';
+        }
+        if (m->file_fd >= 0 && (r = write_all(m->file_fd, line, len + 1)) < 0)
+                result = shim_error_set(err, r, "report file %s: %s", m->cfg.file, strerror(-r));
+        if (m->socket_fd >= 0 && (r = write_all(m->socket_fd, line, len + 1)) < 0)
+                result = shim_error_set(err, r, "report socket %s: %s", m->cfg.socket, strerror(-r));
+        if (m->cfg.to_stdout && (fputs(line, stdout) < 0 || fflush(stdout) != 0))
+                result = shim_error_set(err, EIO, "report on stdout: %s", strerror(errno));
+        return result;
+}
+
+/* ---------------------------------------------------------------- sampling */
+
+static bool known_pid(const struct shim_monitor *m, pid_t pid)
+{
+        for (size_t i = 0; i < m->nknown; i++)
+                if (m->known[i] == pid)
+                        return true;
+        return false;
+}
+
+static void remember_pid(struct shim_monitor *m, pid_t pid)
+{
+        if (pid > 0 && !known_pid(m, pid) && m->nknown < KNOWN_PIDS_MAX)
+                m->known[m->nknown++] = pid;
+}
+
+/* Every pid of the cgroup, so that their taskstats exit records are recognised later. */
+static void remember_cgroup_pids(struct shim_monitor *m)
+{
+        char procs[16384];
+        ssize_t len;
+
+        if (m->cgroup_fd < 0)
+                return;
+        len = util_read_at(m->cgroup_fd, "cgroup.procs", procs, sizeof(procs));
+        if (len < 0)
+                return;
+        for (char *line = procs, *next; line && *line; line = next) {
+                int pid;
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (util_parse_int(line, &pid) == 0)
+                        remember_pid(m, pid);
+        }
+}
+
+static void sample(struct shim_monitor *m)
+{
+        struct collect_error cerr;
+        struct collect_cgroup c;
+        struct collect_procs procs;
+        struct sample s = { .t_ns = util_now_ns(), .cpu_us = COLLECT_UNSET, .mem_bytes = COLLECT_UNSET,
+                            .anon_bytes = COLLECT_UNSET, .rbytes = COLLECT_UNSET, .wbytes = COLLECT_UNSET };
+
+        if (m->cgroup_fd >= 0 && collect_cgroup_read(m->cgroup_fd, &c, &cerr) == 0) {
+                if (!m->have_cgroup)
+                        m->first = c;
+                m->last = c;
+                m->have_cgroup = true;
+                if (c.has_cpu)
+                        s.cpu_us = c.cpu_usage_us;
+                if (c.has_memory) {
+                        s.mem_bytes = c.memory_current;
+                        s.anon_bytes = c.memory_anon;
+                }
+                if (c.has_io) {
+                        s.rbytes = c.io_rbytes;
+                        s.wbytes = c.io_wbytes;
+                }
+        }
+        if (m->cgroup_fd >= 0 && collect_procs_read(m->cgroup_fd, &procs, &cerr) == 0) {
+                m->procs_last = procs;
+                m->have_procs = true;
+                if (procs.vm_rss > m->rss_peak)
+                        m->rss_peak = procs.vm_rss;
+                if (s.mem_bytes == COLLECT_UNSET && procs.nprocs > 0)
+                        s.mem_bytes = procs.vm_rss;
+        }
+        remember_cgroup_pids(m);
+        if (m->taskstats)
+                collect_taskstats_drain_exits(m->taskstats, m->known, m->nknown, &m->exits, &cerr);
+
+        if (m->nsamples == m->cap) {
+                size_t cap = m->cap ? m->cap * 2 : 64;
+                struct sample *grown = realloc(m->samples, cap * sizeof(*grown));
+                if (!grown)
+                        return;
+                m->samples = grown;
+                m->cap = cap;
+        }
+        m->samples[m->nsamples++] = s;
+        m->last_sample_ns = s.t_ns;
+}
+
+void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identity *id,
+                        const struct policy_plan *plan, bool enforced, const char *reason,
+                        int cgroup_fd, const char *cgroup_path)
+{
+        struct collect_error cerr = { 0 };
+        struct probe_error perr = { 0 };
+
+        snprintf(m->app_id, sizeof(m->app_id), "%s", id->app_id ? id->app_id : "");
+        snprintf(m->executor_id, sizeof(m->executor_id), "%s", id->executor_id ? id->executor_id : "");
+        snprintf(m->command, sizeof(m->command), "%s", id->command ? id->command : "");
+        snprintf(m->mode, sizeof(m->mode), "%s", id->mode ? id->mode : "wrap");
+        snprintf(m->reason, sizeof(m->reason), "%s", reason ? reason : "");
+        snprintf(m->cgroup_path, sizeof(m->cgroup_path), "%s", cgroup_path ? cgroup_path : "");
+        if (gethostname(m->host, sizeof(m->host)) < 0)
+                snprintf(m->host, sizeof(m->host), "unknown");
+        if (plan)
+                m->plan = *plan;
+        m->has_plan = plan != NULL;
+        m->enforced = enforced;
+        m->cgroup_fd = cgroup_fd >= 0 ? fcntl(cgroup_fd, F_DUPFD_CLOEXEC, 3) : -1;
+        m->start_ns = util_now_ns();
+        clock_gettime(CLOCK_REALTIME, &m->start_rt);
+        m->started = true;
+
+        if (m->cfg.use_taskstats) {
+                m->taskstats = collect_taskstats_open(true, &cerr);
+                if (!m->taskstats)
+                        snprintf(m->taskstats_reason, sizeof(m->taskstats_reason), "%s", cerr.text);
+        } else {
+                snprintf(m->taskstats_reason, sizeof(m->taskstats_reason), "disabled");
+        }
+        if (!m->cfg.use_bpf) {
+                snprintf(m->probe_reason, sizeof(m->probe_reason), "disabled (--no-bpf)");
+        } else if (!cgroup_path || !cgroup_path[0]) {
+                snprintf(m->probe_reason, sizeof(m->probe_reason), "no cgroup to watch");
+        } else if (probe_cgroup_id(cgroup_path, &m->cgroup_id) < 0) {
+                snprintf(m->probe_reason, sizeof(m->probe_reason), "cannot find the id of %s", cgroup_path);
+        } else {
+                m->probe = probe_open(&m->cgroup_id, 1, PROBE_ALL, &perr);
+                if (!m->probe)
+                        snprintf(m->probe_reason, sizeof(m->probe_reason), "%s", perr.text);
+        }
+        sample(m);
+        m->last_line_ns = m->start_ns;
+}
+
+void shim_monitor_pid(struct shim_monitor *m, pid_t pid)
+{
+        m->pid = pid;
+        remember_pid(m, pid);
+}
+
+/* ---------------------------------------------------------------- the report */
+
+static json_t *u64_or_null(uint64_t v)
+{
+        return v == COLLECT_UNSET ? json_null() : json_integer((json_int_t)v);
+}
+
+static json_t *real_or_null(double v)
+{
+        return isfinite(v) ? json_real(v) : json_null();
+}
+
+static void iso8601(const struct timespec *ts, char *buf, size_t size)
+{
+        struct tm tm;
+
+        gmtime_r(&ts->tv_sec, &tm);
+        strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+/* average and p95 of the memory samples */
+static void memory_stats(const struct shim_monitor *m, uint64_t *ret_avg, uint64_t *ret_p95,
+                         uint64_t *ret_max, uint64_t *ret_anon_max)
+{
+        _cleanup_free_ uint64_t *v = calloc(m->nsamples ? m->nsamples : 1, sizeof(*v));
+        size_t n = 0;
+        long double sum = 0;
+        uint64_t anon = COLLECT_UNSET;
+
+        *ret_avg = *ret_p95 = *ret_max = COLLECT_UNSET;
+        for (size_t i = 0; v && i < m->nsamples; i++) {
+                if (m->samples[i].mem_bytes != COLLECT_UNSET) {
+                        v[n++] = m->samples[i].mem_bytes;
+                        sum += m->samples[i].mem_bytes;
+                }
+                if (m->samples[i].anon_bytes != COLLECT_UNSET &&
+                    (anon == COLLECT_UNSET || m->samples[i].anon_bytes > anon))
+                        anon = m->samples[i].anon_bytes;
+        }
+        *ret_anon_max = anon;
+        if (n == 0)
+                return;
+        qsort(v, n, sizeof(*v), cmp_u64);
+        *ret_avg = (uint64_t)(sum / n);
+        *ret_p95 = v[(size_t)ceil(0.95 * (double)n) - 1];
+        *ret_max = v[n - 1];
+}
+
+static json_t *psi_json(const struct collect_psi *p)
+{
+        return json_pack("{s:o, s:o, s:o, s:o}", "some_avg10", real_or_null(p->some_avg10),
+                         "some_total_us", u64_or_null(p->some_total_us), "full_avg10",
+                         real_or_null(p->full_avg10), "full_total_us", u64_or_null(p->full_total_us));
+}
+
+static json_t *hist_json(const uint64_t hist[PROBE_HIST_SLOTS])
+{
+        json_t *a = json_array();
+        size_t last = 0;
+
+        for (size_t i = 0; i < PROBE_HIST_SLOTS; i++)
+                if (hist[i])
+                        last = i + 1;
+        for (size_t i = 0; a && i < last; i++)
+                json_array_append_new(a, json_integer((json_int_t)hist[i]));
+        return a;
+}
+
+static uint64_t delta(uint64_t a, uint64_t b)
+{
+        return a == COLLECT_UNSET || b == COLLECT_UNSET || b < a ? COLLECT_UNSET : b - a;
+}
+
+/* The whole report: kind "final" or "sample". */
+static json_t *build_report(struct shim_monitor *m, const char *kind, int exit_code,
+                            const struct shim_memory_events *ev)
+{
+        const struct collect_cgroup *f = &m->first, *l = &m->last;
+        struct probe_usage pu = { 0 };
+        bool have_probe = m->probe && probe_read(m->probe, m->cgroup_id, &pu) == 0;
+        unsigned attached = m->probe ? probe_attached(m->probe) : 0;
+        uint64_t now = util_now_ns(), wall_ns = now - m->start_ns;
+        double wall = (double)wall_ns / 1e9;
+        uint64_t cpu_us = COLLECT_UNSET, user_us = COLLECT_UNSET, sys_us = COLLECT_UNSET;
+        uint64_t mem_avg, mem_p95, mem_max, anon_max, peak = COLLECT_UNSET;
+        uint64_t rbytes = COLLECT_UNSET, wbytes = COLLECT_UNSET, rops = COLLECT_UNSET, wops = COLLECT_UNSET;
+        const char *cpu_src = NULL, *peak_src = NULL, *disk_src = NULL, *oom_src = NULL, *runq_src = NULL;
+        uint64_t oom = COLLECT_UNSET;
+        struct timespec end_rt;
+        char start[32], end[32];
+        struct policy_utilization util = { NAN, NAN, NAN };
+        json_t *doc, *usage, *samples;
+
+        clock_gettime(CLOCK_REALTIME, &end_rt);
+        iso8601(&m->start_rt, start, sizeof(start));
+        iso8601(&end_rt, end, sizeof(end));
+        memory_stats(m, &mem_avg, &mem_p95, &mem_max, &anon_max);
+
+        /* sparkshim reaps every process of the executor: rusage covers them all */
+        bool final = strcmp(kind, "final") == 0;
+        struct rusage ru;
+        bool have_ru = final && getrusage(RUSAGE_CHILDREN, &ru) == 0;
+
+        /* CPU: the cgroup's own account, else taskstats exit records, else rusage */
+        if (m->have_cgroup && l->has_cpu) {
+                cpu_us = delta(f->cpu_usage_us, l->cpu_usage_us);
+                user_us = delta(f->cpu_user_us, l->cpu_user_us);
+                sys_us = delta(f->cpu_system_us, l->cpu_system_us);
+                cpu_src = "cgroup:cpu.stat";
+        } else if (m->exits.tasks > 0) {
+                user_us = m->exits.cpu_user_us;
+                sys_us = m->exits.cpu_system_us;
+                /* the scheduler's runtime; utime/stime are tick samples */
+                cpu_us = m->exits.cpu_run_virtual_ns ? m->exits.cpu_run_virtual_ns / 1000 : user_us + sys_us;
+                cpu_src = "taskstats";
+        } else if (have_ru) {
+                user_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec;
+                sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
+                cpu_us = user_us + sys_us;
+                cpu_src = "rusage:children";
+        }
+
+        /* memory peak: memory.peak, else the samples, else the largest RSS seen */
+        if (m->have_cgroup && l->has_memory && l->memory_peak != COLLECT_UNSET) {
+                peak = l->memory_peak;
+                peak_src = "cgroup:memory.peak";
+        } else if (m->have_cgroup && l->has_memory) {
+                peak = mem_max;
+                peak_src = "cgroup:memory.current";
+        } else {
+                peak = m->rss_peak;
+                if (m->exits.hiwater_rss_bytes > peak)
+                        peak = m->exits.hiwater_rss_bytes;
+                peak_src = m->exits.hiwater_rss_bytes ? "taskstats+proc:VmRSS" : "proc:VmRSS";
+                if (have_ru && (uint64_t)ru.ru_maxrss * 1024 > peak) {
+                        peak = (uint64_t)ru.ru_maxrss * 1024;
+                        peak_src = "rusage:children";
+                }
+                if (peak == 0) {
+                        peak = COLLECT_UNSET;
+                        peak_src = NULL;
+                }
+        }
+
+        if (ev) {
+                oom = ev->oom_kill;
+                oom_src = "cgroup:memory.events";
+        } else if (m->have_cgroup && l->has_memory) {
+                oom = l->events_oom_kill;
+                oom_src = "cgroup:memory.events";
+        } else if (attached & PROBE_MEMORY) {
+                oom = pu.oom_kills;
+                oom_src = "bpf:mark_victim";
+        }
+
+        if (m->have_cgroup && l->has_io) {
+                rbytes = delta(f->io_rbytes, l->io_rbytes);
+                wbytes = delta(f->io_wbytes, l->io_wbytes);
+                rops = delta(f->io_rios, l->io_rios);
+                wops = delta(f->io_wios, l->io_wios);
+                disk_src = "cgroup:io.stat";
+        } else if (have_probe && (attached & PROBE_DISK)) {
+                rbytes = pu.read_bytes, wbytes = pu.write_bytes;
+                rops = pu.read_ops, wops = pu.write_ops;
+                disk_src = "bpf:block_rq";
+        } else if (m->have_procs) {
+                rbytes = m->procs_last.read_bytes + m->exits.read_bytes;
+                wbytes = m->procs_last.write_bytes + m->exits.write_bytes;
+                disk_src = m->exits.tasks ? "proc:io+taskstats" : "proc:io";
+        } else if (have_ru) {
+                /* the kernel counts these in 512-byte units of read_bytes/write_bytes */
+                rbytes = (uint64_t)ru.ru_inblock * 512;
+                wbytes = (uint64_t)ru.ru_oublock * 512;
+                disk_src = "rusage:children";
+        }
+        if (have_probe && (attached & PROBE_CPU))
+                runq_src = "bpf:sched_wakeup+sched_switch";
+
+        if (m->has_plan)
+                policy_utilization(&m->plan, cpu_us == COLLECT_UNSET ? NAN : (double)cpu_us / 1e6, wall,
+                                   peak == COLLECT_UNSET ? NAN : (double)peak, &util);
+
+        samples = json_array();
+        if (final && samples) {
+                size_t stride = m->nsamples / SAMPLES_IN_REPORT + 1;
+                for (size_t i = 0; i < m->nsamples; i += stride) {
+                        const struct sample *s = &m->samples[i];
+                        json_array_append_new(samples,
+                                              json_pack("{s:f, s:o, s:o, s:o, s:o}", "t_seconds",
+                                                        (double)(s->t_ns - m->start_ns) / 1e9, "cpu_usage_us",
+                                                        u64_or_null(s->cpu_us), "memory_bytes",
+                                                        u64_or_null(s->mem_bytes), "read_bytes",
+                                                        u64_or_null(s->rbytes), "write_bytes",
+                                                        u64_or_null(s->wbytes)));
+                }
+        }
+
+        usage = json_pack(
+                "{s:{s:o, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o}, s:o},"
+                " s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o},"
+                " s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o}}",
+                "cpu", "seconds", real_or_null(cpu_us == COLLECT_UNSET ? NAN : (double)cpu_us / 1e6),
+                "user_seconds", real_or_null(user_us == COLLECT_UNSET ? NAN : (double)user_us / 1e6),
+                "system_seconds", real_or_null(sys_us == COLLECT_UNSET ? NAN : (double)sys_us / 1e6),
+                "throttled_seconds",
+                real_or_null(m->have_cgroup && l->cpu_throttled_us != COLLECT_UNSET
+                                     ? (double)delta(f->cpu_throttled_us, l->cpu_throttled_us) / 1e6
+                                     : NAN),
+                "nr_throttled", u64_or_null(m->have_cgroup ? delta(f->cpu_nr_throttled, l->cpu_nr_throttled) : COLLECT_UNSET),
+                "bpf_oncpu_seconds", real_or_null(have_probe && (attached & PROBE_CPU) ? (double)pu.oncpu_ns / 1e9 : NAN),
+                "runq_wait", "seconds", real_or_null(runq_src ? (double)pu.runq_wait_ns / 1e9 : NAN),
+                "count", runq_src ? json_integer((json_int_t)pu.runq_count) : json_null(),
+                "p50_us", runq_src ? json_integer((json_int_t)probe_hist_percentile_us(pu.runq_hist, 50)) : json_null(),
+                "p95_us", runq_src ? json_integer((json_int_t)probe_hist_percentile_us(pu.runq_hist, 95)) : json_null(),
+                "p99_us", runq_src ? json_integer((json_int_t)probe_hist_percentile_us(pu.runq_hist, 99)) : json_null(),
+                "histogram_log2_us", runq_src ? hist_json(pu.runq_hist) : json_null(),
+                "psi", m->have_cgroup && l->has_psi ? psi_json(&l->psi_cpu) : json_null(),
+                "memory", "peak_bytes", u64_or_null(peak), "average_bytes", u64_or_null(mem_avg),
+                "p95_bytes", u64_or_null(mem_p95), "anon_peak_bytes", u64_or_null(anon_max),
+                "oom_kills", u64_or_null(oom),
+                "high_events", u64_or_null(ev ? ev->high : m->have_cgroup && l->has_memory ? l->events_high : COLLECT_UNSET),
+                "reclaim_stall_seconds", real_or_null(have_probe && (attached & PROBE_MEMORY) ? (double)pu.reclaim_ns / 1e9 : NAN),
+                "psi", m->have_cgroup && l->has_psi ? psi_json(&l->psi_memory) : json_null(),
+                "disk", "read_bytes", u64_or_null(rbytes), "write_bytes", u64_or_null(wbytes),
+                "read_ops", u64_or_null(rops), "write_ops", u64_or_null(wops),
+                "latency_p50_us", have_probe && (attached & PROBE_DISK) ? json_integer((json_int_t)probe_hist_percentile_us(pu.disk_lat_hist, 50)) : json_null(),
+                "latency_p95_us", have_probe && (attached & PROBE_DISK) ? json_integer((json_int_t)probe_hist_percentile_us(pu.disk_lat_hist, 95)) : json_null(),
+                "psi", m->have_cgroup && l->has_psi ? psi_json(&l->psi_io) : json_null());
+        if (usage)
+                json_object_set_new(usage, "sources",
+                                    json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?}", "cpu", cpu_src,
+                                              "cpu.runq_wait", runq_src, "memory.peak", peak_src,
+                                              "memory.average", m->have_cgroup && l->has_memory ? "cgroup:memory.current" : mem_avg != COLLECT_UNSET ? "proc:VmRSS" : NULL,
+                                              "memory.oom_kills", oom_src, "disk", disk_src,
+                                              "psi", m->have_cgroup && l->has_psi ? "cgroup:*.pressure" : NULL));
+
+        doc = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:I}, s:o?, s:{s:b, s:s?, s:s},"
+                        " s:{s:s?, s:s?}}",
+                        "schema", REPORT_SCHEMA, "kind", kind,
+                        "identity", "app_id", m->app_id, "executor_id", m->executor_id, "host", m->host,
+                        "command", m->command, "mode", m->mode, "start", start, "end", end,
+                        "wall_seconds", wall, "pid", (json_int_t)m->pid,
+                        "plan", m->has_plan ? policy_plan_to_json(&m->plan) : json_null(),
+                        "enforcement", "enforced", m->enforced, "reason", m->reason[0] ? m->reason : NULL,
+                        "cgroup", m->cgroup_path,
+                        "collectors", "bpf", m->probe ? NULL : m->probe_reason,
+                        "taskstats", m->taskstats ? NULL : m->taskstats_reason);
+        if (!doc || !usage) {
+                json_decref(doc);
+                json_decref(usage);
+                json_decref(samples);
+                return NULL;
+        }
+        json_object_set_new(json_object_get(doc, "collectors"), "bpf_attached",
+                            json_pack("{s:b, s:b, s:b}", "cpu", (attached & PROBE_CPU) != 0, "memory",
+                                      (attached & PROBE_MEMORY) != 0, "disk", (attached & PROBE_DISK) != 0));
+        json_object_set_new(doc, "usage", usage);
+        json_object_set_new(doc, "utilization",
+                            json_pack("{s:o, s:o, s:o}", "cpu", real_or_null(util.cpu), "memory",
+                                      real_or_null(util.memory), "objective", real_or_null(util.objective)));
+        json_object_set_new(doc, "exit",
+                            final && exit_code >= 0
+                                    ? json_pack("{s:i, s:o, s:b}", "status", exit_code, "signal",
+                                                exit_code > 128 && exit_code < 128 + NSIG ? json_integer(exit_code - 128) : json_null(),
+                                                "oom_killed", oom != COLLECT_UNSET && oom > 0 && exit_code == 128 + SIGKILL)
+                                    : json_null());
+        json_object_set_new(doc, "spills", json_null());
+        json_object_set_new(doc, "samples", samples);
+        return doc;
+}
+
+/* ---------------------------------------------------------------- prometheus */
+
+static void write_prometheus(struct shim_monitor *m, json_t *doc)
+{
+        json_t *cpu = json_object_get(json_object_get(doc, "usage"), "cpu");
+        json_t *mem = json_object_get(json_object_get(doc, "usage"), "memory");
+        json_t *disk = json_object_get(json_object_get(doc, "usage"), "disk");
+        json_t *util = json_object_get(doc, "utilization");
+        _cleanup_free_ char *tmp = NULL;
+        char labels[512];
+        FILE *f;
+        struct {
+                const char *name, *help, *type;
+                json_t *value;
+        } metrics[] = {
+                { "sparkshim_container_cpu_usage_seconds_total", "CPU time of the executor's cgroup.", "counter", json_object_get(cpu, "seconds") },
+                { "sparkshim_container_cpu_cfs_throttled_seconds_total", "Time the executor was throttled by cpu.max.", "counter", json_object_get(cpu, "throttled_seconds") },
+                { "sparkshim_container_cpu_cfs_throttled_periods_total", "Periods in which the executor was throttled.", "counter", json_object_get(cpu, "nr_throttled") },
+                { "sparkshim_container_memory_max_usage_bytes", "Peak memory of the executor.", "gauge", json_object_get(mem, "peak_bytes") },
+                { "sparkshim_container_memory_average_bytes", "Average memory of the executor.", "gauge", json_object_get(mem, "average_bytes") },
+                { "sparkshim_container_oom_events_total", "OOM kills in the executor's cgroup.", "counter", json_object_get(mem, "oom_kills") },
+                { "sparkshim_container_fs_reads_bytes_total", "Bytes read from block devices.", "counter", json_object_get(disk, "read_bytes") },
+                { "sparkshim_container_fs_writes_bytes_total", "Bytes written to block devices.", "counter", json_object_get(disk, "write_bytes") },
+                { "sparkshim_container_spec_cpu_request_millicores", "Planned CPU request.", "gauge", m->has_plan ? json_integer((json_int_t)m->plan.cpu_request_millicores) : NULL },
+                { "sparkshim_container_spec_memory_limit_bytes", "Planned memory limit (memory.max).", "gauge", m->has_plan ? json_integer((json_int_t)m->plan.memory_limit_bytes) : NULL },
+                { "sparkshim_container_spec_memory_request_bytes", "Planned memory request.", "gauge", m->has_plan ? json_integer((json_int_t)m->plan.memory_request_bytes) : NULL },
+                { "sparkshim_cpu_utilization_ratio", "CPU seconds / (request cores x wall time).", "gauge", json_object_get(util, "cpu") },
+                { "sparkshim_memory_utilization_ratio", "Memory peak / memory request.", "gauge", json_object_get(util, "memory") },
+        };
+
+        if (asprintf(&tmp, "%s.tmp.%d", m->cfg.prometheus, (int)getpid()) < 0) {
+                tmp = NULL;
+                goto out;
+        }
+        f = fopen(tmp, "we");
+        if (!f)
+                goto out;
+        snprintf(labels, sizeof(labels), "app_id=\"%s\",executor_id=\"%s\",cgroup=\"%s\"", m->app_id,
+                 m->executor_id, m->cgroup_path);
+        for (size_t i = 0; i < ELEMENTSOF(metrics); i++) {
+                if (!json_is_number(metrics[i].value))
+                        continue;
+                fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %.17g\n", metrics[i].name, metrics[i].help,
+                        metrics[i].name, metrics[i].type, metrics[i].name, labels,
+                        json_number_value(metrics[i].value));
+        }
+        if (fclose(f) != 0 || rename(tmp, m->cfg.prometheus) < 0)
+                unlink(tmp);
+out:
+        json_decref(metrics[8].value);
+        json_decref(metrics[9].value);
+        json_decref(metrics[10].value);
+}
+
+/* ---------------------------------------------------------------- ticks and the end */
+
+void shim_monitor_tick(struct shim_monitor *m)
+{
+        uint64_t now = util_now_ns();
+        struct shim_error err = { 0 };
+        json_t *doc;
+
+        if (!m || !m->started || now - m->last_sample_ns < 900000000ULL)
+                return;
+        sample(m);
+        if (now - m->last_line_ns < (uint64_t)m->cfg.interval_seconds * 1000000000ULL)
+                return;
+        m->last_line_ns = now;
+        m->lines++;
+        doc = build_report(m, "sample", 0, NULL);
+        if (emit(m, doc, &err) < 0)
+                log_warn("cannot write a sample: %s", err.text);
+        if (doc && m->cfg.prometheus)
+                write_prometheus(m, doc);
+        json_decref(doc);
+}
+
+int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev,
+                        struct shim_error *err)
+{
+        json_t *doc;
+        int r;
+
+        if (!m || !m->started)
+                return 0;
+        sample(m);
+        doc = build_report(m, "final", exit_code, ev);
+        r = emit(m, doc, err);
+        if (doc && m->cfg.prometheus)
+                write_prometheus(m, doc);
+        json_decref(doc);
+        return r;
+}
+
+unsigned shim_monitor_lines(const struct shim_monitor *m)
+{
+        return m ? m->lines : 0;
+}
+
+void shim_monitor_free(struct shim_monitor *m)
+{
+        if (!m)
+                return;
+        probe_close(m->probe);
+        if (m->taskstats)
+                collect_taskstats_close(m->taskstats);
+        util_closep(&m->file_fd);
+        util_closep(&m->socket_fd);
+        util_closep(&m->cgroup_fd);
+        free(m->samples);
+        free(m);
+}
+
+/* ---------------------------------------------------------------- validation */
+
+int shim_report_validate(json_t *doc, struct shim_error *err)
+{
+        static const struct {
+                const char *path;
+                json_type type; /* JSON_NULL: any, null allowed */
+        } required[] = {
+                { "schema", JSON_STRING },
+                { "kind", JSON_STRING },
+                { "identity/app_id", JSON_STRING },
+                { "identity/executor_id", JSON_STRING },
+                { "identity/host", JSON_STRING },
+                { "identity/start", JSON_STRING },
+                { "identity/end", JSON_STRING },
+                { "identity/wall_seconds", JSON_REAL },
+                { "plan/cpu/request_millicores", JSON_INTEGER },
+                { "plan/memory/request_bytes", JSON_INTEGER },
+                { "plan/memory/limit_bytes", JSON_INTEGER },
+                { "enforcement/enforced", JSON_TRUE },
+                { "usage/cpu/seconds", JSON_NULL },
+                { "usage/cpu/throttled_seconds", JSON_NULL },
+                { "usage/cpu/runq_wait/p95_us", JSON_NULL },
+                { "usage/memory/peak_bytes", JSON_NULL },
+                { "usage/memory/average_bytes", JSON_NULL },
+                { "usage/memory/p95_bytes", JSON_NULL },
+                { "usage/memory/anon_peak_bytes", JSON_NULL },
+                { "usage/memory/oom_kills", JSON_NULL },
+                { "usage/memory/high_events", JSON_NULL },
+                { "usage/disk/read_bytes", JSON_NULL },
+                { "usage/disk/write_bytes", JSON_NULL },
+                { "usage/sources", JSON_OBJECT },
+                { "utilization/cpu", JSON_NULL },
+                { "utilization/memory", JSON_NULL },
+                { "utilization/objective", JSON_NULL },
+                { "samples", JSON_ARRAY },
+        };
+
+        if (!json_is_object(doc))
+                return shim_error_set(err, EINVAL, "not a JSON object");
+        if (!json_is_string(json_object_get(doc, "schema")) ||
+            strcmp(json_string_value(json_object_get(doc, "schema")), REPORT_SCHEMA) != 0)
+                return shim_error_set(err, EINVAL, "schema is not %s", REPORT_SCHEMA);
+        for (size_t i = 0; i < ELEMENTSOF(required); i++) {
+                char path[128], *save = NULL;
+                json_t *v = doc;
+
+                /* sparkshim probe watches cgroups without a plan */
+                if (strncmp(required[i].path, "plan/", 5) == 0 && json_is_null(json_object_get(doc, "plan")))
+                        continue;
+                snprintf(path, sizeof(path), "%s", required[i].path);
+                for (char *k = strtok_r(path, "/", &save); k && v; k = strtok_r(NULL, "/", &save))
+                        v = json_object_get(v, k);
+                if (!v)
+                        return shim_error_set(err, EINVAL, "%s is missing", required[i].path);
+                if (required[i].type == JSON_NULL)
+                        continue;
+                if (required[i].type == JSON_TRUE ? !json_is_boolean(v)
+                    : required[i].type == JSON_REAL ? !json_is_number(v)
+                                                    : json_typeof(v) != required[i].type)
+                        return shim_error_set(err, EINVAL, "%s has the wrong type", required[i].path);
+        }
+        return 0;
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * monitor: measures one executor run and writes its reports (schema sparkshim.report/v1,
+ * docs/sparkshim-report.5.md). Sources, best first per figure: the executor's cgroup v2
+ * files, eBPF probes (bpf/probe.h), /proc and taskstats (shim/collect.h); every figure
+ * names its source. Sinks (file of JSON lines, unix socket, stdout, a Prometheus
+ * text-exposition file) are opened before the executor starts, so an unusable sink
+ * refuses the start instead of losing the report at exit.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "policy.h"
+#include "shim.h"
+
+#define REPORT_SCHEMA "sparkshim.report/v1"
+
+struct shim_monitor_config {
+        const char *file;       /* JSON lines, appended; NULL = none */
+        const char *socket;     /* unix stream socket; NULL = none */
+        const char *prometheus; /* text-exposition file, replaced atomically; NULL = none */
+        bool to_stdout;         /* also write every line to stdout */
+        unsigned interval_seconds;
+        bool use_bpf;           /* try the eBPF probes */
+        bool use_taskstats;     /* try taskstats */
+};
+
+struct shim_monitor_identity {
+        const char *app_id, *executor_id; /* "" when unknown */
+        const char *command;              /* argv[0] of the executor */
+        const char *mode;                 /* "wrap" or "init" */
+};
+
+struct shim_monitor;
+
+/* Open the sinks (and nothing else). Fails with one line in err when a sink is unusable. */
+int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor **ret,
+                      struct shim_error *err);
+
+/*
+ * Start measuring: cgroup_fd is the executor's cgroup (dup'ed; -1 when there is none),
+ * cgroup_path names it. The plan (NULL: none, for `sparkshim probe`) and the enforcement
+ * status go into every report. Probes
+ * and taskstats that cannot be had are noted in the report, never fatal.
+ */
+void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identity *id,
+                        const struct policy_plan *plan, bool enforced, const char *reason,
+                        int cgroup_fd, const char *cgroup_path);
+
+/* The executor's pid, once started. */
+void shim_monitor_pid(struct shim_monitor *m, pid_t pid);
+
+/* Called about once a second: samples, and writes a sample line when one is due. */
+void shim_monitor_tick(struct shim_monitor *m);
+
+/*
+ * The executor ended with exit_code (128+N for signal N; -1: not ours to know, for
+ * `sparkshim probe`); take the final readings (before
+ * the cgroup is removed) and write the final report to every sink. Returns 0 or -errno
+ * when a sink failed (logged by the caller).
+ */
+int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev,
+                        struct shim_error *err);
+
+void shim_monitor_free(struct shim_monitor *m);
+
+/* How many sample lines were written so far. */
+unsigned shim_monitor_lines(const struct shim_monitor *m);
+
+/* ---- the report and probe commands (report.c) ---- */
+
+int shim_cmd_report(int argc, char **argv, bool as_json, bool all);
+int shim_cmd_probe(const char *cgroup, pid_t pid, const char *cgroup_root, unsigned interval,
+                   unsigned count, bool use_bpf);
+
+/* ---- report reading (sparkshim report) ---- */
+
+/* Validate a report document: schema, kind, every required field present with its type. */
+int shim_report_validate(json_t *doc, struct shim_error *err);
