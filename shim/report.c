@@ -267,12 +267,13 @@ int shim_cmd_probe(const char *cgroup, pid_t pid, const char *cgroup_root, unsig
         for (unsigned lines = 0; count == 0 || lines < count;) {
                 struct timespec second = { .tv_sec = 1 };
                 int sig = sigtimedwait(&set, NULL, &second);
-                char events[64];
+                struct stat st;
 
                 if (sig == SIGINT || sig == SIGTERM)
                         break;
-                if (util_read_at(fd, "cgroup.events", events, sizeof(events)) < 0)
-                        break; /* the cgroup is gone */
+                /* cgroup.procs exists in every cgroup, the root included, until rmdir */
+                if (fstatat(fd, "cgroup.procs", &st, 0) < 0)
+                        break;
                 if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
                         break;
                 shim_monitor_tick(m);
