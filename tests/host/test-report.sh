@@ -118,3 +118,8 @@ for sink in "--report /nonexistent/dir/r.jsonl" "--report-socket $tmp/nobody.soc
 	[ ! -s out.txt ] || fail "$sink: the command ran"
 	echo "ok: $sink refused: $(cat err.txt)"
 done
+
+# the documented example stays a valid report
+python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$src/docs/report-example.json" >example.jsonl
+[ "$("$shim" report --json example.jsonl | wc -l)" = 1 ] || fail "docs/report-example.json is not a valid final report"
+echo "ok: docs/report-example.json validates"
