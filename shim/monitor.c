@@ -62,7 +62,8 @@ struct shim_monitor {
         size_t nknown;
 
         struct probe *probe;
-        uint64_t cgroup_id;
+        uint64_t cgroup_id, probe_attached_ns;
+        bool probe_tried;
         char probe_reason[256];
 };
 
@@ -279,7 +280,6 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
                         int cgroup_fd, const char *cgroup_path)
 {
         struct collect_error cerr = { 0 };
-        struct probe_error perr = { 0 };
 
         snprintf(m->app_id, sizeof(m->app_id), "%s", id->app_id ? id->app_id : "");
         snprintf(m->executor_id, sizeof(m->executor_id), "%s", id->executor_id ? id->executor_id : "");
@@ -305,17 +305,15 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
         } else {
                 snprintf(m->taskstats_reason, sizeof(m->taskstats_reason), "disabled");
         }
-        if (!m->cfg.use_bpf) {
+        /* the probes attach at the first tick (attach_probes), not here */
+        if (!m->cfg.use_bpf)
                 snprintf(m->probe_reason, sizeof(m->probe_reason), "disabled (--no-bpf)");
-        } else if (!cgroup_path || !cgroup_path[0]) {
+        else if (!cgroup_path || !cgroup_path[0])
                 snprintf(m->probe_reason, sizeof(m->probe_reason), "no cgroup to watch");
-        } else if (probe_cgroup_id(cgroup_path, &m->cgroup_id) < 0) {
+        else if (probe_cgroup_id(cgroup_path, &m->cgroup_id) < 0)
                 snprintf(m->probe_reason, sizeof(m->probe_reason), "cannot find the id of %s", cgroup_path);
-        } else {
-                m->probe = probe_open(&m->cgroup_id, 1, PROBE_ALL, &perr);
-                if (!m->probe)
-                        snprintf(m->probe_reason, sizeof(m->probe_reason), "%s", perr.text);
-        }
+        else
+                snprintf(m->probe_reason, sizeof(m->probe_reason), "the executor ended before the probes attached");
         sample(m);
         m->last_line_ns = m->start_ns;
 }
@@ -588,6 +586,8 @@ static json_t *build_report(struct shim_monitor *m, const char *kind, int exit_c
         json_object_set_new(json_object_get(doc, "collectors"), "bpf_attached",
                             json_pack("{s:b, s:b, s:b}", "cpu", (attached & PROBE_CPU) != 0, "memory",
                                       (attached & PROBE_MEMORY) != 0, "disk", (attached & PROBE_DISK) != 0));
+        json_object_set_new(json_object_get(doc, "collectors"), "bpf_since_seconds",
+                            m->probe ? json_real((double)(m->probe_attached_ns - m->start_ns) / 1e9) : json_null());
         json_object_set_new(doc, "usage", usage);
         json_object_set_new(doc, "utilization",
                             json_pack("{s:o, s:o, s:o}", "cpu", real_or_null(util.cpu), "memory",
@@ -659,6 +659,25 @@ out:
 
 /* ---------------------------------------------------------------- ticks and the end */
 
+/*
+ * Loading and attaching the probes takes a hundred milliseconds or more (BTF, verifier):
+ * the executor is not kept waiting for it, and a command that ends within its first second
+ * does not pay for it at all. Executors run for minutes; cpu.stat covers the first second.
+ */
+static void attach_probes(struct shim_monitor *m, uint64_t now)
+{
+        struct probe_error perr = { 0 };
+
+        m->probe_tried = true;
+        m->probe = probe_open(&m->cgroup_id, 1, PROBE_ALL, &perr);
+        if (!m->probe) {
+                snprintf(m->probe_reason, sizeof(m->probe_reason), "%s", perr.text);
+                return;
+        }
+        m->probe_attached_ns = now;
+        log_debug("probes attached after %.3f s", (double)(now - m->start_ns) / 1e9);
+}
+
 void shim_monitor_tick(struct shim_monitor *m)
 {
         uint64_t now = util_now_ns();
@@ -667,6 +686,8 @@ void shim_monitor_tick(struct shim_monitor *m)
 
         if (!m || !m->started || now - m->last_sample_ns < 900000000ULL)
                 return;
+        if (m->cfg.use_bpf && m->cgroup_id && !m->probe_tried)
+                attach_probes(m, now);
         sample(m);
         if (now - m->last_line_ns < (uint64_t)m->cfg.interval_seconds * 1000000000ULL)
                 return;
