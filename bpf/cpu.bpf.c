@@ -2,15 +2,16 @@
 /*
  * cpu probe: on-CPU time and run-queue wait of the tasks of watched cgroups.
  *
- * On-CPU: each CPU remembers which task it switched to and when; at the next switch on that
- * CPU the previous task (current) is charged to its cgroup if that one is watched.
+ * On-CPU: each CPU remembers which task it switched to and that task's run time then; at
+ * the next switch on that CPU the previous task (current) is charged the difference, if its
+ * cgroup is watched.
  *
  * Run-queue wait: a task of a watched cgroup starts queueing when it is woken
  * (sched_wakeup, sched_wakeup_new: the wakee's own cgroup, read from its task_struct, since
  * current is the waker) or when it is switched out while still runnable (preempted). The
  * wait ends when it is switched in. Every queue start ends exactly once: as a measured wait,
- * as "discarded" (replaced by a newer start, the task blocked without running, or no room
- * in the map), or it is still pending; cpu.c counts the pending ones.
+ * as "discarded" (replaced by a newer start before the task ran, or no room in the map), or
+ * it is still pending (cpu.c counts those); a task that exits with a start pending discards it.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -30,10 +31,10 @@ struct {
         __type(value, struct probe_cpu_stat);
 } cpu_stats SEC(".maps");
 
-/* What this CPU switched to, and when. */
+/* What this CPU switched to, and that task's run time (se.sum_exec_runtime) then. */
 struct oncpu {
         __u64 task;
-        __u64 ts;
+        __u64 runtime;
 };
 
 struct {
@@ -69,8 +70,12 @@ static __always_inline void discard(__u32 slot)
                 st->discarded++;
 }
 
-static __always_inline void queue_start(__u64 task, __u32 slot, __u64 now, struct probe_cpu_stat *st,
-                                        bool preempted)
+/*
+ * Entries stay in runq_start while their task lives, ts = 0 when no start is pending:
+ * in-place updates of an existing entry take no lock, unlike inserts and deletes.
+ */
+static __always_inline void queue_start(__u64 task, __u32 slot, __u64 now,
+                                        struct probe_cpu_stat *st, bool preempted)
 {
         struct probe_runq_start *pending, fresh = {};
 
@@ -82,7 +87,8 @@ static __always_inline void queue_start(__u64 task, __u32 slot, __u64 now, struc
         pending = bpf_map_lookup_elem(&runq_start, &task);
         if (pending) {
                 /* the task had not run since its last start: that start never becomes a wait */
-                discard(pending->slot);
+                if (pending->ts)
+                        discard(pending->slot);
                 pending->ts = now;
                 pending->slot = slot;
                 return;
@@ -90,36 +96,21 @@ static __always_inline void queue_start(__u64 task, __u32 slot, __u64 now, struc
         fresh.ts = now;
         fresh.slot = slot;
         if (bpf_map_update_elem(&runq_start, &task, &fresh, BPF_NOEXIST))
-                st->discarded++;
+                st->discarded++; /* the map is full */
 }
 
-/* A task leaving the CPU to sleep: a start it still has (woken while running) is stale. */
-static __always_inline void forget(__u64 task)
-{
-        struct probe_runq_start *pending = bpf_map_lookup_elem(&runq_start, &task);
-        __u32 slot;
-
-        if (!pending)
-                return;
-        slot = pending->slot;
-        if (bpf_map_delete_elem(&runq_start, &task) == 0)
-                discard(slot);
-}
-
-static __always_inline void queue_end(__u64 task, __u64 now)
+static __always_inline void queue_end(__u64 task)
 {
         struct probe_runq_start *pending = bpf_map_lookup_elem(&runq_start, &task);
         struct probe_cpu_stat *st;
-        __u64 ts, wait;
-        __u32 slot;
+        __u64 ts, wait, now;
 
-        if (!pending)
+        if (!pending || !pending->ts)
                 return;
+        now = bpf_ktime_get_ns();
         ts = pending->ts;
-        slot = pending->slot;
-        if (bpf_map_delete_elem(&runq_start, &task))
-                return;
-        st = stat_of(slot);
+        pending->ts = 0;
+        st = stat_of(pending->slot);
         if (!st)
                 return;
         wait = now > ts ? now - ts : 0;
@@ -129,20 +120,22 @@ static __always_inline void queue_end(__u64 task, __u64 now)
 }
 
 /*
- * How long prev ran: since this CPU switched to it. Should a switch to prev have gone
- * unseen (the kernel does occasionally not deliver one; cur then names another task), fall
- * back on the scheduler's own account of the slice: sum_exec_runtime has been updated for
- * the switch-out, and prev_sum_exec_runtime was set when the fair class picked it.
+ * How long prev ran since this CPU switched to it, by the scheduler's own account
+ * (se.sum_exec_runtime, which the switch-out has just brought up to date; the clock that
+ * cpu.stat sums, and cheaper to read than bpf_ktime_get_ns()). Should the switch to prev have
+ * gone unseen (on 6.18 the program occasionally misses one; cur then names another task),
+ * fall back on prev_sum_exec_runtime, which the fair class sets when it picks a task.
  */
-static __always_inline __u64 slice_ns(const struct oncpu *cur, struct task_struct *prev, __u64 now)
+static __always_inline __u64 slice_ns(const struct oncpu *cur, struct task_struct *prev)
 {
-        __u64 sum, start;
+        __u64 runtime = BPF_CORE_READ(prev, se.sum_exec_runtime);
+        __u64 start;
 
-        if (cur->task == (__u64)prev && cur->ts)
-                return now - cur->ts;
-        sum = BPF_CORE_READ(prev, se.sum_exec_runtime);
-        start = BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
-        return sum > start ? sum - start : 0;
+        if (cur->task == (__u64)prev)
+                start = cur->runtime;
+        else
+                start = BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
+        return runtime > start ? runtime - start : 0;
 }
 
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
@@ -150,7 +143,6 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 {
         __u32 zero = 0;
         struct oncpu *cur = bpf_map_lookup_elem(&oncpu, &zero);
-        __u64 now = bpf_ktime_get_ns();
         int slot;
 
         if (!cur)
@@ -161,16 +153,18 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
                 struct probe_cpu_stat *st = stat_of(slot);
 
                 if (st) {
-                        st->oncpu_ns += slice_ns(cur, prev, now);
+                        st->oncpu_ns += slice_ns(cur, prev);
+                        /*
+                         * A task that blocks keeps a start it got while still running
+                         * (woken before it slept): its next wakeup replaces it.
+                         */
                         if (preempt || prev_state == TASK_RUNNING)
-                                queue_start((__u64)prev, slot, now, st, true);
-                        else
-                                forget((__u64)prev);
+                                queue_start((__u64)prev, slot, bpf_ktime_get_ns(), st, true);
                 }
         }
         cur->task = (__u64)next;
-        cur->ts = now;
-        queue_end((__u64)next, now);
+        cur->runtime = BPF_CORE_READ(next, se.sum_exec_runtime);
+        queue_end((__u64)next);
         return 0;
 }
 
@@ -221,4 +215,19 @@ SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(cpu_wakeup_new, struct task_struct *p)
 {
         return on_wakeup(p);
+}
+
+/* The task is gone: drop its entry (a start still pending never became a wait). */
+SEC("raw_tp/sched_process_free")
+int BPF_PROG(cpu_task_free, struct task_struct *p)
+{
+        __u64 task = (__u64)p;
+        struct probe_runq_start *pending = bpf_map_lookup_elem(&runq_start, &task);
+
+        if (!pending)
+                return 0;
+        if (pending->ts)
+                discard(pending->slot);
+        bpf_map_delete_elem(&runq_start, &task);
+        return 0;
 }

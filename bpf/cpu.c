@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Loader of the cpu probe (cpu.bpf.c): sched_switch, sched_wakeup, sched_wakeup_new. */
+/*
+ * Loader of the cpu probe (cpu.bpf.c): sched_switch, sched_wakeup, sched_wakeup_new,
+ * sched_process_free.
+ */
 #include "probe-internal.h"
 
 #include <errno.h>
@@ -55,8 +58,8 @@ static int cpu_open(const struct probe_config *cfg, void **ret, char *detail, si
 
         bpf_program__set_autoload(skel->progs.cpu_switch, switch_args >= 4);
         bpf_program__set_autoload(skel->progs.cpu_switch_nost, switch_args == 3);
-        probe_detail_add(detail, detail_size, switch_args >= 4 ? "sched_switch" :
-                                                                 "sched_switch(prev->state)");
+        probe_detail_add(detail, detail_size,
+                         switch_args >= 4 ? "sched_switch" : "sched_switch(prev->state)");
         if (probe_tracepoint_nargs(cfg->vmlinux, "sched_wakeup") == 1)
                 probe_detail_add(detail, detail_size, "sched_wakeup");
         else
@@ -65,6 +68,11 @@ static int cpu_open(const struct probe_config *cfg, void **ret, char *detail, si
                 probe_detail_add(detail, detail_size, "sched_wakeup_new");
         else
                 bpf_program__set_autoload(skel->progs.cpu_wakeup_new, false);
+        /* without it, entries of exited tasks stay until the map is full */
+        if (probe_tracepoint_nargs(cfg->vmlinux, "sched_process_free") == 1)
+                probe_detail_add(detail, detail_size, "sched_process_free");
+        else
+                bpf_program__set_autoload(skel->progs.cpu_task_free, false);
 
         err = cpu_bpf__load(skel);
         if (err) {
@@ -85,7 +93,7 @@ fail:
         return err;
 }
 
-/* Queue starts still waiting for their task to run, for one slot. */
+/* Queue starts still waiting for their task to run, for one slot (entries with ts != 0). */
 static int count_pending(const struct bpf_map *map, unsigned slot, uint64_t *ret)
 {
         __u64 key, next;
@@ -105,7 +113,7 @@ static int count_pending(const struct bpf_map *map, unsigned slot, uint64_t *ret
                 /* deleted between the two calls: it was consumed, not pending */
                 if (bpf_map__lookup_elem(map, &key, sizeof(key), &start, sizeof(start), 0))
                         continue;
-                if (start.slot == slot)
+                if (start.ts && start.slot == slot)
                         pending++;
         }
         *ret = pending;
@@ -158,9 +166,9 @@ static void cpu_close(void *opaque)
 }
 
 const struct probe_part_ops probe_cpu_ops = {
-        .kind = PROBE_CPU,
-        .open = cpu_open,
-        .read = cpu_read,
-        .object = cpu_object,
-        .close = cpu_close,
+    .kind = PROBE_CPU,
+    .open = cpu_open,
+    .read = cpu_read,
+    .object = cpu_object,
+    .close = cpu_close,
 };

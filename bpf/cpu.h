@@ -18,9 +18,9 @@ struct probe_cpu_stat {
         __u64 runq_hist[PROBE_LIMIT_HIST];
 };
 
-/* A task that became runnable and has not run since (runq_start hash). */
+/* A task of a watched cgroup (runq_start hash, until the task is freed). */
 struct probe_runq_start {
-        __u64 ts;
+        __u64 ts; /* it became runnable then and has not run since; 0: not waiting */
         __u32 slot;
         __u32 pad;
 };

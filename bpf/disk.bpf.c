@@ -7,9 +7,9 @@
  * block_io_start when a bio becomes a request, in the submitter's context: that is the
  * attribution point there. Older kernels have no such event; there the request is claimed at
  * block_rq_insert (the submitter queueing it to the I/O scheduler) or, on queues without a
- * scheduler, where requests go straight to the driver, at block_rq_issue. Requests merged into another one are dropped
- * (block_rq_merge) so their address cannot carry a stale owner into its next use.
- * Latency is block_rq_issue -> the completion that finishes the request.
+ * scheduler, where requests go straight to the driver, at block_rq_issue. Requests merged into
+ * another one are dropped (block_rq_merge) so their address cannot carry a stale owner into its
+ * next use. Latency is block_rq_issue -> the completion that finishes the request.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -65,7 +65,9 @@ static __always_inline void claim(struct request *rq, __u64 issue_ts)
         bpf_map_update_elem(&requests, &key, &req, BPF_ANY);
         return;
 forget:
-        bpf_map_delete_elem(&requests, &key);
+        /* a stale entry from an earlier request at this address; the lookup takes no lock */
+        if (bpf_map_lookup_elem(&requests, &key))
+                bpf_map_delete_elem(&requests, &key);
 }
 
 SEC("raw_tp/block_io_start")
@@ -114,7 +116,8 @@ int BPF_PROG(disk_rq_merge, struct request *rq)
 {
         __u64 key = (__u64)rq;
 
-        bpf_map_delete_elem(&requests, &key);
+        if (bpf_map_lookup_elem(&requests, &key))
+                bpf_map_delete_elem(&requests, &key);
         return 0;
 }
 

@@ -40,8 +40,8 @@ static int disk_open(const struct probe_config *cfg, void **ret, char *detail, s
                          "nr_bytes) tracepoints (kernel < 5.11?)");
                 return -EOPNOTSUPP;
         }
-        io_start = probe_tracepoint_nargs(cfg->vmlinux, "block_io_start") == 1 &&
-                   !cfg->disk_no_io_start;
+        io_start =
+            probe_tracepoint_nargs(cfg->vmlinux, "block_io_start") == 1 && !cfg->disk_no_io_start;
         insert = !io_start && probe_tracepoint_nargs(cfg->vmlinux, "block_rq_insert") == 1;
         merge = probe_tracepoint_nargs(cfg->vmlinux, "block_rq_merge") == 1;
 
@@ -129,9 +129,9 @@ static void disk_close(void *opaque)
 }
 
 const struct probe_part_ops probe_disk_ops = {
-        .kind = PROBE_DISK,
-        .open = disk_open,
-        .read = disk_read,
-        .object = disk_object,
-        .close = disk_close,
+    .kind = PROBE_DISK,
+    .open = disk_open,
+    .read = disk_read,
+    .object = disk_object,
+    .close = disk_close,
 };

@@ -56,15 +56,15 @@ static bool has_pair(const struct btf *vmlinux, const char *begin, const char *e
                probe_tracepoint_nargs(vmlinux, end) == 1;
 }
 
-static int memory_open(const struct probe_config *cfg, void **ret, char *detail,
-                       size_t detail_size, char *why, size_t why_size)
+static int memory_open(const struct probe_config *cfg, void **ret, char *detail, size_t detail_size,
+                       char *why, size_t why_size)
 {
         struct memory_part *part;
         struct memory_bpf *skel;
         static const char *const shape_names[] = {
-                [VICTIM_TASK] = "mark_victim(task)",
-                [VICTIM_PID] = "mark_victim(pid)",
-                [VICTIM_TASK_AS_PID] = "mark_victim(task,as-pid)",
+            [VICTIM_TASK] = "mark_victim(task)",
+            [VICTIM_PID] = "mark_victim(pid)",
+            [VICTIM_TASK_AS_PID] = "mark_victim(task,as-pid)",
         };
         enum probe_victim_shape shape;
         int victim_args, err;
@@ -79,10 +79,10 @@ static int memory_open(const struct probe_config *cfg, void **ret, char *detail,
         else
                 shape = VICTIM_TASK;
         /* without it, mark_victim(pid) can only blame the killing task's cgroup */
-        signals = shape != VICTIM_TASK &&
-                  probe_tracepoint_nargs(cfg->vmlinux, "signal_generate") >= 3;
-        memcg = has_pair(cfg->vmlinux, "mm_vmscan_memcg_reclaim_begin",
-                         "mm_vmscan_memcg_reclaim_end");
+        signals =
+            shape != VICTIM_TASK && probe_tracepoint_nargs(cfg->vmlinux, "signal_generate") >= 3;
+        memcg =
+            has_pair(cfg->vmlinux, "mm_vmscan_memcg_reclaim_begin", "mm_vmscan_memcg_reclaim_end");
         direct = has_pair(cfg->vmlinux, "mm_vmscan_direct_reclaim_begin",
                           "mm_vmscan_direct_reclaim_end");
         if (victim_args < 1 && !memcg && !direct) {
@@ -133,8 +133,8 @@ static int memory_open(const struct probe_config *cfg, void **ret, char *detail,
                 goto fail;
         }
         part->skel = skel;
-        part->events = ring_buffer__new(bpf_map__fd(skel->maps.oom_events), handle_record,
-                                        part, NULL);
+        part->events =
+            ring_buffer__new(bpf_map__fd(skel->maps.oom_events), handle_record, part, NULL);
         if (!part->events) {
                 err = -errno;
                 probe_format_failure(why, why_size, "ring buffer", err);
@@ -210,9 +210,9 @@ static void memory_close(void *opaque)
 }
 
 const struct probe_part_ops probe_memory_ops = {
-        .kind = PROBE_MEMORY,
-        .open = memory_open,
-        .read = memory_read,
-        .object = memory_object,
-        .close = memory_close,
+    .kind = PROBE_MEMORY,
+    .open = memory_open,
+    .read = memory_read,
+    .object = memory_object,
+    .close = memory_close,
 };

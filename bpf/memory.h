@@ -27,17 +27,17 @@ struct probe_kill_target {
 
 /* What mark_victim passes (rodata victim_shape). */
 enum probe_victim_shape {
-        VICTIM_TASK        = 0, /* (struct task_struct *task, uid_t uid): 6.8+, some backports */
-        VICTIM_PID         = 1, /* (int pid): before */
+        VICTIM_TASK = 0,        /* (struct task_struct *task, uid_t uid): 6.8+, some backports */
+        VICTIM_PID = 1,         /* (int pid): before */
         VICTIM_TASK_AS_PID = 2, /* a task, handled as its pid: tests the VICTIM_PID path */
 };
 
 /* How the victim's cgroup was found (oom_event.how). */
 enum probe_oom_victim_how {
-        OOM_VICTIM_TASK    = 0, /* mark_victim(task, uid): the victim's own cgroup */
-        OOM_VICTIM_SIGNAL  = 1, /* mark_victim(pid): the SIGKILL just sent to that pid */
+        OOM_VICTIM_TASK = 0,    /* mark_victim(task, uid): the victim's own cgroup */
+        OOM_VICTIM_SIGNAL = 1,  /* mark_victim(pid): the SIGKILL just sent to that pid */
         OOM_VICTIM_CURRENT = 2, /* mark_victim(pid) on the victim itself (exiting task) */
-        OOM_VICTIM_KILLER  = 3, /* mark_victim(pid), no SIGKILL seen: the killer's cgroup */
+        OOM_VICTIM_KILLER = 3,  /* mark_victim(pid), no SIGKILL seen: the killer's cgroup */
 };
 
 /* Ring buffer record, one per OOM kill of a task in a watched cgroup. */

@@ -31,9 +31,9 @@
 #include "probe.h"
 #include "util.h"
 
-#define PROG "probe-dump"
-#define EXIT_NO_BPF 77
-#define MAX_PROGRAMS 32
+#define PROG           "probe-dump"
+#define EXIT_NO_BPF    77
+#define MAX_PROGRAMS   32
 #define MAX_OOM_EVENTS 64
 
 struct options {
@@ -145,12 +145,11 @@ static json_t *programs_json(const struct probe *p)
         int n = probe_program_stats(p, stats, MAX_PROGRAMS);
 
         for (int i = 0; i < n && i < MAX_PROGRAMS; i++)
-                json_array_append_new(a, json_pack("{s:s, s:I, s:s, s:I, s:I}", "name",
-                                                   stats[i].name, "id", (json_int_t)stats[i].id,
-                                                   "kind", probe_kind_name(stats[i].kind),
-                                                   "run_cnt", (json_int_t)stats[i].run_cnt,
-                                                   "run_time_ns",
-                                                   (json_int_t)stats[i].run_time_ns));
+                json_array_append_new(
+                    a, json_pack("{s:s, s:I, s:s, s:I, s:I}", "name", stats[i].name, "id",
+                                 (json_int_t)stats[i].id, "kind", probe_kind_name(stats[i].kind),
+                                 "run_cnt", (json_int_t)stats[i].run_cnt, "run_time_ns",
+                                 (json_int_t)stats[i].run_time_ns));
         return a;
 }
 
@@ -186,11 +185,11 @@ static int collect_oom(const struct probe_oom_event *ev, void *userdata)
                 if (json_array_size(list->by_cgroup[i]) >= MAX_OOM_EVENTS)
                         break;
                 json_array_append_new(
-                        list->by_cgroup[i],
-                        json_pack("{s:I, s:s, s:s, s:I}", "pid", (json_int_t)ev->pid, "comm",
-                                  ev->comm, "attribution",
-                                  (unsigned)ev->attribution < 4 ? how[ev->attribution] : "?",
-                                  "t_ns", (json_int_t)ev->t_ns));
+                    list->by_cgroup[i],
+                    json_pack("{s:I, s:s, s:s, s:I}", "pid", (json_int_t)ev->pid, "comm", ev->comm,
+                              "attribution",
+                              (unsigned)ev->attribution < 4 ? how[ev->attribution] : "?", "t_ns",
+                              (json_int_t)ev->t_ns));
                 break;
         }
         return 0;
@@ -205,7 +204,8 @@ static json_t *hist_json(const uint64_t hist[PROBE_HIST_SLOTS])
         return a;
 }
 
-#define SET_U64(obj, u, field) json_object_set_new(obj, #field, json_integer((json_int_t)(u)->field))
+#define SET_U64(obj, u, field)                                                                     \
+        json_object_set_new(obj, #field, json_integer((json_int_t)(u)->field))
 
 static json_t *usage_json(const struct probe_usage *u)
 {
@@ -234,8 +234,8 @@ static json_t *usage_json(const struct probe_usage *u)
         SET_U64(o, u, write_ops);
         json_object_set_new(o, "disk_lat_hist", hist_json(u->disk_lat_hist));
         json_object_set_new(
-                o, "disk_p99_us",
-                json_integer((json_int_t)probe_hist_percentile_us(u->disk_lat_hist, 99)));
+            o, "disk_p99_us",
+            json_integer((json_int_t)probe_hist_percentile_us(u->disk_lat_hist, 99)));
         return o;
 }
 
@@ -403,8 +403,8 @@ int main(int argc, char **argv)
                                             json_string(probe_kind_detail(p, (enum probe_kind)k)));
                 else
                         json_object_set_new(
-                                missing, name,
-                                json_string(probe_missing_reason(p, (enum probe_kind)k)));
+                            missing, name,
+                            json_string(probe_missing_reason(p, (enum probe_kind)k)));
         }
         programs = programs_json(p);
 
@@ -420,10 +420,9 @@ int main(int argc, char **argv)
                         exit_code = 1;
                         continue;
                 }
-                obj = json_pack("{s:s, s:I, s:o, s:O, s:O, s:f}", "cgroup", o.dirs[i],
-                                "cgroup_id", (json_int_t)ids[i], "attached",
-                                kinds_array(attached), "missing", missing, "detail", detail,
-                                "seconds", now_s() - start);
+                obj = json_pack("{s:s, s:I, s:o, s:O, s:O, s:f}", "cgroup", o.dirs[i], "cgroup_id",
+                                (json_int_t)ids[i], "attached", kinds_array(attached), "missing",
+                                missing, "detail", detail, "seconds", now_s() - start);
                 usage = usage_json(&u);
                 json_object_update(obj, usage);
                 json_decref(usage);

@@ -19,7 +19,7 @@ struct probe_config {
         size_t n;
         const struct btf *vmlinux; /* the running kernel's BTF */
         /* test hooks (environment, see probe.c): run the older kernels' code paths here */
-        bool oom_by_pid;      /* handle mark_victim as the mark_victim(pid) shape */
+        bool oom_by_pid;       /* handle mark_victim as the mark_victim(pid) shape */
         bool disk_no_io_start; /* attribute at block_rq_insert/issue as before 6.5 */
 };
 

@@ -26,9 +26,9 @@ _Static_assert(PROBE_LIMIT_HIST == PROBE_HIST_SLOTS, "probe-limits.h and probe.h
 #define PROBE_KINDS_COUNT 3
 
 static const struct probe_part_ops *const part_ops[PROBE_KINDS_COUNT] = {
-        &probe_cpu_ops,
-        &probe_memory_ops,
-        &probe_disk_ops,
+    &probe_cpu_ops,
+    &probe_memory_ops,
+    &probe_disk_ops,
 };
 
 struct probe_kind_state {
@@ -72,8 +72,7 @@ const char *probe_libbpf_warning(void)
 void probe_format_failure(char *why, size_t size, const char *what, int err)
 {
         if (libbpf_warning[0])
-                snprintf(why, size, "%s: %s (libbpf: %s)", what, strerror(-err),
-                         libbpf_warning);
+                snprintf(why, size, "%s: %s (libbpf: %s)", what, strerror(-err), libbpf_warning);
         else
                 snprintf(why, size, "%s: %s", what, strerror(-err));
 }
@@ -162,14 +161,13 @@ static void set_error(struct probe_error *err, int error, const char *text)
         snprintf(err->text, sizeof(err->text), "%s", text);
 }
 
-static int check_ids(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
-                     struct probe_error *err)
+static int check_ids(const uint64_t *cgroup_ids, size_t n, unsigned kinds, struct probe_error *err)
 {
         char text[PROBE_ERROR_TEXT_MAX];
 
         if (!cgroup_ids || n == 0 || n > PROBE_CGROUPS_MAX) {
-                snprintf(text, sizeof(text), "watch 1 to %d cgroups, not %zu",
-                         PROBE_CGROUPS_MAX, cgroup_ids ? n : 0);
+                snprintf(text, sizeof(text), "watch 1 to %d cgroups, not %zu", PROBE_CGROUPS_MAX,
+                         cgroup_ids ? n : 0);
                 set_error(err, -EINVAL, text);
                 return -EINVAL;
         }
@@ -288,8 +286,7 @@ struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
                         if (!(kinds & part_ops[k]->kind))
                                 continue;
                         len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s: %s",
-                                                len ? "; " : "",
-                                                probe_kind_name(part_ops[k]->kind),
+                                                len ? "; " : "", probe_kind_name(part_ops[k]->kind),
                                                 p->kinds[k].why);
                 }
                 if (all_eperm)

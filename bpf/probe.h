@@ -59,7 +59,7 @@ struct probe_usage {
          * and the sum of runq_hist is runq_count.
          */
         uint64_t runq_preemptions; /* switched out while still runnable */
-        uint64_t runq_discarded;   /* replaced by a newer start, or blocked without running */
+        uint64_t runq_discarded;   /* replaced before the task ran, task exited, map full */
         uint64_t runq_pending;     /* started, not yet on a CPU when read */
         uint64_t oom_events_lost;  /* OOM kills counted whose ring buffer event was dropped */
 };

@@ -25,8 +25,10 @@ echo "A (watched):   cpu.stat $a_stat ns, BPF $a_bpf ns ($(pct "$a_bpf" "$a_stat
 echo "C (watched):   cpu.stat $c_stat ns, BPF $c_bpf ns ($(pct "$c_bpf" "$c_stat"))"
 echo "B (unwatched): cpu.stat $b_stat ns"
 
-[ "$a_stat" -gt 1000000000 ] || fail "the burner in A ran only $a_stat ns"
-[ "$b_stat" -gt 1000000000 ] || fail "the burner in B ran only $b_stat ns"
+# the machines are shared: only require enough run time for many scheduler slices
+[ "$a_stat" -gt 100000000 ] || fail "the burner in A ran only $a_stat ns"
+[ "$b_stat" -gt 100000000 ] || fail "the burner in B ran only $b_stat ns"
+[ "$c_stat" -gt 100000000 ] || fail "the burner in C ran only $c_stat ns"
 within "$a_bpf" "$a_stat" 3 || fail "A: BPF on-CPU $a_bpf ns is not within 3% of cpu.stat $a_stat ns"
 within "$c_bpf" "$c_stat" 3 || fail "C: BPF on-CPU $c_bpf ns is not within 3% of cpu.stat $c_stat ns"
 pass "on-CPU time within 3% of cpu.stat in both watched leaves; B's $b_stat ns counted in neither"
