@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Declarations shared by the agent's files. log.c, pressure.c and stats.c are plain C with
+ * no JVM in them (unit tested); agent.c is the JVMTI glue.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "options.h"
+
+/* ---- log.c: the agent's one logger, "sparkshim-agent: <level>: <message>" on stderr ---- */
+
+void jva_log_set_level(enum jva_log_level level);
+bool jva_log_enabled(enum jva_log_level level);
+__attribute__((format(printf, 2, 3))) void jva_log(enum jva_log_level level, const char *format,
+                                                   ...);
+
+#define log_error(...) jva_log(JVA_LOG_ERROR, __VA_ARGS__)
+#define log_warn(...)  jva_log(JVA_LOG_WARN, __VA_ARGS__)
+#define log_info(...)  jva_log(JVA_LOG_INFO, __VA_ARGS__)
+#define log_debug(...) jva_log(JVA_LOG_DEBUG, __VA_ARGS__)
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t jva_now_ns(void);
+
+/* ---- pressure.c: anonymous memory of the executor ---- */
+
+/* The "anon N" line of a cgroup v2 memory.stat text, in bytes. 0 or -ENOENT / -EINVAL. */
+int jva_parse_memory_stat_anon(const char *text, uint64_t *ret_bytes);
+
+/* The "RssAnon: N kB" line of a /proc/<pid>/status text, in bytes. 0 or -ENOENT / -EINVAL. */
+int jva_parse_proc_status_anon(const char *text, uint64_t *ret_bytes);
+
+/* Read anon bytes from <cgroup_dir>/memory.stat, or /proc/self/status when cgroup_dir is
+ * NULL or "". 0 or -errno (the file's open/read error, or a parse error). */
+int jva_read_anon(const char *cgroup_dir, uint64_t *ret_bytes);
+
+/* ---- stats.c: per-operator statistics, written as JSON lines ---- */
+
+#define JVA_OPERATORS_MAX 64
+#define JVA_NAME_MAX      96
+#define JVA_HOOKS_MAX     8
+
+enum jva_reason {
+        JVA_REASON_FORCE,    /* force-bytes */
+        JVA_REASON_PERIODIC, /* periodic */
+        JVA_REASON_PRESSURE, /* allow-bytes / allow-fraction under pressure */
+        JVA_REASON_COUNT,
+};
+
+struct jva_operator {
+        char name[JVA_NAME_MAX]; /* the consumer's simple class name */
+        uint64_t calls;          /* acquireExecutionMemory calls for this operator type */
+        uint64_t requested_bytes;
+        uint64_t forced_spills[JVA_REASON_COUNT];
+        uint64_t empty_spills; /* spill() released nothing */
+        uint64_t failed_spills;
+        uint64_t released_bytes; /* getUsed() before - after */
+        uint64_t spill_ns_total, spill_ns_max;
+        uint64_t reactions; /* pressure spills with a reaction latency */
+        uint64_t reaction_ns_total, reaction_ns_max;
+};
+
+enum jva_hook_state {
+        JVA_HOOK_PENDING, /* class not prepared (yet) */
+        JVA_HOOK_ON,
+        JVA_HOOK_OFF,
+};
+
+struct jva_hook {
+        const char *name;
+        enum jva_hook_state state;
+        char reason[160]; /* why it is off */
+};
+
+struct jva_pressure {
+        const char *source; /* "cgroup" or "proc" */
+        const char *path;
+        uint64_t anon_bytes, peak_anon_bytes;
+        uint64_t threshold_bytes; /* 0: no threshold */
+        uint64_t crossings;       /* times anon went above the threshold */
+        bool under_pressure;
+        uint64_t read_errors;
+};
+
+/* Thread-safe: one mutex guards the table. */
+struct jva_stats {
+        pthread_mutex_t lock;
+        unsigned n_operators;
+        struct jva_operator operators[JVA_OPERATORS_MAX];
+        uint64_t dropped_operators; /* calls for types beyond JVA_OPERATORS_MAX */
+};
+
+void jva_stats_init(struct jva_stats *stats);
+
+/* Count one acquireExecutionMemory call of operator type `name`. */
+void jva_stats_count_call(struct jva_stats *stats, const char *name, uint64_t requested_bytes);
+
+/* Count one forced spill: `released` bytes in `spill_ns`; reaction_ns 0 when not measured;
+ * failed when spill() threw. */
+void jva_stats_count_spill(struct jva_stats *stats, const char *name, enum jva_reason reason,
+                           uint64_t released, uint64_t spill_ns, uint64_t reaction_ns, bool failed);
+
+/* A copy of one operator's counters; false when the type was never seen. */
+bool jva_stats_get(struct jva_stats *stats, const char *name, struct jva_operator *ret);
+
+/*
+ * Replace `path` with a snapshot, one JSON object a line: an "agent" record, one "hook"
+ * record per hook, a "pressure" record, one "operator" record per operator type. Written to
+ * a temporary file beside it and renamed, so readers never see half a snapshot.
+ * Returns 0 or -errno.
+ */
+int jva_stats_write(struct jva_stats *stats, const char *path, bool final,
+                    const struct jva_hook *hooks, unsigned n_hooks,
+                    const struct jva_pressure *pressure);

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The agent on real Spark: a sort of a permuted range on local[2], run
+#   1. without the agent                     -> Spark spills nothing;
+#   2. with the agent, force-bytes=8m         -> Spark's task metrics show spills, the agent's
+#                                                stats name UnsafeExternalSorter;
+#   3. without the agent, Spark's own numElementsForceSpillThreshold (positive control);
+#   4. with the agent's records= option       -> Spark's own threshold, set by the agent;
+#   5. with the agent under pressure          -> threshold=1m (always crossed), allow-bytes=8m:
+#                                                spills counted as pressure spills, with a
+#                                                reaction latency;
+# and every run returns the same rows in the same order (order-sensitive checksum).
+# Usage: spark-sort.sh AGENT JDK_HOME SOURCE_DIR SPARK_JARS_SCRIPT LINE
+. "$(dirname "$0")/common.sh"
+SRC=$3
+SPARK_JARS=$4
+LINE=$5
+ROWS=${SPARKSHIM_SORT_ROWS:-2000000}
+
+rc=0
+jars=$("$SPARK_JARS" "$LINE" 2>"$WORK/jars.err") || rc=$?
+if [ "$rc" -eq 77 ]; then
+  echo "SKIP: cannot fetch Spark $LINE: $(cat "$WORK/jars.err")"
+  exit 77
+elif [ "$rc" -ne 0 ]; then
+  echo "FAIL: scripts/spark-jars $LINE: $(cat "$WORK/jars.err")"
+  exit 1
+fi
+version=$(basename "$jars")
+echo "Spark $version from $jars"
+"$JAVAC" -d "$WORK/classes" -cp "$jars/*" "$SRC/SortJob.java"
+
+# What Spark's launcher adds on Java 17 (JavaModuleOptions of 3.5 and 4.0, united).
+opens=(-XX:+IgnoreUnrecognizedVMOptions -Djdk.reflect.useDirectMethodHandle=false
+  -Dio.netty.tryReflectionSetAccessible=true)
+for p in java.lang java.lang.invoke java.lang.reflect java.io java.net java.nio java.util \
+  java.util.concurrent java.util.concurrent.atomic jdk.internal.ref sun.nio.ch sun.nio.cs \
+  sun.security.action sun.util.calendar; do
+  opens+=("--add-opens=java.base/$p=ALL-UNNAMED")
+done
+opens+=(--add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED)
+
+# run NAME [JVM options...] -- [Spark settings...]: prints the job's result line
+run() {
+  local name=$1 jvm=() conf=() start end line
+  shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do jvm+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  conf=("$@")
+  start=$(date +%s.%N)
+  if ! "$JAVA" -Xmx1g "${opens[@]}" "${jvm[@]}" -Djava.io.tmpdir="$WORK" \
+    -cp "$WORK/classes:$jars/*" SortJob "$ROWS" "${conf[@]}" >"$WORK/$name.out" 2>"$WORK/$name.err"; then
+    echo "FAIL: $name: the job failed:" >&2
+    grep -v '^\s*at ' "$WORK/$name.err" | tail -n 20 >&2
+    return 1
+  fi
+  end=$(date +%s.%N)
+  line=$(grep '^sortjob ' "$WORK/$name.out")
+  awk -v line="$line" -v s="$start" -v e="$end" 'BEGIN { printf "%s wall=%.1f\n", line, e - s }'
+}
+
+base=$(run base) || exit 1
+echo "without agent:   $base"
+forced=$(run forced "-agentpath:$AGENT=force-bytes=8m,stats=$WORK/forced.jsonl,log=info") || exit 1
+echo "force-bytes=8m:  $forced"
+control=$(run control -- spark.shuffle.spill.numElementsForceSpillThreshold=200000) || exit 1
+echo "Spark threshold: $control"
+records=$(run records "-agentpath:$AGENT=records=200000") || exit 1
+echo "records=200000:  $records"
+pressure=$(run pressure "-agentpath:$AGENT=threshold=1m,allow-bytes=8m,cooldown-ms=0,stats=$WORK/pressure.jsonl") || exit 1
+echo "pressure:        $pressure"
+
+want_rows=$ROWS
+for r in base forced control records pressure; do
+  line=${!r}
+  [ "$(field "$line" rows)" = "$want_rows" ] || fail "$r: rows $(field "$line" rows), want $want_rows"
+  [ "$(field "$line" ordered)" = true ] || fail "$r: result not in order"
+  [ "$(field "$line" checksum)" = "$(field "$base" checksum)" ] ||
+    fail "$r: checksum $(field "$line" checksum) differs from the run without the agent ($(field "$base" checksum))"
+done
+[ "$(field "$base" memoryBytesSpilled)" = 0 ] && [ "$(field "$base" diskBytesSpilled)" = 0 ] ||
+  fail "without the agent Spark spilled: $base"
+for r in forced control records pressure; do
+  line=${!r}
+  [ "$(field "$line" memoryBytesSpilled)" -gt 0 ] && [ "$(field "$line" diskBytesSpilled)" -gt 0 ] ||
+    fail "$r: Spark's task metrics show no spill: $line"
+done
+grep -q '^sparkshim-agent: info: hook TaskMemoryManager.acquireExecutionMemory: on$' "$WORK/forced.err" ||
+  fail "forced: hook not on: $(grep sparkshim-agent "$WORK/forced.err")"
+if ! python3 - "$WORK/forced.jsonl" <<'PY'; then
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+ops = {r["operator"]: r for r in records if r["record"] == "operator"}
+hooks = {r["hook"]: r["state"] for r in records if r["record"] == "hook"}
+sorter = ops.get("UnsafeExternalSorter")
+assert sorter, f"no UnsafeExternalSorter in {ops}"
+assert sorter["forced_spills"] > 0 and sorter["forced_by"]["force-bytes"] == sorter["forced_spills"], sorter
+assert sorter["released_bytes"] > 0 and sorter["failed_spills"] == 0, sorter
+assert hooks["TaskMemoryManager.acquireExecutionMemory"] == "on", hooks
+assert hooks["UnsafeExternalSorter.spill"] == "on", hooks
+print(f"agent stats: UnsafeExternalSorter forced_spills={sorter['forced_spills']} "
+      f"released_bytes={sorter['released_bytes']} spill_ms_total={sorter['spill_ns_total'] / 1e6:.0f} "
+      f"spill_ms_max={sorter['spill_ns_max'] / 1e6:.0f} calls={sorter['calls']}")
+PY
+  fail "forced: agent stats: $(cat "$WORK/forced.jsonl")"
+fi
+if ! python3 - "$WORK/pressure.jsonl" <<'PY'; then
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+sorter = {r["operator"]: r for r in records if r["record"] == "operator"}["UnsafeExternalSorter"]
+pressure = [r for r in records if r["record"] == "pressure"][0]
+assert pressure["crossings"] >= 1 and pressure["threshold_bytes"] == 1 << 20, pressure
+assert sorter["forced_by"]["pressure"] > 0 and sorter["reactions"] >= 1, sorter
+print(f"pressure stats: forced_spills={sorter['forced_by']['pressure']} "
+      f"reaction_ms_max={sorter['reaction_ns_max'] / 1e6:.0f} "
+      f"peak_anon_mb={pressure['peak_anon_bytes'] >> 20}")
+PY
+  fail "pressure: agent stats: $(cat "$WORK/pressure.jsonl")"
+fi
+finish

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The hook's mechanics against stand-in Spark classes with the real signatures (fast, no
+# Spark): spills happen in the asking thread under the manager's lock; a spill that throws
+# fails the "task" with a RuntimeException and turns forced spills off; a Spark whose
+# TaskMemoryManager lacks the method loads, says so, and is left alone.
+# Usage: stub.sh AGENT JDK_HOME SOURCE_DIR
+. "$(dirname "$0")/common.sh"
+SRC=$3
+
+"$JAVAC" -d "$WORK/stub" $(find "$SRC/stub" -name '*.java')
+"$JAVAC" -d "$WORK/unknown" $(find "$SRC/stub-unknown" -name '*.java')
+
+out=$("$JAVA" "-agentpath:$AGENT=force-bytes=4k,stats=$WORK/ok.jsonl" -cp "$WORK/stub" StubJob ok 2>"$WORK/err")
+echo "$out"
+if [ "$(field "$out" spills)" -gt 0 ] && [ "$(field "$out" without_lock)" = 0 ] &&
+  [ "$(field "$out" other_threads)" = 0 ] && [ "$(field "$out" thrown)" = none ]; then
+  pass "forced spills in the asking thread under the manager's lock, re-entry passed through"
+else
+  fail "ok run: $out $(cat "$WORK/err")"
+fi
+if grep -q '"operator":"UnsafeExternalSorter".*"forced_spills":[1-9]' "$WORK/ok.jsonl"; then
+  pass "stats name UnsafeExternalSorter with forced spills"
+else
+  fail "stats: $(cat "$WORK/ok.jsonl")"
+fi
+
+out=$("$JAVA" "-agentpath:$AGENT=force-bytes=4k,stats=$WORK/fail.jsonl" -cp "$WORK/stub" StubJob fail 2>"$WORK/err")
+echo "$out"
+if [ "$(field "$out" thrown)" = "java.lang.RuntimeException" ] &&
+  [ "$(field "$out" cause)" = "java.io.IOException" ] && [ "$(field "$out" spills)" = 0 ] &&
+  grep -q '^sparkshim-agent: error: forced spill of UnsafeExternalSorter failed: java.io.IOException: No space left on device (stub)$' "$WORK/err" &&
+  grep -q '"failed_spills":1' "$WORK/fail.jsonl"; then
+  pass "a throwing spill fails the task with RuntimeException(cause IOException), then spills stay off"
+else
+  fail "fail run: $out $(cat "$WORK/err") $(cat "$WORK/fail.jsonl")"
+fi
+
+out=$("$JAVA" "-agentpath:$AGENT=force-bytes=4k,log=info" -cp "$WORK/unknown" org.apache.spark.memory.TaskMemoryManager 2>"$WORK/err")
+if [ "$out" = "unknown-spark granted=4096" ] &&
+  grep -q '^sparkshim-agent: warn: hook TaskMemoryManager.acquireExecutionMemory: off: method not found' "$WORK/err"; then
+  pass "unknown Spark: loads, says the hook is off, changes nothing"
+else
+  fail "unknown run: $out $(cat "$WORK/err")"
+fi
+finish
