@@ -31,16 +31,8 @@ echo "Spark $version from $jars"
 "$JAVAC" -d "$WORK/classes" -cp "$jars/*" "$SRC/SortJob.java"
 
 # What Spark's launcher adds on Java 17 (JavaModuleOptions of 3.5 and 4.0, united).
-opens=(-XX:+IgnoreUnrecognizedVMOptions -Djdk.reflect.useDirectMethodHandle=false
-  -Dio.netty.tryReflectionSetAccessible=true)
-for p in java.lang java.lang.invoke java.lang.reflect java.io java.net java.nio java.util \
-  java.util.concurrent java.util.concurrent.atomic jdk.internal.ref sun.nio.ch sun.nio.cs \
-  sun.security.action sun.util.calendar; do
-  opens+=("--add-opens=java.base/$p=ALL-UNNAMED")
-done
-opens+=(--add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED)
+mapfile -t opens < <("$SRC/../../scripts/spark-java-opts")
 
-# run NAME [JVM options...] -- [Spark settings...]: prints the job's result line
 run() {
   local name=$1 jvm=() conf=() start end line
   shift
