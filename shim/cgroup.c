@@ -267,6 +267,18 @@ static int finish_leaf(struct shim_cgroup *cg, const char *parent_path, const ch
         return 0;
 }
 
+/* Open the mount root into cg and check it offers the controllers the writes need. */
+static int open_mount(const struct shim_cgroup_host *host, const struct policy_write *w, size_t n,
+                      struct shim_cgroup *cg, char *needed, size_t size, struct shim_error *err)
+{
+        shim_cgroup_needed_controllers(w, n, needed, size);
+        snprintf(cg->mount, sizeof(cg->mount), "%s", host->mount);
+        cg->mount_fd = open(host->mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (cg->mount_fd < 0)
+                return shim_error_set(err, errno, "cannot open %s: %s", host->mount, strerror(errno));
+        return check_available(cg->mount_fd, host->mount, needed, err);
+}
+
 int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *parent, const char *name,
                            const struct policy_write *w, size_t n, struct shim_cgroup *ret,
                            struct shim_error *err)
@@ -285,13 +297,7 @@ int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *pare
                                       "--name: '%s' is not a valid cgroup name; allowed: 1-100 of "
                                       "[A-Za-z0-9_.-], not '.' or '..'",
                                       name);
-        shim_cgroup_needed_controllers(w, n, needed, sizeof(needed));
-        snprintf(cg.mount, sizeof(cg.mount), "%s", host->mount);
-
-        cg.mount_fd = open(host->mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        if (cg.mount_fd < 0)
-                return shim_error_set(err, errno, "cannot open %s: %s", host->mount, strerror(errno));
-        r = check_available(cg.mount_fd, host->mount, needed, err);
+        r = open_mount(host, w, n, &cg, needed, sizeof(needed), err);
         if (r < 0)
                 goto fail;
 
@@ -402,12 +408,7 @@ int shim_cgroup_setup_init(const struct shim_cgroup_host *host, const char *name
                                       "--name: '%s' is not a valid executor cgroup name in init "
                                       "mode; allowed: [A-Za-z0-9_.-], not '.', '..' or 'init'",
                                       name);
-        shim_cgroup_needed_controllers(w, n, needed, sizeof(needed));
-        snprintf(cg.mount, sizeof(cg.mount), "%s", host->mount);
-        cg.mount_fd = open(host->mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        if (cg.mount_fd < 0)
-                return shim_error_set(err, errno, "cannot open %s: %s", host->mount, strerror(errno));
-        r = check_available(cg.mount_fd, host->mount, needed, err);
+        r = open_mount(host, w, n, &cg, needed, sizeof(needed), err);
         if (r < 0)
                 goto fail;
         if (mkdirat(cg.mount_fd, "init", 0755) < 0 && errno != EEXIST) {
