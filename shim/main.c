@@ -568,10 +568,14 @@ static const char *nonempty(const char *a, const char *b)
         return a && *a ? a : b && *b ? b : NULL;
 }
 
-/* Set up the executor's cgroup: enforced, or (fail_mode open) a measurement-only leaf. */
+/*
+ * Set up the executor's cgroup: enforced, or (fail_mode open, and measuring) a
+ * measurement-only leaf.
+ */
 static bool setup_cgroup(const struct options *o, const struct policy *policy, bool init_mode,
                          const char *name, const struct policy_write *w, size_t n,
-                         const char *command, struct shim_cgroup *cg, char *reason, size_t size)
+                         const char *command, bool measuring, struct shim_cgroup *cg, char *reason,
+                         size_t size)
 {
         struct shim_cgroup_host host = { 0 };
         struct shim_error err = { 0 };
@@ -592,7 +596,7 @@ static bool setup_cgroup(const struct options *o, const struct policy *policy, b
         log_warn("not enforcing the plan: %s; running %s unconstrained (fail_mode open)", err.text,
                  command);
         /* still measure in a leaf of our own where the hierarchy allows one */
-        if (host.layout == SHIM_CGROUP_UNIFIED || host.layout == SHIM_CGROUP_HYBRID) {
+        if (measuring && (host.layout == SHIM_CGROUP_UNIFIED || host.layout == SHIM_CGROUP_HYBRID)) {
                 r = init_mode ? shim_cgroup_setup_init(&host, name, NULL, 0, cg, &err)
                               : shim_cgroup_setup_wrap(&host, policy->cgroup_parent, name, NULL, 0, cg, &err);
                 if (r >= 0)
@@ -613,7 +617,8 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         struct policy_plan plan;
         struct policy policy;
         char name[POLICY_NAME_MAX], reason[SHIM_ERROR_TEXT_MAX] = "";
-        bool pid1 = getpid() == 1, init_mode = o->init || pid1, enforced, have_events = false;
+        const char *report_file, *report_socket, *prometheus;
+        bool pid1 = getpid() == 1, init_mode = o->init || pid1, enforced, have_events = false, measuring;
         size_t n;
         int code, r;
 
@@ -626,10 +631,15 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         executor_name(o, init_mode, name, sizeof(name));
 
         /* sinks first: a report that cannot be written must stop us now, not at exit */
+        report_file = nonempty(o->report_file, policy.report_path);
+        report_socket = nonempty(o->report_socket, policy.report_socket);
+        prometheus = nonempty(o->prometheus, policy.report_prometheus);
+        /* with nowhere to report, measuring would only cost the launch time */
+        measuring = report_file || report_socket || prometheus || o->report_stdout;
         r = shim_monitor_open(&(struct shim_monitor_config){
-                                      .file = nonempty(o->report_file, policy.report_path),
-                                      .socket = nonempty(o->report_socket, policy.report_socket),
-                                      .prometheus = nonempty(o->prometheus, policy.report_prometheus),
+                                      .file = report_file,
+                                      .socket = report_socket,
+                                      .prometheus = prometheus,
                                       .to_stdout = o->report_stdout,
                                       .interval_seconds = o->report_interval > 0
                                                                   ? (unsigned)o->report_interval
@@ -648,15 +658,18 @@ static int cmd_run(struct options *o, int argc, char **cmd)
                 log_warn("cannot become a subreaper: %s; orphans of the executor are reaped by init",
                          strerror(errno));
 
-        enforced = setup_cgroup(o, &policy, init_mode, name, w, n, cmd[0], &cg, reason, sizeof(reason));
+        enforced = setup_cgroup(o, &policy, init_mode, name, w, n, cmd[0], measuring, &cg, reason,
+                                sizeof(reason));
         if (enforced)
                 log_plan(&plan, w, n, cg.path);
-        shim_monitor_start(monitor,
-                           &(struct shim_monitor_identity){ .app_id = o->inputs.app_id,
-                                                            .executor_id = o->inputs.executor_id,
-                                                            .command = cmd[0],
-                                                            .mode = init_mode ? "init" : "wrap" },
-                           &plan, enforced, reason, cg.leaf_fd, cg.leaf_fd >= 0 ? cg.path : NULL);
+        if (measuring) {
+                struct shim_monitor_identity id = { .app_id = o->inputs.app_id,
+                                                    .executor_id = o->inputs.executor_id,
+                                                    .command = cmd[0],
+                                                    .mode = init_mode ? "init" : "wrap" };
+                shim_monitor_start(monitor, &id, &plan, enforced, reason, cg.leaf_fd,
+                                   cg.leaf_fd >= 0 ? cg.path : NULL);
+        }
 
         memset(&err, 0, sizeof(err));
         code = shim_supervise(&(struct shim_supervise_opts){
