@@ -16,6 +16,8 @@
 #include "util.h"
 
 static sigset_t original_mask;
+/* what the caller gave for the signals the shim ignores itself */
+static struct sigaction original_ttin, original_ttou;
 
 /* Signals passed on to the executor. */
 static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
@@ -45,8 +47,9 @@ int shim_signals_block(void)
         if (sigprocmask(SIG_SETMASK, &all, &original_mask) < 0)
                 return -errno;
         /* a shim in a terminal's background group must not be stopped by reads/writes */
-        signal(SIGTTIN, SIG_IGN);
-        signal(SIGTTOU, SIG_IGN);
+        if (sigaction(SIGTTIN, &(struct sigaction){ .sa_handler = SIG_IGN }, &original_ttin) < 0 ||
+            sigaction(SIGTTOU, &(struct sigaction){ .sa_handler = SIG_IGN }, &original_ttou) < 0)
+                return -errno;
         return 0;
 }
 
@@ -69,9 +72,13 @@ static _Noreturn void child_fail(int fd, int stage, int error, int code)
 /* In the child: runs between fork/clone3 and exec; only async-signal-safe calls. */
 static _Noreturn void child_exec(const struct shim_supervise_opts *o, bool attach, int errfd)
 {
-        for (int sig = 1; sig < NSIG; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP)
-                        signal(sig, SIG_DFL);
+        /*
+         * The shim installs no handlers (exec would reset them anyway) and ignores only TTIN
+         * and TTOU: the executor gets the caller's dispositions and mask back, as if started
+         * directly.
+         */
+        sigaction(SIGTTIN, &original_ttin, NULL);
+        sigaction(SIGTTOU, &original_ttou, NULL);
         sigprocmask(SIG_SETMASK, &original_mask, NULL);
         if (o->signal_group)
                 setpgid(0, 0);
