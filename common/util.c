@@ -2,19 +2,11 @@
 #include "util.h"
 
 #include <ctype.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <limits.h>
+#include <fcntl.h>
 #include <math.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
-
-static void closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
 
 int util_parse_u64(const char *s, uint64_t *ret)
 {
@@ -64,20 +56,6 @@ int util_parse_double(const char *s, double *ret)
         if (errno != 0 || *end != '\0' || !isfinite(v))
                 return -EINVAL;
         *ret = v;
-        return 0;
-}
-
-int util_mul_div_u64(uint64_t a, uint64_t b, uint64_t c, uint64_t *ret)
-{
-        __extension__ typedef unsigned __int128 u128;
-        u128 v;
-
-        if (c == 0)
-                return -EINVAL;
-        v = (u128)a * b / c;
-        if (v > UINT64_MAX)
-                return -ERANGE;
-        *ret = (uint64_t)v;
         return 0;
 }
 
@@ -159,24 +137,4 @@ uint64_t util_now_ns(void)
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-int util_close_from(int lowfd)
-{
-        _cleanup_(closedirp) DIR *d = NULL;
-
-#ifdef SYS_close_range
-        if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0)
-                return 0;
-#endif
-        d = opendir("/proc/self/fd");
-        if (!d)
-                return -errno;
-        for (struct dirent *de; (de = readdir(d));) {
-                int fd;
-                if (util_parse_int(de->d_name, &fd) < 0 || fd < lowfd || fd == dirfd(d))
-                        continue;
-                close(fd);
-        }
-        return 0;
 }

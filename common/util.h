@@ -62,9 +62,6 @@ int util_parse_u64(const char *s, uint64_t *ret);
 int util_parse_int(const char *s, int *ret);
 int util_parse_double(const char *s, double *ret);
 
-/* a*b/c without intermediate overflow; -ERANGE when the result does not fit. */
-int util_mul_div_u64(uint64_t a, uint64_t b, uint64_t c, uint64_t *ret);
-
 /*
  * Read a small file below dirfd (O_NOFOLLOW|O_CLOEXEC) into buf, NUL-terminated, with a
  * single trailing newline stripped. Returns the length or -errno (-EFBIG if it does not fit).
@@ -79,6 +76,3 @@ int util_read_keyed_u64_at(int dirfd, const char *name, const char *key, uint64_
 
 /* Monotonic clock in nanoseconds. */
 uint64_t util_now_ns(void);
-
-/* Close every fd >= lowfd (close_range, falling back to /proc/self/fd). */
-int util_close_from(int lowfd);

@@ -477,7 +477,8 @@ int shim_cgroup_kill(const struct shim_cgroup *cg)
         return 0;
 }
 
-int shim_cgroup_wait_empty(const struct shim_cgroup *cg, int timeout_ms)
+/* Wait until the leaf is empty or timeout_ms passes, reaping our children meanwhile. */
+static int wait_empty(const struct shim_cgroup *cg, int timeout_ms)
 {
         _cleanup_close_ int fd = -1;
         uint64_t deadline = util_now_ns() + (uint64_t)timeout_ms * 1000000ULL;
@@ -516,7 +517,7 @@ int shim_cgroup_destroy(struct shim_cgroup *cg)
                         if (p <= 0)
                                 break;
                         shim_cgroup_kill(cg);
-                        shim_cgroup_wait_empty(cg, 200);
+                        wait_empty(cg, 200);
                 }
                 /* rmdir can see EBUSY for a moment after the last task left */
                 for (int attempt = 0; attempt < 100; attempt++) {

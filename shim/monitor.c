@@ -161,29 +161,20 @@ static int write_all(int fd, const char *buf, size_t len)
 }
 
 /* One JSON line to every sink. */
+/* One JSON line to every sink, each in a single write so appended lines never interleave. */
 static int emit(struct shim_monitor *m, json_t *doc, struct shim_error *err)
 {
-        _cleanup_free_ char *line = NULL;
-        size_t len;
-        int r, result = 0;
+        _cleanup_free_ char *text = NULL, *line = NULL;
+        int r, len, result = 0;
 
-        if (!doc)
+        text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+        if (!text || (len = asprintf(&line, "%s\n", text)) < 0) {
+                line = NULL;
                 return shim_error_set(err, ENOMEM, "out of memory");
-        line = json_dumps(doc, JSON_COMPACT);
-        if (!line)
-                return shim_error_set(err, ENOMEM, "out of memory");
-        len = strlen(line);
-        {
-                char *grown = realloc(line, len + 2);
-                if (!grown)
-                        return shim_error_set(err, ENOMEM, "out of memory");
-                line = grown;
-                line[len] = '\n';
-                line[len + 1] = '\0';
         }
-        if (m->file_fd >= 0 && (r = write_all(m->file_fd, line, len + 1)) < 0)
+        if (m->file_fd >= 0 && (r = write_all(m->file_fd, line, (size_t)len)) < 0)
                 result = shim_error_set(err, r, "report file %s: %s", m->cfg.file, strerror(-r));
-        if (m->socket_fd >= 0 && (r = write_all(m->socket_fd, line, len + 1)) < 0)
+        if (m->socket_fd >= 0 && (r = write_all(m->socket_fd, line, (size_t)len)) < 0)
                 result = shim_error_set(err, r, "report socket %s: %s", m->cfg.socket, strerror(-r));
         if (m->cfg.to_stdout && (fputs(line, stdout) < 0 || fflush(stdout) != 0))
                 result = shim_error_set(err, EIO, "report on stdout: %s", strerror(errno));

@@ -16,12 +16,13 @@
 #include "monitor.h"
 #include "util.h"
 
+/* doc.a.b(.c) as a number, NAN when absent or not a number */
 static double number(json_t *doc, const char *a, const char *b, const char *c)
 {
-        json_t *v = json_object_get(json_object_get(json_object_get(doc, a), b), c);
+        json_t *v = json_object_get(json_object_get(doc, a), b);
 
-        if (!c)
-                v = json_object_get(json_object_get(doc, a), b);
+        if (c)
+                v = json_object_get(v, c);
         return json_is_number(v) ? json_number_value(v) : NAN;
 }
 

@@ -104,9 +104,6 @@ int shim_cgroup_populated(const struct shim_cgroup *cg);
 /* Kill everything in the leaf (cgroup.kill, or SIGKILL per pid before 5.14). */
 int shim_cgroup_kill(const struct shim_cgroup *cg);
 
-/* Wait until the leaf is empty or timeout_ms passes, reaping our children meanwhile. */
-int shim_cgroup_wait_empty(const struct shim_cgroup *cg, int timeout_ms);
-
 /* Kill leftovers, wait for empty, rmdir; closes the fds. NULL-safe, idempotent. */
 int shim_cgroup_destroy(struct shim_cgroup *cg);
 
