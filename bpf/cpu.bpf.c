@@ -2,16 +2,23 @@
 /*
  * cpu probe: on-CPU time and run-queue wait of the tasks of watched cgroups.
  *
- * On-CPU: each CPU remembers which task it switched to and that task's run time then; at
- * the next switch on that CPU the previous task (current) is charged the difference, if its
- * cgroup is watched.
+ * The scheduler already keeps both per task: se.sum_exec_runtime (the run time cpu.stat
+ * sums) and, in sched_info, run_delay (time spent waiting on a run queue) and pcount (how
+ * many times the task arrived on a CPU after waiting). So this probe reads no clock and
+ * stamps nothing. At every switch-out of a task of a watched cgroup (sched_switch, where that
+ * task is still current) it takes the difference of those counters since the task's previous
+ * switch-out, kept in task-local storage: the slice it just ran, and the one wait that came
+ * before the slice (pcount grows by one per arrival). Only current is ever read, through the
+ * trusted pointer bpf_get_current_task_btf() returns: plain loads, no helper per field.
  *
- * Run-queue wait: a task of a watched cgroup starts queueing when it is woken
- * (sched_wakeup, sched_wakeup_new: the wakee's own cgroup, read from its task_struct, since
- * current is the waker) or when it is switched out while still runnable (preempted). The
- * wait ends when it is switched in. Every queue start ends exactly once: as a measured wait,
- * as "discarded" (replaced by a newer start before the task ran, or no room in the map), or
- * it is still pending (cpu.c counts those); a task that exits with a start pending discards it.
+ * Queue starts, counted to cross-check the waits: a wakeup of a task of a watched cgroup that
+ * put it on a run queue (sched_wakeup, sched_wakeup_new: the wakee's own cgroup and
+ * sched_info, read from its task_struct, since current is the waker), and a switch-out of a
+ * task still runnable (a preemption). Every start ends as a wait at the task's next switch-out.
+ *
+ * A task first seen after the probe loaded, but started before it, is taken from then on:
+ * its earlier waits are not counted; its current slice is, from when it was picked
+ * (se.prev_sum_exec_runtime).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -24,6 +31,27 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/*
+ * Two builds of this file (bpf/meson.build). The wakeup programs read a task that is not
+ * current: the portable build with bpf_probe_read_kernel() (BPF_CORE_READ), a helper call per
+ * field; the direct one (PROBE_DIRECT, kernels with the bpf_rdonly_cast kfunc, 6.2+) with
+ * plain loads, as the verifier allows for a pointer it knows the BTF type of. cpu.c picks the
+ * direct one when the kernel's BTF has the kfunc.
+ */
+#ifdef PROBE_DIRECT
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#define AS_TASK(p)                                                                                 \
+        ((struct task_struct *)bpf_rdonly_cast((p), bpf_core_type_id_kernel(struct task_struct)))
+#define TASK_FIELD(p, field) (AS_TASK(p)->field)
+#define TASK_CGROUP_ID(p)    (AS_TASK(p)->cgroups->dfl_cgrp->kn->id)
+#else
+#define TASK_FIELD(p, field) BPF_CORE_READ((p), field)
+#define TASK_CGROUP_ID(p)    task_cgroup_id(p)
+#endif
+
+/* CLOCK_MONOTONIC when the loader opened the probe: tasks started later are counted from birth. */
+const volatile __u64 watch_start_ns = 0;
+
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
         __uint(max_entries, PROBE_LIMIT_CGROUPS);
@@ -31,26 +59,20 @@ struct {
         __type(value, struct probe_cpu_stat);
 } cpu_stats SEC(".maps");
 
-/* What this CPU switched to, and that task's run time (se.sum_exec_runtime) then. */
-struct oncpu {
-        __u64 task;
-        __u64 runtime;
+/* A task of a watched cgroup: its counters at its last switch-out. Freed with the task. */
+struct task_base {
+        __u64 runtime;   /* se.sum_exec_runtime */
+        __u64 run_delay; /* sched_info.run_delay */
+        __u64 pcount;    /* sched_info.pcount */
+        __u64 seen;      /* 0: the entry was just created */
 };
 
 struct {
-        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, 1);
-        __type(key, __u32);
-        __type(value, struct oncpu);
-} oncpu SEC(".maps");
-
-/* Keyed by task_struct address: no pid read needed on the hot path. */
-struct {
-        __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, CPU_RUNQ_TASKS_MAX);
-        __type(key, __u64);
-        __type(value, struct probe_runq_start);
-} runq_start SEC(".maps");
+        __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __type(key, int);
+        __type(value, struct task_base);
+} task_bases SEC(".maps");
 
 /* Kernels before 5.14 named the field `state`. */
 struct task_struct___pre514 {
@@ -62,109 +84,58 @@ static __always_inline struct probe_cpu_stat *stat_of(__u32 slot)
         return bpf_map_lookup_elem(&cpu_stats, &slot);
 }
 
-static __always_inline void discard(__u32 slot)
+static __always_inline int on_switch(unsigned int prev_state)
 {
-        struct probe_cpu_stat *st = stat_of(slot);
-
-        if (st)
-                st->discarded++;
-}
-
-/*
- * Entries stay in runq_start while their task lives, ts = 0 when no start is pending:
- * in-place updates of an existing entry take no lock, unlike inserts and deletes.
- */
-static __always_inline void queue_start(__u64 task, __u32 slot, __u64 now,
-                                        struct probe_cpu_stat *st, bool preempted)
-{
-        struct probe_runq_start *pending, fresh = {};
-
-        if (preempted)
-                st->preemptions++;
-        else
-                st->wakeups++;
-
-        pending = bpf_map_lookup_elem(&runq_start, &task);
-        if (pending) {
-                /* the task had not run since its last start: that start never becomes a wait */
-                if (pending->ts)
-                        discard(pending->slot);
-                pending->ts = now;
-                pending->slot = slot;
-                return;
-        }
-        fresh.ts = now;
-        fresh.slot = slot;
-        if (bpf_map_update_elem(&runq_start, &task, &fresh, BPF_NOEXIST))
-                st->discarded++; /* the map is full */
-}
-
-static __always_inline void queue_end(__u64 task)
-{
-        struct probe_runq_start *pending = bpf_map_lookup_elem(&runq_start, &task);
+        struct task_struct *task;
         struct probe_cpu_stat *st;
-        __u64 ts, wait, now;
-
-        if (!pending || !pending->ts)
-                return;
-        now = bpf_ktime_get_ns();
-        ts = pending->ts;
-        pending->ts = 0;
-        st = stat_of(pending->slot);
-        if (!st)
-                return;
-        wait = now > ts ? now - ts : 0;
-        st->runq_wait_ns += wait;
-        st->runq_count++;
-        st->runq_hist[hist_slot(wait / 1000)]++;
-}
-
-/*
- * How long prev ran since this CPU switched to it, by the scheduler's own account
- * (se.sum_exec_runtime, which the switch-out has just brought up to date; the clock that
- * cpu.stat sums, and cheaper to read than bpf_ktime_get_ns()). Should the switch to prev have
- * gone unseen (on 6.18 the program occasionally misses one; cur then names another task),
- * fall back on prev_sum_exec_runtime, which the fair class sets when it picks a task.
- */
-static __always_inline __u64 slice_ns(const struct oncpu *cur, struct task_struct *prev)
-{
-        __u64 runtime = BPF_CORE_READ(prev, se.sum_exec_runtime);
-        __u64 start;
-
-        if (cur->task == (__u64)prev)
-                start = cur->runtime;
-        else
-                start = BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
-        return runtime > start ? runtime - start : 0;
-}
-
-static __always_inline int on_switch(bool preempt, struct task_struct *prev,
-                                     struct task_struct *next, unsigned int prev_state)
-{
-        __u32 zero = 0;
-        struct oncpu *cur = bpf_map_lookup_elem(&oncpu, &zero);
+        struct task_base *base;
+        __u64 runtime, run_delay = 0, pcount = 0, waits;
         int slot;
 
-        if (!cur)
-                return 0;
         /* current is still prev here */
         slot = watched_slot(bpf_get_current_cgroup_id());
-        if (slot >= 0) {
-                struct probe_cpu_stat *st = stat_of(slot);
+        if (slot < 0)
+                return 0;
+        st = stat_of(slot);
+        if (!st)
+                return 0;
+        if (prev_state == TASK_RUNNING)
+                st->preemptions++;
 
-                if (st) {
-                        st->oncpu_ns += slice_ns(cur, prev);
-                        /*
-                         * A task that blocks keeps a start it got while still running
-                         * (woken before it slept): its next wakeup replaces it.
-                         */
-                        if (preempt || prev_state == TASK_RUNNING)
-                                queue_start((__u64)prev, slot, bpf_ktime_get_ns(), st, true);
+        task = bpf_get_current_task_btf();
+        base = bpf_task_storage_get(&task_bases, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+        if (!base) {
+                st->unseen++; /* no memory for the entry, or the storage is busy */
+                return 0;
+        }
+        runtime = task->se.sum_exec_runtime;
+        if (bpf_core_field_exists(task->sched_info)) {
+                run_delay = task->sched_info.run_delay;
+                pcount = task->sched_info.pcount;
+        }
+        if (!base->seen) {
+                base->seen = 1;
+                if (task->start_time < watch_start_ns) {
+                        /* older than the probe: from now on, and this whole slice */
+                        base->runtime = task->se.prev_sum_exec_runtime;
+                        base->run_delay = run_delay;
+                        base->pcount = pcount;
                 }
         }
-        cur->task = (__u64)next;
-        cur->runtime = BPF_CORE_READ(next, se.sum_exec_runtime);
-        queue_end((__u64)next);
+        if (runtime > base->runtime)
+                st->oncpu_ns += runtime - base->runtime;
+        waits = pcount - base->pcount;
+        if (pcount > base->pcount && run_delay >= base->run_delay) {
+                __u64 wait = run_delay - base->run_delay;
+
+                st->runq_wait_ns += wait;
+                st->runq_count += waits;
+                /* one wait per slice; more when switches went unseen (the mean of them) */
+                st->runq_hist[hist_slot(wait / waits / 1000)] += waits;
+        }
+        base->runtime = runtime;
+        base->run_delay = run_delay;
+        base->pcount = pcount;
         return 0;
 }
 
@@ -173,10 +144,10 @@ SEC("raw_tp/sched_switch")
 int BPF_PROG(cpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
              unsigned int prev_state)
 {
-        return on_switch(preempt, prev, next, prev_state);
+        return on_switch(prev_state);
 }
 
-/* sched_switch(preempt, prev, next): older kernels, the state read from prev */
+/* sched_switch(preempt, prev, next): older kernels, the state read from prev (current) */
 SEC("raw_tp/sched_switch")
 int BPF_PROG(cpu_switch_nost, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -189,19 +160,25 @@ int BPF_PROG(cpu_switch_nost, bool preempt, struct task_struct *prev, struct tas
 
                 state = (unsigned int)BPF_CORE_READ(old, state);
         }
-        return on_switch(preempt, prev, next, state);
+        return on_switch(state);
 }
 
+/*
+ * The wakee is on a run queue now, its queueing time stamped (sched_info.last_queued) unless it
+ * was still running (woken before it got to sleep): only the former starts a wait.
+ */
 static __always_inline int on_wakeup(struct task_struct *p)
 {
-        int slot = watched_slot(task_cgroup_id(p));
+        int slot = watched_slot(TASK_CGROUP_ID(p));
         struct probe_cpu_stat *st;
 
         if (slot < 0)
                 return 0;
         st = stat_of(slot);
-        if (st)
-                queue_start((__u64)p, slot, bpf_ktime_get_ns(), st, false);
+        if (!st)
+                return 0;
+        if (!bpf_core_field_exists(p->sched_info) || TASK_FIELD(p, sched_info.last_queued))
+                st->wakeups++;
         return 0;
 }
 
@@ -215,19 +192,4 @@ SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(cpu_wakeup_new, struct task_struct *p)
 {
         return on_wakeup(p);
-}
-
-/* The task is gone: drop its entry (a start still pending never became a wait). */
-SEC("raw_tp/sched_process_free")
-int BPF_PROG(cpu_task_free, struct task_struct *p)
-{
-        __u64 task = (__u64)p;
-        struct probe_runq_start *pending = bpf_map_lookup_elem(&runq_start, &task);
-
-        if (!pending)
-                return 0;
-        if (pending->ts)
-                discard(pending->slot);
-        bpf_map_delete_elem(&runq_start, &task);
-        return 0;
 }

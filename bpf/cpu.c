@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Loader of the cpu probe (cpu.bpf.c): sched_switch, sched_wakeup, sched_wakeup_new,
- * sched_process_free.
+ * Loader of the cpu probe (cpu.bpf.c, in its direct or portable build): sched_switch,
+ * sched_wakeup, sched_wakeup_new.
  */
 #include "probe-internal.h"
 
@@ -9,26 +9,84 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "cpu.h"
-/* the generated skeleton embeds the BPF object as one long string literal */
+/* the generated skeletons embed the BPF object as one long string literal */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Woverlength-strings"
 #include "cpu.skel.h"
+#include "cpu-direct.skel.h"
 #pragma GCC diagnostic pop
 
-struct cpu_part {
-        struct cpu_bpf *skel;
+/*
+ * Two builds of cpu.bpf.c: "direct" loads the fields of tasks other than current in place
+ * (the bpf_rdonly_cast kfunc, kernels 6.2+), "portable" reads them with a helper call each.
+ * Same maps, programs and read-only data; these wrappers hide the skeleton types.
+ */
+struct cpu_variant {
+        const char *name;
+        void *(*open)(struct bpf_object **ret_obj, struct cpu_bpf__rodata **ret_rodata);
+        int (*load)(void *skel);
+        int (*attach)(void *skel);
+        void (*destroy)(void *skel);
 };
+
+#define CPU_VARIANT(type, label)                                                             \
+        _Static_assert(sizeof(((struct type *)0)->rodata[0]) ==                              \
+                           sizeof(struct cpu_bpf__rodata),                                   \
+                       "the two builds' read-only data differ");                             \
+        static void *type##_open(struct bpf_object **ret_obj,                                \
+                                 struct cpu_bpf__rodata **ret_rodata)                        \
+        {                                                                                    \
+                struct type *skel = type##__open();                                          \
+                if (skel) {                                                                  \
+                        *ret_obj = skel->obj;                                                \
+                        *ret_rodata = (struct cpu_bpf__rodata *)skel->rodata;                \
+                }                                                                            \
+                return skel;                                                                 \
+        }                                                                                    \
+        static int type##_load(void *skel) { return type##__load(skel); }                    \
+        static int type##_attach(void *skel) { return type##__attach(skel); }                \
+        static void type##_destroy(void *skel) { type##__destroy(skel); }                    \
+        static const struct cpu_variant type##_variant = {                                   \
+            .name = label,                                                                   \
+            .open = type##_open,                                                             \
+            .load = type##_load,                                                             \
+            .attach = type##_attach,                                                         \
+            .destroy = type##_destroy,                                                       \
+        }
+
+CPU_VARIANT(cpu_bpf, "portable");
+CPU_VARIANT(cpu_direct_bpf, "direct");
+
+struct cpu_part {
+        const struct cpu_variant *variant;
+        void *skel;
+        struct bpf_object *obj;
+        struct bpf_map *stats;
+};
+
+static void set_autoload(struct bpf_object *obj, const char *name, bool on)
+{
+        struct bpf_program *prog = bpf_object__find_program_by_name(obj, name);
+
+        if (prog)
+                bpf_program__set_autoload(prog, on);
+}
+
+static void cpu_close(void *opaque);
 
 static int cpu_open(const struct probe_config *cfg, void **ret, char *detail, size_t detail_size,
                     char *why, size_t why_size)
 {
+        struct cpu_bpf__rodata *rodata = NULL;
+        struct timespec now;
         struct cpu_part *part;
-        struct cpu_bpf *skel;
         int switch_args, err;
 
         switch_args = probe_tracepoint_nargs(cfg->vmlinux, "sched_switch");
@@ -45,79 +103,60 @@ static int cpu_open(const struct probe_config *cfg, void **ret, char *detail, si
         part = calloc(1, sizeof(*part));
         if (!part)
                 return -ENOMEM;
-        skel = cpu_bpf__open();
-        if (!skel) {
+        part->variant = &cpu_bpf_variant;
+        if (!cfg->portable &&
+            btf__find_by_name_kind(cfg->vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0)
+                part->variant = &cpu_direct_bpf_variant;
+        part->skel = part->variant->open(&part->obj, &rodata);
+        if (!part->skel) {
                 err = -errno;
                 probe_format_failure(why, why_size, "open", err);
-                free(part);
+                cpu_close(part);
                 return err;
         }
         for (size_t i = 0; i < cfg->n; i++)
-                skel->rodata->watched_ids[i] = cfg->ids[i];
-        skel->rodata->nwatched = (__u32)cfg->n;
+                rodata->watched_ids[i] = cfg->ids[i];
+        rodata->nwatched = (__u32)cfg->n;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        rodata->watch_start_ns = (__u64)now.tv_sec * 1000000000u + (__u64)now.tv_nsec;
 
-        bpf_program__set_autoload(skel->progs.cpu_switch, switch_args >= 4);
-        bpf_program__set_autoload(skel->progs.cpu_switch_nost, switch_args == 3);
+        set_autoload(part->obj, "cpu_switch", switch_args >= 4);
+        set_autoload(part->obj, "cpu_switch_nost", switch_args == 3);
         probe_detail_add(detail, detail_size,
                          switch_args >= 4 ? "sched_switch" : "sched_switch(prev->state)");
         if (probe_tracepoint_nargs(cfg->vmlinux, "sched_wakeup") == 1)
                 probe_detail_add(detail, detail_size, "sched_wakeup");
         else
-                bpf_program__set_autoload(skel->progs.cpu_wakeup, false);
+                set_autoload(part->obj, "cpu_wakeup", false);
         if (probe_tracepoint_nargs(cfg->vmlinux, "sched_wakeup_new") == 1)
                 probe_detail_add(detail, detail_size, "sched_wakeup_new");
         else
-                bpf_program__set_autoload(skel->progs.cpu_wakeup_new, false);
-        /* without it, entries of exited tasks stay until the map is full */
-        if (probe_tracepoint_nargs(cfg->vmlinux, "sched_process_free") == 1)
-                probe_detail_add(detail, detail_size, "sched_process_free");
-        else
-                bpf_program__set_autoload(skel->progs.cpu_task_free, false);
+                set_autoload(part->obj, "cpu_wakeup_new", false);
+        if (!probe_has_member(cfg->vmlinux, "task_struct", "sched_info"))
+                probe_detail_add(detail, detail_size, "no-sched_info(no run-queue wait)");
+        probe_detail_add(detail, detail_size, part->variant->name);
 
-        err = cpu_bpf__load(skel);
+        err = part->variant->load(part->skel);
         if (err) {
                 probe_format_failure(why, why_size, "load", err);
                 goto fail;
         }
-        err = cpu_bpf__attach(skel);
+        err = part->variant->attach(part->skel);
         if (err) {
                 probe_format_failure(why, why_size, "attach", err);
                 goto fail;
         }
-        part->skel = skel;
+        part->stats = bpf_object__find_map_by_name(part->obj, "cpu_stats");
+        if (!part->stats) {
+                err = -ENOENT;
+                probe_format_failure(why, why_size, "find maps", err);
+                goto fail;
+        }
         *ret = part;
         return 0;
 fail:
-        cpu_bpf__destroy(skel);
-        free(part);
+        cpu_close(part);
         return err;
-}
-
-/* Queue starts still waiting for their task to run, for one slot (entries with ts != 0). */
-static int count_pending(const struct bpf_map *map, unsigned slot, uint64_t *ret)
-{
-        __u64 key, next;
-        struct probe_runq_start start;
-        uint64_t pending = 0;
-        void *prev = NULL;
-        int err;
-
-        for (;;) {
-                err = bpf_map__get_next_key(map, prev, &next, sizeof(next));
-                if (err == -ENOENT)
-                        break;
-                if (err)
-                        return err;
-                key = next;
-                prev = &key;
-                /* deleted between the two calls: it was consumed, not pending */
-                if (bpf_map__lookup_elem(map, &key, sizeof(key), &start, sizeof(start), 0))
-                        continue;
-                if (start.ts && start.slot == slot)
-                        pending++;
-        }
-        *ret = pending;
-        return 0;
 }
 
 static int cpu_read(void *opaque, unsigned slot, struct probe_usage *usage)
@@ -125,16 +164,12 @@ static int cpu_read(void *opaque, unsigned slot, struct probe_usage *usage)
         struct cpu_part *part = opaque;
         uint64_t words[sizeof(struct probe_cpu_stat) / sizeof(uint64_t)];
         struct probe_cpu_stat sum;
-        uint64_t pending;
         int err;
 
-        err = probe_percpu_sum(part->skel->maps.cpu_stats, slot, sizeof(sum), words);
+        err = probe_percpu_sum(part->stats, slot, sizeof(sum), words);
         if (err)
                 return err;
         memcpy(&sum, words, sizeof(sum));
-        err = count_pending(part->skel->maps.runq_start, slot, &pending);
-        if (err)
-                return err;
 
         usage->oncpu_ns += sum.oncpu_ns;
         usage->runq_wait_ns += sum.runq_wait_ns;
@@ -143,8 +178,7 @@ static int cpu_read(void *opaque, unsigned slot, struct probe_usage *usage)
                 usage->runq_hist[i] += sum.runq_hist[i];
         usage->wakeups += sum.wakeups;
         usage->runq_preemptions += sum.preemptions;
-        usage->runq_discarded += sum.discarded;
-        usage->runq_pending += pending;
+        usage->runq_unseen += sum.unseen;
         return 0;
 }
 
@@ -152,7 +186,7 @@ static struct bpf_object *cpu_object(void *opaque)
 {
         struct cpu_part *part = opaque;
 
-        return part->skel->obj;
+        return part->obj;
 }
 
 static void cpu_close(void *opaque)
@@ -161,7 +195,8 @@ static void cpu_close(void *opaque)
 
         if (!part)
                 return;
-        cpu_bpf__destroy(part->skel);
+        if (part->skel)
+                part->variant->destroy(part->skel);
         free(part);
 }
 

@@ -22,9 +22,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/sched.h>
 
 #include <jansson.h>
 
@@ -217,8 +220,7 @@ static json_t *usage_json(const struct probe_usage *u)
         json_object_set_new(o, "runq_hist", hist_json(u->runq_hist));
         SET_U64(o, u, wakeups);
         SET_U64(o, u, runq_preemptions);
-        SET_U64(o, u, runq_discarded);
-        SET_U64(o, u, runq_pending);
+        SET_U64(o, u, runq_unseen);
         json_object_set_new(o, "runq_p50_us",
                             json_integer((json_int_t)probe_hist_percentile_us(u->runq_hist, 50)));
         json_object_set_new(o, "runq_p99_us",
@@ -239,13 +241,17 @@ static json_t *usage_json(const struct probe_usage *u)
         return o;
 }
 
-/* The child: into the first cgroup, then exec. Only async-signal-safe calls. */
-static void run_child(const char *cgroup_dir, char **command, const sigset_t *mask)
+/* The child: into the first cgroup unless born there, then exec. Only async-signal-safe
+ * calls. */
+static void run_child(const char *cgroup_dir, bool born_there, char **command,
+                      const sigset_t *mask)
 {
         char path[4096];
         int fd;
 
         sigprocmask(SIG_SETMASK, mask, NULL);
+        if (born_there)
+                goto exec;
         if ((size_t)snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup_dir) >= sizeof(path))
                 _exit(127);
         fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -255,6 +261,7 @@ static void run_child(const char *cgroup_dir, char **command, const sigset_t *ma
                 _exit(127);
         }
         close(fd);
+exec:
         execvp(command[0], command);
         dprintf(STDERR_FILENO, PROG ": error: cannot run %s: %s\n", command[0], strerror(errno));
         _exit(127);
@@ -263,15 +270,30 @@ static void run_child(const char *cgroup_dir, char **command, const sigset_t *ma
 /* Run the command to its end; *ret_status is its wait status. */
 static int run_command(const struct options *o, const sigset_t *old_mask, int *ret_status)
 {
+        struct clone_args args = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD};
+        bool born_there = false;
         siginfo_t info;
         pid_t child, r;
-        int status;
+        int status, dir;
 
-        child = fork();
+        /*
+         * Born in the cgroup (clone3 CLONE_INTO_CGROUP, Linux 5.7+), so that the probes see the
+         * child's whole life there, its first wakeup included; else fork and join.
+         */
+        dir = open(o->dirs[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        child = -1;
+        if (dir >= 0) {
+                args.cgroup = (__u64)dir;
+                child = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+                born_there = child >= 0;
+                close(dir);
+        }
+        if (child < 0)
+                child = fork();
         if (child < 0)
                 return -errno;
         if (child == 0)
-                run_child(o->dirs[0], o->command, old_mask);
+                run_child(o->dirs[0], born_there, o->command, old_mask);
         for (;;) {
                 sigset_t wait_set;
 

@@ -21,6 +21,7 @@ struct probe_config {
         /* test hooks (environment, see probe.c): run the older kernels' code paths here */
         bool oom_by_pid;       /* handle mark_victim as the mark_victim(pid) shape */
         bool disk_no_io_start; /* attribute at block_rq_insert/issue as before 6.5 */
+        bool portable;         /* read other tasks with helper calls, as before 6.2 */
 };
 
 struct probe_part_ops {
@@ -53,6 +54,10 @@ int probe_memory_fd(void *part);
  * no such tracepoint, -EINVAL when its BTF does not have the expected shape.
  */
 int probe_tracepoint_nargs(const struct btf *vmlinux, const char *name);
+
+/* True when the kernel's struct `type` has a member `member` (not looking into anonymous
+ * members). */
+bool probe_has_member(const struct btf *vmlinux, const char *type, const char *member);
 
 /*
  * Sum the per-CPU values of key in a per-CPU array of u64-only structs of value_size bytes

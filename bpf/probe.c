@@ -52,6 +52,14 @@ static int capture_libbpf(enum libbpf_print_level level, const char *format, va_
         char line[PROBE_ERROR_TEXT_MAX];
         size_t len;
 
+        /* SPARKSHIM_PROBE_DEBUG=1: all of libbpf's output, verifier logs included, on stderr */
+        if (getenv("SPARKSHIM_PROBE_DEBUG")) {
+                va_list copy;
+
+                va_copy(copy, args);
+                vfprintf(stderr, format, copy);
+                va_end(copy);
+        }
         if (level != LIBBPF_WARN || libbpf_warning[0])
                 return 0;
         vsnprintf(line, sizeof(line), format, args);
@@ -110,6 +118,24 @@ int probe_tracepoint_nargs(const struct btf *vmlinux, const char *name)
         if (!t || !btf_is_func_proto(t) || btf_vlen(t) < 1)
                 return -EINVAL;
         return btf_vlen(t) - 1;
+}
+
+bool probe_has_member(const struct btf *vmlinux, const char *type, const char *member)
+{
+        int id = btf__find_by_name_kind(vmlinux, type, BTF_KIND_STRUCT);
+        const struct btf_type *t = id > 0 ? btf__type_by_id(vmlinux, (__u32)id) : NULL;
+        const struct btf_member *m;
+
+        if (!t)
+                return false;
+        m = btf_members(t);
+        for (unsigned i = 0; i < btf_vlen(t); i++, m++) {
+                const char *name = btf__name_by_offset(vmlinux, m->name_off);
+
+                if (name && strcmp(name, member) == 0)
+                        return true;
+        }
+        return false;
 }
 
 int probe_percpu_sum(const struct bpf_map *map, uint32_t key, size_t value_size, uint64_t *sum)
@@ -257,6 +283,8 @@ struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
         cfg.oom_by_pid = variant && strcmp(variant, "pid") == 0;
         variant = getenv("SPARKSHIM_PROBE_DISK_VARIANT");
         cfg.disk_no_io_start = variant && strcmp(variant, "insert") == 0;
+        variant = getenv("SPARKSHIM_PROBE_CPU_VARIANT");
+        cfg.portable = variant && strcmp(variant, "portable") == 0;
 
         for (int k = 0; k < PROBE_KINDS_COUNT; k++) {
                 struct probe_kind_state *st = &p->kinds[k];

@@ -38,10 +38,10 @@ enum probe_kind {
 struct probe_usage {
         /* cpu */
         uint64_t oncpu_ns;                       /* time its tasks ran */
-        uint64_t runq_wait_ns;                   /* wakeup -> on CPU, summed */
+        uint64_t runq_wait_ns;                   /* queued -> on CPU, summed (sched_info) */
         uint64_t runq_count;                     /* waits measured */
         uint64_t runq_hist[PROBE_HIST_SLOTS];    /* wait in us, log2 */
-        uint64_t wakeups;                        /* sched_wakeup + sched_wakeup_new seen */
+        uint64_t wakeups;                        /* sched_wakeup(_new) that queued a task */
         /* memory */
         uint64_t oom_kills;                      /* mark_victim with a victim in the cgroup */
         uint64_t reclaim_ns;                     /* memcg + direct reclaim stall, summed */
@@ -52,15 +52,14 @@ struct probe_usage {
         uint64_t read_ops, write_ops;
         uint64_t disk_lat_hist[PROBE_HIST_SLOTS]; /* issue -> complete in us, log2 */
         /*
-         * Run-queue bookkeeping (docs/probes.md): a queue start is a wakeup or a preemption
-         * of a task of the cgroup, and every start ends as exactly one measured wait
-         * (runq_count), one discarded start, or is still pending when read:
-         *   wakeups + runq_preemptions == runq_count + runq_discarded + runq_pending
-         * and the sum of runq_hist is runq_count.
+         * Run-queue bookkeeping (docs/probes.md): a queue start is a wakeup that queued a task
+         * of the cgroup or a preemption of one; every start ends as one wait, counted at the
+         * task's next switch-out. Once every task that started has switched out again (they
+         * all exited, say): wakeups + runq_preemptions == runq_count. The sum of runq_hist is
+         * runq_count.
          */
         uint64_t runq_preemptions; /* switched out while still runnable */
-        uint64_t runq_discarded;   /* replaced before the task ran, task exited, map full */
-        uint64_t runq_pending;     /* started, not yet on a CPU when read */
+        uint64_t runq_unseen;      /* switch-outs not measured (no task-local storage) */
         uint64_t oom_events_lost;  /* OOM kills counted whose ring buffer event was dropped */
 };
 
