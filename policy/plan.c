@@ -489,6 +489,29 @@ json_t *policy_plan_to_json(const struct policy_plan *plan)
         return root;
 }
 
+uint64_t policy_agent_threshold_bytes(const struct policy_agent *agent,
+                                      const struct policy_plan *plan)
+{
+        uint64_t base, bytes;
+
+        switch (agent->threshold) {
+        case POLICY_AGENT_THRESHOLD_BYTES:
+                return agent->threshold_bytes;
+        case POLICY_AGENT_THRESHOLD_REQUEST:
+        case POLICY_AGENT_THRESHOLD_LIMIT:
+                base = agent->threshold == POLICY_AGENT_THRESHOLD_LIMIT
+                               ? plan->memory_limit_bytes
+                               : plan->memory_request_bytes;
+                bytes = policy_floor_u64(agent->threshold_fraction * (double)base);
+                if (bytes > base)
+                        bytes = base;
+                return bytes > 0 ? bytes : 1;
+        case POLICY_AGENT_THRESHOLD_NONE:
+        default:
+                return 0;
+        }
+}
+
 void policy_utilization(const struct policy_plan *plan, double cpu_seconds, double wall_seconds,
                         double peak_bytes, struct policy_utilization *ret)
 {

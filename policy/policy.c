@@ -21,6 +21,9 @@
 #define GRACE_SECONDS_MAX    3600
 #define VALUE_TEXT_MAX       60
 #define PATH_DEPTH_MAX       8
+#define AGENT_RECORDS_MAX    UINT64_C(2147483647) /* Spark reads the threshold as an int */
+#define AGENT_COOLDOWN_MAX   UINT64_C(86400000)
+#define JAVA_LONG_MAX        UINT64_C(9223372036854775807)
 
 #define SIZE_ALLOWED                                                                               \
         "an integer number of bytes, or a string of digits with an optional suffix b, k, m, g, "   \
@@ -36,11 +39,13 @@ static const struct {
         { POLICY_OVERRIDE_BURST_RATIO, "burst_ratio" },
         { POLICY_OVERRIDE_CGROUP_PARENT, "cgroup_parent" },
         { POLICY_OVERRIDE_FAIL_MODE, "fail_mode" },
+        { POLICY_OVERRIDE_AGENT, "agent" },
 };
 
 #define OVERRIDES_ALL                                                                              \
         (POLICY_OVERRIDE_MILLICORES | POLICY_OVERRIDE_CORES | POLICY_OVERRIDE_MEMORY |             \
-         POLICY_OVERRIDE_BURST_RATIO | POLICY_OVERRIDE_CGROUP_PARENT | POLICY_OVERRIDE_FAIL_MODE)
+         POLICY_OVERRIDE_BURST_RATIO | POLICY_OVERRIDE_CGROUP_PARENT | POLICY_OVERRIDE_FAIL_MODE | \
+         POLICY_OVERRIDE_AGENT)
 
 int policy_error_set(struct policy_error *err, int error, const char *format, ...)
 {
@@ -86,7 +91,23 @@ void policy_init_defaults(struct policy *p)
                 .grace_seconds = 10,
                 .report_path = "",
                 .report_interval_seconds = 10,
+                .agent = {
+                        .enabled = false,
+                        .path = "",
+                        .injection = POLICY_AGENT_INJECT_AUTO,
+                        .threshold = POLICY_AGENT_THRESHOLD_REQUEST,
+                        .threshold_fraction = 1.0,
+                        .cooldown_ms = 500,
+                        .log = POLICY_AGENT_LOG_WARN,
+                },
         };
+}
+
+const char *policy_agent_log_name(enum policy_agent_log level)
+{
+        static const char *const names[] = { "error", "warn", "info", "debug" };
+
+        return (unsigned)level < ELEMENTSOF(names) ? names[level] : "warn";
 }
 
 const char *policy_override_name(enum policy_override o)
@@ -661,7 +682,8 @@ out:
 static int parse_overrides(struct parser *ps, json_t *root, struct policy *p)
 {
         static const char allowed[] = "an array of \"millicores\", \"cores\", \"memory\", "
-                                      "\"burst_ratio\", \"cgroup_parent\", \"fail_mode\"";
+                                      "\"burst_ratio\", \"cgroup_parent\", \"fail_mode\", "
+                                      "\"agent\"";
         json_t *v = json_object_get(root, "overrides"), *e;
         unsigned bits = 0;
         size_t i;
@@ -743,12 +765,199 @@ static int parse_report(struct parser *ps, json_t *root, struct policy *p)
         return r < 0 ? r : 0;
 }
 
+static int field_bool(struct parser *ps, json_t *obj, const char *key, bool *ret)
+{
+        json_t *v = json_object_get(obj, key);
+        int r = 1;
+
+        if (!v)
+                return 0;
+        push_key(ps, key);
+        if (!json_is_boolean(v))
+                r = fail_value(ps, "is not a boolean", "true or false");
+        else
+                *ret = json_is_true(v);
+        pop(ps);
+        return r;
+}
+
+/*
+ * The agent's library: "" or an absolute path the JVM can take both in -agentpath:<path>=...
+ * (split at the first '=') and in JAVA_TOOL_OPTIONS (split at blanks, quotes taken).
+ */
+static bool agent_path_valid(const char *s)
+{
+        if (s[0] == '\0')
+                return true;
+        if (s[0] != '/')
+                return false;
+        for (const char *c = s; *c; c++)
+                if ((unsigned char)*c <= ' ' || *c == 0x7f || strchr("\"'=,\\", *c))
+                        return false;
+        return true;
+}
+
+static int agent_threshold(struct parser *ps, json_t *obj, struct policy_agent *a)
+{
+        static const char *const keys[] = { "fraction", "of" };
+        static const char *const bases[] = { "request", "limit" };
+        static const char allowed[] =
+                "a size (bytes, or a string such as \"6g\"), an object "
+                "{\"fraction\": F, \"of\": \"request\" or \"limit\"} with F > 0 and <= 1, or null";
+        json_t *v = json_object_get(obj, "threshold"), *f;
+        int r = 0, base = 0;
+
+        if (!v)
+                return 0;
+        if (json_is_null(v)) {
+                a->threshold = POLICY_AGENT_THRESHOLD_NONE;
+                return 0;
+        }
+        if (json_is_integer(v) || json_is_string(v)) {
+                uint64_t bytes = 0;
+                int k = 0;
+
+                push_key(ps, "threshold");
+                if (json_is_integer(v))
+                        bytes = json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+                else
+                        k = policy_parse_spark_bytes(json_string_value(v), POLICY_UNIT_BYTES,
+                                                     &bytes);
+                if (k < 0 && k != -ERANGE)
+                        r = fail_value(ps, "is not a size", allowed);
+                else if (k == -ERANGE || bytes == 0 || bytes > JAVA_LONG_MAX)
+                        r = fail_value(ps, "is out of range", allowed);
+                pop(ps);
+                if (r < 0)
+                        return r;
+                a->threshold = POLICY_AGENT_THRESHOLD_BYTES;
+                a->threshold_bytes = bytes;
+                return 0;
+        }
+        if (!json_is_object(v)) {
+                push_key(ps, "threshold");
+                r = fail_value(ps, "is not a valid value", allowed);
+                pop(ps);
+                return r;
+        }
+        r = section(ps, obj, "threshold", keys, ELEMENTSOF(keys), &v);
+        if (r < 0)
+                return r;
+        push_key(ps, "threshold");
+        a->threshold_fraction = 1.0;
+        f = json_object_get(v, "fraction");
+        if (f) {
+                push_key(ps, "fraction");
+                if (!json_is_number(f))
+                        r = fail_value(ps, "is not a number", "a number > 0 and <= 1");
+                else if (!(json_number_value(f) > 0.0 && json_number_value(f) <= 1.0))
+                        r = fail_value(ps, "is out of range", "a number > 0 and <= 1");
+                else
+                        a->threshold_fraction = json_number_value(f);
+                pop(ps);
+        }
+        if (r >= 0)
+                r = field_choice(ps, v, "of", bases, ELEMENTSOF(bases), &base);
+        pop(ps);
+        if (r < 0)
+                return r;
+        a->threshold = base == 1 ? POLICY_AGENT_THRESHOLD_LIMIT : POLICY_AGENT_THRESHOLD_REQUEST;
+        return 0;
+}
+
+static int parse_agent(struct parser *ps, json_t *root, struct policy *p)
+{
+        static const char *const keys[] = { "enabled",        "path",        "injection",
+                                            "force_bytes",    "periodic_bytes", "allow_bytes",
+                                            "allow_fraction", "records",     "threshold",
+                                            "cooldown_ms",    "min_spill",   "log" };
+        static const char *const injections[] = { "auto", "agentpath", "java_tool_options" };
+        static const char *const levels[] = { "error", "warn", "info", "debug" };
+        static const char path_allowed[] =
+                "an absolute path without blanks, quotes, '\\', ',' or '=', or \"\" for the "
+                "installed agent";
+        struct policy_agent a = p->agent;
+        json_t *obj, *v;
+        int r, choice;
+
+        r = section(ps, root, "agent", keys, ELEMENTSOF(keys), &obj);
+        if (r <= 0)
+                return r;
+        push_key(ps, "agent");
+
+        r = field_bool(ps, obj, "enabled", &a.enabled);
+        if (r < 0)
+                goto out;
+
+        v = json_object_get(obj, "path");
+        if (v) {
+                push_key(ps, "path");
+                if (!json_is_string(v))
+                        r = fail_value(ps, "is not a string", path_allowed);
+                else if (json_string_length(v) >= sizeof(a.path))
+                        r = fail_value(ps, "is too long", path_allowed);
+                else if (strlen(json_string_value(v)) != json_string_length(v) ||
+                         !agent_path_valid(json_string_value(v)))
+                        r = fail_value(ps, "is not a valid path", path_allowed);
+                else
+                        memcpy(a.path, json_string_value(v), json_string_length(v) + 1);
+                pop(ps);
+                if (r < 0)
+                        goto out;
+        }
+
+        r = field_choice(ps, obj, "injection", injections, ELEMENTSOF(injections), &choice);
+        if (r < 0)
+                goto out;
+        if (r > 0)
+                a.injection = (enum policy_agent_injection)choice;
+
+        r = field_size(ps, obj, "force_bytes", &a.force_bytes);
+        if (r >= 0)
+                r = field_size(ps, obj, "periodic_bytes", &a.periodic_bytes);
+        if (r >= 0)
+                r = field_size(ps, obj, "allow_bytes", &a.allow_bytes);
+        if (r >= 0)
+                r = field_number(ps, obj, "allow_fraction", 0.0, 1.0, &a.allow_fraction);
+        if (r >= 0)
+                r = field_uint(ps, obj, "records", 0, AGENT_RECORDS_MAX, &a.records);
+        if (r >= 0)
+                r = agent_threshold(ps, obj, &a);
+        if (r >= 0)
+                r = field_uint(ps, obj, "cooldown_ms", 0, AGENT_COOLDOWN_MAX, &a.cooldown_ms);
+        if (r >= 0)
+                r = field_size(ps, obj, "min_spill", &a.min_spill_bytes);
+        if (r < 0)
+                goto out;
+        r = field_choice(ps, obj, "log", levels, ELEMENTSOF(levels), &choice);
+        if (r < 0)
+                goto out;
+        if (r > 0)
+                a.log = (enum policy_agent_log)choice;
+
+        /* the agent refuses the JVM's start for these; say so here, at the key */
+        if (a.threshold == POLICY_AGENT_THRESHOLD_NONE &&
+            (a.allow_bytes || a.allow_fraction > 0)) {
+                push_key(ps, a.allow_bytes ? "allow_bytes" : "allow_fraction");
+                r = fail_value(ps, "applies under memory pressure only, but agent.threshold is null",
+                               "0 (off) without a threshold, or a threshold as a size or "
+                               "{\"fraction\": F, \"of\": \"request\" or \"limit\"}");
+                pop(ps);
+                goto out;
+        }
+        p->agent = a;
+        r = 0;
+out:
+        pop(ps);
+        return r < 0 ? r : 0;
+}
+
 static int parse_root(struct parser *ps, json_t *root, struct policy *p)
 {
         static const char *const keys[] = { "version",   "cgroup",        "cpu",
                                             "memory",    "pids",          "io",
                                             "overrides", "out_of_bounds", "fail_mode",
-                                            "grace_seconds", "report" };
+                                            "grace_seconds", "report", "agent" };
         static const char *const pids_keys[] = { "max" };
         static const char *const io_keys[] = { "weight" };
         static const char *const bounds[] = { "reject", "clamp" };
@@ -824,7 +1033,10 @@ static int parse_root(struct parser *ps, json_t *root, struct policy *p)
         if (r > 0)
                 p->grace_seconds = (unsigned)u;
 
-        return parse_report(ps, root, p);
+        r = parse_report(ps, root, p);
+        if (r < 0)
+                return r;
+        return parse_agent(ps, root, p);
 }
 
 int policy_parse(const char *text, size_t len, const char *source, struct policy *ret,

@@ -50,6 +50,50 @@ enum policy_override {
         POLICY_OVERRIDE_BURST_RATIO   = 1u << 3,
         POLICY_OVERRIDE_CGROUP_PARENT = 1u << 4,
         POLICY_OVERRIDE_FAIL_MODE     = 1u << 5,
+        POLICY_OVERRIDE_AGENT         = 1u << 6, /* agent on/off and its library (--agent...) */
+};
+
+/* How `sparkshim run` puts the JVMTI agent into the executor JVM. */
+enum policy_agent_injection {
+        POLICY_AGENT_INJECT_AUTO = 0,          /* -agentpath for a java launcher, else the env */
+        POLICY_AGENT_INJECT_AGENTPATH,         /* -agentpath: right after the java executable */
+        POLICY_AGENT_INJECT_JAVA_TOOL_OPTIONS, /* appended to JAVA_TOOL_OPTIONS */
+};
+
+/* What the agent's pressure threshold is measured against. */
+enum policy_agent_threshold {
+        POLICY_AGENT_THRESHOLD_NONE = 0, /* no threshold: the allow modes are refused */
+        POLICY_AGENT_THRESHOLD_BYTES,    /* threshold_bytes as given */
+        POLICY_AGENT_THRESHOLD_REQUEST,  /* threshold_fraction x the plan's memory request */
+        POLICY_AGENT_THRESHOLD_LIMIT,    /* threshold_fraction x the plan's memory limit */
+};
+
+enum policy_agent_log {
+        POLICY_AGENT_LOG_ERROR = 0,
+        POLICY_AGENT_LOG_WARN,
+        POLICY_AGENT_LOG_INFO,
+        POLICY_AGENT_LOG_DEBUG,
+};
+
+/*
+ * The JVMTI agent (libsparkshim-agent.so, sparkshim-agent(7)) as `sparkshim run` injects it.
+ * Sizes in bytes; 0 turns a mode off.
+ */
+struct policy_agent {
+        bool enabled;                /* default false */
+        char path[POLICY_PATH_MAX];  /* "" = the installed agent (SPARKSHIM_AGENT_PATH) */
+        enum policy_agent_injection injection; /* default auto */
+        uint64_t force_bytes;        /* force-bytes */
+        uint64_t periodic_bytes;     /* periodic */
+        uint64_t allow_bytes;        /* allow-bytes, needs a threshold */
+        double allow_fraction;       /* allow-fraction in (0,1], needs a threshold; 0 = off */
+        uint64_t records;            /* records (Spark's count threshold), 1..2^31-1 */
+        enum policy_agent_threshold threshold; /* default: 1.0 x the request */
+        uint64_t threshold_bytes;    /* POLICY_AGENT_THRESHOLD_BYTES */
+        double threshold_fraction;   /* REQUEST / LIMIT, in (0,1] */
+        uint64_t cooldown_ms;        /* default 500 */
+        uint64_t min_spill_bytes;    /* default 0 */
+        enum policy_agent_log log;   /* default warn */
 };
 
 /*
@@ -89,6 +133,8 @@ struct policy {
         char report_socket[POLICY_PATH_MAX];     /* unix socket to send them to; "" = none */
         char report_prometheus[POLICY_PATH_MAX]; /* text-exposition file; "" = none */
         unsigned report_interval_seconds;        /* samples; default 10, 1..3600 */
+
+        struct policy_agent agent;
 };
 
 void policy_init_defaults(struct policy *p);
@@ -110,8 +156,8 @@ int policy_load_file(const char *path, bool check_owner, struct policy *ret,
                      struct policy_error *err);
 
 /* The name of one enum policy_override bit as the policy's "overrides" array spells it
- * ("millicores", "cores", "memory", "burst_ratio", "cgroup_parent", "fail_mode"); NULL for
- * anything else. */
+ * ("millicores", "cores", "memory", "burst_ratio", "cgroup_parent", "fail_mode", "agent");
+ * NULL for anything else. */
 const char *policy_override_name(enum policy_override o);
 
 /*
@@ -317,6 +363,16 @@ size_t policy_plan_writes(const struct policy_plan *plan, struct policy_write ou
  * cgroup file values are strings exactly as written ("50000 100000", "max").
  */
 json_t *policy_plan_to_json(const struct policy_plan *plan);
+
+/*
+ * The agent's pressure threshold for a plan, in bytes: threshold_bytes, or the fraction of
+ * the plan's memory request or limit rounded down (at least 1); 0 when the policy sets none.
+ */
+uint64_t policy_agent_threshold_bytes(const struct policy_agent *agent,
+                                      const struct policy_plan *plan);
+
+/* "error", "warn", "info", "debug": the agent's log= values. */
+const char *policy_agent_log_name(enum policy_agent_log level);
 
 /* Kubernetes quantity text: millicores -> "500m" / "2"; bytes -> "4608Mi" / "1234". */
 void policy_format_cpu_quantity(uint64_t millicores, char *buf, size_t size);

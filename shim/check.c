@@ -10,6 +10,7 @@
 #include <sys/utsname.h>
 #include <linux/magic.h>
 
+#include "config.h"
 #include "shim.h"
 #include "util.h"
 
@@ -179,6 +180,27 @@ static void check_java(struct checker *c)
         row(c, "JDK", RESULT_INFO, "%s", java);
 }
 
+/* The JVM agent the policy enables: `run` refuses to start without it when fail_mode is closed. */
+static void check_agent(struct checker *c, const struct policy *p)
+{
+        const char *path = p->agent.path[0] ? p->agent.path : SPARKSHIM_AGENT_PATH;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        struct stat st;
+        bool usable = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+
+        if (!p->agent.enabled)
+                row(c, "JVM agent", RESULT_INFO, "off (agent.enabled is false); %s %s", path,
+                    usable ? "is there" : "is not there");
+        else if (usable)
+                row(c, "JVM agent", RESULT_OK, "%s is injected into executors", path);
+        else
+                row(c, "JVM agent", p->fail_mode == POLICY_FAIL_CLOSED ? RESULT_FAIL : RESULT_WARN,
+                    "%s: %s; run %s", path, fd < 0 ? strerror(errno) : "not a regular file",
+                    p->fail_mode == POLICY_FAIL_CLOSED
+                            ? "refuses to start (fail_mode closed)"
+                            : "runs executors without it (fail_mode open)");
+}
+
 int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root)
 {
         struct checker c = { .can_enforce = true };
@@ -224,6 +246,7 @@ int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup
             kernel_at_least(5, 7) ? "kernel >= 5.7: the executor starts inside its cgroup"
                                   : "kernel < 5.7: fork, then attach before exec");
         check_java(&c);
+        check_agent(&c, &p);
 
         if (c.can_enforce) {
                 printf("\nsparkshim run can enforce the plan on this host.\n");

@@ -2,6 +2,8 @@
 /*
  * sparkshim: resource-control entrypoint for Spark executors. See sparkshim(1).
  */
+#include <dirent.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -10,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "inject.h"
 #include "monitor.h"
 #include "shim.h"
 #include "util.h"
@@ -39,6 +43,10 @@ struct options {
         const char *probe_cgroup;      /* probe */
         long probe_pid;
         unsigned probe_interval, probe_count;
+        int agent;                     /* -1: policy, 0: --no-agent, 1: --agent */
+        const char *agent_origin;
+        const char *agent_path;
+        const char *agent_path_origin;
         bool init;
         bool signal_group;
         int verbosity;
@@ -76,6 +84,9 @@ enum {
         OPT_INTERVAL,
         OPT_COUNT,
         OPT_VERSION,
+        OPT_AGENT,
+        OPT_NO_AGENT,
+        OPT_AGENT_PATH,
 };
 
 static const struct option long_options[] = {
@@ -108,6 +119,9 @@ static const struct option long_options[] = {
         { "pid", required_argument, NULL, OPT_PID },
         { "interval", required_argument, NULL, OPT_INTERVAL },
         { "count", required_argument, NULL, OPT_COUNT },
+        { "agent", no_argument, NULL, OPT_AGENT },
+        { "no-agent", no_argument, NULL, OPT_NO_AGENT },
+        { "agent-path", required_argument, NULL, OPT_AGENT_PATH },
         { "verbose", no_argument, NULL, 'v' },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
@@ -150,6 +164,8 @@ static void usage(FILE *f)
               "  --prometheus FILE      keep a Prometheus text-exposition file up to date\n"
               "  --no-bpf               measure without the eBPF probes\n"
               "  --no-taskstats         measure without taskstats\n"
+              "  --agent, --no-agent    inject the JVMTI spill agent into the executor JVM, or not\n"
+              "  --agent-path FILE      the agent library (default " SPARKSHIM_AGENT_PATH ")\n"
               "  --json, --all          report: re-emit the reports as JSON lines; include samples\n"
               "  --cgroup PATH, --pid PID  probe: the cgroup v2 directory, or a process's cgroup\n"
               "  --interval S, --count N   probe: seconds between samples (default 1); stop after N\n"
@@ -160,8 +176,9 @@ static void usage(FILE *f)
               "\n"
               "Exit status: the command's, 128+N when it was killed by signal N, 126 when it\n"
               "cannot be executed, 127 when it is not found; the shim's own failures: 120 usage,\n"
-              "121 policy, 122 settings rejected by the policy, 123 cgroup enforcement failed\n"
-              "(fail mode closed), 124 internal error, 125 report sink unusable. See sparkshim(1).\n",
+              "121 policy, 122 settings rejected by the policy, 123 the cgroup or the JVM agent\n"
+              "could not be set up (fail mode closed), 124 internal error, 125 report sink\n"
+              "unusable. See sparkshim(1).\n",
               f);
 }
 
@@ -336,6 +353,15 @@ static void parse_options(int argc, char **argv, struct options *o)
                 case OPT_SIGNAL_GROUP:
                         o->signal_group = true;
                         break;
+                case OPT_AGENT:
+                case OPT_NO_AGENT:
+                        o->agent = c == OPT_AGENT;
+                        o->agent_origin = c == OPT_AGENT ? "--agent" : "--no-agent";
+                        break;
+                case OPT_AGENT_PATH:
+                        o->agent_path = optarg;
+                        o->agent_path_origin = "--agent-path";
+                        break;
                 case OPT_FORMAT:
                         if (strcmp(optarg, "json") != 0 && strcmp(optarg, "cgroup") != 0 &&
                             strcmp(optarg, "k8s") != 0)
@@ -391,6 +417,16 @@ static void apply_environment(struct options *o)
                 if (util_parse_u64(v, &u) < 0 || u > 3600)
                         die(SHIM_EXIT_USAGE, "SPARKSHIM_GRACE: '%s' is not a number of seconds; allowed: 0 to 3600", v);
                 o->grace = (long)u;
+        }
+        if (o->agent < 0 && (v = getenv_nonempty("SPARKSHIM_AGENT"))) {
+                if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+                        die(SHIM_EXIT_USAGE, "SPARKSHIM_AGENT: '%s' is not a switch; allowed: on, off", v);
+                o->agent = strcmp(v, "on") == 0;
+                o->agent_origin = "SPARKSHIM_AGENT";
+        }
+        if (!o->agent_path && (v = getenv_nonempty("SPARKSHIM_AGENT_PATH"))) {
+                o->agent_path = v;
+                o->agent_path_origin = "SPARKSHIM_AGENT_PATH";
         }
         /* tests point the shim at another cgroup mount */
         if ((v = getenv_nonempty("SPARKSHIM_CGROUP_ROOT")))
@@ -450,6 +486,29 @@ static void apply_overrides(const struct options *o, struct policy *p)
         }
         if (o->grace >= 0)
                 p->grace_seconds = (unsigned)o->grace;
+        if (o->agent >= 0) {
+                source = o->agent_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
+                if ((o->agent == 1) != p->agent.enabled &&
+                    policy_check_override(p, POLICY_OVERRIDE_AGENT, source, o->agent_origin, &err) < 0)
+                        die(SHIM_EXIT_PLAN, "%s", err.text);
+                p->agent.enabled = o->agent == 1;
+        }
+        if (o->agent_path) {
+                const char *current = p->agent.path[0] ? p->agent.path : SPARKSHIM_AGENT_PATH;
+
+                /* the JVM ends the library's path at the first '=' of -agentpath: */
+                if (!shim_agent_option_path_ok(o->agent_path) || strchr(o->agent_path, '=') ||
+                    strlen(o->agent_path) >= sizeof(p->agent.path))
+                        die(SHIM_EXIT_USAGE,
+                            "%s: '%s' is not a usable agent path; allowed: an absolute path without blanks, "
+                            "quotes, '\\', ',' or '='",
+                            o->agent_path_origin, o->agent_path);
+                source = o->agent_path_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
+                if (strcmp(o->agent_path, current) != 0 &&
+                    policy_check_override(p, POLICY_OVERRIDE_AGENT, source, o->agent_path_origin, &err) < 0)
+                        die(SHIM_EXIT_PLAN, "%s", err.text);
+                snprintf(p->agent.path, sizeof(p->agent.path), "%s", o->agent_path);
+        }
 }
 
 static void compute_plan(struct options *o, const struct policy *p, int argc, char **cmd,
@@ -499,8 +558,8 @@ static void executor_name(const struct options *o, bool init_mode, char *buf, si
                 snprintf(buf, size, "executor-%d", (int)getpid());
 }
 
-static int print_plan(const struct options *o, const struct policy_plan *plan, const char *parent,
-                      const char *name)
+static int print_plan(const struct options *o, const struct policy *policy,
+                      const struct policy_plan *plan, const char *parent, const char *name)
 {
         struct policy_write w[POLICY_WRITES_MAX];
         size_t n = policy_plan_writes(plan, w);
@@ -522,11 +581,18 @@ static int print_plan(const struct options *o, const struct policy_plan *plan, c
                         printf("    cpu: \"%s\"\n", lc);
                 printf("    memory: \"%s\"\n", lm);
         } else {
+                const struct policy_agent *a = &policy->agent;
+                uint64_t threshold = policy_agent_threshold_bytes(a, plan);
                 json_t *j = policy_plan_to_json(plan);
                 json_t *cg = json_pack("{s:s, s:s}", "parent", parent, "name", name);
+                json_t *agent = json_pack("{s:b, s:s, s:o}", "enabled", a->enabled, "path",
+                                          a->path[0] ? a->path : SPARKSHIM_AGENT_PATH,
+                                          "threshold_bytes",
+                                          threshold ? json_integer((json_int_t)threshold) : json_null());
                 char *text;
 
-                if (!j || !cg || json_object_set_new(j, "cgroup", cg) < 0)
+                if (!j || !cg || json_object_set_new(j, "cgroup", cg) < 0 || !agent ||
+                    json_object_set_new(j, "agent", agent) < 0)
                         die(SHIM_EXIT_INTERNAL, "out of memory");
                 text = json_dumps(j, JSON_INDENT(2));
                 json_decref(j);
@@ -607,6 +673,200 @@ static bool setup_cgroup(const struct options *o, const struct policy *policy, b
         return false;
 }
 
+/* ---------------------------------------------------------------- the JVM agent */
+
+/* The agent cannot be injected: refuse the start (fail_mode closed) or run without it. */
+static void agent_unusable(const struct policy *p, struct shim_agent_run *run, const char *why)
+{
+        if (p->fail_mode == POLICY_FAIL_CLOSED)
+                die(SHIM_EXIT_CGROUP, "cannot inject the JVM agent: %s (fail_mode closed)", why);
+        log_warn("not injecting the JVM agent: %s; running without it (fail_mode open)", why);
+        snprintf(run->reason, sizeof(run->reason), "%s", why);
+        run->method = SHIM_AGENT_METHOD_NONE;
+}
+
+/*
+ * Everything about the agent that can refuse the start, before anything is created: the
+ * method, the library, an agent the command loads already.
+ */
+static void prepare_agent(const struct options *o, const struct policy *p, char **cmd,
+                          struct shim_agent_run *run)
+{
+        const struct policy_agent *a = &p->agent;
+        char where[64], stats[POLICY_PATH_MAX], why[SHIM_ERROR_TEXT_MAX];
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r;
+
+        *run = (struct shim_agent_run){ .enabled = a->enabled };
+        if (!a->enabled) {
+                snprintf(run->reason, sizeof(run->reason), "disabled by %s",
+                         o->agent == 0 ? o->agent_origin : "the policy (agent.enabled is false)");
+                return;
+        }
+        snprintf(run->path, sizeof(run->path), "%s", a->path[0] ? a->path : SPARKSHIM_AGENT_PATH);
+
+        r = shim_agent_find_loaded(run->path, cmd, environ, where, sizeof(where), stats, sizeof(stats));
+        if (r < 0)
+                die(SHIM_EXIT_INTERNAL, "out of memory");
+        if (r > 0) {
+                /* two copies would both hook the same methods */
+                snprintf(run->reason, sizeof(run->reason),
+                         "the command loads the agent already (%s); not injected a second time", where);
+                if (stats[0] == '/')
+                        snprintf(run->stats_path, sizeof(run->stats_path), "%s", stats);
+                log_info("JVM agent: %s", run->reason);
+                return;
+        }
+
+        if (shim_agent_choose_method(a->injection, cmd[0], &run->method) < 0) {
+                snprintf(why, sizeof(why),
+                         "agent.injection is agentpath, but %.200s is not a java launcher; allowed "
+                         "there: auto or java_tool_options",
+                         cmd[0]);
+                agent_unusable(p, run, why);
+                return;
+        }
+        fd = open(run->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                snprintf(why, sizeof(why), "agent library %s: %s%s", run->path,
+                         fd < 0 ? "cannot open: " : "", fd < 0 ? strerror(errno) : "not a regular file");
+                agent_unusable(p, run, why);
+                return;
+        }
+}
+
+/* $TMPDIR when the agent can take it in a path (else /tmp). */
+static const char *private_dir_base(void)
+{
+        const char *tmp = getenv_nonempty("TMPDIR");
+
+        return tmp && shim_agent_option_path_ok(tmp) && strlen(tmp) < 1024 ? tmp : "/tmp";
+}
+
+/* Remove the private run directory and what the agent left in it. */
+static void remove_private_dir(const char *dir)
+{
+        _cleanup_close_ int fd = -1;
+        DIR *d;
+
+        if (!dir[0])
+                return;
+        fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd >= 0 && (d = fdopendir(fd))) {
+                fd = -1; /* the DIR owns it */
+                for (struct dirent *de; (de = readdir(d));)
+                        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                                unlinkat(dirfd(d), de->d_name, 0);
+                closedir(d);
+        }
+        if (rmdir(dir) < 0 && errno != ENOENT)
+                log_warn("cannot remove %s: %s", dir, strerror(errno));
+}
+
+/*
+ * Put the agent into the launch: the option string from the plan, the executor's cgroup and
+ * a statistics file in a private directory (when measuring), then -agentpath: after the java
+ * executable, or JAVA_TOOL_OPTIONS. Returns the command to start (cmd, or a new argv), or
+ * NULL when the agent cannot be added and fail_mode is closed (logged).
+ */
+static char **inject_agent(const struct policy *p, const struct policy_plan *plan,
+                           const struct shim_cgroup *cg, bool measuring, unsigned interval,
+                           char **cmd, struct shim_agent_run *run, char *dir, size_t dir_size)
+{
+        const struct policy_agent *a = &p->agent;
+        _cleanup_free_ char *arg = NULL, *value = NULL;
+        char stats[POLICY_PATH_MAX] = "";
+        const char *cgroup_dir = NULL;
+        char **argv = cmd;
+        int r;
+
+        if (!run->enabled || run->method == SHIM_AGENT_METHOD_NONE)
+                return cmd;
+
+        /* memory.stat anon is the agent's pressure source; without it the agent reads its
+         * own RssAnon (a hybrid host's leaf has no memory controller) */
+        if (cg->leaf_fd >= 0 && faccessat(cg->leaf_fd, "memory.stat", F_OK, 0) == 0) {
+                if (shim_agent_option_path_ok(cg->path))
+                        cgroup_dir = cg->path;
+                else
+                        log_warn("JVM agent: cgroup %s cannot be passed to the agent (',' or blanks); "
+                                 "it reads the JVM's own anonymous memory instead",
+                                 cg->path);
+        }
+        if (measuring) {
+                snprintf(dir, dir_size, "%s/sparkshim-agent.XXXXXX", private_dir_base());
+                if (!mkdtemp(dir)) {
+                        log_warn("JVM agent: cannot create a directory for its statistics (%s): %s; "
+                                 "the report has none",
+                                 dir, strerror(errno));
+                        dir[0] = '\0';
+                } else {
+                        snprintf(stats, sizeof(stats), "%s/stats.jsonl", dir);
+                        snprintf(run->stats_path, sizeof(run->stats_path), "%s", stats);
+                }
+        }
+
+        run->threshold_bytes = policy_agent_threshold_bytes(a, plan);
+        run->threshold_of = a->threshold == POLICY_AGENT_THRESHOLD_REQUEST ? "request"
+                            : a->threshold == POLICY_AGENT_THRESHOLD_LIMIT ? "limit"
+                            : a->threshold == POLICY_AGENT_THRESHOLD_BYTES ? "bytes"
+                                                                           : NULL;
+        if (run->threshold_bytes > plan->memory_limit_bytes)
+                log_warn("JVM agent: threshold %" PRIu64 " bytes is above the memory limit %" PRIu64
+                         " bytes: it is never reached",
+                         run->threshold_bytes, plan->memory_limit_bytes);
+        r = shim_agent_options(&(struct shim_agent_params){
+                                       .agent = a,
+                                       .threshold_bytes = run->threshold_bytes,
+                                       .limit_bytes = plan->memory_limit_bytes,
+                                       .request_bytes = plan->memory_request_bytes,
+                                       .cgroup_dir = cgroup_dir,
+                                       .stats_path = stats[0] ? stats : NULL,
+                                       .stats_interval_seconds = interval,
+                               },
+                               run->options, sizeof(run->options));
+        if (r < 0 || asprintf(&arg, "-agentpath:%s=%s", run->path, run->options) < 0) {
+                arg = NULL;
+                snprintf(run->reason, sizeof(run->reason), "cannot build the agent's options: %s",
+                         strerror(r < 0 ? -r : ENOMEM));
+                goto fail;
+        }
+        if (run->method == SHIM_AGENT_METHOD_AGENTPATH) {
+                argv = shim_agent_argv(cmd, arg);
+                if (!argv) {
+                        snprintf(run->reason, sizeof(run->reason), "out of memory");
+                        goto fail;
+                }
+                arg = NULL; /* the new argv holds it until exit */
+        } else {
+                value = shim_agent_java_tool_options(getenv(SHIM_AGENT_ENV), arg);
+                if (!value || setenv(SHIM_AGENT_ENV, value, 1) < 0) {
+                        snprintf(run->reason, sizeof(run->reason), "cannot set %s: %s", SHIM_AGENT_ENV,
+                                 strerror(value ? errno : ENOMEM));
+                        goto fail;
+                }
+        }
+        run->injected = true;
+        log_info("JVM agent: %s -agentpath:%s=%s", run->method == SHIM_AGENT_METHOD_AGENTPATH
+                                                           ? "command line"
+                                                           : SHIM_AGENT_ENV,
+                 run->path, run->options);
+        return argv;
+fail:
+        run->method = SHIM_AGENT_METHOD_NONE;
+        run->options[0] = '\0';
+        run->stats_path[0] = '\0';
+        remove_private_dir(dir);
+        dir[0] = '\0';
+        if (p->fail_mode == POLICY_FAIL_CLOSED) {
+                log_error("cannot inject the JVM agent: %s (fail_mode closed)", run->reason);
+                return NULL;
+        }
+        log_warn("not injecting the JVM agent: %s; running without it (fail_mode open)", run->reason);
+        return cmd;
+}
+
 static int cmd_run(struct options *o, int argc, char **cmd)
 {
         struct shim_cgroup cg = SHIM_CGROUP_INIT;
@@ -616,9 +876,12 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         struct shim_memory_events ev;
         struct policy_plan plan;
         struct policy policy;
-        char name[POLICY_NAME_MAX], reason[SHIM_ERROR_TEXT_MAX] = "";
+        char name[POLICY_NAME_MAX], reason[SHIM_ERROR_TEXT_MAX] = "", agent_dir[POLICY_PATH_MAX] = "";
         const char *report_file, *report_socket, *prometheus;
         bool pid1 = getpid() == 1, init_mode = o->init || pid1, enforced, have_events = false, measuring;
+        static struct shim_agent_run agent; /* 19 KiB: not on the stack */
+        char **argv;
+        unsigned interval;
         size_t n;
         int code, r;
 
@@ -629,6 +892,7 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         compute_plan(o, &policy, argc, cmd, &plan);
         n = policy_plan_writes(&plan, w);
         executor_name(o, init_mode, name, sizeof(name));
+        prepare_agent(o, &policy, cmd, &agent);
 
         /* sinks first: a report that cannot be written must stop us now, not at exit */
         report_file = nonempty(o->report_file, policy.report_path);
@@ -636,14 +900,13 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         prometheus = nonempty(o->prometheus, policy.report_prometheus);
         /* with nowhere to report, measuring would only cost the launch time */
         measuring = report_file || report_socket || prometheus || o->report_stdout;
+        interval = o->report_interval > 0 ? (unsigned)o->report_interval : policy.report_interval_seconds;
         r = shim_monitor_open(&(struct shim_monitor_config){
                                       .file = report_file,
                                       .socket = report_socket,
                                       .prometheus = prometheus,
                                       .to_stdout = o->report_stdout,
-                                      .interval_seconds = o->report_interval > 0
-                                                                  ? (unsigned)o->report_interval
-                                                                  : policy.report_interval_seconds,
+                                      .interval_seconds = interval,
                                       .use_bpf = !o->no_bpf,
                                       .use_taskstats = !o->no_taskstats,
                               },
@@ -662,18 +925,28 @@ static int cmd_run(struct options *o, int argc, char **cmd)
                                 sizeof(reason));
         if (enforced)
                 log_plan(&plan, w, n, cg.path);
+        argv = inject_agent(&policy, &plan, &cg, measuring, interval, cmd, &agent, agent_dir,
+                            sizeof(agent_dir));
+        if (!argv) {
+                shim_monitor_free(monitor);
+                if (cg.leaf_fd >= 0)
+                        shim_cgroup_destroy(&cg);
+                return SHIM_EXIT_CGROUP;
+        }
         if (measuring) {
                 struct shim_monitor_identity id = { .app_id = o->inputs.app_id,
                                                     .executor_id = o->inputs.executor_id,
                                                     .command = cmd[0],
                                                     .mode = init_mode ? "init" : "wrap" };
+                if (shim_monitor_set_agent(monitor, &agent) < 0)
+                        log_warn("out of memory: the reports have no agent section");
                 shim_monitor_start(monitor, &id, &plan, enforced, reason, cg.leaf_fd,
                                    cg.leaf_fd >= 0 ? cg.path : NULL);
         }
 
         memset(&err, 0, sizeof(err));
         code = shim_supervise(&(struct shim_supervise_opts){
-                                      .argv = cmd,
+                                      .argv = argv,
                                       .cgroup_fd = cg.leaf_fd,
                                       .signal_group = o->signal_group,
                                       .grace_seconds = policy.grace_seconds,
@@ -711,6 +984,11 @@ static int cmd_run(struct options *o, int argc, char **cmd)
                 if (r < 0)
                         log_warn("cannot remove cgroup %s: %s", cg.path, strerror(-r));
         }
+        remove_private_dir(agent_dir);
+        if (argv != cmd) {
+                free(argv[1]);
+                free(argv);
+        }
         /* reap what is already dead */
         while (waitpid(-1, NULL, WNOHANG) > 0)
                 ;
@@ -727,7 +1005,7 @@ static int cmd_plan(struct options *o, int argc, char **cmd)
         apply_overrides(o, &policy);
         compute_plan(o, &policy, argc, cmd, &plan);
         executor_name(o, o->init, name, sizeof(name));
-        return print_plan(o, &plan, policy.cgroup_parent, name);
+        return print_plan(o, &policy, &plan, policy.cgroup_parent, name);
 }
 
 int main(int argc, char **argv)
@@ -737,6 +1015,7 @@ int main(int argc, char **argv)
                 .cgroup_root = "/sys/fs/cgroup",
                 .grace = -1,
                 .report_interval = -1,
+                .agent = -1,
         };
         const char *command;
 

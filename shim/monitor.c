@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "inject.h"
 #include "monitor.h"
 #include "probe.h"
 #include "util.h"
@@ -65,6 +66,8 @@ struct shim_monitor {
         uint64_t cgroup_id, probe_attached_ns;
         bool probe_tried;
         char probe_reason[256];
+
+        struct shim_agent_run *agent; /* NULL: no agent object */
 };
 
 /* ---------------------------------------------------------------- sinks */
@@ -266,6 +269,18 @@ static void sample(struct shim_monitor *m)
         m->last_sample_ns = s.t_ns;
 }
 
+int shim_monitor_set_agent(struct shim_monitor *m, const struct shim_agent_run *run)
+{
+        struct shim_agent_run *copy = malloc(sizeof(*copy));
+
+        if (!copy)
+                return -ENOMEM;
+        *copy = *run;
+        free(m->agent);
+        m->agent = copy;
+        return 0;
+}
+
 void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identity *id,
                         const struct policy_plan *plan, bool enforced, const char *reason,
                         int cgroup_fd, const char *cgroup_path)
@@ -412,7 +427,7 @@ static json_t *build_report(struct shim_monitor *m, const char *kind, int exit_c
         struct timespec end_rt;
         char start[32], end[32];
         struct policy_utilization util = { NAN, NAN, NAN };
-        json_t *doc, *usage, *samples;
+        json_t *doc, *usage, *samples, *agent, *totals;
 
         clock_gettime(CLOCK_REALTIME, &end_rt);
         iso8601(&m->start_rt, start, sizeof(start));
@@ -589,12 +604,63 @@ static json_t *build_report(struct shim_monitor *m, const char *kind, int exit_c
                                                 exit_code > 128 && exit_code < 128 + NSIG ? json_integer(exit_code - 128) : json_null(),
                                                 "oom_killed", oom != COLLECT_UNSET && oom > 0 && exit_code == 128 + SIGKILL)
                                     : json_null());
-        json_object_set_new(doc, "spills", json_null());
+        /* the agent's statistics file is read again for every line: the agent rewrites it */
+        agent = m->agent ? shim_agent_report_json(m->agent) : NULL;
+        json_object_set_new(doc, "agent", agent ? agent : json_null());
+        totals = json_object_get(agent, "totals");
+        json_object_set_new(doc, "spills", json_is_object(totals) ? json_deep_copy(totals) : json_null());
         json_object_set_new(doc, "samples", samples);
         return doc;
 }
 
 /* ---------------------------------------------------------------- prometheus */
+
+/* A label value in the exposition format: backslash, quote and newline escaped. */
+static void label_value(const char *s, char *buf, size_t size)
+{
+        size_t n = 0;
+
+        for (; *s && n + 3 < size; s++) {
+                if (*s == '\\' || *s == '"' || *s == '\n') {
+                        buf[n++] = '\\';
+                        buf[n++] = *s == '\n' ? 'n' : *s;
+                } else {
+                        buf[n++] = *s;
+                }
+        }
+        buf[n] = '\0';
+}
+
+/* The agent's forced spills and released bytes, one series per operator type. */
+static void write_agent_metrics(FILE *f, json_t *operators, const char *labels)
+{
+        static const struct {
+                const char *name, *help, *field;
+        } metrics[] = {
+                { "sparkshim_agent_forced_spills_total", "Spills the JVM agent forced, per operator type.", "forced_spills" },
+                { "sparkshim_agent_released_bytes_total", "Bytes released by the spills the JVM agent forced.", "released_bytes" },
+        };
+        size_t i;
+        json_t *op;
+
+        if (json_array_size(operators) == 0)
+                return;
+        for (size_t k = 0; k < ELEMENTSOF(metrics); k++) {
+                fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", metrics[k].name, metrics[k].help,
+                        metrics[k].name);
+                json_array_foreach (operators, i, op) {
+                        const char *name = json_string_value(json_object_get(op, "operator"));
+                        json_t *v = json_object_get(op, metrics[k].field);
+                        char escaped[256];
+
+                        if (!name || !json_is_integer(v))
+                                continue;
+                        label_value(name, escaped, sizeof(escaped));
+                        fprintf(f, "%s{%s,operator=\"%s\"} %" JSON_INTEGER_FORMAT "\n", metrics[k].name,
+                                labels, escaped, json_integer_value(v));
+                }
+        }
+}
 
 static void write_prometheus(struct shim_monitor *m, json_t *doc)
 {
@@ -640,6 +706,7 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
                         metrics[i].name, metrics[i].type, metrics[i].name, labels,
                         json_number_value(metrics[i].value));
         }
+        write_agent_metrics(f, json_object_get(json_object_get(doc, "agent"), "operators"), labels);
         if (fclose(f) != 0 || rename(tmp, m->cfg.prometheus) < 0)
                 unlink(tmp);
 out:
@@ -719,6 +786,7 @@ void shim_monitor_free(struct shim_monitor *m)
         if (!m)
                 return;
         probe_close(m->probe);
+        free(m->agent);
         if (m->taskstats)
                 collect_taskstats_close(m->taskstats);
         util_closep(&m->file_fd);

@@ -52,6 +52,14 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
                         const struct policy_plan *plan, bool enforced, const char *reason,
                         int cgroup_fd, const char *cgroup_path);
 
+struct shim_agent_run;
+
+/*
+ * The JVMTI agent's injection (shim/inject.h), copied: reports then carry an "agent" object
+ * with the agent's statistics, read again for every report line. Without it "agent" is null.
+ */
+int shim_monitor_set_agent(struct shim_monitor *m, const struct shim_agent_run *run);
+
 /* The executor's pid, once started. */
 void shim_monitor_pid(struct shim_monitor *m, pid_t pid);
 

@@ -26,12 +26,21 @@ static double number(json_t *doc, const char *a, const char *b, const char *c)
         return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+static double member(json_t *obj, const char *key)
+{
+        json_t *v = json_object_get(obj, key);
+
+        return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
 static void human_bytes(double v, char *buf, size_t size)
 {
         if (!isfinite(v))
                 snprintf(buf, size, "-");
         else if (v >= 1024.0 * 1024 * 1024)
                 snprintf(buf, size, "%.2fG", v / (1024.0 * 1024 * 1024));
+        else if (v > 0 && v < 1024.0 * 1024)
+                snprintf(buf, size, "%.0fK", v / 1024.0);
         else
                 snprintf(buf, size, "%.0fM", v / (1024.0 * 1024));
 }
@@ -47,13 +56,46 @@ static void fixed(double v, int decimals, char *buf, size_t size)
 struct totals {
         double cpu_seconds, cpu_capacity, peak, request;
         unsigned n, oom;
+        json_int_t spills;
+        bool have_spills;
 };
 
 static void print_header(void)
 {
-        printf("%-44s %8s %6s %9s %5s %8s %8s %5s %9s %4s %4s %s\n", "EXECUTOR", "WALL_S", "CPU_RQ",
+        printf("%-44s %8s %6s %9s %5s %8s %8s %5s %9s %4s %4s %-8s %s\n", "EXECUTOR", "WALL_S", "CPU_RQ",
                "CPU_USED_S", "CPU_U", "MEM_RQ", "MEM_PEAK", "MEM_U", "OBJECTIVE", "OOM", "EXIT",
-               "ENFORCED");
+               "ENFORCED", "SPILLS");
+}
+
+/* One line per operator type the JVM agent made spill, below the executor's row. */
+static void print_spills(json_t *doc)
+{
+        json_t *operators = json_object_get(json_object_get(doc, "agent"), "operators"), *op;
+        size_t i;
+
+        json_array_foreach (operators, i, op) {
+                json_int_t forced = json_integer_value(json_object_get(op, "forced_spills"));
+                json_int_t failed = json_integer_value(json_object_get(op, "failed_spills"));
+                json_t *by = json_object_get(op, "forced_by"), *count;
+                char released[16], modes[128] = "", spill[16], reaction[16];
+                const char *mode;
+                size_t used = 0;
+
+                if (forced == 0 && failed == 0)
+                        continue;
+                json_object_foreach (by, mode, count) {
+                        if (json_integer_value(count) > 0 && used < sizeof(modes))
+                                used += (size_t)snprintf(modes + used, sizeof(modes) - used, "%s%s %" JSON_INTEGER_FORMAT,
+                                                         used ? ", " : "", mode, json_integer_value(count));
+                }
+                human_bytes(member(op, "released_bytes"), released, sizeof(released));
+                fixed(member(op, "spill_seconds"), 3, spill, sizeof(spill));
+                fixed(member(op, "reaction_max_seconds") * 1000.0, 1, reaction, sizeof(reaction));
+                printf("  spills %s: %" JSON_INTEGER_FORMAT " forced%s%s%s, %" JSON_INTEGER_FORMAT
+                       " failed, %s released, %s s spilling, reaction max %s ms\n",
+                       json_string_value(json_object_get(op, "operator")), forced, used ? " (" : "", modes,
+                       used ? ")" : "", failed, released, spill, reaction);
+        }
 }
 
 static void print_row(json_t *doc, struct totals *t)
@@ -68,6 +110,8 @@ static void print_row(json_t *doc, struct totals *t)
         double req = number(doc, "plan", "memory", "request_bytes");
         double oom = number(doc, "usage", "memory", "oom_kills");
         double status = number(doc, "exit", "status", NULL);
+        json_t *spills = json_object_get(json_object_get(doc, "spills"), "forced_spills");
+        char forced[24] = "-";
         char name[96], c1[16], c2[16], c3[16], m1[16], m2[16], m3[16], obj[16], w[16], ex[16];
 
         snprintf(name, sizeof(name), "%s%s%s", app && *app ? app : "-", exec && *exec ? "/" : "",
@@ -81,10 +125,17 @@ static void print_row(json_t *doc, struct totals *t)
         fixed(number(doc, "utilization", "memory", NULL), 2, m3, sizeof(m3));
         fixed(number(doc, "utilization", "objective", NULL), 2, obj, sizeof(obj));
         fixed(status, 0, ex, sizeof(ex));
-        printf("%-44s %8s %6s %9s %5s %8s %8s %5s %9s %4s %4s %s\n", name, w, c1, c2, c3, m1, m2, m3,
+        if (json_is_integer(spills)) {
+                snprintf(forced, sizeof(forced), "%" JSON_INTEGER_FORMAT, json_integer_value(spills));
+                t->spills += json_integer_value(spills);
+                t->have_spills = true;
+        }
+        printf("%-44s %8s %6s %9s %5s %8s %8s %5s %9s %4s %4s %-8s %s\n", name, w, c1, c2, c3, m1, m2, m3,
                obj, isfinite(oom) ? (oom > 0 ? "yes" : "no") : "-", ex,
                json_is_true(json_object_get(json_object_get(doc, "enforcement"), "enforced")) ? "yes"
-                                                                                              : "no");
+                                                                                              : "no",
+               forced);
+        print_spills(doc);
         if (isfinite(cpu) && isfinite(req_m) && isfinite(wall)) {
                 t->cpu_seconds += cpu;
                 t->cpu_capacity += req_m / 1000.0 * wall;
@@ -101,7 +152,7 @@ static void print_total(const struct totals *t)
 {
         double cu = t->cpu_capacity > 0 ? t->cpu_seconds / t->cpu_capacity : NAN;
         double mu = t->request > 0 ? t->peak / t->request : NAN;
-        char name[64], c2[16], c3[16], m2[16], m3[16], obj[16], oom[16];
+        char name[64], c2[16], c3[16], m2[16], m3[16], obj[16], oom[16], spills[24] = "-";
 
         snprintf(name, sizeof(name), "TOTAL (%u executors)", t->n);
         fixed(t->cpu_seconds, 1, c2, sizeof(c2));
@@ -110,7 +161,10 @@ static void print_total(const struct totals *t)
         fixed(mu, 2, m3, sizeof(m3));
         fixed(cu > 0 && mu > 0 ? 1.0 / (cu * mu) : NAN, 2, obj, sizeof(obj));
         snprintf(oom, sizeof(oom), "%u", t->oom);
-        printf("%-44s %8s %6s %9s %5s %8s %8s %5s %9s %4s\n", name, "", "", c2, c3, "", m2, m3, obj, oom);
+        if (t->have_spills)
+                snprintf(spills, sizeof(spills), "%" JSON_INTEGER_FORMAT, t->spills);
+        printf("%-44s %8s %6s %9s %5s %8s %8s %5s %9s %4s %4s %-8s %s\n", name, "", "", c2, c3, "", m2, m3, obj,
+               oom, "", "", spills);
 }
 
 /* Calls fn for every valid report line of path; returns the number taken or -errno. */

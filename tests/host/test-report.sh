@@ -49,7 +49,7 @@ assert open(sock).read().splitlines() == open(path).read().splitlines(), "socket
 f = finals[0]
 # every field the schema page documents is present
 required = {
-  "": ["schema", "kind", "identity", "plan", "enforcement", "collectors", "usage", "utilization", "exit", "spills", "samples"],
+  "": ["schema", "kind", "identity", "plan", "enforcement", "collectors", "usage", "utilization", "exit", "agent", "spills", "samples"],
   "identity": ["app_id", "executor_id", "host", "command", "mode", "start", "end", "wall_seconds", "pid"],
   "enforcement": ["enforced", "reason", "cgroup"],
   "collectors": ["bpf", "bpf_attached", "taskstats"],
@@ -60,6 +60,8 @@ required = {
   "usage.sources": ["cpu", "cpu.runq_wait", "memory.peak", "memory.average", "memory.oom_kills", "disk", "psi"],
   "utilization": ["cpu", "memory", "objective"],
   "exit": ["status", "signal", "oom_killed"],
+  "agent": ["enabled", "injected", "reason", "method", "path", "options", "threshold_bytes", "threshold_of", "stats", "hooks", "pressure", "operators", "totals"],
+  "agent.stats": ["file", "status", "error", "final", "pid", "version", "invalid_lines"],
 }
 md = open(doc_md).read()
 for where, keys in required.items():
@@ -70,6 +72,10 @@ for where, keys in required.items():
         assert k in obj, f"{where}.{k} missing"
         assert f"`{k}`" in md or f"**{k}" in md or f"**{where}.{k}" in md, f"{where}.{k} not documented in sparkshim-report.5.md"
 assert f["schema"] == "sparkshim.report/v1"
+# the policy leaves the agent off: the report says so, and there are no spills
+assert f["agent"]["enabled"] is False and f["agent"]["injected"] is False, f["agent"]
+assert f["agent"]["reason"] == "disabled by the policy (agent.enabled is false)", f["agent"]["reason"]
+assert f["agent"]["stats"]["status"] == "none" and f["spills"] is None, (f["agent"]["stats"], f["spills"])
 assert f["exit"]["status"] == 0 and f["exit"]["signal"] is None
 cpu = f["usage"]["cpu"]["seconds"]
 assert 2.5 <= cpu <= 2.8, f"a burner of 2.5 CPU seconds was reported to use {cpu}"

@@ -768,3 +768,58 @@ Test(plan, utilization)
         policy_utilization(&plan, 10.0, 0.0, NAN, &u);
         cr_assert(isnan(u.cpu) && isnan(u.memory), "no wall time, no peak: %g %g", u.cpu, u.memory);
 }
+
+/* ---------------------------------------------------------------------------------- */
+/* The agent's pressure threshold                                                      */
+
+Test(plan, agent_threshold_from_the_plan)
+{
+        struct policy_inputs in;
+        struct policy_plan plan;
+        struct policy p;
+
+        /* -Xmx4g, overhead max(384m, 409m) = 409 MiB, burst ratio 0.5: request = 4g + 204.5m */
+        policy_init_defaults(&p);
+        inputs_with_heap(&in, 4 * GiB);
+        policy_input_set_double(&in.burst_ratio, 0.5, POLICY_SOURCE_COMMAND,
+                                "-Dspark.executor.memoryBurst.ratio");
+        plan = compute_ok(&p, &in);
+        cr_assert_eq(plan.memory_limit_bytes, 4 * GiB + 409 * MiB, "limit %" PRIu64,
+                     plan.memory_limit_bytes);
+        cr_assert_eq(plan.memory_request_bytes, 4 * GiB + 409 * MiB / 2, "request %" PRIu64,
+                     plan.memory_request_bytes);
+
+        /* the default: 1.0 x the request, the design's main use with memoryBurst */
+        cr_expect_eq(p.agent.threshold, POLICY_AGENT_THRESHOLD_REQUEST, "default threshold %d",
+                     (int)p.agent.threshold);
+        cr_expect_eq(policy_agent_threshold_bytes(&p.agent, &plan), plan.memory_request_bytes,
+                     "default threshold %" PRIu64 ", request %" PRIu64,
+                     policy_agent_threshold_bytes(&p.agent, &plan), plan.memory_request_bytes);
+
+        /* fractions round down: 0.9 x 4509401088 = 4058460979.2 */
+        p.agent.threshold_fraction = 0.9;
+        cr_expect_eq(policy_agent_threshold_bytes(&p.agent, &plan), UINT64_C(4058460979),
+                     "0.9 x request = %" PRIu64, policy_agent_threshold_bytes(&p.agent, &plan));
+        p.agent.threshold = POLICY_AGENT_THRESHOLD_LIMIT;
+        cr_expect_eq(policy_agent_threshold_bytes(&p.agent, &plan),
+                     (uint64_t)(0.9 * (double)(4 * GiB + 409 * MiB)),
+                     "0.9 x limit = %" PRIu64, policy_agent_threshold_bytes(&p.agent, &plan));
+        p.agent.threshold_fraction = 1.0;
+        cr_expect_eq(policy_agent_threshold_bytes(&p.agent, &plan), plan.memory_limit_bytes,
+                     "1.0 x limit = %" PRIu64, policy_agent_threshold_bytes(&p.agent, &plan));
+
+        /* bytes are taken as they are, above the limit too (the shim warns) */
+        p.agent.threshold = POLICY_AGENT_THRESHOLD_BYTES;
+        p.agent.threshold_bytes = 6 * GiB;
+        cr_expect_eq(policy_agent_threshold_bytes(&p.agent, &plan), 6 * GiB, "bytes %" PRIu64,
+                     policy_agent_threshold_bytes(&p.agent, &plan));
+        p.agent.threshold = POLICY_AGENT_THRESHOLD_NONE;
+        cr_expect_eq(policy_agent_threshold_bytes(&p.agent, &plan), 0, "none %" PRIu64,
+                     policy_agent_threshold_bytes(&p.agent, &plan));
+
+        /* a tiny fraction of a tiny request still gives a threshold, never 0 (= none) */
+        p.agent.threshold = POLICY_AGENT_THRESHOLD_REQUEST;
+        p.agent.threshold_fraction = 1e-12;
+        cr_expect_eq(policy_agent_threshold_bytes(&p.agent, &plan), 1, "tiny %" PRIu64,
+                     policy_agent_threshold_bytes(&p.agent, &plan));
+}

@@ -53,6 +53,23 @@ static const struct {
         FIELD(report_socket, F_STRING),
         FIELD(report_prometheus, F_STRING),
         FIELD(report_interval_seconds, F_UNSIGNED),
+        FIELD(agent.enabled, F_BOOL),
+        FIELD(agent.path, F_STRING),
+        { "agent.injection", F_ENUM, offsetof(struct policy, agent.injection),
+          (const char *const[]){ "auto", "agentpath", "java_tool_options", NULL } },
+        FIELD(agent.force_bytes, F_U64),
+        FIELD(agent.periodic_bytes, F_U64),
+        FIELD(agent.allow_bytes, F_U64),
+        FIELD(agent.allow_fraction, F_DOUBLE),
+        FIELD(agent.records, F_U64),
+        { "agent.threshold", F_ENUM, offsetof(struct policy, agent.threshold),
+          (const char *const[]){ "none", "bytes", "request", "limit", NULL } },
+        FIELD(agent.threshold_bytes, F_U64),
+        FIELD(agent.threshold_fraction, F_DOUBLE),
+        FIELD(agent.cooldown_ms, F_U64),
+        FIELD(agent.min_spill_bytes, F_U64),
+        { "agent.log", F_ENUM, offsetof(struct policy, agent.log),
+          (const char *const[]){ "error", "warn", "info", "debug", NULL } },
 #undef FIELD
 };
 
@@ -84,7 +101,7 @@ static void field_text(const struct policy *p, size_t i, char *buf, size_t size)
         case F_OVERRIDES: {
                 unsigned bits = *(const unsigned *)at;
                 size_t used = 0;
-                for (unsigned bit = 1; bit <= POLICY_OVERRIDE_FAIL_MODE; bit <<= 1)
+                for (unsigned bit = 1; bit <= POLICY_OVERRIDE_AGENT; bit <<= 1)
                         if (bits & bit)
                                 used += (size_t)snprintf(
                                         buf + used, size - used, "%s%s", used ? "," : "",
@@ -168,13 +185,27 @@ Test(policy, defaults)
         cr_expect_eq(p.memory_limit_max, 0, "limit max %" PRIu64, p.memory_limit_max);
         cr_expect_eq(p.pids_max, 0, "pids max %" PRIu64, p.pids_max);
         cr_expect_eq(p.io_weight, 0, "io weight %u", p.io_weight);
-        cr_expect_eq(p.overrides, 0x3fu, "overrides 0x%x", p.overrides);
+        cr_expect_eq(p.overrides, 0x7fu, "overrides 0x%x", p.overrides);
         cr_expect_eq(p.out_of_bounds, POLICY_BOUNDS_REJECT, "out_of_bounds %d",
                      (int)p.out_of_bounds);
         cr_expect_eq(p.fail_mode, POLICY_FAIL_CLOSED, "fail_mode %d", (int)p.fail_mode);
         cr_expect_eq(p.grace_seconds, 10, "grace %u", p.grace_seconds);
         cr_expect_str_eq(p.report_path, "", "report path %s", p.report_path);
         cr_expect_eq(p.report_interval_seconds, 10, "report interval %u", p.report_interval_seconds);
+        /* the agent: off, and when on, a threshold at the memory request */
+        cr_expect(!p.agent.enabled, "agent on by default");
+        cr_expect_str_eq(p.agent.path, "", "agent path %s", p.agent.path);
+        cr_expect_eq(p.agent.injection, POLICY_AGENT_INJECT_AUTO, "injection %d", (int)p.agent.injection);
+        cr_expect_eq(p.agent.threshold, POLICY_AGENT_THRESHOLD_REQUEST, "threshold %d",
+                     (int)p.agent.threshold);
+        cr_expect_eq(p.agent.threshold_fraction, 1.0, "threshold fraction %g", p.agent.threshold_fraction);
+        cr_expect(p.agent.force_bytes == 0 && p.agent.periodic_bytes == 0 && p.agent.allow_bytes == 0 &&
+                          p.agent.allow_fraction == 0 && p.agent.records == 0,
+                  "a spill mode is on by default");
+        cr_expect_eq(p.agent.cooldown_ms, 500, "cooldown %" PRIu64, p.agent.cooldown_ms);
+        cr_expect_eq(p.agent.min_spill_bytes, 0, "min spill %" PRIu64, p.agent.min_spill_bytes);
+        cr_expect_eq(p.agent.log, POLICY_AGENT_LOG_WARN, "log %d", (int)p.agent.log);
+        cr_expect_str_eq(policy_override_name(POLICY_OVERRIDE_AGENT), "agent", "override name");
 }
 
 Test(policy, valid_fixtures)

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The JVMTI agent (libsparkshim-agent.so, sparkshim-agent(7)) in `sparkshim run`: how it is
+ * put into the executor's launch (-agentpath: in the java command, or JAVA_TOOL_OPTIONS),
+ * the option string derived from the plan, and the agent's statistics file (JSON lines)
+ * turned into the report's "agent" object (sparkshim-report(5)).
+ *
+ * No logging, no global state. Functions returning int give >= 0 or -errno.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "policy.h"
+
+/* The variables a JVM takes options from, besides its command line. */
+#define SHIM_AGENT_ENV "JAVA_TOOL_OPTIONS"
+
+#define SHIM_AGENT_OPTIONS_MAX 10240
+#define SHIM_AGENT_STATS_MAX   (1024 * 1024) /* a larger statistics file is not read */
+
+enum shim_agent_method {
+        SHIM_AGENT_METHOD_NONE = 0,
+        SHIM_AGENT_METHOD_AGENTPATH,
+        SHIM_AGENT_METHOD_JAVA_TOOL_OPTIONS,
+};
+
+/* "agentpath", "java_tool_options"; NULL for none. */
+const char *shim_agent_method_name(enum shim_agent_method m);
+
+/* Is argv0 a java launcher (its last path component is "java")? */
+bool shim_agent_is_java_launcher(const char *argv0);
+
+/*
+ * The method for a policy's injection setting and a command: auto gives agentpath for a java
+ * launcher and java_tool_options otherwise (a script such as entrypoint.sh that execs java
+ * later). agentpath for a command that is not a java launcher is -EINVAL.
+ */
+int shim_agent_choose_method(enum policy_agent_injection injection, const char *argv0,
+                             enum shim_agent_method *ret);
+
+/*
+ * Is a sparkshim agent already loaded by the command? Looks for -agentpath:<lib>[=...] whose
+ * file name is that of agent_path (or the same file), and -agentlib:sparkshim-agent, in argv
+ * (NULL-terminated) and in the JVM option variables of envp (JAVA_TOOL_OPTIONS,
+ * JDK_JAVA_OPTIONS, _JAVA_OPTIONS, SPARK_JAVA_OPT_<n>). Returns 1 with ret_where ("argv[2]",
+ * "JAVA_TOOL_OPTIONS") and ret_stats (its stats= value, "" when none) filled, or 0.
+ */
+int shim_agent_find_loaded(const char *agent_path, char *const argv[], char *const envp[],
+                           char *ret_where, size_t where_size, char *ret_stats,
+                           size_t stats_size);
+
+/* Can the agent take s as a path value (absolute, no ',' no blanks, no quotes)? */
+bool shim_agent_option_path_ok(const char *s);
+
+/* What the option string is made of. */
+struct shim_agent_params {
+        const struct policy_agent *agent;
+        uint64_t threshold_bytes; /* policy_agent_threshold_bytes(); 0 = none */
+        uint64_t limit_bytes;     /* the plan's, passed as limit= / request= (0 = omitted) */
+        uint64_t request_bytes;
+        const char *cgroup_dir;   /* the executor's cgroup directory; NULL = omitted */
+        const char *stats_path;   /* NULL = no statistics */
+        unsigned stats_interval_seconds;
+};
+
+/*
+ * The agent's option string ("force-bytes=...,threshold=...,stats=..."), in the agent's
+ * syntax: sizes in bytes, fractions with a decimal point. -EINVAL when a path cannot be
+ * passed (shim_agent_option_path_ok), -ENAMETOOLONG when it does not fit size.
+ */
+int shim_agent_options(const struct shim_agent_params *p, char *buf, size_t size);
+
+/*
+ * A copy of argv with `arg` inserted right after argv[0] (the java executable): a malloc'd,
+ * NULL-terminated array whose strings are argv's and arg (not copied). NULL on ENOMEM.
+ */
+char **shim_agent_argv(char *const argv[], const char *arg);
+
+/*
+ * The value JAVA_TOOL_OPTIONS gets: the existing value (NULL or "" for none) with arg
+ * appended after one blank, so that options already there are kept. malloc'd; NULL on ENOMEM.
+ */
+char *shim_agent_java_tool_options(const char *existing, const char *arg);
+
+/* The injection as it went, for the report. */
+struct shim_agent_run {
+        bool enabled;  /* the policy (or --agent) asks for the agent */
+        bool injected; /* sparkshim added it to the launch */
+        char reason[512]; /* why it is not injected (or a note); "" when none */
+        enum shim_agent_method method;
+        char path[POLICY_PATH_MAX];
+        char options[SHIM_AGENT_OPTIONS_MAX];
+        uint64_t threshold_bytes;  /* 0 = none */
+        const char *threshold_of;  /* "request", "limit", "bytes", NULL */
+        char stats_path[POLICY_PATH_MAX]; /* the statistics to merge; "" = none */
+};
+
+/*
+ * The report's "agent" object for a run: the injection, and what the statistics file holds
+ * now (hooks, pressure, operators, totals). A missing, unreadable or partly invalid file is
+ * said in "stats" and never an error. New reference; NULL only on ENOMEM.
+ */
+json_t *shim_agent_report_json(const struct shim_agent_run *run);
