@@ -56,9 +56,10 @@ struct jva_operator {
         uint64_t calls;          /* acquireExecutionMemory calls for this operator type */
         uint64_t requested_bytes;
         uint64_t forced_spills[JVA_REASON_COUNT];
+        uint64_t denials;      /* forced spills made by answering "0 bytes granted" */
         uint64_t empty_spills; /* spill() released nothing */
         uint64_t failed_spills;
-        uint64_t released_bytes; /* getUsed() before - after */
+        uint64_t released_bytes; /* getUsed() before - after; for denials, the holding */
         uint64_t spill_ns_total, spill_ns_max;
         uint64_t reactions; /* pressure spills with a reaction latency */
         uint64_t reaction_ns_total, reaction_ns_max;
@@ -73,7 +74,7 @@ enum jva_hook_state {
 struct jva_hook {
         const char *name;
         enum jva_hook_state state;
-        char reason[160]; /* why it is off */
+        char reason[256]; /* why it is off */
 };
 
 struct jva_pressure {
@@ -82,8 +83,24 @@ struct jva_pressure {
         uint64_t anon_bytes, peak_anon_bytes;
         uint64_t threshold_bytes; /* 0: no threshold */
         uint64_t crossings;       /* times anon went above the threshold */
-        bool under_pressure;
+        bool anon_over;           /* anon is above it (until 5% below) */
+        bool under_pressure;      /* any source says so */
+        uint64_t episodes;        /* times under_pressure became true */
         uint64_t read_errors;
+        uint64_t execution_memory_bytes; /* allow-fraction's base; 0: not read (yet) */
+        /* psi-stall-ms: memory PSI */
+        bool psi_on;
+        const char *psi_path;
+        bool psi_trigger;               /* a kernel trigger, else totals polled */
+        uint64_t psi_stall_us, psi_window_us; /* as in force */
+        uint64_t psi_events;
+        bool psi_over; /* an event within the last window */
+        /* heap-threshold: the Java heap in use after the last GC */
+        bool heap_on;
+        uint64_t heap_after_gc_bytes, peak_heap_after_gc_bytes, heap_max_bytes;
+        uint64_t heap_threshold_bytes;
+        uint64_t heap_crossings;
+        bool heap_over;
 };
 
 /* Thread-safe: one mutex guards the table. */
@@ -103,6 +120,12 @@ void jva_stats_count_call(struct jva_stats *stats, const char *name, uint64_t re
  * failed when spill() threw. */
 void jva_stats_count_spill(struct jva_stats *stats, const char *name, enum jva_reason reason,
                            uint64_t released, uint64_t spill_ns, uint64_t reaction_ns, bool failed);
+
+/* Count one forced spill made by answering an operator's request with "0 bytes granted":
+ * Spark spills it after the agent returns, so it is not timed; `holding` is what the operator
+ * held when told, counted as released. reaction_ns as above. */
+void jva_stats_count_denial(struct jva_stats *stats, const char *name, enum jva_reason reason,
+                            uint64_t holding, uint64_t reaction_ns);
 
 /* A copy of one operator's counters; false when the type was never seen. */
 bool jva_stats_get(struct jva_stats *stats, const char *name, struct jva_operator *ret);

@@ -4,9 +4,17 @@
  *
  * Every forced spill runs in the operator's own task thread, at a point where unmodified
  * Spark already spills: a breakpoint at the entry of TaskMemoryManager.acquireExecutionMemory
- * (called per page or pointer array, not per row). There, under the TaskMemoryManager's lock
- * as Spark's own trySpillAndAcquire holds it, a sorter asking for memory is made to spill
- * itself (trigger == itself), which is exactly what Spark does when the pool runs dry.
+ * (called per page or pointer array, not per row). There the requesting operator is made to
+ * spill in one of two ways, both of which are what Spark does when the pool runs dry:
+ *  - a sorter (UnsafeExternalSorter, ShuffleExternalSorter) spills itself under the
+ *    TaskMemoryManager's lock, as Spark's own trySpillAndAcquire does (trigger == itself);
+ *  - a Spillable collection (ExternalSorter, ExternalAppendOnlyMap: asking from maybeSpill)
+ *    and the hash-aggregation map (a BytesToBytesMap asking for a data page from
+ *    UnsafeFixedWidthAggregationMap.getAggregationBufferFromUnsafeRow) are answered
+ *    "0 bytes granted" (ForceEarlyReturnLong(0) on the call), so that Spark takes its own
+ *    spill path: maybeSpill spills the collection, the aggregation falls back to sorting
+ *    (destructAndCreateExternalSorter). Their spill() cannot be used: a Spillable ignores
+ *    a self-triggered spill and BytesToBytesMap.spill frees nothing while it is written to.
  * Pool sizes are never touched; no spill is ever started from another thread.
  *
  * The agent thread (RunAgentThread, woken by a raw monitor every 100 ms) only reads the
@@ -24,20 +32,42 @@
 #include <sys/stat.h>
 
 #include "agent-internal.h"
+#include "psi.h"
 
-#define CLASS_TMM            "Lorg/apache/spark/memory/TaskMemoryManager;"
-#define CLASS_CONSUMER       "Lorg/apache/spark/memory/MemoryConsumer;"
-#define CLASS_UNSAFE_SORTER  "Lorg/apache/spark/util/collection/unsafe/sort/UnsafeExternalSorter;"
-#define CLASS_SHUFFLE_SORTER "Lorg/apache/spark/shuffle/sort/ShuffleExternalSorter;"
-#define ACQUIRE_SIGNATURE    "(JLorg/apache/spark/memory/MemoryConsumer;)J"
-#define SPILL_SIGNATURE      "(JLorg/apache/spark/memory/MemoryConsumer;)J"
-#define RECORDS_PROPERTY     "spark.shuffle.spill.numElementsForceSpillThreshold"
+#define CLASS_TMM             "Lorg/apache/spark/memory/TaskMemoryManager;"
+#define CLASS_CONSUMER        "Lorg/apache/spark/memory/MemoryConsumer;"
+#define CLASS_UNSAFE_SORTER   "Lorg/apache/spark/util/collection/unsafe/sort/UnsafeExternalSorter;"
+#define CLASS_SHUFFLE_SORTER  "Lorg/apache/spark/shuffle/sort/ShuffleExternalSorter;"
+#define ACQUIRE_SIGNATURE     "(JLorg/apache/spark/memory/MemoryConsumer;)J"
+#define SPILL_SIGNATURE       "(JLorg/apache/spark/memory/MemoryConsumer;)J"
+#define CLASS_SPILLABLE       "Lorg/apache/spark/util/collection/Spillable;"
+#define CLASS_BYTES_MAP       "Lorg/apache/spark/unsafe/map/BytesToBytesMap;"
+#define CLASS_AGG_MAP         "Lorg/apache/spark/sql/execution/UnsafeFixedWidthAggregationMap;"
+#define CLASS_UNSAFE_ROW      "Lorg/apache/spark/sql/catalyst/expressions/UnsafeRow;"
+#define MAYBE_SPILL_SIGNATURE "(Ljava/lang/Object;J)Z"
+#define NEW_PAGE_SIGNATURE    "(J)Z"
+#define AGG_BUFFER_SIGNATURE  "(" CLASS_UNSAFE_ROW "I)" CLASS_UNSAFE_ROW
+#define RECORDS_PROPERTY      "spark.shuffle.spill.numElementsForceSpillThreshold"
+
+/* The name the statistics give a BytesToBytesMap that serves hash aggregation. */
+#define AGG_MAP_NAME "UnsafeFixedWidthAggregationMap"
 
 /* Local slots of acquireExecutionMemory(long required, MemoryConsumer consumer): an instance
  * method, so `this` is slot 0, the long takes slots 1-2 and the consumer slot 3. */
 #define SLOT_THIS     0
 #define SLOT_REQUIRED 1
 #define SLOT_CONSUMER 3
+
+/* Spillable.maybeSpill(C collection, long currentMemory) asks through
+ * MemoryConsumer.acquireMemory: two frames below acquireExecutionMemory. currentMemory (the
+ * collection's estimated size, what Spark spills and counts) is in slots 2-3. */
+#define DEPTH_MAYBE_SPILL   2
+#define SLOT_CURRENT_MEMORY 2
+
+/* acquireExecutionMemory <- TaskMemoryManager.allocatePage <- MemoryConsumer.allocatePage
+ * <- BytesToBytesMap.acquireNewPage [<- access$NNNN on Java 8 bytecode] <- Location.append
+ * <- getAggregationBufferFromUnsafeRow: frames looked at for the aggregation map. */
+#define AGG_STACK_DEPTH 10
 
 #define POLL_MS            100
 #define HYSTERESIS_DIVISOR 20 /* leave pressure 5% below the threshold */
@@ -47,6 +77,9 @@ enum hook_id {
         HOOK_CONSUMER,       /* MemoryConsumer.getUsed()J and spill(JMemoryConsumer)J */
         HOOK_UNSAFE_SORTER,  /* self-spill of UnsafeExternalSorter */
         HOOK_SHUFFLE_SORTER, /* self-spill of ShuffleExternalSorter */
+        HOOK_SPILLABLE,      /* 0 granted to Spillable.maybeSpill */
+        HOOK_BYTES_MAP,      /* 0 granted to BytesToBytesMap.acquireNewPage ... */
+        HOOK_AGG_MAP,        /* ... under UnsafeFixedWidthAggregationMap */
         HOOK_COUNT,
 };
 
@@ -68,17 +101,34 @@ static struct {
         uint64_t page_size;        /* its value, read at the first hook (0 = unknown) */
         jmethodID get_used, spill;
         jclass sorters[2]; /* global refs: UnsafeExternalSorter, ShuffleExternalSorter */
+        jclass spillable;  /* global ref */
+        jmethodID maybe_spill;
+        jclass bytes_map; /* global ref */
+        jmethodID acquire_new_page, agg_buffer, num_data_pages;
+        uint64_t execution_memory[2]; /* allow-fraction's base, per MemoryMode; 0 = not read */
 
         /* atomics */
-        bool capabilities;   /* breakpoints and locals were granted */
-        bool acquire_off;    /* the breakpoint failed at run time: ignore it */
-        bool spill_disabled; /* a forced spill failed: count only from now on */
+        bool capabilities;         /* breakpoints and locals were granted */
+        bool early_return;         /* ForceEarlyReturn was granted too */
+        bool deny_off;             /* ForceEarlyReturnLong failed at run time: sorters only */
+        bool execution_memory_off; /* it could not be read: allow-fraction inactive */
+        bool acquire_off;          /* the breakpoint failed at run time: ignore it */
+        bool spill_disabled;       /* a forced spill failed: count only from now on */
         bool stopping;
         bool under_pressure;
         uint64_t pressure_since_ns; /* when the current episode was seen to start */
         uint64_t episode;           /* pressure episodes so far */
         uint64_t reacted_episode;   /* last episode whose first spill recorded a reaction */
         uint64_t last_pressure_spill_ns;
+
+        /* pressure sources beside anon, owned by the agent thread */
+        struct jva_psi psi;
+        uint64_t psi_over_until_ns;
+        jobjectArray gc_beans;        /* global ref: com.sun.management.GarbageCollectorMXBean[] */
+        jobjectArray heap_pool_names; /* global ref: String[], the heap pools' names */
+        jmethodID gc_count, gc_last_info, gc_info_end, gc_info_after, map_get, usage_used;
+        jlong gc_seen; /* collections counted at the last look */
+        bool heap_tried;
 } agent = {
     .hooks =
         {
@@ -86,6 +136,10 @@ static struct {
             [HOOK_CONSUMER] = {.name = "MemoryConsumer.spill"},
             [HOOK_UNSAFE_SORTER] = {.name = "UnsafeExternalSorter.spill"},
             [HOOK_SHUFFLE_SORTER] = {.name = "ShuffleExternalSorter.spill"},
+            [HOOK_SPILLABLE] = {.name = "Spillable.maybeSpill"},
+            [HOOK_BYTES_MAP] = {.name = "BytesToBytesMap.acquireNewPage"},
+            [HOOK_AGG_MAP] =
+                {.name = "UnsafeFixedWidthAggregationMap.getAggregationBufferFromUnsafeRow"},
         },
 };
 
@@ -151,42 +205,274 @@ static void write_stats(bool final)
 
 /* ---- pressure (agent thread) ---- */
 
-static void sample_pressure(void)
+/*
+ * heap-threshold: the Java heap in use right after the last garbage collection, from
+ * com.sun.management.GarbageCollectorMXBean.getLastGcInfo().getMemoryUsageAfterGc(), summed
+ * over the heap pools (MemoryType.HEAP), read when the collectors' count has grown. The pools'
+ * own getCollectionUsage() is not used: on JDK 17 G1 updates the old generation's only at
+ * mixed and full collections, so Spark's pages living there go unseen for a whole job.
+ * Agent thread only, inside a local frame. false, with one log line, when the JVM does not
+ * offer these beans (another vendor's JVM).
+ */
+static bool heap_init(JNIEnv *env)
 {
-        uint64_t anon, threshold = agent.options.threshold_bytes;
+        jclass factory, list_class, pool_class, type_class, gc_class, info_class, map_class,
+            usage_class, runtime_class;
+        jmethodID get_pools, get_gcs, to_array, get_type, get_name, get_runtime, max_memory;
+        jfieldID heap_field;
+        jobject pools_list, gcs_list, heap_type, runtime;
+        jobjectArray pools, gcs, names;
+        jint n, k = 0;
+        jlong max;
+
+        factory = (*env)->FindClass(env, "java/lang/management/ManagementFactory");
+        list_class = (*env)->FindClass(env, "java/util/List");
+        pool_class = (*env)->FindClass(env, "java/lang/management/MemoryPoolMXBean");
+        type_class = (*env)->FindClass(env, "java/lang/management/MemoryType");
+        gc_class = (*env)->FindClass(env, "com/sun/management/GarbageCollectorMXBean");
+        info_class = (*env)->FindClass(env, "com/sun/management/GcInfo");
+        map_class = (*env)->FindClass(env, "java/util/Map");
+        usage_class = (*env)->FindClass(env, "java/lang/management/MemoryUsage");
+        runtime_class = (*env)->FindClass(env, "java/lang/Runtime");
+        if (!factory || !list_class || !pool_class || !type_class || !gc_class || !info_class ||
+            !map_class || !usage_class || !runtime_class)
+                goto fail;
+        get_pools = (*env)->GetStaticMethodID(env, factory, "getMemoryPoolMXBeans",
+                                              "()Ljava/util/List;");
+        get_gcs = (*env)->GetStaticMethodID(env, factory, "getGarbageCollectorMXBeans",
+                                            "()Ljava/util/List;");
+        to_array = (*env)->GetMethodID(env, list_class, "toArray", "()[Ljava/lang/Object;");
+        get_type = (*env)->GetMethodID(env, pool_class, "getType",
+                                       "()Ljava/lang/management/MemoryType;");
+        get_name = (*env)->GetMethodID(env, pool_class, "getName", "()Ljava/lang/String;");
+        heap_field = (*env)->GetStaticFieldID(env, type_class, "HEAP",
+                                              "Ljava/lang/management/MemoryType;");
+        get_runtime = (*env)->GetStaticMethodID(env, runtime_class, "getRuntime",
+                                                "()Ljava/lang/Runtime;");
+        max_memory = (*env)->GetMethodID(env, runtime_class, "maxMemory", "()J");
+        agent.gc_count = (*env)->GetMethodID(env, gc_class, "getCollectionCount", "()J");
+        agent.gc_last_info = (*env)->GetMethodID(env, gc_class, "getLastGcInfo",
+                                                 "()Lcom/sun/management/GcInfo;");
+        agent.gc_info_end = (*env)->GetMethodID(env, info_class, "getEndTime", "()J");
+        agent.gc_info_after = (*env)->GetMethodID(env, info_class, "getMemoryUsageAfterGc",
+                                                  "()Ljava/util/Map;");
+        agent.map_get = (*env)->GetMethodID(env, map_class, "get",
+                                            "(Ljava/lang/Object;)Ljava/lang/Object;");
+        agent.usage_used = (*env)->GetMethodID(env, usage_class, "getUsed", "()J");
+        if (!get_pools || !get_gcs || !to_array || !get_type || !get_name || !heap_field ||
+            !get_runtime || !max_memory || !agent.gc_count || !agent.gc_last_info ||
+            !agent.gc_info_end || !agent.gc_info_after || !agent.map_get || !agent.usage_used)
+                goto fail;
+
+        runtime = (*env)->CallStaticObjectMethod(env, runtime_class, get_runtime);
+        max = runtime ? (*env)->CallLongMethod(env, runtime, max_memory) : 0;
+        heap_type = (*env)->GetStaticObjectField(env, type_class, heap_field);
+        pools_list = (*env)->CallStaticObjectMethod(env, factory, get_pools);
+        pools = pools_list ? (*env)->CallObjectMethod(env, pools_list, to_array) : NULL;
+        gcs_list = (*env)->CallStaticObjectMethod(env, factory, get_gcs);
+        gcs = gcs_list ? (*env)->CallObjectMethod(env, gcs_list, to_array) : NULL;
+        if ((*env)->ExceptionCheck(env) || !pools || !gcs || !heap_type || max <= 0)
+                goto fail;
+        n = (*env)->GetArrayLength(env, gcs);
+        for (jint i = 0; i < n; i++) {
+                jobject gc = (*env)->GetObjectArrayElement(env, gcs, i);
+                if (!gc || !(*env)->IsInstanceOf(env, gc, gc_class)) {
+                        log_warn("heap-threshold: a garbage collector bean is not a "
+                                 "com.sun.management.GarbageCollectorMXBean: off");
+                        return false;
+                }
+        }
+        n = (*env)->GetArrayLength(env, pools);
+        names = (*env)->NewObjectArray(env, n, (*env)->FindClass(env, "java/lang/String"), NULL);
+        if (!names)
+                goto fail;
+        for (jint i = 0; i < n; i++) {
+                jobject pool = (*env)->GetObjectArrayElement(env, pools, i);
+                jobject type = pool ? (*env)->CallObjectMethod(env, pool, get_type) : NULL;
+                jobject name = type && (*env)->IsSameObject(env, type, heap_type)
+                                   ? (*env)->CallObjectMethod(env, pool, get_name)
+                                   : NULL;
+
+                if ((*env)->ExceptionCheck(env))
+                        goto fail;
+                if (name)
+                        (*env)->SetObjectArrayElement(env, names, k++, name);
+        }
+        if (k == 0 || (*env)->GetArrayLength(env, gcs) == 0) {
+                log_warn("heap-threshold: no heap memory pool or no garbage collector bean: off");
+                return false;
+        }
+        agent.heap_pool_names = (*env)->NewGlobalRef(env, names);
+        agent.gc_beans = (*env)->NewGlobalRef(env, gcs);
+        if (!agent.heap_pool_names || !agent.gc_beans)
+                goto fail;
+        pthread_mutex_lock(&agent.state_lock);
+        agent.pressure.heap_max_bytes = (uint64_t)max;
+        agent.pressure.heap_threshold_bytes = (uint64_t)((double)max * agent.options.heap_threshold);
+        pthread_mutex_unlock(&agent.state_lock);
+        log_info("heap-threshold=%.3f: %" PRIu64 " bytes of a %" PRId64 " byte heap in use after "
+                 "a collection (%d heap pools, %d collectors)",
+                 agent.options.heap_threshold, agent.pressure.heap_threshold_bytes, (int64_t)max,
+                 (int)k, (int)(*env)->GetArrayLength(env, gcs));
+        return true;
+fail:
+        (*env)->ExceptionClear(env);
+        log_warn("heap-threshold: java.lang.management / com.sun.management are not usable "
+                 "here: off");
+        return false;
+}
+
+/*
+ * The heap in use after the latest collection, when one happened since the last call:
+ * true with *ret_bytes; false when there was none (or on an exception, cleared).
+ */
+static bool heap_after_gc(JNIEnv *env, uint64_t *ret_bytes)
+{
+        jint n = (*env)->GetArrayLength(env, agent.gc_beans);
+        jint n_pools = (*env)->GetArrayLength(env, agent.heap_pool_names);
+        jobject latest = NULL;
+        jlong count = 0, latest_end = -1;
+        uint64_t sum = 0;
+
+        for (jint i = 0; i < n; i++) {
+                jobject gc = (*env)->GetObjectArrayElement(env, agent.gc_beans, i);
+                jlong c = gc ? (*env)->CallLongMethod(env, gc, agent.gc_count) : 0;
+                count += c > 0 ? c : 0;
+        }
+        if ((*env)->ExceptionCheck(env) || count == agent.gc_seen)
+                goto none;
+        agent.gc_seen = count;
+        for (jint i = 0; i < n; i++) {
+                jobject gc = (*env)->GetObjectArrayElement(env, agent.gc_beans, i);
+                jobject info = gc ? (*env)->CallObjectMethod(env, gc, agent.gc_last_info) : NULL;
+                jlong end = info ? (*env)->CallLongMethod(env, info, agent.gc_info_end) : -1;
+
+                if ((*env)->ExceptionCheck(env))
+                        goto none;
+                if (info && end > latest_end) {
+                        latest = info;
+                        latest_end = end;
+                }
+        }
+        if (!latest)
+                goto none;
+        {
+                jobject after = (*env)->CallObjectMethod(env, latest, agent.gc_info_after);
+
+                for (jint i = 0; after && i < n_pools; i++) {
+                        jobject name = (*env)->GetObjectArrayElement(env, agent.heap_pool_names, i);
+                        jobject usage =
+                            name ? (*env)->CallObjectMethod(env, after, agent.map_get, name) : NULL;
+                        jlong used =
+                            usage ? (*env)->CallLongMethod(env, usage, agent.usage_used) : 0;
+
+                        if ((*env)->ExceptionCheck(env))
+                                goto none;
+                        sum += used > 0 ? (uint64_t)used : 0;
+                }
+                if (!after)
+                        goto none;
+        }
+        *ret_bytes = sum;
+        return true;
+none:
+        (*env)->ExceptionClear(env);
+        return false;
+}
+
+/*
+ * One look at every pressure source: anon against threshold= (leaving it 5% below), memory
+ * PSI (over for a window after each event), the heap after GC against heap-threshold= (leaving
+ * it 5% below; read only with env, from the agent thread). Under pressure while any source is
+ * over; an episode starts when the first one gets there.
+ */
+static void sample_pressure(JNIEnv *env)
+{
+        uint64_t anon = 0, threshold = agent.options.threshold_bytes, heap = 0;
+        uint64_t now = jva_now_ns(), heap_threshold;
         int r = jva_read_anon(agent.pressure.source[0] == 'c' ? agent.options.cgroup : NULL, &anon);
-        bool entered = false, left = false;
+        bool entered = false, left = false, fired = false, heap_known = false, over;
+        int psi_r = 0;
+
+        if (agent.psi.fd >= 0) {
+                psi_r = jva_psi_poll(&agent.psi, &fired);
+                if (fired)
+                        agent.psi_over_until_ns = now + agent.options.psi_window_ms * 1000000u;
+        }
+        if (env && agent.options.heap_threshold > 0 && !agent.heap_tried) {
+                agent.heap_tried = true;
+                if ((*env)->PushLocalFrame(env, 64) == JNI_OK) {
+                        bool ok = heap_init(env);
+                        (*env)->PopLocalFrame(env, NULL);
+                        pthread_mutex_lock(&agent.state_lock);
+                        agent.pressure.heap_on = ok;
+                        pthread_mutex_unlock(&agent.state_lock);
+                }
+        }
+        if (env && agent.gc_beans && (*env)->PushLocalFrame(env, 64) == JNI_OK) {
+                heap_known = heap_after_gc(env, &heap);
+                (*env)->PopLocalFrame(env, NULL);
+        }
 
         pthread_mutex_lock(&agent.state_lock);
         if (r < 0) {
                 if (agent.pressure.read_errors++ == 0)
                         log_warn("pressure: cannot read %s: %s", agent.pressure.path, strerror(-r));
-                pthread_mutex_unlock(&agent.state_lock);
-                return;
-        }
-        agent.pressure.anon_bytes = anon;
-        if (anon > agent.pressure.peak_anon_bytes)
-                agent.pressure.peak_anon_bytes = anon;
-        if (threshold) {
-                if (!agent.pressure.under_pressure && anon >= threshold) {
-                        agent.pressure.under_pressure = entered = true;
+        } else {
+                agent.pressure.anon_bytes = anon;
+                if (anon > agent.pressure.peak_anon_bytes)
+                        agent.pressure.peak_anon_bytes = anon;
+                if (threshold && !agent.pressure.anon_over && anon >= threshold) {
+                        agent.pressure.anon_over = true;
                         agent.pressure.crossings++;
-                } else if (agent.pressure.under_pressure &&
+                } else if (threshold && agent.pressure.anon_over &&
                            anon < threshold - threshold / HYSTERESIS_DIVISOR) {
-                        agent.pressure.under_pressure = false;
-                        left = true;
+                        agent.pressure.anon_over = false;
                 }
         }
+        if (agent.pressure.psi_on) {
+                if (psi_r < 0 && psi_r != -EINTR) {
+                        log_warn("psi: %s: %s: off", agent.psi.path, strerror(-psi_r));
+                        jva_psi_close(&agent.psi);
+                        agent.pressure.psi_on = false;
+                }
+                agent.pressure.psi_events = agent.psi.events;
+                agent.pressure.psi_over = now < agent.psi_over_until_ns;
+        }
+        heap_threshold = agent.pressure.heap_threshold_bytes;
+        if (heap_known) {
+                agent.pressure.heap_after_gc_bytes = heap;
+                if (heap > agent.pressure.peak_heap_after_gc_bytes)
+                        agent.pressure.peak_heap_after_gc_bytes = heap;
+                if (!agent.pressure.heap_over && heap >= heap_threshold) {
+                        agent.pressure.heap_over = true;
+                        agent.pressure.heap_crossings++;
+                } else if (agent.pressure.heap_over &&
+                           heap < heap_threshold - heap_threshold / HYSTERESIS_DIVISOR) {
+                        agent.pressure.heap_over = false;
+                }
+        }
+        over = agent.pressure.anon_over || agent.pressure.psi_over || agent.pressure.heap_over;
+        if (over && !agent.pressure.under_pressure) {
+                entered = true;
+                agent.pressure.episodes++;
+        } else if (!over && agent.pressure.under_pressure) {
+                left = true;
+        }
+        agent.pressure.under_pressure = over;
         pthread_mutex_unlock(&agent.state_lock);
 
         if (entered) {
-                __atomic_store_n(&agent.pressure_since_ns, jva_now_ns(), __ATOMIC_RELAXED);
+                __atomic_store_n(&agent.pressure_since_ns, now, __ATOMIC_RELAXED);
                 __atomic_add_fetch(&agent.episode, 1, __ATOMIC_RELAXED);
                 __atomic_store_n(&agent.under_pressure, true, __ATOMIC_RELEASE);
-                log_debug("pressure: anon %" PRIu64 " >= threshold %" PRIu64, anon, threshold);
+                log_debug("pressure: on (anon %" PRIu64 "/%" PRIu64 ", psi %s, heap after GC %" PRIu64
+                          "/%" PRIu64 ")",
+                          anon, threshold, fired ? "event" : "-", heap, heap_threshold);
         } else if (left) {
                 __atomic_store_n(&agent.under_pressure, false, __ATOMIC_RELEASE);
-                log_debug("pressure: anon %" PRIu64 " below threshold again", anon);
+                log_debug("pressure: off (anon %" PRIu64 ", heap after GC %" PRIu64 ")", anon,
+                          heap);
         }
 }
 
@@ -203,7 +489,7 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *env, void *arg)
                         break; /* the VM is going away */
                 if (__atomic_load_n(&agent.stopping, __ATOMIC_ACQUIRE))
                         break;
-                sample_pressure();
+                sample_pressure(env);
                 if (interval_ns && jva_now_ns() >= next_write) {
                         write_stats(false);
                         next_write = jva_now_ns() + interval_ns;
@@ -318,6 +604,71 @@ static void resolve_sorter(JNIEnv *env, jclass klass, enum hook_id id)
                  "no spill mode in the options");
 }
 
+/* A hook that answers "0 bytes granted": the method it recognises callers by and, when the
+ * requesting consumer must be told apart by class, a global ref to that class.
+ * min_locals > 0: the method must be an instance method with at least that many locals,
+ * because the agent reads one of them. */
+static void resolve_deny(jvmtiEnv *jvmti, JNIEnv *env, jclass klass, enum hook_id id,
+                         const char *method_name, const char *signature, jmethodID *ret_method,
+                         jclass *ret_class, jint min_locals)
+{
+        char reason[256];
+        jmethodID method;
+        jint modifiers, max_locals;
+        jclass ref;
+
+        if (__atomic_load_n(ret_method, __ATOMIC_ACQUIRE))
+                return;
+        if (!__atomic_load_n(&agent.early_return, __ATOMIC_ACQUIRE)) {
+                hook_set(id, JVA_HOOK_OFF, "no ForceEarlyReturn capability");
+                return;
+        }
+        method = find_method(jvmti, klass, method_name, signature);
+        if (!method) {
+                snprintf(reason, sizeof(reason), "method not found (%s%s)", method_name, signature);
+                hook_set(id, JVA_HOOK_OFF, reason);
+                return;
+        }
+        if (min_locals > 0 &&
+            ((*jvmti)->GetMethodModifiers(jvmti, method, &modifiers) != JVMTI_ERROR_NONE ||
+             (modifiers & 0x0008 /* ACC_STATIC */) ||
+             (*jvmti)->GetMaxLocals(jvmti, method, &max_locals) != JVMTI_ERROR_NONE ||
+             max_locals < min_locals)) {
+                hook_set(id, JVA_HOOK_OFF, "method is static or has too few locals");
+                return;
+        }
+        if (ret_class) {
+                ref = (*env)->NewGlobalRef(env, klass);
+                if (!ref) {
+                        (*env)->ExceptionClear(env);
+                        hook_set(id, JVA_HOOK_OFF, "NewGlobalRef failed");
+                        return;
+                }
+                __atomic_store_n(ret_class, ref, __ATOMIC_RELEASE);
+        }
+        __atomic_store_n(ret_method, method, __ATOMIC_RELEASE);
+        hook_set(id, jva_options_spill_enabled(&agent.options) ? JVA_HOOK_ON : JVA_HOOK_OFF,
+                 "no spill mode in the options");
+}
+
+/* The aggregation map is never refused its first data page (getNumDataPages() == 0): Spark
+ * fails the task when that one cannot be had, e.g. right after the fallback. */
+static void resolve_bytes_map(jvmtiEnv *jvmti, JNIEnv *env, jclass klass)
+{
+        jmethodID pages;
+
+        if (__atomic_load_n(&agent.acquire_new_page, __ATOMIC_ACQUIRE))
+                return;
+        pages = find_method(jvmti, klass, "getNumDataPages", "()I");
+        if (!pages) {
+                hook_set(HOOK_BYTES_MAP, JVA_HOOK_OFF, "method not found (getNumDataPages()I)");
+                return;
+        }
+        __atomic_store_n(&agent.num_data_pages, pages, __ATOMIC_RELEASE);
+        resolve_deny(jvmti, env, klass, HOOK_BYTES_MAP, "acquireNewPage", NEW_PAGE_SIGNATURE,
+                     &agent.acquire_new_page, &agent.bytes_map, 0);
+}
+
 static void resolve_class(jvmtiEnv *jvmti, JNIEnv *env, jclass klass)
 {
         char *signature = NULL;
@@ -333,6 +684,16 @@ static void resolve_class(jvmtiEnv *jvmti, JNIEnv *env, jclass klass)
                         resolve_sorter(env, klass, HOOK_UNSAFE_SORTER);
                 else if (strcmp(signature, CLASS_SHUFFLE_SORTER) == 0)
                         resolve_sorter(env, klass, HOOK_SHUFFLE_SORTER);
+                else if (strcmp(signature, CLASS_SPILLABLE) == 0)
+                        resolve_deny(jvmti, env, klass, HOOK_SPILLABLE, "maybeSpill",
+                                     MAYBE_SPILL_SIGNATURE, &agent.maybe_spill, &agent.spillable,
+                                     SLOT_CURRENT_MEMORY + 2);
+                else if (strcmp(signature, CLASS_BYTES_MAP) == 0)
+                        resolve_bytes_map(jvmti, env, klass);
+                else if (strcmp(signature, CLASS_AGG_MAP) == 0)
+                        resolve_deny(jvmti, env, klass, HOOK_AGG_MAP,
+                                     "getAggregationBufferFromUnsafeRow", AGG_BUFFER_SIGNATURE,
+                                     &agent.agg_buffer, NULL, 0);
         }
         (*jvmti)->Deallocate(jvmti, (unsigned char *)signature);
 }
@@ -415,12 +776,20 @@ static void throw_runtime_exception(JNIEnv *env, const char *message, jthrowable
                 (*env)->Throw(env, (jthrowable)exception);
 }
 
+static const char *reason_name(enum jva_reason reason)
+{
+        return reason == JVA_REASON_FORCE      ? "force-bytes"
+               : reason == JVA_REASON_PERIODIC ? "periodic"
+                                               : "pressure";
+}
+
 enum decision {
         SPILL_NONE = -1,
 };
 
-/* Which mode, if any, makes an operator holding `used` bytes spill now. */
-static int decide(uint64_t used, uint64_t *ret_reaction_start)
+/* Which mode, if any, makes an operator holding `used` bytes spill now. fraction_floor:
+ * allow-fraction of the execution memory in bytes (0: not in force). */
+static int decide(uint64_t used, uint64_t fraction_floor, uint64_t *ret_reaction_start)
 {
         const struct jva_options *o = &agent.options;
         uint64_t now, last;
@@ -432,7 +801,8 @@ static int decide(uint64_t used, uint64_t *ret_reaction_start)
                 return JVA_REASON_FORCE;
         if (o->periodic_bytes && used >= o->periodic_bytes)
                 return JVA_REASON_PERIODIC;
-        if (!o->allow_bytes || used < o->allow_bytes ||
+        if (!((o->allow_bytes && used >= o->allow_bytes) ||
+              (fraction_floor && used >= fraction_floor)) ||
             !__atomic_load_n(&agent.under_pressure, __ATOMIC_ACQUIRE))
                 return SPILL_NONE;
         /* one pressure spill per cool-down across all task threads */
@@ -515,11 +885,7 @@ static void force_spill(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jobject co
                               (uint64_t)after < used ? used - (uint64_t)after : 0, t1 - t0,
                               reaction_start ? t1 - reaction_start : 0, false);
         log_debug("forced spill of %s (%s): %" PRIu64 " -> %" PRId64 " bytes in %" PRIu64 " us",
-                  name,
-                  reason == JVA_REASON_FORCE      ? "force-bytes"
-                  : reason == JVA_REASON_PERIODIC ? "periodic"
-                                                  : "pressure",
-                  used, (int64_t)after, (t1 - t0) / 1000);
+                  name, reason_name(reason), used, (int64_t)after, (t1 - t0) / 1000);
 }
 
 /* Spark's page size (spark.buffer.pageSize or its default from the execution memory and
@@ -550,17 +916,214 @@ static uint64_t page_size(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
         return v > 0 ? (uint64_t)v : 0;
 }
 
+/* The executor's execution memory for consumers of `consumer`'s MemoryMode, the base of
+ * allow-fraction: MemoryManager.maxOnHeapStorageMemory() + onHeapExecutionMemoryUsed() (or
+ * the off-heap pair), read under the MemoryManager's lock so that both come from one moment.
+ * For UnifiedMemoryManager that is its maxHeapMemory (maxOffHeapMemory): the whole region
+ * execution may take, storage included, which does not change while the executor runs; so it
+ * is read once per mode. 0 when it cannot be read (allow-fraction then stays inactive, with
+ * one log line). Never takes the TaskMemoryManager's lock, so it cannot invert Spark's
+ * TaskMemoryManager -> MemoryManager lock order. */
+static uint64_t execution_memory(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jobject consumer)
+{
+        static const char *const getters[2][2] = {
+            {"maxOnHeapStorageMemory", "onHeapExecutionMemoryUsed"},
+            {"maxOffHeapStorageMemory", "offHeapExecutionMemoryUsed"},
+        };
+        jobject manager = NULL, memory_manager, mode, mode_name;
+        jclass klass;
+        jfieldID field;
+        jmethodID get_mode, name, first, second;
+        const char *chars;
+        unsigned off_heap = 0;
+        jlong a, b;
+
+        if (__atomic_load_n(&agent.execution_memory_off, __ATOMIC_ACQUIRE))
+                return 0;
+        /* the consumer's mode: MemoryConsumer.getMode().name() */
+        klass = (*env)->GetObjectClass(env, consumer);
+        get_mode =
+            (*env)->GetMethodID(env, klass, "getMode", "()Lorg/apache/spark/memory/MemoryMode;");
+        mode = get_mode ? (*env)->CallObjectMethod(env, consumer, get_mode) : NULL;
+        klass = mode ? (*env)->GetObjectClass(env, mode) : NULL;
+        name = klass ? (*env)->GetMethodID(env, klass, "name", "()Ljava/lang/String;") : NULL;
+        mode_name = name ? (*env)->CallObjectMethod(env, mode, name) : NULL;
+        chars = mode_name ? (*env)->GetStringUTFChars(env, mode_name, NULL) : NULL;
+        if (chars) {
+                off_heap = strcmp(chars, "OFF_HEAP") == 0;
+                (*env)->ReleaseStringUTFChars(env, mode_name, chars);
+        }
+        if ((*env)->ExceptionCheck(env) || !chars)
+                goto fail;
+        if (__atomic_load_n(&agent.execution_memory[off_heap], __ATOMIC_ACQUIRE))
+                return __atomic_load_n(&agent.execution_memory[off_heap], __ATOMIC_ACQUIRE);
+
+        if ((*jvmti)->GetLocalObject(jvmti, thread, 0, SLOT_THIS, &manager) != JVMTI_ERROR_NONE ||
+            !manager)
+                goto fail;
+        klass = (*env)->GetObjectClass(env, manager);
+        field = (*env)->GetFieldID(env, klass, "memoryManager",
+                                   "Lorg/apache/spark/memory/MemoryManager;");
+        memory_manager = field ? (*env)->GetObjectField(env, manager, field) : NULL;
+        klass = memory_manager ? (*env)->GetObjectClass(env, memory_manager) : NULL;
+        first = klass ? (*env)->GetMethodID(env, klass, getters[off_heap][0], "()J") : NULL;
+        second = first ? (*env)->GetMethodID(env, klass, getters[off_heap][1], "()J") : NULL;
+        if (!second || (*env)->MonitorEnter(env, memory_manager) != JNI_OK)
+                goto fail;
+        a = (*env)->CallLongMethod(env, memory_manager, first);
+        b = (*env)->ExceptionCheck(env) ? 0 : (*env)->CallLongMethod(env, memory_manager, second);
+        (*env)->MonitorExit(env, memory_manager);
+        if ((*env)->ExceptionCheck(env) || a < 0 || b < 0 || a + b <= 0)
+                goto fail;
+        __atomic_store_n(&agent.execution_memory[off_heap], (uint64_t)(a + b), __ATOMIC_RELEASE);
+        log_info("execution memory (%s): %" PRId64 " bytes; allow-fraction=%g: operators holding "
+                 ">= %" PRIu64 " bytes",
+                 off_heap ? "off-heap" : "on-heap", (int64_t)(a + b), agent.options.allow_fraction,
+                 (uint64_t)((double)(a + b) * agent.options.allow_fraction));
+        pthread_mutex_lock(&agent.state_lock);
+        agent.pressure.execution_memory_bytes = (uint64_t)(a + b);
+        pthread_mutex_unlock(&agent.state_lock);
+        return (uint64_t)(a + b);
+fail:
+        (*env)->ExceptionClear(env);
+        if (!__atomic_exchange_n(&agent.execution_memory_off, true, __ATOMIC_ACQ_REL))
+                log_warn("allow-fraction=%g: cannot read the executor's execution memory from "
+                         "TaskMemoryManager.memoryManager: allow-fraction inactive",
+                         agent.options.allow_fraction);
+        return 0;
+}
+
+/* allow-fraction in bytes for this consumer, when it can matter (under pressure); else 0. */
+static uint64_t fraction_floor(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jobject consumer)
+{
+        uint64_t total;
+
+        if (!(agent.options.allow_fraction > 0) ||
+            !__atomic_load_n(&agent.under_pressure, __ATOMIC_ACQUIRE))
+                return 0;
+        total = execution_memory(jvmti, env, thread, consumer);
+        if (!total)
+                return 0;
+        total = (uint64_t)((double)total * agent.options.allow_fraction);
+        return total ? total : 1;
+}
+
+/* Answer this acquireExecutionMemory call with 0 bytes granted: Spark then spills by itself
+ * (maybeSpill spills the collection; the aggregation map falls back to sorting). The spill
+ * runs after the agent returns, so `holding` (what the operator held when told) stands for
+ * the bytes it releases. False when the JVM refused: deny-side hooks are then turned off. */
+static bool deny(jvmtiEnv *jvmti, jthread thread, const char *name, uint64_t holding,
+                 enum jva_reason reason, uint64_t reaction_start)
+{
+        jvmtiError err = (*jvmti)->ForceEarlyReturnLong(jvmti, thread, 0);
+        char what[200];
+
+        if (err != JVMTI_ERROR_NONE) {
+                snprintf(what, sizeof(what), "ForceEarlyReturnLong failed: %s",
+                         jvmti_error_name(err));
+                if (!__atomic_exchange_n(&agent.deny_off, true, __ATOMIC_ACQ_REL)) {
+                        log_error("%s: Spillable and aggregation-map spills off", what);
+                        hook_set(HOOK_SPILLABLE, JVA_HOOK_OFF, what);
+                        hook_set(HOOK_BYTES_MAP, JVA_HOOK_OFF, what);
+                        hook_set(HOOK_AGG_MAP, JVA_HOOK_OFF, what);
+                }
+                return false;
+        }
+        jva_stats_count_denial(&agent.stats, name, reason, holding,
+                               reaction_start ? jva_now_ns() - reaction_start : 0);
+        log_debug("%s holding %" PRIu64 " bytes (%s): 0 bytes granted, Spark spills it", name,
+                  holding, reason_name(reason));
+        return true;
+}
+
+enum kind {
+        KIND_OTHER,     /* counted only */
+        KIND_SORTER,    /* self-spill */
+        KIND_SPILLABLE, /* 0 granted to maybeSpill */
+        KIND_AGG_MAP,   /* 0 granted to the aggregation map's data page */
+};
+
+static bool frame_method_is(jvmtiEnv *jvmti, jthread thread, jint depth, jmethodID method)
+{
+        jmethodID at = NULL;
+        jlocation location;
+
+        return method &&
+               (*jvmti)->GetFrameLocation(jvmti, thread, depth, &at, &location) ==
+                   JVMTI_ERROR_NONE &&
+               at == method;
+}
+
+/* What the consumer is, for the statistics (name) and for the way it can be made to spill;
+ * *ret_holding: for a Spillable, maybeSpill's currentMemory. */
+static enum kind classify(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jobject consumer,
+                          char *name, size_t size, jlong *ret_holding)
+{
+        jclass spillable = __atomic_load_n(&agent.spillable, __ATOMIC_ACQUIRE);
+        jclass bytes_map = __atomic_load_n(&agent.bytes_map, __ATOMIC_ACQUIRE);
+        jmethodID maybe_spill = __atomic_load_n(&agent.maybe_spill, __ATOMIC_ACQUIRE);
+        jmethodID new_page = __atomic_load_n(&agent.acquire_new_page, __ATOMIC_ACQUIRE);
+        jmethodID agg_buffer = __atomic_load_n(&agent.agg_buffer, __ATOMIC_ACQUIRE);
+
+        class_simple_name(jvmti, env, consumer, name, size);
+        for (unsigned i = 0; i < 2; i++) {
+                jclass klass = __atomic_load_n(&agent.sorters[i], __ATOMIC_ACQUIRE);
+                if (klass && (*env)->IsInstanceOf(env, consumer, klass))
+                        return KIND_SORTER;
+        }
+        if (spillable && (*env)->IsInstanceOf(env, consumer, spillable)) {
+                if (frame_method_is(jvmti, thread, DEPTH_MAYBE_SPILL, maybe_spill) &&
+                    (*jvmti)->GetLocalLong(jvmti, thread, DEPTH_MAYBE_SPILL, SLOT_CURRENT_MEMORY,
+                                           ret_holding) == JVMTI_ERROR_NONE)
+                        return KIND_SPILLABLE;
+                return KIND_OTHER;
+        }
+        if (bytes_map && agg_buffer && (*env)->IsInstanceOf(env, consumer, bytes_map)) {
+                jvmtiFrameInfo frames[AGG_STACK_DEPTH];
+                jint n = 0;
+                bool page = false, aggregation = false;
+
+                if ((*jvmti)->GetStackTrace(jvmti, thread, 0, AGG_STACK_DEPTH, frames, &n) !=
+                    JVMTI_ERROR_NONE)
+                        return KIND_OTHER;
+                for (jint i = 1; i < n; i++) {
+                        page |= frames[i].method == new_page;
+                        aggregation |= frames[i].method == agg_buffer;
+                }
+                if (!aggregation)
+                        return KIND_OTHER;
+                /* its pointer array growth is counted under this name but not refused: the
+                 * map would stop growing for the rest of the task */
+                snprintf(name, size, "%s", AGG_MAP_NAME);
+                return page ? KIND_AGG_MAP : KIND_OTHER;
+        }
+        return KIND_OTHER;
+}
+
+/* True when the aggregation map has no data page yet (or it cannot be told): never refused. */
+static bool first_page(JNIEnv *env, jobject consumer)
+{
+        jmethodID method = __atomic_load_n(&agent.num_data_pages, __ATOMIC_ACQUIRE);
+        jint n = method ? (*env)->CallIntMethod(env, consumer, method) : 0;
+
+        if ((*env)->ExceptionCheck(env)) {
+                (*env)->ExceptionClear(env);
+                return true;
+        }
+        return n <= 0;
+}
+
 static void on_acquire(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
 {
-        jlong required = 0, used;
+        jlong required = 0, used = 0;
         jobject consumer = NULL;
         char name[JVA_NAME_MAX], what[512];
-        uint64_t reaction_start;
+        uint64_t reaction_start, floor;
         jthrowable thrown;
         jmethodID get_used;
         jvmtiError err;
+        enum kind kind;
         int reason;
-        bool sorter = false;
 
         err = (*jvmti)->GetLocalLong(jvmti, thread, 0, SLOT_REQUIRED, &required);
         if (err == JVMTI_ERROR_NONE)
@@ -574,37 +1137,47 @@ static void on_acquire(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
         }
         if (!consumer)
                 return;
-        class_simple_name(jvmti, env, consumer, name, sizeof(name));
+        kind = classify(jvmti, env, thread, consumer, name, sizeof(name), &used);
         jva_stats_count_call(&agent.stats, name, required > 0 ? (uint64_t)required : 0);
 
-        if (!jva_options_spill_enabled(&agent.options) ||
+        if (kind == KIND_OTHER || !jva_options_spill_enabled(&agent.options) ||
             __atomic_load_n(&agent.spill_disabled, __ATOMIC_ACQUIRE))
                 return;
-        for (unsigned i = 0; i < 2 && !sorter; i++) {
-                jclass klass = __atomic_load_n(&agent.sorters[i], __ATOMIC_ACQUIRE);
-                sorter = klass && (*env)->IsInstanceOf(env, consumer, klass);
-        }
+        if (kind != KIND_SORTER && __atomic_load_n(&agent.deny_off, __ATOMIC_ACQUIRE))
+                return;
         get_used = __atomic_load_n(&agent.get_used, __ATOMIC_ACQUIRE);
-        if (!sorter || !get_used)
+        if (kind != KIND_SPILLABLE && !get_used)
                 return;
-        /* Decide when the operator asks for a data page, i.e. when its pages are full: a
-         * sorter also asks for memory to grow its pointer array while its last page is
-         * nearly empty, and spilling then would write a few records at a time. */
-        if ((uint64_t)required < page_size(jvmti, env, thread))
+        /* A sorter decides when it asks for a data page, i.e. when its pages are full: it also
+         * asks for memory to grow its pointer array while its last page is nearly empty, and
+         * spilling then would write a few records at a time. */
+        if (kind == KIND_SORTER && (uint64_t)required < page_size(jvmti, env, thread))
                 return;
-        used = (*env)->CallLongMethod(env, consumer, get_used);
-        if ((*env)->ExceptionCheck(env)) {
-                take_exception(env, &thrown, what, sizeof(what));
-                disable_spills(what);
+        /* The aggregation map's first page is always granted: Spark fails the task when it
+         * cannot have it ("failed to allocate the first page"), as right after a fallback or
+         * for an aggregation without grouping keys. */
+        if (kind == KIND_AGG_MAP && first_page(env, consumer))
                 return;
+        if (kind != KIND_SPILLABLE) {
+                used = (*env)->CallLongMethod(env, consumer, get_used);
+                if ((*env)->ExceptionCheck(env)) {
+                        take_exception(env, &thrown, what, sizeof(what));
+                        disable_spills(what);
+                        return;
+                }
         }
         log_debug("%s asks for %" PRId64 " bytes holding %" PRId64, name, (int64_t)required,
                   (int64_t)used);
-        reason = decide(used > 0 ? (uint64_t)used : 0, &reaction_start);
+        floor = fraction_floor(jvmti, env, thread, consumer);
+        reason = decide(used > 0 ? (uint64_t)used : 0, floor, &reaction_start);
         if (reason == SPILL_NONE)
                 return;
-        force_spill(jvmti, env, thread, consumer, name, required, (uint64_t)used,
-                    (enum jva_reason)reason, reaction_start);
+        if (kind == KIND_SORTER) {
+                force_spill(jvmti, env, thread, consumer, name, required, (uint64_t)used,
+                            (enum jva_reason)reason, reaction_start);
+                return;
+        }
+        deny(jvmti, thread, name, (uint64_t)used, (enum jva_reason)reason, reaction_start);
 }
 
 static void JNICALL on_breakpoint(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jmethodID method,
@@ -707,7 +1280,7 @@ static void finish(void)
                 if (pending)
                         log_info("hook %s: off: class never loaded", hook->name);
         }
-        sample_pressure();
+        sample_pressure(NULL);
         write_stats(true);
 }
 
@@ -769,9 +1342,28 @@ static jint parse_options(const char *options)
                 }
         }
         agent.pressure.threshold_bytes = agent.options.threshold_bytes;
-        sample_pressure();
-        if (agent.options.allow_fraction > 0)
-                log_warn("allow-fraction is not implemented yet: ignored");
+        agent.psi.fd = -1;
+        if (agent.options.psi_stall_ms) {
+                r = jva_psi_open(&agent.psi, agent.pressure.source[0] == 'c' ? agent.options.cgroup
+                                                                          : NULL,
+                                 agent.options.psi_stall_ms * 1000, agent.options.psi_window_ms * 1000);
+                if (r < 0) {
+                        log_warn("psi-stall-ms=%" PRIu64 ": %s: %s: memory PSI off",
+                                 agent.options.psi_stall_ms, agent.psi.path, strerror(-r));
+                } else {
+                        agent.pressure.psi_on = true;
+                        agent.pressure.psi_path = agent.psi.path;
+                        agent.pressure.psi_trigger = agent.psi.trigger;
+                        agent.pressure.psi_stall_us =
+                            agent.psi.trigger ? agent.psi.trigger_stall_us : agent.psi.stall_us;
+                        agent.pressure.psi_window_us =
+                            agent.psi.trigger ? agent.psi.trigger_window_us : agent.psi.window_us;
+                        log_info("psi-stall-ms=%" PRIu64 ": %s, %s", agent.options.psi_stall_ms,
+                                 agent.psi.path,
+                                 agent.psi.trigger ? "kernel trigger" : "totals polled");
+                }
+        }
+        sample_pressure(NULL);
         return JNI_OK;
 }
 
@@ -810,6 +1402,13 @@ static jint start(JavaVM *vm, char *options, bool live)
                          "off, statistics only");
         else
                 agent.capabilities = true;
+        /* "0 bytes granted" for Spillables and the aggregation map; without it only the
+         * sorters can be made to spill (their hooks say why at class preparation) */
+        if (agent.capabilities && potential.can_force_early_return) {
+                memset(&wanted, 0, sizeof(wanted));
+                wanted.can_force_early_return = 1;
+                agent.early_return = (*jvmti)->AddCapabilities(jvmti, &wanted) == JVMTI_ERROR_NONE;
+        }
 
         memset(&callbacks, 0, sizeof(callbacks));
         callbacks.VMInit = on_vm_init;
@@ -829,10 +1428,10 @@ static jint start(JavaVM *vm, char *options, bool live)
         if (agent.capabilities)
                 (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_BREAKPOINT,
                                                    NULL);
-        log_info("loaded: force-bytes=%" PRIu64 " allow-bytes=%" PRIu64 " periodic=%" PRIu64
-                 " threshold=%" PRIu64 " pressure source %s",
-                 agent.options.force_bytes, agent.options.allow_bytes, agent.options.periodic_bytes,
-                 agent.options.threshold_bytes, agent.pressure.path);
+        log_info("loaded: force-bytes=%" PRIu64 " allow-bytes=%" PRIu64 " allow-fraction=%g"
+                 " periodic=%" PRIu64 " threshold=%" PRIu64 " pressure source %s",
+                 agent.options.force_bytes, agent.options.allow_bytes, agent.options.allow_fraction,
+                 agent.options.periodic_bytes, agent.options.threshold_bytes, agent.pressure.path);
         return JNI_OK;
 }
 

@@ -15,7 +15,8 @@
 
 #define ALLOWED_KEYS                                                                               \
         "force-bytes, allow-bytes, allow-fraction, periodic, records, cgroup, threshold, "         \
-        "limit, request, stats, stats-interval, cooldown-ms, min-spill, log"
+        "limit, request, stats, stats-interval, cooldown-ms, min-spill, psi-stall-ms, "            \
+        "psi-window-ms, heap-threshold, log"
 #define ALLOWED_SIZE     "a byte size such as 512, 64k, 8m, 1g (suffixes k, m, g, t, p)"
 #define ALLOWED_FRACTION "a fraction with a decimal point, above 0 and at most 1, such as 0.8"
 
@@ -39,6 +40,13 @@ void jva_options_init(struct jva_options *options)
         options->log_level = JVA_LOG_WARN;
         options->cooldown_ms = 500;
         options->stats_interval_s = 10;
+        options->psi_window_ms = 1000;
+}
+
+bool jva_options_pressure_source(const struct jva_options *options)
+{
+        return options->threshold_bytes > 0 || options->psi_stall_ms > 0 ||
+               options->heap_threshold > 0;
 }
 
 bool jva_options_spill_enabled(const struct jva_options *options)
@@ -320,6 +328,9 @@ static const struct key keys[] = {
     KEY("stats-interval", parse_uint_key, OFF(stats_interval_s), 0, 86400),
     KEY("cooldown-ms", parse_uint_key, OFF(cooldown_ms), 0, 86400000),
     KEY("min-spill", parse_size_key, OFF(min_spill_bytes), 0, JAVA_LONG_MAX),
+    KEY("psi-stall-ms", parse_uint_key, OFF(psi_stall_ms), 1, 10000),
+    KEY("psi-window-ms", parse_uint_key, OFF(psi_window_ms), 500, 10000),
+    KEY("heap-threshold", parse_fraction_key, OFF(heap_threshold), 0, 0),
     KEY("log", parse_log_key, 0, 0, 0),
 };
 
@@ -354,15 +365,22 @@ static int check_combination(struct jva_options *options, const char *const give
                 if (options->threshold_bytes < 1)
                         options->threshold_bytes = 1;
         }
-        if (options->allow_bytes && !options->threshold_bytes)
+        if (options->psi_stall_ms > options->psi_window_ms)
+                return fail(ret_error, -ERANGE, "psi-stall-ms", given_value(given, "psi-stall-ms"),
+                            "longer than the window psi-window-ms=%" PRIu64
+                            "; allowed: a stall at most the window",
+                            options->psi_window_ms);
+        if (options->allow_bytes && !jva_options_pressure_source(options))
                 return fail(ret_error, -EINVAL, "allow-bytes", given_value(given, "allow-bytes"),
-                            "applies under pressure only and no threshold= is given; allowed: "
-                            "allow-bytes together with threshold=");
-        if (options->allow_fraction > 0 && !options->threshold_bytes)
+                            "applies under pressure only and no pressure source is given; "
+                            "allowed: allow-bytes together with threshold=, psi-stall-ms= or "
+                            "heap-threshold=");
+        if (options->allow_fraction > 0 && !jva_options_pressure_source(options))
                 return fail(ret_error, -EINVAL, "allow-fraction",
                             given_value(given, "allow-fraction"),
-                            "applies under pressure only and no threshold= is given; allowed: "
-                            "allow-fraction together with threshold=");
+                            "applies under pressure only and no pressure source is given; "
+                            "allowed: allow-fraction together with threshold=, psi-stall-ms= or "
+                            "heap-threshold=");
         return 0;
 }
 

@@ -42,10 +42,14 @@ struct jva_options {
         uint64_t stats_interval_s; /* stats-interval: rewrite stats every N s (0 = at exit) */
         uint64_t cooldown_ms;      /* cooldown-ms: least time between pressure spills */
         uint64_t min_spill_bytes;  /* min-spill: never spill an operator holding less */
+        uint64_t psi_stall_ms;     /* psi-stall-ms: memory "some" stall per window (0 = off) */
+        uint64_t psi_window_ms;    /* psi-window-ms: its window */
+        double heap_threshold;     /* heap-threshold: heap in use after GC / max heap (0 = off) */
         enum jva_log_level log_level;
 };
 
-/* The defaults: no spill mode, log=warn, cooldown-ms=500, stats-interval=10. */
+/* The defaults: no spill mode, log=warn, cooldown-ms=500, stats-interval=10,
+ * psi-window-ms=1000. */
 void jva_options_init(struct jva_options *options);
 
 /*
@@ -68,3 +72,6 @@ const char *jva_log_level_name(enum jva_log_level level);
 
 /* True when any mode may make the agent spill an operator. */
 bool jva_options_spill_enabled(const struct jva_options *options);
+
+/* True when any pressure source is given (threshold=, psi-stall-ms=, heap-threshold=). */
+bool jva_options_pressure_source(const struct jva_options *options);

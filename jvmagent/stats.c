@@ -88,6 +88,29 @@ void jva_stats_count_spill(struct jva_stats *stats, const char *name, enum jva_r
         pthread_mutex_unlock(&stats->lock);
 }
 
+void jva_stats_count_denial(struct jva_stats *stats, const char *name, enum jva_reason reason,
+                            uint64_t holding, uint64_t reaction_ns)
+{
+        struct jva_operator *op;
+
+        pthread_mutex_lock(&stats->lock);
+        op = operator_locked(stats, name);
+        if (op) {
+                op->forced_spills[reason]++;
+                op->denials++;
+                if (holding == 0)
+                        op->empty_spills++;
+                op->released_bytes += holding;
+                if (reaction_ns) {
+                        op->reactions++;
+                        op->reaction_ns_total += reaction_ns;
+                        if (reaction_ns > op->reaction_ns_max)
+                                op->reaction_ns_max = reaction_ns;
+                }
+        }
+        pthread_mutex_unlock(&stats->lock);
+}
+
 bool jva_stats_get(struct jva_stats *stats, const char *name, struct jva_operator *ret)
 {
         bool found = false;
@@ -139,9 +162,11 @@ static void write_operator(FILE *f, const struct jva_operator *op)
                 "},\"empty_spills\":%" PRIu64 ",\"failed_spills\":%" PRIu64
                 ",\"released_bytes\":%" PRIu64 ",\"spill_ns_total\":%" PRIu64
                 ",\"spill_ns_max\":%" PRIu64 ",\"reactions\":%" PRIu64
-                ",\"reaction_ns_total\":%" PRIu64 ",\"reaction_ns_max\":%" PRIu64 "}\n",
+                ",\"reaction_ns_total\":%" PRIu64 ",\"reaction_ns_max\":%" PRIu64
+                ",\"denials\":%" PRIu64 "}\n",
                 op->empty_spills, op->failed_spills, op->released_bytes, op->spill_ns_total,
-                op->spill_ns_max, op->reactions, op->reaction_ns_total, op->reaction_ns_max);
+                op->spill_ns_max, op->reactions, op->reaction_ns_total, op->reaction_ns_max,
+                op->denials);
 }
 
 int jva_stats_write(struct jva_stats *stats, const char *path, bool final,
@@ -193,10 +218,37 @@ int jva_stats_write(struct jva_stats *stats, const char *path, bool final,
                 fprintf(f,
                         ",\"anon_bytes\":%" PRIu64 ",\"peak_anon_bytes\":%" PRIu64
                         ",\"threshold_bytes\":%" PRIu64 ",\"crossings\":%" PRIu64
-                        ",\"under_pressure\":%s,\"read_errors\":%" PRIu64 "}\n",
+                        ",\"under_pressure\":%s,\"read_errors\":%" PRIu64
+                        ",\"execution_memory_bytes\":%" PRIu64
+                        ",\"anon_over\":%s,\"episodes\":%" PRIu64 ",\"psi\":",
                         pressure->anon_bytes, pressure->peak_anon_bytes, pressure->threshold_bytes,
                         pressure->crossings, pressure->under_pressure ? "true" : "false",
-                        pressure->read_errors);
+                        pressure->read_errors, pressure->execution_memory_bytes,
+                        pressure->anon_over ? "true" : "false", pressure->episodes);
+                if (pressure->psi_on) {
+                        fputs("{\"path\":", f);
+                        put_json_string(f, pressure->psi_path ? pressure->psi_path : "");
+                        fprintf(f,
+                                ",\"trigger\":%s,\"stall_us\":%" PRIu64 ",\"window_us\":%" PRIu64
+                                ",\"events\":%" PRIu64 ",\"over\":%s}",
+                                pressure->psi_trigger ? "true" : "false", pressure->psi_stall_us,
+                                pressure->psi_window_us, pressure->psi_events,
+                                pressure->psi_over ? "true" : "false");
+                } else {
+                        fputs("null", f);
+                }
+                fputs(",\"heap\":", f);
+                if (pressure->heap_on)
+                        fprintf(f,
+                                "{\"after_gc_bytes\":%" PRIu64 ",\"peak_after_gc_bytes\":%" PRIu64
+                                ",\"max_bytes\":%" PRIu64 ",\"threshold_bytes\":%" PRIu64
+                                ",\"crossings\":%" PRIu64 ",\"over\":%s}",
+                                pressure->heap_after_gc_bytes, pressure->peak_heap_after_gc_bytes,
+                                pressure->heap_max_bytes, pressure->heap_threshold_bytes,
+                                pressure->heap_crossings, pressure->heap_over ? "true" : "false");
+                else
+                        fputs("null", f);
+                fputs("}\n", f);
         }
         for (unsigned i = 0; i < n; i++)
                 write_operator(f, &copy[i]);

@@ -23,6 +23,8 @@
 #define PATH_DEPTH_MAX       8
 #define AGENT_RECORDS_MAX    UINT64_C(2147483647) /* Spark reads the threshold as an int */
 #define AGENT_COOLDOWN_MAX   UINT64_C(86400000)
+#define AGENT_PSI_MS_MIN     UINT64_C(500) /* the kernel's shortest PSI window */
+#define AGENT_PSI_MS_MAX     UINT64_C(10000) /* and its longest */
 #define JAVA_LONG_MAX        UINT64_C(9223372036854775807)
 
 #define SIZE_ALLOWED                                                                               \
@@ -98,6 +100,7 @@ void policy_init_defaults(struct policy *p)
                         .threshold = POLICY_AGENT_THRESHOLD_REQUEST,
                         .threshold_fraction = 1.0,
                         .cooldown_ms = 500,
+                        .psi_window_ms = 1000,
                         .log = POLICY_AGENT_LOG_WARN,
                 },
         };
@@ -870,7 +873,8 @@ static int parse_agent(struct parser *ps, json_t *root, struct policy *p)
         static const char *const keys[] = { "enabled",        "path",        "injection",
                                             "force_bytes",    "periodic_bytes", "allow_bytes",
                                             "allow_fraction", "records",     "threshold",
-                                            "cooldown_ms",    "min_spill",   "log" };
+                                            "cooldown_ms",    "min_spill",   "psi_stall_ms",
+                                            "psi_window_ms",  "heap_threshold", "log" };
         static const char *const injections[] = { "auto", "agentpath", "java_tool_options" };
         static const char *const levels[] = { "error", "warn", "info", "debug" };
         static const char path_allowed[] =
@@ -927,6 +931,13 @@ static int parse_agent(struct parser *ps, json_t *root, struct policy *p)
                 r = field_uint(ps, obj, "cooldown_ms", 0, AGENT_COOLDOWN_MAX, &a.cooldown_ms);
         if (r >= 0)
                 r = field_size(ps, obj, "min_spill", &a.min_spill_bytes);
+        if (r >= 0)
+                r = field_uint(ps, obj, "psi_window_ms", AGENT_PSI_MS_MIN, AGENT_PSI_MS_MAX,
+                               &a.psi_window_ms);
+        if (r >= 0)
+                r = field_uint(ps, obj, "psi_stall_ms", 0, a.psi_window_ms, &a.psi_stall_ms);
+        if (r >= 0)
+                r = field_number(ps, obj, "heap_threshold", 0.0, 1.0, &a.heap_threshold);
         if (r < 0)
                 goto out;
         r = field_choice(ps, obj, "log", levels, ELEMENTSOF(levels), &choice);
@@ -936,12 +947,15 @@ static int parse_agent(struct parser *ps, json_t *root, struct policy *p)
                 a.log = (enum policy_agent_log)choice;
 
         /* the agent refuses the JVM's start for these; say so here, at the key */
-        if (a.threshold == POLICY_AGENT_THRESHOLD_NONE &&
-            (a.allow_bytes || a.allow_fraction > 0)) {
+        if (a.threshold == POLICY_AGENT_THRESHOLD_NONE && !a.psi_stall_ms &&
+            !(a.heap_threshold > 0) && (a.allow_bytes || a.allow_fraction > 0)) {
                 push_key(ps, a.allow_bytes ? "allow_bytes" : "allow_fraction");
-                r = fail_value(ps, "applies under memory pressure only, but agent.threshold is null",
-                               "0 (off) without a threshold, or a threshold as a size or "
-                               "{\"fraction\": F, \"of\": \"request\" or \"limit\"}");
+                r = fail_value(ps,
+                               "applies under memory pressure only, but agent.threshold is null "
+                               "and neither agent.psi_stall_ms nor agent.heap_threshold is set",
+                               "0 (off) without a pressure source, or a threshold as a size or "
+                               "{\"fraction\": F, \"of\": \"request\" or \"limit\"}, or "
+                               "psi_stall_ms or heap_threshold");
                 pop(ps);
                 goto out;
         }

@@ -296,6 +296,12 @@ int shim_agent_options(const struct shim_agent_params *p, char *buf, size_t size
         append_u64(&a, "cooldown-ms", agent->cooldown_ms);
         if (agent->min_spill_bytes)
                 append_u64(&a, "min-spill", agent->min_spill_bytes);
+        if (agent->psi_stall_ms) {
+                append_u64(&a, "psi-stall-ms", agent->psi_stall_ms);
+                append_u64(&a, "psi-window-ms", agent->psi_window_ms);
+        }
+        if (agent->heap_threshold > 0)
+                append_fraction(&a, "heap-threshold", agent->heap_threshold);
         if (p->cgroup_dir)
                 append(&a, ",cgroup=%s", p->cgroup_dir);
         if (p->stats_path) {

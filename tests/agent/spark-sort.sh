@@ -9,6 +9,9 @@
 #   5. with the agent under pressure          -> threshold=1m (always crossed), allow-bytes=8m:
 #                                                spills counted as pressure spills, with a
 #                                                reaction latency;
+#   6. with the heap as the pressure source   -> -Xmx600m, heap-threshold=0.15: the heap in use
+#                                                after a collection crosses 90 MiB while the
+#                                                sorter fills its pages, which then spill;
 # and every run returns the same rows in the same order (order-sensitive checksum).
 # Usage: spark-sort.sh AGENT JDK_HOME SOURCE_DIR SPARK_JARS_SCRIPT LINE
 . "$(dirname "$0")/common.sh"
@@ -61,9 +64,11 @@ records=$(run records "-agentpath:$AGENT=records=200000") || exit 1
 echo "records=200000:  $records"
 pressure=$(run pressure "-agentpath:$AGENT=threshold=1m,allow-bytes=8m,cooldown-ms=0,stats=$WORK/pressure.jsonl") || exit 1
 echo "pressure:        $pressure"
+heap=$(run heap -Xmx600m "-agentpath:$AGENT=heap-threshold=0.15,allow-bytes=8m,cooldown-ms=0,stats=$WORK/heap.jsonl") || exit 1
+echo "heap pressure:   $heap"
 
 want_rows=$ROWS
-for r in base forced control records pressure; do
+for r in base forced control records pressure heap; do
   line=${!r}
   [ "$(field "$line" rows)" = "$want_rows" ] || fail "$r: rows $(field "$line" rows), want $want_rows"
   [ "$(field "$line" ordered)" = true ] || fail "$r: result not in order"
@@ -72,7 +77,7 @@ for r in base forced control records pressure; do
 done
 [ "$(field "$base" memoryBytesSpilled)" = 0 ] && [ "$(field "$base" diskBytesSpilled)" = 0 ] ||
   fail "without the agent Spark spilled: $base"
-for r in forced control records pressure; do
+for r in forced control records pressure heap; do
   line=${!r}
   [ "$(field "$line" memoryBytesSpilled)" -gt 0 ] && [ "$(field "$line" diskBytesSpilled)" -gt 0 ] ||
     fail "$r: Spark's task metrics show no spill: $line"
@@ -108,5 +113,20 @@ print(f"pressure stats: forced_spills={sorter['forced_by']['pressure']} "
       f"peak_anon_mb={pressure['peak_anon_bytes'] >> 20}")
 PY
   fail "pressure: agent stats: $(cat "$WORK/pressure.jsonl")"
+fi
+if ! python3 - "$WORK/heap.jsonl" <<'PY'; then
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+sorter = {r["operator"]: r for r in records if r["record"] == "operator"}["UnsafeExternalSorter"]
+pressure = [r for r in records if r["record"] == "pressure"][0]
+heap = pressure["heap"]
+assert heap and heap["crossings"] >= 1 and heap["peak_after_gc_bytes"] >= heap["threshold_bytes"], pressure
+assert pressure["crossings"] == 0 and pressure["episodes"] >= 1, pressure
+assert sorter["forced_by"]["pressure"] > 0 and sorter["reactions"] >= 1, sorter
+print(f"heap stats: after-GC peak {heap['peak_after_gc_bytes'] >> 20} MiB of {heap['max_bytes'] >> 20} MiB "
+      f"(threshold {heap['threshold_bytes'] >> 20} MiB), pressure spills {sorter['forced_by']['pressure']}, "
+      f"reaction_ms_max={sorter['reaction_ns_max'] / 1e6:.0f}")
+PY
+  fail "heap: agent stats: $(cat "$WORK/heap.jsonl")"
 fi
 finish

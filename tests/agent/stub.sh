@@ -3,7 +3,8 @@
 # The hook's mechanics against stand-in Spark classes with the real signatures (fast, no
 # Spark): spills happen in the asking thread under the manager's lock; a spill that throws
 # fails the "task" with a RuntimeException and turns forced spills off; a Spark whose
-# TaskMemoryManager lacks the method loads, says so, and is left alone.
+# TaskMemoryManager, Spillable, BytesToBytesMap and aggregation map lack the hooked methods
+# loads, says so hook by hook, and is left alone.
 # Usage: stub.sh AGENT JDK_HOME SOURCE_DIR
 . "$(dirname "$0")/common.sh"
 SRC=$3
@@ -37,9 +38,13 @@ else
 fi
 
 out=$("$JAVA" "-agentpath:$AGENT=force-bytes=4k,log=info" -cp "$WORK/unknown" org.apache.spark.memory.TaskMemoryManager 2>"$WORK/err")
-if [ "$out" = "unknown-spark granted=4096" ] &&
-  grep -q '^sparkshim-agent: warn: hook TaskMemoryManager.acquireExecutionMemory: off: method not found' "$WORK/err"; then
-  pass "unknown Spark: loads, says the hook is off, changes nothing"
+if [ "$out" = "unknown-spark granted=4096 spilled=false page=true buffer=k" ] &&
+  grep -q '^sparkshim-agent: warn: hook TaskMemoryManager.acquireExecutionMemory: off: method not found' "$WORK/err" &&
+  grep -qF 'sparkshim-agent: info: hook Spillable.maybeSpill: off: method not found (maybeSpill(Ljava/lang/Object;J)Z)' "$WORK/err" &&
+  grep -qF 'sparkshim-agent: info: hook BytesToBytesMap.acquireNewPage: off: method not found (acquireNewPage(J)Z)' "$WORK/err" &&
+  grep -qF 'sparkshim-agent: info: hook UnsafeFixedWidthAggregationMap.getAggregationBufferFromUnsafeRow: off: method not found (getAggregationBufferFromUnsafeRow(Lorg/apache/spark/sql/catalyst/expressions/UnsafeRow;I)Lorg/apache/spark/sql/catalyst/expressions/UnsafeRow;)' "$WORK/err" &&
+  ! grep -q '^sparkshim-agent: error' "$WORK/err"; then
+  pass "unknown Spark: loads, says each hook is off and why, changes nothing"
 else
   fail "unknown run: $out $(cat "$WORK/err")"
 fi

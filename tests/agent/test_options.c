@@ -82,6 +82,7 @@ Test(options, defaults)
         cr_expect_eq(o.log_level, JVA_LOG_WARN);
         cr_expect_eq(o.cooldown_ms, 500);
         cr_expect_eq(o.stats_interval_s, 10);
+        cr_expect_eq(o.psi_window_ms, 1000);
         cr_expect_eq(o.force_bytes, 0);
         cr_expect_str_empty(o.stats);
         cr_expect_not(jva_options_spill_enabled(&o), "no mode is on by default");
@@ -95,7 +96,8 @@ Test(options, every_key)
         const char *text =
             "force-bytes=8m,allow-bytes=64m,allow-fraction=0.25,periodic=1g,records=1000,"
             "cgroup=/sys/fs/cgroup/x,threshold=6g,limit=8g,request=4g,stats=/tmp/s.jsonl,"
-            "stats-interval=0,cooldown-ms=250,min-spill=1m,log=debug";
+            "stats-interval=0,cooldown-ms=250,min-spill=1m,psi-stall-ms=150,psi-window-ms=2000,"
+            "heap-threshold=0.7,log=debug";
         int r = jva_options_parse(text, &o, &e);
 
         cr_assert_eq(r, 0, "parse failed: %s", e.message);
@@ -112,8 +114,27 @@ Test(options, every_key)
         cr_expect_eq(o.stats_interval_s, 0);
         cr_expect_eq(o.cooldown_ms, 250);
         cr_expect_eq(o.min_spill_bytes, MiB);
+        cr_expect_eq(o.psi_stall_ms, 150);
+        cr_expect_eq(o.psi_window_ms, 2000);
+        cr_expect_float_eq(o.heap_threshold, 0.7, 1e-12);
         cr_expect_eq(o.log_level, JVA_LOG_DEBUG);
         cr_expect(jva_options_spill_enabled(&o));
+}
+
+Test(options, pressure_sources)
+{
+        struct jva_options o;
+        struct jva_error e = {0};
+
+        cr_assert_eq(jva_options_parse("allow-bytes=64m,psi-stall-ms=100", &o, &e), 0, "%s",
+                     e.message);
+        cr_expect_eq(o.psi_window_ms, 1000, "the default window");
+        cr_expect(jva_options_pressure_source(&o));
+        cr_assert_eq(jva_options_parse("allow-fraction=0.5,heap-threshold=0.8", &o, &e), 0, "%s",
+                     e.message);
+        cr_expect(jva_options_pressure_source(&o));
+        cr_assert_eq(jva_options_parse("force-bytes=8m", &o, &e), 0, "%s", e.message);
+        cr_expect_not(jva_options_pressure_source(&o));
 }
 
 Test(options, threshold_fraction)
@@ -183,19 +204,31 @@ static const struct invalid_case invalid_cases[] = {
      "threshold=0.9: a fraction needs limit= or request=; allowed: a byte size, or a "
      "fraction together with limit= or request="},
     {"allow-bytes=1g",
-     "allow-bytes=1g: applies under pressure only and no threshold= is given; allowed: "
-     "allow-bytes together with threshold="},
+     "allow-bytes=1g: applies under pressure only and no pressure source is given; allowed: "
+     "allow-bytes together with threshold=, psi-stall-ms= or heap-threshold="},
     {"allow-fraction=0.5",
-     "allow-fraction=0.5: applies under pressure only and no threshold= is given; allowed: "
-     "allow-fraction together with threshold="},
+     "allow-fraction=0.5: applies under pressure only and no pressure source is given; "
+     "allowed: allow-fraction together with threshold=, psi-stall-ms= or heap-threshold="},
+    {"psi-stall-ms=0", "psi-stall-ms=0: out of range; allowed: an integer from 1 to 10000"},
+    {"psi-window-ms=100",
+     "psi-window-ms=100: out of range; allowed: an integer from 500 to 10000"},
+    {"psi-stall-ms=600,psi-window-ms=500",
+     "psi-stall-ms=600: longer than the window psi-window-ms=500; allowed: a stall at most the "
+     "window"},
+    {"heap-threshold=1.5", "heap-threshold=1.5: out of range; allowed: a fraction with a decimal "
+                           "point, above 0 and at most 1, such as 0.8"},
+    {"heap-threshold=1", "heap-threshold=1: not a fraction; allowed: a fraction with a decimal "
+                         "point, above 0 and at most 1, such as 0.8"},
     {"limit=1g,request=2g", "request=2g: larger than limit=1g; allowed: a request at most "
                             "the limit"},
     {"bogus=1", "bogus=1: unknown option; allowed: force-bytes, allow-bytes, "
                 "allow-fraction, periodic, records, cgroup, threshold, limit, request, "
-                "stats, stats-interval, cooldown-ms, min-spill, log"},
+                "stats, stats-interval, cooldown-ms, min-spill, psi-stall-ms, psi-window-ms, "
+                "heap-threshold, log"},
     {"Force-Bytes=1m", "Force-Bytes=1m: unknown option; allowed: force-bytes, allow-bytes, "
                        "allow-fraction, periodic, records, cgroup, threshold, limit, "
-                       "request, stats, stats-interval, cooldown-ms, min-spill, log"},
+                       "request, stats, stats-interval, cooldown-ms, min-spill, "
+                       "psi-stall-ms, psi-window-ms, heap-threshold, log"},
     {"force-bytes", "force-bytes=: no value; allowed: key=value pairs separated by commas"},
     {"force-bytes=", "force-bytes=: empty value; allowed: force-bytes=VALUE"},
     {"log=info,,force-bytes=1m", "=: empty option; allowed: key=value pairs separated by commas"},
@@ -328,6 +361,51 @@ Test(stats, json_lines)
         cr_expect_eq(n, 6, "agent + 2 hooks + pressure + 2 operators, got %zu lines", n);
 }
 
+Test(stats, denials)
+{
+        char path[] = "/tmp/sparkshim-agent-stats-XXXXXX";
+        struct jva_stats stats;
+        struct jva_operator op;
+        struct jva_pressure pressure = {
+            .source = "proc", .path = "/proc/self/status", .execution_memory_bytes = 455501414};
+        char buf[4096];
+        FILE *f;
+        size_t n;
+        int fd = mkstemp(path);
+
+        cr_assert_geq(fd, 0);
+        close(fd);
+        jva_stats_init(&stats);
+        jva_stats_count_call(&stats, "ExternalSorter", 5 << 20);
+        jva_stats_count_denial(&stats, "ExternalSorter", JVA_REASON_FORCE, 10 << 20, 0);
+        jva_stats_count_denial(&stats, "ExternalSorter", JVA_REASON_PRESSURE, 9 << 20, 700);
+        jva_stats_count_spill(&stats, "ExternalSorter", JVA_REASON_FORCE, 0, 100, 0, true);
+        cr_assert(jva_stats_get(&stats, "ExternalSorter", &op));
+        cr_expect_eq(op.denials, 2, "denials %" PRIu64, op.denials);
+        cr_expect_eq(op.forced_spills[JVA_REASON_FORCE], 1);
+        cr_expect_eq(op.forced_spills[JVA_REASON_PRESSURE], 1);
+        cr_expect_eq(op.released_bytes, 19 << 20, "released %" PRIu64, op.released_bytes);
+        cr_expect_eq(op.failed_spills, 1);
+        cr_expect_eq(op.spill_ns_total, 100, "denials are not timed: %" PRIu64, op.spill_ns_total);
+        cr_expect_eq(op.reactions, 1);
+        cr_expect_eq(op.reaction_ns_max, 700);
+
+        cr_assert_eq(jva_stats_write(&stats, path, false, NULL, 0, &pressure), 0);
+        f = fopen(path, "r");
+        cr_assert(f);
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+        unlink(path);
+        cr_expect(strstr(buf, "\"execution_memory_bytes\":455501414,\"anon_over\":false,"
+                              "\"episodes\":0,\"psi\":null,\"heap\":null}\n"),
+                  "%s", buf);
+        cr_expect(strstr(buf, "\"operator\":\"ExternalSorter\",\"calls\":1,"
+                              "\"requested_bytes\":5242880,\"forced_spills\":2,"),
+                  "%s", buf);
+        cr_expect(strstr(buf, "\"reaction_ns_max\":700,\"denials\":2}\n"), "%s", buf);
+}
+
 Test(stats, unwritable)
 {
         struct jva_stats stats;
@@ -335,4 +413,51 @@ Test(stats, unwritable)
         jva_stats_init(&stats);
         cr_expect_eq(jva_stats_write(&stats, "/nonexistent-dir/stats.jsonl", true, NULL, 0, NULL),
                      -ENOENT);
+}
+
+Test(stats, pressure_sources)
+{
+        struct jva_stats stats;
+        struct jva_pressure pressure = {
+            .source = "cgroup",
+            .path = "/sys/fs/cgroup/x",
+            .threshold_bytes = 1000,
+            .under_pressure = true,
+            .episodes = 2,
+            .psi_on = true,
+            .psi_path = "/sys/fs/cgroup/x/memory.pressure",
+            .psi_trigger = true,
+            .psi_stall_us = 200000,
+            .psi_window_us = 2000000,
+            .psi_events = 3,
+            .psi_over = true,
+            .heap_on = true,
+            .heap_after_gc_bytes = 600,
+            .peak_heap_after_gc_bytes = 700,
+            .heap_max_bytes = 1024,
+            .heap_threshold_bytes = 512,
+            .heap_crossings = 1,
+            .heap_over = true,
+        };
+        char path[] = "/tmp/sparkshim-agent-stats-XXXXXX", buf[4096];
+        int fd = mkstemp(path);
+        size_t n;
+        FILE *f;
+
+        cr_assert(fd >= 0);
+        close(fd);
+        jva_stats_init(&stats);
+        cr_assert_eq(jva_stats_write(&stats, path, true, NULL, 0, &pressure), 0);
+        f = fopen(path, "r");
+        cr_assert(f);
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+        unlink(path);
+        cr_expect(strstr(buf, "\"episodes\":2,\"psi\":{\"path\":\"/sys/fs/cgroup/x/memory.pressure\","
+                              "\"trigger\":true,\"stall_us\":200000,\"window_us\":2000000,"
+                              "\"events\":3,\"over\":true},\"heap\":{\"after_gc_bytes\":600,"
+                              "\"peak_after_gc_bytes\":700,\"max_bytes\":1024,"
+                              "\"threshold_bytes\":512,\"crossings\":1,\"over\":true}}\n"),
+                  "%s", buf);
 }

@@ -203,15 +203,16 @@ grep -q "warning: not injecting the JVM agent: agent library $tmp/none.so: canno
 	{ cat err.txt; fail "open mode: no warning"; }
 # --no-agent, and a non-java command gets the agent through JAVA_TOOL_OPTIONS and no fd of ours
 "$shim" run --policy on.json --no-agent --memory 256m --report off.jsonl -- true
+# (ls without a pipe: a shell holds a pipeline's pipe while it starts the commands in it)
 "$shim" run --policy on.json --agent-path "$agent" --memory 256m --report sh.jsonl \
-	-- sh -c 'echo "$JAVA_TOOL_OPTIONS"; ls /proc/$$/fd | tr "\n" " "' >out.txt
+	-- sh -c 'echo "$JAVA_TOOL_OPTIONS"; ls /proc/$$/fd' >out.txt
 grep -q "^-agentpath:$agent=force-bytes=8388608,.*,stats=$TMPDIR/sparkshim-agent\.[A-Za-z0-9]*/stats.jsonl,stats-interval=10,log=warn\$" out.txt ||
 	{ cat out.txt; fail "a script did not get the agent in JAVA_TOOL_OPTIONS"; }
 # what the executor may hold: what this script passes down (the test runner's own inherited
 # fds among them), none of sparkshim's
-inherited=$(sh -c 'ls /proc/$$/fd | tr "\n" " "')
-[ "$(sed -n 2p out.txt)" = "$inherited" ] ||
-	{ cat out.txt; fail "file descriptors leaked into the executor (inherited: $inherited)"; }
+sh -c 'ls /proc/$$/fd' >inherited.txt
+[ "$(sed 1d out.txt | sort -n | tr '\n' ' ')" = "$(sort -n inherited.txt | tr '\n' ' ')" ] ||
+	{ cat out.txt; fail "file descriptors leaked into the executor (inherited: $(tr '\n' ' ' <inherited.txt))"; }
 python3 - missing.jsonl off.jsonl sh.jsonl "$tmp/none.so" <<'PY'
 import json, sys
 def final(p):

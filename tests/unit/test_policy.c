@@ -68,6 +68,9 @@ static const struct {
         FIELD(agent.threshold_fraction, F_DOUBLE),
         FIELD(agent.cooldown_ms, F_U64),
         FIELD(agent.min_spill_bytes, F_U64),
+        FIELD(agent.psi_stall_ms, F_U64),
+        FIELD(agent.psi_window_ms, F_U64),
+        FIELD(agent.heap_threshold, F_DOUBLE),
         { "agent.log", F_ENUM, offsetof(struct policy, agent.log),
           (const char *const[]){ "error", "warn", "info", "debug", NULL } },
 #undef FIELD

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The agent on real Spark, one job per kind of operator (OperatorJob.java: hash aggregation
+# with whole-stage codegen on and off, a repartition on the serialized shuffle path, RDD
+# reduceByKey and groupByKey), on local[2]:
+#   base      without the agent                     -> Spark spills nothing;
+#   nomode    the agent loaded, no spill mode       -> nothing spills, hooks resolve, calls are
+#                                                      counted;
+#   forced    force-bytes=8m, one JVM per job       -> Spark's task metrics show spills and the
+#                                                      agent's stats name that job's operator;
+#   records   Spark's numElementsForceSpillThreshold (positive control; it applies to the
+#             sorters and Spillables, not to the hash aggregation map: the aggregation jobs
+#             stay at 0, which is asserted too);
+#   fallback  Spark's spark.sql.TungstenAggregate.testFallbackStartsAt, the aggregation map's
+#             own forced fallback (positive control for the aggregation jobs);
+#   fraction  allow-fraction=0.02 under pressure (threshold=1m: always crossed);
+# and every run of a job returns the same rows (order-insensitive checksum, row count).
+# Usage: spark-operators.sh AGENT JDK_HOME SOURCE_DIR SPARK_JARS_SCRIPT LINE
+. "$(dirname "$0")/common.sh"
+SRC=$3
+SPARK_JARS=$4
+LINE=$5
+ROWS=${SPARKSHIM_OPERATOR_ROWS:-1500000}
+JOBS=(agg-codegen agg-nocodegen repartition reduce-by-key group-by-key)
+AGG_JOBS=(agg-codegen agg-nocodegen)
+RECORD_JOBS=(repartition reduce-by-key group-by-key)
+FRACTION_JOBS=(agg-nocodegen repartition group-by-key)
+# the operator type the agent's stats must name for each job, and how it was made to spill
+declare -A OPERATOR=(
+  [agg-codegen]=UnsafeFixedWidthAggregationMap [agg-nocodegen]=UnsafeFixedWidthAggregationMap
+  [repartition]=ShuffleExternalSorter [reduce-by-key]=ExternalSorter
+  [group-by-key]=ExternalAppendOnlyMap)
+
+rc=0
+jars=$("$SPARK_JARS" "$LINE" 2>"$WORK/jars.err") || rc=$?
+if [ "$rc" -eq 77 ]; then
+  echo "SKIP: cannot fetch Spark $LINE: $(cat "$WORK/jars.err")"
+  exit 77
+elif [ "$rc" -ne 0 ]; then
+  echo "FAIL: scripts/spark-jars $LINE: $(cat "$WORK/jars.err")"
+  exit 1
+fi
+echo "Spark $(basename "$jars") from $jars"
+"$JAVAC" -d "$WORK/classes" -cp "$jars/*" "$SRC/OperatorJob.java"
+mapfile -t opens < <("$SRC/../../scripts/spark-java-opts")
+
+# run NAME JOBS [JVM options...] [-- Spark settings...]: the job's "opjob" lines in NAME.out
+run() {
+  local name=$1 jobs=$2 jvm=() conf=()
+  shift 2
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do jvm+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  conf=("$@")
+  if ! "$JAVA" -Xmx1g "${opens[@]}" "${jvm[@]}" -Djava.io.tmpdir="$WORK" \
+    -cp "$WORK/classes:$jars/*" OperatorJob "$ROWS" "$jobs" "${conf[@]}" \
+    >"$WORK/$name.out" 2>"$WORK/$name.err"; then
+    fail "$name: the job failed:"
+    grep -v '^\s*at ' "$WORK/$name.err" | grep -v ' INFO ' | tail -n 20
+    return 1
+  fi
+  sed "s/^opjob /$name: /" "$WORK/$name.out"
+}
+
+# the opjob line of JOB in run NAME
+line_of() {
+  grep "^opjob job=$2 " "$WORK/$1.out" || true
+}
+
+spilled() {
+  local line=$1
+  [ -n "$line" ] && [ "$(field "$line" memoryBytesSpilled)" -gt 0 ] &&
+    [ "$(field "$line" diskBytesSpilled)" -gt 0 ]
+}
+
+not_spilled() {
+  local line=$1
+  [ -n "$line" ] && [ "$(field "$line" memoryBytesSpilled)" = 0 ] &&
+    [ "$(field "$line" diskBytesSpilled)" = 0 ]
+}
+
+same_result() {
+  local run=$1 job=$2 line base
+  line=$(line_of "$run" "$job")
+  base=$(line_of base "$job")
+  if [ -z "$line" ] || [ "$(field "$line" rows)" != "$(field "$base" rows)" ] ||
+    [ "$(field "$line" checksum)" != "$(field "$base" checksum)" ]; then
+    fail "$run/$job: result differs from the run without the agent: '$line' vs '$base'"
+  fi
+}
+
+all=$(IFS=,; echo "${JOBS[*]}")
+run base "$all" || { finish; exit 1; }
+for job in "${JOBS[@]}"; do
+  line=$(line_of base "$job")
+  [ "$(field "$line" rows)" -gt 0 ] 2>/dev/null || fail "base/$job: no result: '$line'"
+  not_spilled "$line" && pass "base/$job: without the agent Spark spills nothing" ||
+    fail "base/$job: without the agent Spark spilled: '$line'"
+done
+
+# the agent loaded without a spill mode changes nothing
+if run nomode "$all" "-agentpath:$AGENT=stats=$WORK/nomode.jsonl,log=info"; then
+  for job in "${JOBS[@]}"; do
+    same_result nomode "$job"
+    not_spilled "$(line_of nomode "$job")" ||
+      fail "nomode/$job: the agent without a spill mode made Spark spill: $(line_of nomode "$job")"
+  done
+  if python3 - "$WORK/nomode.jsonl" <<'PY'; then
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+ops = {r["operator"]: r for r in records if r["record"] == "operator"}
+hooks = {r["hook"]: r for r in records if r["record"] == "hook"}
+assert hooks["TaskMemoryManager.acquireExecutionMemory"]["state"] == "on", hooks
+for hook in ("Spillable.maybeSpill", "BytesToBytesMap.acquireNewPage",
+             "UnsafeFixedWidthAggregationMap.getAggregationBufferFromUnsafeRow",
+             "ShuffleExternalSorter.spill"):
+    assert hooks[hook]["state"] == "off" and hooks[hook]["reason"] == "no spill mode in the options", hooks[hook]
+# no job here sorts unless an aggregation falls back: the class may never load
+assert hooks["UnsafeExternalSorter.spill"]["state"] == "off", hooks
+for name in ("UnsafeFixedWidthAggregationMap", "ShuffleExternalSorter", "ExternalSorter",
+             "ExternalAppendOnlyMap"):
+    assert ops[name]["calls"] > 0, (name, ops.get(name))
+assert all(op["forced_spills"] == 0 and op["denials"] == 0 for op in ops.values()), ops
+PY
+    pass "nomode: agent loaded without a spill mode: same results, nothing spilled, calls counted"
+  else
+    fail "nomode: agent stats: $(cat "$WORK/nomode.jsonl")"
+  fi
+fi
+
+# force-bytes=8m, one JVM per job so that the agent's stats belong to that job alone
+for job in "${JOBS[@]}"; do
+  run "forced-$job" "$job" "-agentpath:$AGENT=force-bytes=8m,stats=$WORK/forced-$job.jsonl,log=info" || continue
+  line=$(line_of "forced-$job" "$job")
+  same_result "forced-$job" "$job"
+  spilled "$line" || fail "forced/$job: Spark's task metrics show no spill: '$line'"
+  if out=$(python3 - "$WORK/forced-$job.jsonl" "${OPERATOR[$job]}" <<'PY'
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+ops = {r["operator"]: r for r in records if r["record"] == "operator"}
+name = sys.argv[2]
+op = ops.get(name)
+assert op, f"no {name} in {sorted(ops)}"
+assert op["forced_spills"] > 0 and op["forced_by"]["force-bytes"] == op["forced_spills"], op
+assert op["released_bytes"] > 0 and op["failed_spills"] == 0, op
+# the sorters spill themselves; the others are answered "0 bytes granted"
+self_spill = name in ("UnsafeExternalSorter", "ShuffleExternalSorter")
+assert (op["denials"] == 0) if self_spill else (op["denials"] == op["forced_spills"]), op
+print(f"{name} forced_spills={op['forced_spills']} denials={op['denials']} "
+      f"released_bytes={op['released_bytes']} calls={op['calls']}")
+PY
+  ); then
+    pass "forced/$job: spilled (memory $(field "$line" memoryBytesSpilled), disk $(field "$line" diskBytesSpilled) bytes), same result; agent stats: $out"
+  else
+    fail "forced/$job: agent stats: $out"
+  fi
+done
+
+# Spark's own count threshold: the sorters and Spillables spill; the aggregation map ignores it
+if run records "$all" -- spark.shuffle.spill.numElementsForceSpillThreshold=50000; then
+  for job in "${JOBS[@]}"; do
+    same_result records "$job"
+  done
+  for job in "${RECORD_JOBS[@]}"; do
+    spilled "$(line_of records "$job")" &&
+      pass "records/$job: Spark's numElementsForceSpillThreshold spills (positive control)" ||
+      fail "records/$job: Spark's own threshold did not spill: $(line_of records "$job")"
+  done
+  for job in "${AGG_JOBS[@]}"; do
+    not_spilled "$(line_of records "$job")" &&
+      pass "records/$job: numElementsForceSpillThreshold does not apply to the aggregation map (0 spilled)" ||
+      fail "records/$job: expected no spill from the count threshold: $(line_of records "$job")"
+  done
+fi
+
+# the aggregation map's own forced fallback, Spark's test setting
+aggs=$(IFS=,; echo "${AGG_JOBS[*]}")
+if run fallback "$aggs" -- spark.sql.TungstenAggregate.testFallbackStartsAt=100000,100000; then
+  for job in "${AGG_JOBS[@]}"; do
+    same_result fallback "$job"
+    spilled "$(line_of fallback "$job")" &&
+      pass "fallback/$job: Spark's testFallbackStartsAt spills (positive control)" ||
+      fail "fallback/$job: Spark's own fallback did not spill: $(line_of fallback "$job")"
+  done
+fi
+
+# allow-fraction under pressure
+fractions=$(IFS=,; echo "${FRACTION_JOBS[*]}")
+if run fraction "$fractions" \
+  "-agentpath:$AGENT=threshold=1m,allow-fraction=0.02,cooldown-ms=0,stats=$WORK/fraction.jsonl,log=info"; then
+  for job in "${FRACTION_JOBS[@]}"; do
+    same_result fraction "$job"
+    spilled "$(line_of fraction "$job")" || fail "fraction/$job: no spill: $(line_of fraction "$job")"
+  done
+  if out=$(python3 - "$WORK/fraction.jsonl" <<'PY'
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+ops = {r["operator"]: r for r in records if r["record"] == "operator"}
+pressure = [r for r in records if r["record"] == "pressure"][0]
+execution = pressure["execution_memory_bytes"]
+assert execution > 0 and pressure["crossings"] >= 1, pressure
+for name in ("UnsafeFixedWidthAggregationMap", "ShuffleExternalSorter", "ExternalAppendOnlyMap"):
+    op = ops.get(name)
+    assert op and op["forced_by"]["pressure"] > 0 and op["forced_spills"] == op["forced_by"]["pressure"], (name, op)
+# one pressure episode (the threshold stays crossed): its first spill has the reaction latency
+assert sum(op["reactions"] for op in ops.values()) >= 1, ops
+print(f"execution_memory_bytes={execution} floor={int(execution * 0.02)} " + " ".join(
+    f"{n}={ops[n]['forced_by']['pressure']}" for n in
+    ("UnsafeFixedWidthAggregationMap", "ShuffleExternalSorter", "ExternalAppendOnlyMap")))
+PY
+  ) && grep -q '^sparkshim-agent: info: execution memory (on-heap): [0-9]* bytes; allow-fraction=0.02: operators holding >= [0-9]* bytes$' "$WORK/fraction.err"; then
+    pass "fraction: allow-fraction=0.02 under pressure spills each job, same results; $out"
+  else
+    fail "fraction: $out $(grep sparkshim-agent "$WORK/fraction.err")"
+  fi
+fi
+finish
