@@ -36,19 +36,53 @@ struct {
         __type(value, struct probe_disk_stat);
 } disk_stats SEC(".maps");
 
+/*
+ * Requests in flight, in buckets by address (disk.h): an array lookup is a few inlined
+ * instructions, where a hash map's insert and delete take a bucket lock and a free-list
+ * operation each, on every I/O.
+ */
 struct {
-        __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, DISK_REQUESTS_MAX);
-        __type(key, __u64);
-        __type(value, struct probe_disk_request);
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, DISK_BUCKETS);
+        __type(key, __u32);
+        __type(value, struct probe_disk_bucket);
 } requests SEC(".maps");
+
+static __always_inline struct probe_disk_bucket *bucket_of(__u64 key)
+{
+        __u32 index = (__u32)((key * 0x9e3779b97f4a7c15ull) >> (64 - DISK_BUCKETS_LOG2));
+
+        return bpf_map_lookup_elem(&requests, &index);
+}
+
+/* The way of b that follows request `key`, or -1. */
+static __always_inline int find(struct probe_disk_bucket *b, __u64 key)
+{
+        for (int i = 0; i < DISK_WAYS; i++)
+                if (b->rq[i] == key)
+                        return i;
+        return -1;
+}
+
+/* Stop following request `key` (completed, merged, or claimed by nobody watched). */
+static __always_inline void forget(__u64 key)
+{
+        struct probe_disk_bucket *b = bucket_of(key);
+        int way = b ? find(b, key) : -1;
+
+        if (b && way >= 0 && way < DISK_WAYS)
+                b->rq[way] = 0;
+}
 
 /* Claim rq for the cgroup of current if it is a watched one's read or write; else forget it. */
 static __always_inline void claim(struct request *rq, __u64 issue_ts)
 {
         __u64 key = (__u64)rq;
-        struct probe_disk_request req = {};
+        struct probe_disk_bucket *b;
+        struct probe_disk_request *req;
+        struct probe_disk_stat *st;
         int slot = watched_slot(bpf_get_current_cgroup_id());
+        int way;
         __u32 op;
 
         if (slot < 0)
@@ -59,15 +93,26 @@ static __always_inline void claim(struct request *rq, __u64 issue_ts)
         /* an empty write is a cache flush (REQ_PREFLUSH): no data, often never issued */
         if (BPF_CORE_READ(rq, __data_len) == 0)
                 goto forget;
-        req.issue_ts = issue_ts;
-        req.slot = slot;
-        req.write = op == OP_WRITE;
-        bpf_map_update_elem(&requests, &key, &req, BPF_ANY);
+        b = bucket_of(key);
+        if (!b)
+                return;
+        way = find(b, key); /* a stale way from an earlier request at this address */
+        for (int i = 0; i < DISK_WAYS && way < 0; i++)
+                if (!b->rq[i] && __sync_val_compare_and_swap(&b->rq[i], 0, key) == 0)
+                        way = i;
+        if (way < 0 || way >= DISK_WAYS) {
+                st = bpf_map_lookup_elem(&disk_stats, &slot);
+                if (st)
+                        st->lost++;
+                return;
+        }
+        req = &b->way[way];
+        req->issue_ts = issue_ts;
+        req->slot = slot;
+        req->write = op == OP_WRITE;
         return;
 forget:
-        /* a stale entry from an earlier request at this address; the lookup takes no lock */
-        if (bpf_map_lookup_elem(&requests, &key))
-                bpf_map_delete_elem(&requests, &key);
+        forget(key);
 }
 
 SEC("raw_tp/block_io_start")
@@ -80,8 +125,9 @@ int BPF_PROG(disk_io_start, struct request *rq)
 SEC("raw_tp/block_rq_insert")
 int BPF_PROG(disk_rq_insert, struct request *rq)
 {
-        __u64 key = (__u64)rq;
-        struct probe_disk_request *req = bpf_map_lookup_elem(&requests, &key);
+        struct probe_disk_bucket *b = bucket_of((__u64)rq);
+        int way = b ? find(b, (__u64)rq) : -1;
+        struct probe_disk_request *req = b && way >= 0 && way < DISK_WAYS ? &b->way[way] : NULL;
 
         /* an issued request inserted again is a requeue (from a kworker): keep its owner */
         if (req && req->issue_ts)
@@ -93,12 +139,13 @@ int BPF_PROG(disk_rq_insert, struct request *rq)
 SEC("raw_tp/block_rq_issue")
 int BPF_PROG(disk_rq_issue, struct request *rq)
 {
-        __u64 key = (__u64)rq;
-        struct probe_disk_request *req = bpf_map_lookup_elem(&requests, &key);
-        __u64 now = bpf_ktime_get_ns();
+        struct probe_disk_bucket *b = bucket_of((__u64)rq);
+        int way = b ? find(b, (__u64)rq) : -1;
+        struct probe_disk_request *req = b && way >= 0 && way < DISK_WAYS ? &b->way[way] : NULL;
+        __u64 now;
 
         if (req) {
-                req->issue_ts = now;
+                req->issue_ts = bpf_ktime_get_ns();
                 return 0;
         }
         /*
@@ -106,18 +153,17 @@ int BPF_PROG(disk_rq_issue, struct request *rq)
          * whoever dispatches it now (often another task, or kblockd) does not own it. Without
          * one, the request is issued directly, in the submitter's context.
          */
-        if (!start_at_io_start && !BPF_CORE_READ(rq, q, elevator))
-                claim(rq, now);
+        if (start_at_io_start || BPF_CORE_READ(rq, q, elevator))
+                return 0;
+        now = bpf_ktime_get_ns();
+        claim(rq, now);
         return 0;
 }
 
 SEC("raw_tp/block_rq_merge")
 int BPF_PROG(disk_rq_merge, struct request *rq)
 {
-        __u64 key = (__u64)rq;
-
-        if (bpf_map_lookup_elem(&requests, &key))
-                bpf_map_delete_elem(&requests, &key);
+        forget((__u64)rq);
         return 0;
 }
 
@@ -125,8 +171,9 @@ int BPF_PROG(disk_rq_merge, struct request *rq)
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(disk_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
-        __u64 key = (__u64)rq;
-        struct probe_disk_request *req = bpf_map_lookup_elem(&requests, &key);
+        struct probe_disk_bucket *b = bucket_of((__u64)rq);
+        int way = b ? find(b, (__u64)rq) : -1;
+        struct probe_disk_request *req = b && way >= 0 && way < DISK_WAYS ? &b->way[way] : NULL;
         struct probe_disk_stat *st;
         __u64 issue_ts, now;
         __u32 slot, write;
@@ -154,6 +201,6 @@ int BPF_PROG(disk_rq_complete, struct request *rq, int error, unsigned int nr_by
                 now = bpf_ktime_get_ns();
                 st->lat_hist[hist_slot((now > issue_ts ? now - issue_ts : 0) / 1000)]++;
         }
-        bpf_map_delete_elem(&requests, &key);
+        b->rq[way & (DISK_WAYS - 1)] = 0;
         return 0;
 }

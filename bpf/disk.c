@@ -108,6 +108,7 @@ static int disk_read(void *opaque, unsigned slot, struct probe_usage *usage)
         usage->write_ops += sum.write_ops;
         for (size_t i = 0; i < PROBE_HIST_SLOTS; i++)
                 usage->disk_lat_hist[i] += sum.lat_hist[i];
+        usage->disk_requests_lost += sum.lost;
         return 0;
 }
 

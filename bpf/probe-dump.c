@@ -235,6 +235,7 @@ static json_t *usage_json(const struct probe_usage *u)
         SET_U64(o, u, read_ops);
         SET_U64(o, u, write_ops);
         json_object_set_new(o, "disk_lat_hist", hist_json(u->disk_lat_hist));
+        SET_U64(o, u, disk_requests_lost);
         json_object_set_new(
             o, "disk_p99_us",
             json_integer((json_int_t)probe_hist_percentile_us(u->disk_lat_hist, 99)));

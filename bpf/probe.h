@@ -51,6 +51,7 @@ struct probe_usage {
         uint64_t read_bytes, write_bytes;
         uint64_t read_ops, write_ops;
         uint64_t disk_lat_hist[PROBE_HIST_SLOTS]; /* issue -> complete in us, log2 */
+        uint64_t disk_requests_lost;              /* not followed: no room (docs/probes.md) */
         /*
          * Run-queue bookkeeping (docs/probes.md): a queue start is a wakeup that queued a task
          * of the cgroup or a preemption of one; every start ends as one wait, counted at the

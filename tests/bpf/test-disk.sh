@@ -43,6 +43,8 @@ run() {
 	within "$rb" "$want" 5 || fail "[$hooks] read bytes $rb not within 5% of $want"
 	[ "$rops" -gt 0 ] && [ "$wops" -gt 0 ] || fail "[$hooks] read ops $rops, write ops $wops"
 	[ "$lat" = $((rops + wops)) ] || fail "[$hooks] latency histogram total $lat != ops $((rops + wops))"
+	lost=$(field "$WORK/out$1" "$a" disk_requests_lost)
+	[ "$lost" = 0 ] || fail "[$hooks] $lost requests not followed (no room in their bucket)"
 	pass "[$hooks] O_DIRECT bytes within 5% of $want each way, ops > 0, B's 32 MiB not counted"
 }
 
