@@ -62,7 +62,8 @@ struct jva_operator {
         uint64_t released_bytes; /* getUsed() before - after; for denials, the holding */
         uint64_t spill_ns_total, spill_ns_max;
         uint64_t reactions; /* pressure spills with a reaction latency */
-        uint64_t reaction_ns_total, reaction_ns_max;
+        uint64_t reaction_ns_total, reaction_ns_max; /* pressure seen -> spill end */
+        uint64_t decision_ns_total, decision_ns_max; /* pressure seen -> spill start */
 };
 
 enum jva_hook_state {
@@ -126,6 +127,10 @@ void jva_stats_count_spill(struct jva_stats *stats, const char *name, enum jva_r
  * held when told, counted as released. reaction_ns as above. */
 void jva_stats_count_denial(struct jva_stats *stats, const char *name, enum jva_reason reason,
                             uint64_t holding, uint64_t reaction_ns);
+
+/* Count the decision latency of a reaction: from the pressure episode's start to the start
+ * of its first spill (the spill's own time is the rest of the reaction latency). */
+void jva_stats_count_decision(struct jva_stats *stats, const char *name, uint64_t decision_ns);
 
 /* A copy of one operator's counters; false when the type was never seen. */
 bool jva_stats_get(struct jva_stats *stats, const char *name, struct jva_operator *ret);

@@ -47,6 +47,10 @@
 #define MAYBE_SPILL_SIGNATURE "(Ljava/lang/Object;J)Z"
 #define NEW_PAGE_SIGNATURE    "(J)Z"
 #define AGG_BUFFER_SIGNATURE  "(" CLASS_UNSAFE_ROW "I)" CLASS_UNSAFE_ROW
+/* UnsafeExternalSorter.insertRecord(Object, long, int, long prefix, boolean prefixIsNull) and
+ * ShuffleExternalSorter.insertRecord(Object, long, int, int partitionId) */
+#define INSERT_SIGNATURE_UNSAFE  "(Ljava/lang/Object;JIJZ)V"
+#define INSERT_SIGNATURE_SHUFFLE "(Ljava/lang/Object;JII)V"
 #define RECORDS_PROPERTY      "spark.shuffle.spill.numElementsForceSpillThreshold"
 
 /* The name the statistics give a BytesToBytesMap that serves hash aggregation. */
@@ -80,6 +84,7 @@ enum hook_id {
         HOOK_SPILLABLE,      /* 0 granted to Spillable.maybeSpill */
         HOOK_BYTES_MAP,      /* 0 granted to BytesToBytesMap.acquireNewPage ... */
         HOOK_AGG_MAP,        /* ... under UnsafeFixedWidthAggregationMap */
+        HOOK_INSERT,         /* one-shot breakpoints at the sorters' insertRecord, under pressure */
         HOOK_COUNT,
 };
 
@@ -128,6 +133,13 @@ static struct {
         jobjectArray heap_pool_names; /* global ref: String[], the heap pools' names */
         jmethodID gc_count, gc_last_info, gc_info_end, gc_info_after, map_get, usage_used;
         jlong gc_seen; /* collections counted at the last look */
+
+        /* insertRecord of UnsafeExternalSorter [0] and ShuffleExternalSorter [1] */
+        jmethodID inserts[2];
+        jlocation insert_at[2];
+        bool insert_armed;     /* the breakpoints are (being) set */
+        int64_t insert_shots;  /* rows left to look at before they are cleared */
+        jfieldID consumer_tmm; /* MemoryConsumer.taskMemoryManager, found at the first use */
         bool heap_tried;
 } agent = {
     .hooks =
@@ -140,6 +152,7 @@ static struct {
             [HOOK_BYTES_MAP] = {.name = "BytesToBytesMap.acquireNewPage"},
             [HOOK_AGG_MAP] =
                 {.name = "UnsafeFixedWidthAggregationMap.getAggregationBufferFromUnsafeRow"},
+            [HOOK_INSERT] = {.name = "UnsafeExternalSorter/ShuffleExternalSorter.insertRecord"},
         },
 };
 
@@ -204,6 +217,8 @@ static void write_stats(bool final)
 }
 
 /* ---- pressure (agent thread) ---- */
+
+static void insert_arm(bool on);
 
 /*
  * heap-threshold: the Java heap in use right after the last garbage collection, from
@@ -466,11 +481,15 @@ static void sample_pressure(JNIEnv *env)
                 __atomic_store_n(&agent.pressure_since_ns, now, __ATOMIC_RELAXED);
                 __atomic_add_fetch(&agent.episode, 1, __ATOMIC_RELAXED);
                 __atomic_store_n(&agent.under_pressure, true, __ATOMIC_RELEASE);
+                if (env && !__atomic_load_n(&agent.spill_disabled, __ATOMIC_ACQUIRE))
+                        insert_arm(true);
                 log_debug("pressure: on (anon %" PRIu64 "/%" PRIu64 ", psi %s, heap after GC %" PRIu64
                           "/%" PRIu64 ")",
                           anon, threshold, fired ? "event" : "-", heap, heap_threshold);
         } else if (left) {
                 __atomic_store_n(&agent.under_pressure, false, __ATOMIC_RELEASE);
+                if (env)
+                        insert_arm(false);
                 log_debug("pressure: off (anon %" PRIu64 ", heap after GC %" PRIu64 ")", anon,
                           heap);
         }
@@ -586,6 +605,71 @@ static void resolve_consumer(jvmtiEnv *jvmti, jclass klass)
         hook_set(HOOK_CONSUMER, JVA_HOOK_ON, NULL);
 }
 
+/*
+ * The sorter's insertRecord, where unmodified Spark spills by record count
+ * (numElementsForceSpillThreshold is checked first thing): under pressure the agent sets a
+ * one-shot breakpoint there, so that an operator that is not asking for memory is made to
+ * spill at its next row rather than its next page (allow-bytes only: the execution memory
+ * of allow-fraction is known in acquireExecutionMemory's frame).
+ */
+static void resolve_insert(jvmtiEnv *jvmti, jclass klass, unsigned i)
+{
+        static const char *const signatures[2] = {INSERT_SIGNATURE_UNSAFE, INSERT_SIGNATURE_SHUFFLE};
+        jmethodID method;
+        jlocation start, end;
+        char reason[256];
+
+        if (!agent.options.allow_bytes) {
+                hook_set(HOOK_INSERT, JVA_HOOK_OFF, "no allow-bytes in the options");
+                return;
+        }
+        if (!__atomic_load_n(&agent.capabilities, __ATOMIC_ACQUIRE)) {
+                hook_set(HOOK_INSERT, JVA_HOOK_OFF, "no breakpoint capability");
+                return;
+        }
+        method = find_method(jvmti, klass, "insertRecord", signatures[i]);
+        if (!method || (*jvmti)->GetMethodLocation(jvmti, method, &start, &end) != JVMTI_ERROR_NONE) {
+                snprintf(reason, sizeof(reason), "method not found (insertRecord%s)", signatures[i]);
+                hook_set(HOOK_INSERT, JVA_HOOK_OFF, reason);
+                return;
+        }
+        agent.insert_at[i] = start;
+        __atomic_store_n(&agent.inserts[i], method, __ATOMIC_RELEASE);
+        hook_set(HOOK_INSERT, JVA_HOOK_ON, NULL);
+}
+
+/* Rows the insertRecord breakpoints look at per pressure episode before they are cleared
+ * unused (each costs the task thread some microseconds): enough to meet every sorter of the
+ * executor's running tasks. */
+#define INSERT_SHOTS 256
+
+/* Set (on) or clear the insertRecord breakpoints. From the agent thread when pressure starts
+ * and ends, from a task thread after a spill or the last shot. */
+static void insert_arm(bool on)
+{
+        if (on)
+                __atomic_store_n(&agent.insert_shots, INSERT_SHOTS, __ATOMIC_RELEASE);
+        if (__atomic_exchange_n(&agent.insert_armed, on, __ATOMIC_ACQ_REL) == on)
+                return;
+        for (unsigned i = 0; i < 2; i++) {
+                jmethodID method = __atomic_load_n(&agent.inserts[i], __ATOMIC_ACQUIRE);
+                jvmtiError err;
+
+                if (!method)
+                        continue;
+                err = on ? (*agent.jvmti)->SetBreakpoint(agent.jvmti, method, agent.insert_at[i])
+                         : (*agent.jvmti)->ClearBreakpoint(agent.jvmti, method, agent.insert_at[i]);
+                if (on && err != JVMTI_ERROR_NONE && err != JVMTI_ERROR_DUPLICATE) {
+                        char reason[256];
+
+                        snprintf(reason, sizeof(reason), "cannot set a breakpoint: %s",
+                                 jvmti_error_name(err));
+                        __atomic_store_n(&agent.inserts[i], NULL, __ATOMIC_RELEASE);
+                        hook_set(HOOK_INSERT, JVA_HOOK_OFF, reason);
+                }
+        }
+}
+
 static void resolve_sorter(JNIEnv *env, jclass klass, enum hook_id id)
 {
         unsigned i = id == HOOK_UNSAFE_SORTER ? 0 : 1;
@@ -602,6 +686,7 @@ static void resolve_sorter(JNIEnv *env, jclass klass, enum hook_id id)
         __atomic_store_n(&agent.sorters[i], ref, __ATOMIC_RELEASE);
         hook_set(id, jva_options_spill_enabled(&agent.options) ? JVA_HOOK_ON : JVA_HOOK_OFF,
                  "no spill mode in the options");
+        resolve_insert(agent.jvmti, klass, i);
 }
 
 /* A hook that answers "0 bytes granted": the method it recognises callers by and, when the
@@ -834,24 +919,26 @@ static void disable_spills(const char *why)
 /* The spill itself, in the task thread that asked for memory, like Spark's own
  * TaskMemoryManager.trySpillAndAcquire: under the manager's lock, trigger == the consumer. */
 static void force_spill(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jobject consumer,
-                        const char *name, jlong required, uint64_t used, enum jva_reason reason,
-                        uint64_t reaction_start)
+                        jobject manager, const char *name, jlong required, uint64_t used,
+                        enum jva_reason reason, uint64_t reaction_start)
 {
         jmethodID get_used = __atomic_load_n(&agent.get_used, __ATOMIC_ACQUIRE);
         jmethodID spill = __atomic_load_n(&agent.spill, __ATOMIC_ACQUIRE);
-        jobject manager = NULL;
         jthrowable thrown = NULL;
         jlong after = (jlong)used;
         uint64_t t0, t1;
         char what[512], message[700];
         jvmtiError err;
 
-        err = (*jvmti)->GetLocalObject(jvmti, thread, 0, SLOT_THIS, &manager);
-        if (err != JVMTI_ERROR_NONE || !manager) {
-                snprintf(what, sizeof(what), "GetLocalObject(this) failed: %s",
-                         jvmti_error_name(err));
-                disable_spills(what);
-                return;
+        /* the TaskMemoryManager: given, or `this` of the acquireExecutionMemory frame */
+        if (!manager) {
+                err = (*jvmti)->GetLocalObject(jvmti, thread, 0, SLOT_THIS, &manager);
+                if (err != JVMTI_ERROR_NONE || !manager) {
+                        snprintf(what, sizeof(what), "GetLocalObject(this) failed: %s",
+                                 jvmti_error_name(err));
+                        disable_spills(what);
+                        return;
+                }
         }
         if ((*env)->MonitorEnter(env, manager) != JNI_OK) {
                 (*env)->ExceptionClear(env);
@@ -884,6 +971,8 @@ static void force_spill(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jobject co
         jva_stats_count_spill(&agent.stats, name, reason,
                               (uint64_t)after < used ? used - (uint64_t)after : 0, t1 - t0,
                               reaction_start ? t1 - reaction_start : 0, false);
+        if (reaction_start)
+                jva_stats_count_decision(&agent.stats, name, t0 - reaction_start);
         log_debug("forced spill of %s (%s): %" PRIu64 " -> %" PRId64 " bytes in %" PRIu64 " us",
                   name, reason_name(reason), used, (int64_t)after, (t1 - t0) / 1000);
 }
@@ -1031,6 +1120,8 @@ static bool deny(jvmtiEnv *jvmti, jthread thread, const char *name, uint64_t hol
         }
         jva_stats_count_denial(&agent.stats, name, reason, holding,
                                reaction_start ? jva_now_ns() - reaction_start : 0);
+        if (reaction_start)
+                jva_stats_count_decision(&agent.stats, name, jva_now_ns() - reaction_start);
         log_debug("%s holding %" PRIu64 " bytes (%s): 0 bytes granted, Spark spills it", name,
                   holding, reason_name(reason));
         return true;
@@ -1173,22 +1264,92 @@ static void on_acquire(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
         if (reason == SPILL_NONE)
                 return;
         if (kind == KIND_SORTER) {
-                force_spill(jvmti, env, thread, consumer, name, required, (uint64_t)used,
+                force_spill(jvmti, env, thread, consumer, NULL, name, required, (uint64_t)used,
                             (enum jva_reason)reason, reaction_start);
                 return;
         }
         deny(jvmti, thread, name, (uint64_t)used, (enum jva_reason)reason, reaction_start);
 }
 
+/* A shot at a sorter's insertRecord under pressure: the sorter inserting this row spills if
+ * it holds allow-bytes, and the breakpoints are cleared; they are cleared unused after
+ * INSERT_SHOTS rows, or when the pressure ends. */
+static void on_insert(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
+{
+        jmethodID get_used = __atomic_load_n(&agent.get_used, __ATOMIC_ACQUIRE);
+        jobject consumer = NULL, manager;
+        char name[JVA_NAME_MAX], what[512];
+        uint64_t reaction_start;
+        jthrowable thrown;
+        jfieldID field;
+        jlong used;
+        int reason;
+
+        if (!__atomic_load_n(&agent.insert_armed, __ATOMIC_ACQUIRE))
+                return;
+        if (__atomic_sub_fetch(&agent.insert_shots, 1, __ATOMIC_ACQ_REL) <= 0)
+                insert_arm(false);
+        if (!__atomic_load_n(&agent.under_pressure, __ATOMIC_ACQUIRE) ||
+            __atomic_load_n(&agent.spill_disabled, __ATOMIC_ACQUIRE) || !get_used ||
+            !__atomic_load_n(&agent.spill, __ATOMIC_ACQUIRE))
+                return;
+        if ((*jvmti)->GetLocalObject(jvmti, thread, 0, SLOT_THIS, &consumer) != JVMTI_ERROR_NONE ||
+            !consumer)
+                return;
+        class_simple_name(jvmti, env, consumer, name, sizeof(name));
+        used = (*env)->CallLongMethod(env, consumer, get_used);
+        if ((*env)->ExceptionCheck(env)) {
+                take_exception(env, &thrown, what, sizeof(what));
+                disable_spills(what);
+                return;
+        }
+        reason = decide(used > 0 ? (uint64_t)used : 0, 0, &reaction_start);
+        if (reason == SPILL_NONE)
+                return;
+        insert_arm(false);
+        field = __atomic_load_n(&agent.consumer_tmm, __ATOMIC_ACQUIRE);
+        if (!field) {
+                field = (*env)->GetFieldID(env, (*env)->GetObjectClass(env, consumer),
+                                           "taskMemoryManager", CLASS_TMM);
+                if (!field) {
+                        (*env)->ExceptionClear(env);
+                        __atomic_store_n(&agent.inserts[0], NULL, __ATOMIC_RELEASE);
+                        __atomic_store_n(&agent.inserts[1], NULL, __ATOMIC_RELEASE);
+                        hook_set(HOOK_INSERT, JVA_HOOK_OFF,
+                                 "field not found (MemoryConsumer.taskMemoryManager)");
+                        return;
+                }
+                __atomic_store_n(&agent.consumer_tmm, field, __ATOMIC_RELEASE);
+        }
+        manager = (*env)->GetObjectField(env, consumer, field);
+        if (!manager) {
+                (*env)->ExceptionClear(env);
+                return;
+        }
+        log_debug("%s holding %" PRId64 " bytes at insertRecord under pressure", name, (int64_t)used);
+        force_spill(jvmti, env, thread, consumer, manager, name, used, (uint64_t)used,
+                    (enum jva_reason)reason, reaction_start);
+}
+
 static void JNICALL on_breakpoint(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jmethodID method,
                                   jlocation location)
 {
-        if (method != __atomic_load_n(&agent.acquire, __ATOMIC_ACQUIRE) || in_hook ||
+        bool insert = method == __atomic_load_n(&agent.inserts[0], __ATOMIC_ACQUIRE) ||
+                      method == __atomic_load_n(&agent.inserts[1], __ATOMIC_ACQUIRE);
+
+        if (insert && !__atomic_load_n(&agent.insert_armed, __ATOMIC_ACQUIRE)) {
+                (*jvmti)->ClearBreakpoint(jvmti, method, location);
+                return;
+        }
+        if ((!insert && method != __atomic_load_n(&agent.acquire, __ATOMIC_ACQUIRE)) || in_hook ||
             __atomic_load_n(&agent.acquire_off, __ATOMIC_ACQUIRE))
                 return;
         in_hook = true;
         if ((*env)->PushLocalFrame(env, 32) == JNI_OK) {
-                on_acquire(jvmti, env, thread);
+                if (insert)
+                        on_insert(jvmti, env, thread);
+                else
+                        on_acquire(jvmti, env, thread);
                 /* keeps a pending RuntimeException: PopLocalFrame may run with one */
                 (*env)->PopLocalFrame(env, NULL);
         } else {

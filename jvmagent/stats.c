@@ -111,6 +111,20 @@ void jva_stats_count_denial(struct jva_stats *stats, const char *name, enum jva_
         pthread_mutex_unlock(&stats->lock);
 }
 
+void jva_stats_count_decision(struct jva_stats *stats, const char *name, uint64_t decision_ns)
+{
+        struct jva_operator *op;
+
+        pthread_mutex_lock(&stats->lock);
+        op = operator_locked(stats, name);
+        if (op) {
+                op->decision_ns_total += decision_ns;
+                if (decision_ns > op->decision_ns_max)
+                        op->decision_ns_max = decision_ns;
+        }
+        pthread_mutex_unlock(&stats->lock);
+}
+
 bool jva_stats_get(struct jva_stats *stats, const char *name, struct jva_operator *ret)
 {
         bool found = false;
@@ -163,10 +177,11 @@ static void write_operator(FILE *f, const struct jva_operator *op)
                 ",\"released_bytes\":%" PRIu64 ",\"spill_ns_total\":%" PRIu64
                 ",\"spill_ns_max\":%" PRIu64 ",\"reactions\":%" PRIu64
                 ",\"reaction_ns_total\":%" PRIu64 ",\"reaction_ns_max\":%" PRIu64
-                ",\"denials\":%" PRIu64 "}\n",
+                ",\"denials\":%" PRIu64 ",\"decision_ns_total\":%" PRIu64
+                ",\"decision_ns_max\":%" PRIu64 "}\n",
                 op->empty_spills, op->failed_spills, op->released_bytes, op->spill_ns_total,
                 op->spill_ns_max, op->reactions, op->reaction_ns_total, op->reaction_ns_max,
-                op->denials);
+                op->denials, op->decision_ns_total, op->decision_ns_max);
 }
 
 int jva_stats_write(struct jva_stats *stats, const char *path, bool final,

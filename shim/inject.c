@@ -372,7 +372,7 @@ static int64_t member_u64(json_t *obj, const char *key)
 
 struct totals {
         int64_t forced, failed, empty, released, spill_ns, reactions, reaction_ns,
-                reaction_ns_max;
+                reaction_ns_max, decision_ns;
         unsigned operators;
 };
 
@@ -385,6 +385,9 @@ static json_t *operator_json(json_t *rec, struct totals *t)
                 "reactions",      "reaction_ns_total", "reaction_ns_max",
         };
         int64_t v[ELEMENTSOF(counters)], denials = member_u64(rec, "denials");
+        /* statistics of older agent builds have no decision latency: null then */
+        int64_t decision = member_u64(rec, "decision_ns_total");
+        int64_t decision_max = member_u64(rec, "decision_ns_max");
         json_t *by = json_object_get(rec, "forced_by"), *by_out, *count, *out;
         const char *name = json_string_value(json_object_get(rec, "operator")), *reason;
 
@@ -421,6 +424,8 @@ static json_t *operator_json(json_t *rec, struct totals *t)
         t->reaction_ns += v[9];
         if (v[10] > t->reaction_ns_max)
                 t->reaction_ns_max = v[10];
+        if (decision > 0)
+                t->decision_ns += decision;
         t->operators++;
         out = json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:f, s:f, s:I,"
                          " s:f, s:f}",
@@ -432,6 +437,15 @@ static json_t *operator_json(json_t *rec, struct totals *t)
                          "spill_seconds", (double)v[6] / 1e9, "spill_max_seconds",
                          (double)v[7] / 1e9, "reactions", (json_int_t)v[8], "reaction_seconds",
                          (double)v[9] / 1e9, "reaction_max_seconds", (double)v[10] / 1e9);
+        if (out && (json_object_set_new(out, "decision_seconds",
+                                        decision >= 0 ? json_real((double)decision / 1e9)
+                                                      : json_null()) < 0 ||
+                    json_object_set_new(out, "decision_max_seconds",
+                                        decision_max >= 0 ? json_real((double)decision_max / 1e9)
+                                                          : json_null()) < 0)) {
+                json_decref(out);
+                return NULL;
+        }
         return out;
 }
 
@@ -612,14 +626,15 @@ static void merge_stats(json_t *obj, const char *path, bool *ok)
         put(obj, "operators", operators, ok);
         if (strcmp(status, "ok") == 0 || strcmp(status, "partial") == 0)
                 put(obj, "totals",
-                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:f, s:f}", "operators",
+                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:f, s:f, s:f}", "operators",
                               (json_int_t)t.operators, "forced_spills", (json_int_t)t.forced,
                               "failed_spills", (json_int_t)t.failed, "empty_spills",
                               (json_int_t)t.empty, "released_bytes", (json_int_t)t.released,
                               "spill_seconds", (double)t.spill_ns / 1e9, "reactions",
                               (json_int_t)t.reactions, "reaction_seconds",
                               (double)t.reaction_ns / 1e9, "reaction_max_seconds",
-                              (double)t.reaction_ns_max / 1e9),
+                              (double)t.reaction_ns_max / 1e9, "decision_seconds",
+                              (double)t.decision_ns / 1e9),
                     ok);
         else
                 put(obj, "totals", json_null(), ok);

@@ -403,7 +403,9 @@ Test(stats, denials)
         cr_expect(strstr(buf, "\"operator\":\"ExternalSorter\",\"calls\":1,"
                               "\"requested_bytes\":5242880,\"forced_spills\":2,"),
                   "%s", buf);
-        cr_expect(strstr(buf, "\"reaction_ns_max\":700,\"denials\":2}\n"), "%s", buf);
+        cr_expect(strstr(buf, "\"reaction_ns_max\":700,\"denials\":2,\"decision_ns_total\":0,"
+                              "\"decision_ns_max\":0}\n"),
+                  "%s", buf);
 }
 
 Test(stats, unwritable)

@@ -112,11 +112,16 @@ reactions = sum(op["reactions"] for op in ops.values())
 assert reactions >= 1 and all(op["reaction_ns_max"] > 0 for op in ops.values() if op["reactions"]), ops
 total = sum(op["reaction_ns_total"] for op in ops.values())
 worst = max(op["reaction_ns_max"] for op in ops.values())
+decision = sum(op["decision_ns_total"] for op in ops.values())
+assert 0 < decision <= total, ops
+hooks = {r["hook"]: r["state"] for r in records if r["record"] == "hook"}
+assert hooks["UnsafeExternalSorter/ShuffleExternalSorter.insertRecord"] == "on", hooks
 print(f"agent stats: source {pressure['source']}, {pressure['crossings']} crossing(s) of "
       f"{threshold >> 20} MiB, peak anon {pressure['peak_anon_bytes'] >> 20} MiB; "
       f"{pressure_spills} pressure spill(s), released {sum(op['released_bytes'] for op in ops.values()) >> 20} MiB; "
       f"{reactions} reaction(s): mean {total / reactions / 1e6:.0f} ms, max {worst / 1e6:.0f} ms "
-      f"(threshold crossing -> end of the first spill)")
+      f"(threshold crossing -> end of the first spill), of which {decision / reactions / 1e6:.0f} ms "
+      f"to its start")
 PY
   fail "agent stats: $(cat "$WORK/pressure.jsonl")"
 fi
