@@ -28,6 +28,10 @@ uint64_t jva_now_ns(void);
 
 /* ---- pressure.c: anonymous memory of the executor ---- */
 
+/* Decimal digits at p (at least one) as a number; *ret_rest (optional) after them.
+ * 0 or -EINVAL (no digit, or above UINT64_MAX). */
+int jva_parse_decimal_u64(const char *p, uint64_t *ret_value, const char **ret_rest);
+
 /* The "anon N" line of a cgroup v2 memory.stat text, in bytes. 0 or -ENOENT / -EINVAL. */
 int jva_parse_memory_stat_anon(const char *text, uint64_t *ret_bytes);
 

@@ -9,6 +9,23 @@
 
 #include "agent-internal.h"
 
+int jva_parse_decimal_u64(const char *p, uint64_t *ret_value, const char **ret_rest)
+{
+        uint64_t v = 0;
+
+        if (*p < '0' || *p > '9')
+                return -EINVAL;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                if (v > (UINT64_MAX - 9) / 10)
+                        return -EINVAL;
+                v = v * 10 + (uint64_t)(*p - '0');
+        }
+        *ret_value = v;
+        if (ret_rest)
+                *ret_rest = p;
+        return 0;
+}
+
 /* The value after `key` at the start of a line, as decimal digits; -ENOENT without it. */
 static int find_number(const char *text, const char *key, uint64_t *ret_value,
                        const char **ret_rest)
@@ -18,21 +35,10 @@ static int find_number(const char *text, const char *key, uint64_t *ret_value,
         for (const char *line = text; line && *line;) {
                 if (strncmp(line, key, key_len) == 0) {
                         const char *p = line + key_len;
-                        uint64_t v = 0;
 
                         while (*p == ' ' || *p == '\t')
                                 p++;
-                        if (*p < '0' || *p > '9')
-                                return -EINVAL;
-                        for (; *p >= '0' && *p <= '9'; p++) {
-                                if (v > (UINT64_MAX - 9) / 10)
-                                        return -EINVAL;
-                                v = v * 10 + (uint64_t)(*p - '0');
-                        }
-                        *ret_value = v;
-                        if (ret_rest)
-                                *ret_rest = p;
-                        return 0;
+                        return jva_parse_decimal_u64(p, ret_value, ret_rest);
                 }
                 line = strchr(line, '\n');
                 if (line)

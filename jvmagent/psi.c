@@ -28,15 +28,7 @@ int jva_parse_psi_some_total(const char *text, uint64_t *ret_us)
         p = strstr(text, " total=");
         if (!p || (strchr(text, '\n') && p > strchr(text, '\n')))
                 return -EINVAL;
-        p += 7;
-        if (*p < '0' || *p > '9')
-                return -EINVAL;
-        for (; *p >= '0' && *p <= '9'; p++) {
-                if (v > (UINT64_MAX - 9) / 10)
-                        return -EINVAL;
-                v = v * 10 + (uint64_t)(*p - '0');
-        }
-        if (*p != '\n' && *p != '\0')
+        if (jva_parse_decimal_u64(p + 7, &v, &p) < 0 || (*p != '\n' && *p != '\0'))
                 return -EINVAL;
         *ret_us = v;
         return 0;

@@ -43,3 +43,21 @@ field() {
   local line=$1 key=$2
   printf '%s\n' "$line" | tr ' ' '\n' | sed -n "s/^$key=//p" | head -n 1
 }
+
+# spark_setup SPARK_JARS_SCRIPT LINE JAVA_SOURCE: fetch (or find cached) the jars of Spark
+# LINE, skip (77) when they cannot be fetched, compile JAVA_SOURCE against them into
+# $WORK/classes. Sets JARS (the jar directory) and OPENS (the --add-opens options Spark's
+# launcher adds on Java 17: JavaModuleOptions of 3.5 and 4.0, united).
+spark_setup() {
+  local script=$1 line=$2 source=$3 rc=0
+  JARS=$("$script" "$line" 2>"$WORK/jars.err") || rc=$?
+  if [ "$rc" -eq 77 ]; then
+    echo "SKIP: cannot fetch Spark $line: $(cat "$WORK/jars.err")"
+    exit 77
+  elif [ "$rc" -ne 0 ]; then
+    echo "FAIL: scripts/spark-jars $line: $(cat "$WORK/jars.err")"
+    exit 1
+  fi
+  "$JAVAC" -d "$WORK/classes" -cp "$JARS/*" "$source"
+  mapfile -t OPENS < <("$(dirname "$script")/spark-java-opts")
+}

@@ -9,7 +9,9 @@
 #   5. with the agent under pressure          -> threshold=1m (always crossed), allow-bytes=8m:
 #                                                spills counted as pressure spills, with a
 #                                                reaction latency;
-#   6. with the heap as the pressure source   -> -Xmx600m, heap-threshold=0.15: the heap in use
+#   6. with the agent and no pressure         -> threshold=64g (never reached), allow-bytes=8m:
+#                                                nothing spilled, no pressure episode;
+#   7. with the heap as the pressure source   -> -Xmx600m, heap-threshold=0.15: the heap in use
 #                                                after a collection crosses 90 MiB while the
 #                                                sorter fills its pages, which then spill;
 # and every run returns the same rows in the same order (order-sensitive checksum).
@@ -20,21 +22,8 @@ SPARK_JARS=$4
 LINE=$5
 ROWS=${SPARKSHIM_SORT_ROWS:-2000000}
 
-rc=0
-jars=$("$SPARK_JARS" "$LINE" 2>"$WORK/jars.err") || rc=$?
-if [ "$rc" -eq 77 ]; then
-  echo "SKIP: cannot fetch Spark $LINE: $(cat "$WORK/jars.err")"
-  exit 77
-elif [ "$rc" -ne 0 ]; then
-  echo "FAIL: scripts/spark-jars $LINE: $(cat "$WORK/jars.err")"
-  exit 1
-fi
-version=$(basename "$jars")
-echo "Spark $version from $jars"
-"$JAVAC" -d "$WORK/classes" -cp "$jars/*" "$SRC/SortJob.java"
-
-# What Spark's launcher adds on Java 17 (JavaModuleOptions of 3.5 and 4.0, united).
-mapfile -t opens < <("$SRC/../../scripts/spark-java-opts")
+spark_setup "$SPARK_JARS" "$LINE" "$SRC/SortJob.java"
+echo "Spark $(basename "$JARS") from $JARS"
 
 run() {
   local name=$1 jvm=() conf=() start end line
@@ -43,8 +32,8 @@ run() {
   [ $# -gt 0 ] && shift
   conf=("$@")
   start=$(date +%s.%N)
-  if ! "$JAVA" -Xmx1g "${opens[@]}" "${jvm[@]}" -Djava.io.tmpdir="$WORK" \
-    -cp "$WORK/classes:$jars/*" SortJob "$ROWS" "${conf[@]}" >"$WORK/$name.out" 2>"$WORK/$name.err"; then
+  if ! "$JAVA" -Xmx1g "${OPENS[@]}" "${jvm[@]}" -Djava.io.tmpdir="$WORK" \
+    -cp "$WORK/classes:$JARS/*" SortJob "$ROWS" "${conf[@]}" >"$WORK/$name.out" 2>"$WORK/$name.err"; then
     echo "FAIL: $name: the job failed:" >&2
     grep -v '^\s*at ' "$WORK/$name.err" | tail -n 20 >&2
     return 1
@@ -64,11 +53,13 @@ records=$(run records "-agentpath:$AGENT=records=200000") || exit 1
 echo "records=200000:  $records"
 pressure=$(run pressure "-agentpath:$AGENT=threshold=1m,allow-bytes=8m,cooldown-ms=0,stats=$WORK/pressure.jsonl") || exit 1
 echo "pressure:        $pressure"
+calm=$(run calm "-agentpath:$AGENT=threshold=64g,allow-bytes=8m,cooldown-ms=0,stats=$WORK/calm.jsonl") || exit 1
+echo "no pressure:     $calm"
 heap=$(run heap -Xmx600m "-agentpath:$AGENT=heap-threshold=0.15,allow-bytes=8m,cooldown-ms=0,stats=$WORK/heap.jsonl") || exit 1
 echo "heap pressure:   $heap"
 
 want_rows=$ROWS
-for r in base forced control records pressure heap; do
+for r in base forced control records pressure calm heap; do
   line=${!r}
   [ "$(field "$line" rows)" = "$want_rows" ] || fail "$r: rows $(field "$line" rows), want $want_rows"
   [ "$(field "$line" ordered)" = true ] || fail "$r: result not in order"
@@ -77,6 +68,18 @@ for r in base forced control records pressure heap; do
 done
 [ "$(field "$base" memoryBytesSpilled)" = 0 ] && [ "$(field "$base" diskBytesSpilled)" = 0 ] ||
   fail "without the agent Spark spilled: $base"
+[ "$(field "$calm" memoryBytesSpilled)" = 0 ] && [ "$(field "$calm" diskBytesSpilled)" = 0 ] ||
+  fail "with the agent and no pressure Spark spilled: $calm"
+python3 - "$WORK/calm.jsonl" <<'PY' || fail "no pressure: agent stats: $(cat "$WORK/calm.jsonl")"
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+pressure = [r for r in records if r["record"] == "pressure"][0]
+ops = [r for r in records if r["record"] == "operator"]
+assert pressure["episodes"] == 0 and not pressure["under_pressure"], pressure
+assert ops and all(op["forced_spills"] == 0 for op in ops), ops
+print(f"no pressure: peak anon {pressure['peak_anon_bytes'] >> 20} MiB under a 64 GiB threshold, "
+      f"{sum(op['calls'] for op in ops)} memory requests seen, 0 forced spills")
+PY
 for r in forced control records pressure heap; do
   line=${!r}
   [ "$(field "$line" memoryBytesSpilled)" -gt 0 ] && [ "$(field "$line" diskBytesSpilled)" -gt 0 ] ||

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The agent's pressure path on real Spark: PressureSort (a global sort on local[2] whose two
+# The agent's pressure path on real Spark: SortJob (../SortJob.java, a global sort on local[2] whose two
 # sorters hold a few hundred MB) with the executor's memory on the heap or off it
 # (spark.memory.offHeap.enabled), run
 #   1. without the agent: Spark spills nothing; the job reports its anonymous memory
@@ -35,30 +35,20 @@ case "$MODE" in
     ;;
 esac
 
-rc=0
-jars=$("$SPARK_JARS" "$LINE" 2>"$WORK/jars.err") || rc=$?
-if [ "$rc" -eq 77 ]; then
-  echo "SKIP: cannot fetch Spark $LINE: $(cat "$WORK/jars.err")"
-  exit 77
-elif [ "$rc" -ne 0 ]; then
-  echo "FAIL: scripts/spark-jars $LINE: $(cat "$WORK/jars.err")"
-  exit 1
-fi
-echo "Spark $(basename "$jars") from $jars, memory $MODE, $ROWS rows"
-"$JAVAC" -d "$WORK/classes" -cp "$jars/*" "$SRC/PressureSort.java"
-mapfile -t opens < <("$SRC/../../../scripts/spark-java-opts")
+spark_setup "$SPARK_JARS" "$LINE" "$SRC/../SortJob.java"
+echo "Spark $(basename "$JARS") from $JARS, memory $MODE, $ROWS rows"
 
 # run NAME [JVM options...]: prints the job's line
 run() {
   local name=$1
   shift
-  if ! "$JAVA" -Xmx2g "${opens[@]}" "$@" -Djava.io.tmpdir="$WORK" \
-    -cp "$WORK/classes:$jars/*" PressureSort "$ROWS" "${conf[@]}" >"$WORK/$name.out" 2>"$WORK/$name.err"; then
+  if ! "$JAVA" -Xmx2g "${OPENS[@]}" "$@" -Djava.io.tmpdir="$WORK" \
+    -cp "$WORK/classes:$JARS/*" SortJob "$ROWS" "${conf[@]}" >"$WORK/$name.out" 2>"$WORK/$name.err"; then
     echo "FAIL: $name: the job failed:" >&2
     grep -v '^\s*at ' "$WORK/$name.err" | tail -n 20 >&2
     return 1
   fi
-  grep '^pressuresort ' "$WORK/$name.out"
+  grep '^sortjob ' "$WORK/$name.out"
 }
 
 mb() { echo $(($1 >> 20)); }
