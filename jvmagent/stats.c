@@ -59,6 +59,17 @@ void jva_stats_count_call(struct jva_stats *stats, const char *name, uint64_t re
         pthread_mutex_unlock(&stats->lock);
 }
 
+/* A pressure spill's reaction latency (0: not measured), under the stats lock. */
+static void add_reaction(struct jva_operator *op, uint64_t reaction_ns)
+{
+        if (!reaction_ns)
+                return;
+        op->reactions++;
+        op->reaction_ns_total += reaction_ns;
+        if (reaction_ns > op->reaction_ns_max)
+                op->reaction_ns_max = reaction_ns;
+}
+
 void jva_stats_count_spill(struct jva_stats *stats, const char *name, enum jva_reason reason,
                            uint64_t released, uint64_t spill_ns, uint64_t reaction_ns, bool failed)
 {
@@ -78,12 +89,7 @@ void jva_stats_count_spill(struct jva_stats *stats, const char *name, enum jva_r
                 op->spill_ns_total += spill_ns;
                 if (spill_ns > op->spill_ns_max)
                         op->spill_ns_max = spill_ns;
-                if (reaction_ns) {
-                        op->reactions++;
-                        op->reaction_ns_total += reaction_ns;
-                        if (reaction_ns > op->reaction_ns_max)
-                                op->reaction_ns_max = reaction_ns;
-                }
+                add_reaction(op, reaction_ns);
         }
         pthread_mutex_unlock(&stats->lock);
 }
@@ -101,12 +107,7 @@ void jva_stats_count_denial(struct jva_stats *stats, const char *name, enum jva_
                 if (holding == 0)
                         op->empty_spills++;
                 op->released_bytes += holding;
-                if (reaction_ns) {
-                        op->reactions++;
-                        op->reaction_ns_total += reaction_ns;
-                        if (reaction_ns > op->reaction_ns_max)
-                                op->reaction_ns_max = reaction_ns;
-                }
+                add_reaction(op, reaction_ns);
         }
         pthread_mutex_unlock(&stats->lock);
 }

@@ -21,7 +21,7 @@ for tool in "$jdk/bin/java" "$jdk/bin/javac"; do
 done
 [ -f "$agent" ] || { echo "FAIL: $agent was not built"; exit 1; }
 java=$jdk/bin/java
-fail() { echo "FAIL: $*"; exit 1; }
+. "$src/tests/host/lib.sh"
 tmp=$(mktemp -d /tmp/sparkshim-host-agent.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -155,18 +155,6 @@ print("ok: an agent in the command (argv, JAVA_TOOL_OPTIONS) is not injected twi
 PY
 
 # --- 4. failures, flags and their exit codes
-expect() { # CODE PATTERN CMD...: exit CODE, one line on stderr matching PATTERN
-	code=$1 pattern=$2
-	shift 2
-	set +e
-	"$@" >out.txt 2>err.txt
-	rc=$?
-	set -e
-	[ $rc = "$code" ] || { cat err.txt; fail "$* exited $rc, expected $code"; }
-	[ "$(wc -l <err.txt)" = 1 ] || { cat err.txt; fail "$*: expected one line on stderr"; }
-	grep -q -- "$pattern" err.txt || { cat err.txt; fail "$*: stderr lacks '$pattern'"; }
-	echo "ok: exit $code: $(cat err.txt)"
-}
 expect 123 "cannot inject the JVM agent: agent library $tmp/none.so: cannot open: No such file or directory (fail_mode closed)" \
 	"$shim" run --policy closed.json --agent-path "$tmp/none.so" --memory 256m -- sh -c 'echo ran'
 [ ! -s out.txt ] || fail "closed mode ran the command without its agent"

@@ -4,24 +4,10 @@
 # fail_mode on a host that cannot enforce (or a fake cgroup root that cannot).
 set -eu
 shim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
-
-# expect CODE PATTERN CMD...: exit CODE, exactly one line on stderr matching PATTERN
-expect() {
-	code=$1 pattern=$2
-	shift 2
-	set +e
-	"$@" >out.txt 2>err.txt
-	rc=$?
-	set -e
-	[ $rc = "$code" ] || { cat err.txt; fail "$* exited $rc, expected $code"; }
-	[ "$(wc -l <err.txt)" = 1 ] || { cat err.txt; fail "$*: expected one line on stderr"; }
-	grep -q -- "$pattern" err.txt || { cat err.txt; fail "$*: stderr lacks '$pattern'"; }
-	echo "ok: exit $code: $(cat err.txt)"
-}
 
 printf '{ "version": 1,\n  "cpu": { "overcommit": 0.5 } }\n' >bad.json
 printf '{ "version": 1, "fail_mode": "open", "memory": { "burst_ratio": { "max": 0.5 } } }\n' >open.json
