@@ -512,7 +512,7 @@ static json_t *build_report(struct shim_monitor *m, const char *kind, int exit_c
                 disk_src = "rusage:children";
         }
         if (have_probe && (attached & PROBE_CPU))
-                runq_src = "bpf:sched_wakeup+sched_switch";
+                runq_src = "bpf:sched_switch"; /* sched_info.run_delay, read at switch-out */
 
         if (m->has_plan)
                 policy_utilization(&m->plan, cpu_us == COLLECT_UNSET ? NAN : (double)cpu_us / 1e6, wall,
