@@ -669,7 +669,7 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
         json_t *disk = json_object_get(json_object_get(doc, "usage"), "disk");
         json_t *util = json_object_get(doc, "utilization");
         _cleanup_free_ char *tmp = NULL;
-        char labels[512];
+        char labels[1536];
         FILE *f;
         struct {
                 const char *name, *help, *type;
@@ -697,8 +697,16 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
         f = fopen(tmp, "we");
         if (!f)
                 goto out;
-        snprintf(labels, sizeof(labels), "app_id=\"%s\",executor_id=\"%s\",cgroup=\"%s\"", m->app_id,
-                 m->executor_id, m->cgroup_path);
+        {
+                /* every label value escaped, as the agent's operator label is */
+                char app[256], executor[256], cgroup[1024];
+
+                label_value(m->app_id, app, sizeof(app));
+                label_value(m->executor_id, executor, sizeof(executor));
+                label_value(m->cgroup_path, cgroup, sizeof(cgroup));
+                snprintf(labels, sizeof(labels), "app_id=\"%s\",executor_id=\"%s\",cgroup=\"%s\"",
+                         app, executor, cgroup);
+        }
         for (size_t i = 0; i < ELEMENTSOF(metrics); i++) {
                 if (!json_is_number(metrics[i].value))
                         continue;
