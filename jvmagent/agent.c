@@ -3,22 +3,27 @@
  * The JVMTI side of sparkshim-agent.
  *
  * Every forced spill runs in the operator's own task thread, at a point where unmodified
- * Spark already spills: a breakpoint at the entry of TaskMemoryManager.acquireExecutionMemory
- * (called per page or pointer array, not per row). There the requesting operator is made to
- * spill in one of two ways, both of which are what Spark does when the pool runs dry:
- *  - a sorter (UnsafeExternalSorter, ShuffleExternalSorter) spills itself under the
- *    TaskMemoryManager's lock, as Spark's own trySpillAndAcquire does (trigger == itself);
- *  - a Spillable collection (ExternalSorter, ExternalAppendOnlyMap: asking from maybeSpill)
- *    and the hash-aggregation map (a BytesToBytesMap asking for a data page from
- *    UnsafeFixedWidthAggregationMap.getAggregationBufferFromUnsafeRow) are answered
- *    "0 bytes granted" (ForceEarlyReturnLong(0) on the call), so that Spark takes its own
- *    spill path: maybeSpill spills the collection, the aggregation falls back to sorting
- *    (destructAndCreateExternalSorter). Their spill() cannot be used: a Spillable ignores
- *    a self-triggered spill and BytesToBytesMap.spill frees nothing while it is written to.
- * Pool sizes are never touched; no spill is ever started from another thread.
+ * Spark already spills. The agent reaches those points through calls it inserts into Spark's
+ * bytecode when the classes load (ClassFileLoadHook, classfile.h), into static native
+ * methods of a small class it defines in the boot loader (sparkshim/agent/Hooks):
+ *  - TaskMemoryManager.acquireExecutionMemory (per page or pointer array, not per row): a
+ *    sorter (UnsafeExternalSorter, ShuffleExternalSorter) asking for a page spills itself
+ *    under the TaskMemoryManager's lock, as Spark's own trySpillAndAcquire does
+ *    (trigger == itself);
+ *  - Spillable.maybeSpill's acquireMemory call (ExternalSorter, ExternalAppendOnlyMap) and
+ *    BytesToBytesMap.acquireNewPage under UnsafeFixedWidthAggregationMap are answered
+ *    "0 bytes granted" / "no page", so that Spark takes its own spill path: maybeSpill spills
+ *    the collection, the aggregation falls back to sorting
+ *    (destructAndCreateExternalSorter). Their spill() cannot be used: a Spillable ignores a
+ *    self-triggered spill and BytesToBytesMap.spill frees nothing while it is written to;
+ *  - the sorters' insertRecord, behind a static volatile flag set only under pressure: a
+ *    sorter that is not asking for memory spills at its next row rather than its next page.
+ * Pool sizes are never touched; no spill is ever started from another thread. The agent
+ * takes no JVMTI capability: breakpoints and local-variable access, what it used before,
+ * slow every compiled method of the JVM (docs/benchmarks.md).
  *
  * The agent thread (RunAgentThread, woken by a raw monitor every 100 ms) only reads the
- * pressure source and rewrites the statistics file; callbacks only read its results.
+ * pressure source and rewrites the statistics file; hooks only read its results.
  * At run time nothing here aborts the JVM: a failing JVMTI/JNI call turns its hook off with
  * a log line.
  */
@@ -32,6 +37,7 @@
 #include <sys/stat.h>
 
 #include "agent-internal.h"
+#include "classfile.h"
 #include "psi.h"
 
 #define CLASS_TMM             "Lorg/apache/spark/memory/TaskMemoryManager;"
@@ -52,44 +58,63 @@
 #define INSERT_SIGNATURE_UNSAFE  "(Ljava/lang/Object;JIJZ)V"
 #define INSERT_SIGNATURE_SHUFFLE "(Ljava/lang/Object;JII)V"
 #define RECORDS_PROPERTY      "spark.shuffle.spill.numElementsForceSpillThreshold"
-/* Why a hook is off when the options ask for no spill: the agent then takes no breakpoint
- * or local variable capability at all (they cost compiled code a little). */
+/* Why a hook is off when the options ask for no spill: the agent then changes no class. */
 #define NO_SPILL_MODE "no spill mode in the options"
+
+/* The hook class, defined in the boot loader so that every class loader sees it; the
+ * insertRecord calls run only while its guard is true. */
+#define HOOKS_CLASS "sparkshim/agent/Hooks"
+#define HOOKS_GUARD "armed"
 
 /* The name the statistics give a BytesToBytesMap that serves hash aggregation. */
 #define AGG_MAP_NAME "UnsafeFixedWidthAggregationMap"
 
-/* Local slots of acquireExecutionMemory(long required, MemoryConsumer consumer): an instance
- * method, so `this` is slot 0, the long takes slots 1-2 and the consumer slot 3. */
-#define SLOT_THIS     0
-#define SLOT_REQUIRED 1
-#define SLOT_CONSUMER 3
-
-/* Spillable.maybeSpill(C collection, long currentMemory) asks through
- * MemoryConsumer.acquireMemory: two frames below acquireExecutionMemory. currentMemory (the
- * collection's estimated size, what Spark spills and counts) is in slots 2-3. */
-#define DEPTH_MAYBE_SPILL   2
-#define SLOT_CURRENT_MEMORY 2
-
-/* acquireExecutionMemory <- TaskMemoryManager.allocatePage <- MemoryConsumer.allocatePage
- * <- BytesToBytesMap.acquireNewPage [<- access$NNNN on Java 8 bytecode] <- Location.append
- * <- getAggregationBufferFromUnsafeRow: frames looked at for the aggregation map. */
-#define AGG_STACK_DEPTH 10
+/* Hooks.newPage <- BytesToBytesMap.acquireNewPage [<- access$NNNN on Java 8 bytecode]
+ * <- Location.append <- getAggregationBufferFromUnsafeRow, and acquireExecutionMemory's
+ * deeper stack: frames looked at for the aggregation map. */
+#define AGG_STACK_DEPTH 12
 
 #define POLL_MS            100
 #define HYSTERESIS_DIVISOR 20 /* leave pressure 5% below the threshold */
 
 enum hook_id {
-        HOOK_ACQUIRE,        /* breakpoint at TaskMemoryManager.acquireExecutionMemory */
+        HOOK_ACQUIRE,        /* call at TaskMemoryManager.acquireExecutionMemory */
         HOOK_CONSUMER,       /* MemoryConsumer.getUsed()J and spill(JMemoryConsumer)J */
         HOOK_UNSAFE_SORTER,  /* self-spill of UnsafeExternalSorter */
         HOOK_SHUFFLE_SORTER, /* self-spill of ShuffleExternalSorter */
         HOOK_SPILLABLE,      /* 0 granted to Spillable.maybeSpill */
-        HOOK_BYTES_MAP,      /* 0 granted to BytesToBytesMap.acquireNewPage ... */
+        HOOK_BYTES_MAP,      /* no page for BytesToBytesMap.acquireNewPage ... */
         HOOK_AGG_MAP,        /* ... under UnsafeFixedWidthAggregationMap */
-        HOOK_INSERT,         /* one-shot breakpoints at the sorters' insertRecord, under pressure */
+        HOOK_INSERT,         /* guarded calls at the sorters' insertRecord, under pressure */
         HOOK_COUNT,
 };
+
+/* The classes the agent edits at load, and which hook each edit serves. */
+struct target {
+        const char *name; /* internal name */
+        struct jva_edit edit;
+        enum hook_id hook;
+};
+
+static const struct target targets[] = {
+    {"org/apache/spark/memory/TaskMemoryManager",
+     {JVA_EDIT_CALL, "acquireExecutionMemory", ACQUIRE_SIGNATURE, "acquire", NULL, NULL},
+     HOOK_ACQUIRE},
+    {"org/apache/spark/util/collection/Spillable",
+     {JVA_EDIT_REPLACE_CALL, "maybeSpill", MAYBE_SPILL_SIGNATURE, "spillableAcquire",
+      "acquireMemory", "(J)J"},
+     HOOK_SPILLABLE},
+    {"org/apache/spark/unsafe/map/BytesToBytesMap",
+     {JVA_EDIT_DENY, "acquireNewPage", NEW_PAGE_SIGNATURE, "newPage", NULL, NULL},
+     HOOK_BYTES_MAP},
+    {"org/apache/spark/util/collection/unsafe/sort/UnsafeExternalSorter",
+     {JVA_EDIT_GUARDED, "insertRecord", INSERT_SIGNATURE_UNSAFE, "insertUnsafe", NULL, NULL},
+     HOOK_INSERT},
+    {"org/apache/spark/shuffle/sort/ShuffleExternalSorter",
+     {JVA_EDIT_GUARDED, "insertRecord", INSERT_SIGNATURE_SHUFFLE, "insertShuffle", NULL, NULL},
+     HOOK_INSERT},
+};
+#define N_TARGETS (sizeof(targets) / sizeof(targets[0]))
 
 static struct {
         jvmtiEnv *jvmti;
@@ -103,24 +128,26 @@ static struct {
         struct jva_pressure pressure;
         pthread_mutex_t write_lock; /* one stats writer at a time */
 
-        /* set once at class preparation, read by task threads (atomics) */
-        jmethodID acquire;
+        /* the hook class; instrument: classes are being edited as they load */
+        bool instrument;
+        char instrument_off[200]; /* why not, with a spill mode */
+        jclass hooks_class;       /* global ref */
+        jfieldID guard;
+
+        /* set once at class preparation or first use, read by task threads (atomics) */
         jmethodID page_size_bytes; /* TaskMemoryManager.pageSizeBytes()J, may be NULL */
         uint64_t page_size;        /* its value, read at the first hook (0 = unknown) */
         jmethodID get_used, spill;
         jclass sorters[2]; /* global refs: UnsafeExternalSorter, ShuffleExternalSorter */
-        jclass spillable;  /* global ref */
-        jmethodID maybe_spill;
-        jclass bytes_map; /* global ref */
-        jmethodID acquire_new_page, agg_buffer, num_data_pages;
+        jclass bytes_map;  /* global ref */
+        jmethodID agg_buffer, num_data_pages;
+        jmethodID acquire_memory;     /* MemoryConsumer.acquireMemory(J)J */
+        jfieldID memory_threshold;    /* Spillable.myMemoryThreshold */
         uint64_t execution_memory[2]; /* allow-fraction's base, per MemoryMode; 0 = not read */
 
         /* atomics */
-        bool capabilities;         /* breakpoints and locals were granted */
-        bool early_return;         /* ForceEarlyReturn was granted too */
-        bool deny_off;             /* ForceEarlyReturnLong failed at run time: sorters only */
         bool execution_memory_off; /* it could not be read: allow-fraction inactive */
-        bool acquire_off;          /* the breakpoint failed at run time: ignore it */
+        bool spillable_off;        /* its threshold field is missing: pass through */
         bool spill_disabled;       /* a forced spill failed: count only from now on */
         bool stopping;
         bool under_pressure;
@@ -137,11 +164,9 @@ static struct {
         jmethodID gc_count, gc_last_info, gc_info_end, gc_info_after, map_get, usage_used;
         jlong gc_seen; /* collections counted at the last look */
 
-        /* insertRecord of UnsafeExternalSorter [0] and ShuffleExternalSorter [1] */
-        jmethodID inserts[2];
-        jlocation insert_at[2];
-        bool insert_armed;     /* the breakpoints are (being) set */
-        int64_t insert_shots;  /* rows left to look at before they are cleared */
+        /* the insertRecord calls */
+        bool insert_armed;     /* the guard is (being) set */
+        int64_t insert_shots;  /* rows left to look at before it is cleared */
         jfieldID consumer_tmm; /* MemoryConsumer.taskMemoryManager, found at the first use */
         bool heap_tried;
 } agent = {
@@ -158,10 +183,6 @@ static struct {
             [HOOK_INSERT] = {.name = "UnsafeExternalSorter/ShuffleExternalSorter.insertRecord"},
         },
 };
-
-/* Set while this thread runs a hook: Spark re-enters acquireExecutionMemory from spill()
- * (reset() allocates a fresh pointer array), and that nested call must pass untouched. */
-static __thread bool in_hook;
 
 static const char *jvmti_error_name(jvmtiError error)
 {
@@ -221,7 +242,7 @@ static void write_stats(bool final)
 
 /* ---- pressure (agent thread) ---- */
 
-static void insert_arm(bool on);
+static void insert_arm(JNIEnv *env, bool on);
 
 /*
  * heap-threshold: the Java heap in use right after the last garbage collection, from
@@ -485,14 +506,14 @@ static void sample_pressure(JNIEnv *env)
                 __atomic_add_fetch(&agent.episode, 1, __ATOMIC_RELAXED);
                 __atomic_store_n(&agent.under_pressure, true, __ATOMIC_RELEASE);
                 if (env && !__atomic_load_n(&agent.spill_disabled, __ATOMIC_ACQUIRE))
-                        insert_arm(true);
+                        insert_arm(env, true);
                 log_debug("pressure: on (anon %" PRIu64 "/%" PRIu64 ", psi %s, heap after GC %" PRIu64
                           "/%" PRIu64 ")",
                           anon, threshold, fired ? "event" : "-", heap, heap_threshold);
         } else if (left) {
                 __atomic_store_n(&agent.under_pressure, false, __ATOMIC_RELEASE);
                 if (env)
-                        insert_arm(false);
+                        insert_arm(env, false);
                 log_debug("pressure: off (anon %" PRIu64 ", heap after GC %" PRIu64 ")", anon,
                           heap);
         }
@@ -520,7 +541,88 @@ static void JNICALL agent_thread(jvmtiEnv *jvmti, JNIEnv *env, void *arg)
         (*jvmti)->RawMonitorExit(jvmti, agent.wakeup);
 }
 
-/* ---- resolving hooks at class preparation ---- */
+/* ---- editing classes as they load, resolving at class preparation ---- */
+
+/* Why the edited hooks are off when the agent does not instrument. */
+static const char *instrument_off_reason(void)
+{
+        return jva_options_spill_enabled(&agent.options) ? agent.instrument_off : NO_SPILL_MODE;
+}
+
+/* Set the guard of the insertRecord calls (on) or clear it. From the agent thread when
+ * pressure starts and ends, from a task thread after a spill or the last shot. */
+#define INSERT_SHOTS 256
+static void insert_arm(JNIEnv *env, bool on)
+{
+        if (on)
+                __atomic_store_n(&agent.insert_shots, INSERT_SHOTS, __ATOMIC_RELEASE);
+        if (__atomic_exchange_n(&agent.insert_armed, on, __ATOMIC_ACQ_REL) == on)
+                return;
+        if (agent.hooks_class && agent.guard)
+                (*env)->SetStaticBooleanField(env, agent.hooks_class, agent.guard,
+                                              on ? JNI_TRUE : JNI_FALSE);
+}
+
+/*
+ * ClassFileLoadHook: the classes of targets[] get their calls into the hook class. An edit
+ * that cannot be made (another Spark, a method renamed) turns its hook off and leaves the
+ * method alone; the class loads either way.
+ */
+static void JNICALL on_class_file_load(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined,
+                                       jobject loader, const char *name, jobject domain,
+                                       jint len, const unsigned char *data, jint *ret_len,
+                                       unsigned char **ret_data)
+{
+        static const struct jva_hook_class hooks = {.name = HOOKS_CLASS, .guard = HOOKS_GUARD};
+        struct jva_edit_result result;
+        const struct target *target = NULL;
+        uint8_t *edited = NULL;
+        size_t edited_len = 0;
+        unsigned char *copy;
+        int r;
+
+        if (!name || redefined || strncmp(name, "org/apache/spark/", 17) != 0)
+                return;
+        for (size_t i = 0; i < N_TARGETS && !target; i++)
+                if (strcmp(name, targets[i].name) == 0)
+                        target = &targets[i];
+        if (!target)
+                return;
+        if (target->hook == HOOK_INSERT && !agent.options.allow_bytes) {
+                hook_set(HOOK_INSERT, JVA_HOOK_OFF, "no allow-bytes in the options");
+                return;
+        }
+        r = jva_class_edit(data, (size_t)len, &hooks, &target->edit, &result, 1, &edited,
+                           &edited_len);
+        if (r < 0) {
+                char reason[160];
+
+                snprintf(reason, sizeof(reason), "cannot read the class file of %s: %s", name,
+                         strerror(-r));
+                hook_set(target->hook, JVA_HOOK_OFF, reason);
+                return;
+        }
+        if (r == 0) {
+                /* one sorter's insertRecord is enough to keep the hook on */
+                if (target->hook != HOOK_INSERT ||
+                    agent.hooks[HOOK_INSERT].state != JVA_HOOK_ON)
+                        hook_set(target->hook, JVA_HOOK_OFF, result.reason);
+                else
+                        log_info("%s: %s", name, result.reason);
+                return;
+        }
+        if ((*jvmti)->Allocate(jvmti, (jlong)edited_len, &copy) != JVMTI_ERROR_NONE) {
+                free(edited);
+                hook_set(target->hook, JVA_HOOK_OFF, "out of memory editing the class");
+                return;
+        }
+        memcpy(copy, edited, edited_len);
+        free(edited);
+        *ret_data = copy;
+        *ret_len = (jint)edited_len;
+        log_debug("%s: %s%s edited", name, target->edit.method, target->edit.descriptor);
+        hook_set(target->hook, JVA_HOOK_ON, NULL);
+}
 
 /* The jmethodID of name+signature declared by klass, without initialising the class (which
  * GetMethodID would do, from inside ClassPrepare). NULL when absent. */
@@ -544,51 +646,21 @@ static jmethodID find_method(jvmtiEnv *jvmti, jclass klass, const char *name, co
         return found;
 }
 
-static void resolve_acquire(jvmtiEnv *jvmti, jclass klass)
+/* An edited hook whose class is prepared: off with the reason when the agent does not edit
+ * classes; off when its class got past the editor (loaded before the agent started). */
+static void prepared(enum hook_id id)
 {
-        jmethodID method;
-        jlocation start, end;
-        jint modifiers, max_locals;
-        jvmtiError err;
-        char reason[160];
+        enum jva_hook_state state;
 
-        if (__atomic_load_n(&agent.acquire, __ATOMIC_ACQUIRE)) {
-                log_debug("TaskMemoryManager prepared again by another class loader: ignored");
+        if (!__atomic_load_n(&agent.instrument, __ATOMIC_ACQUIRE)) {
+                hook_set(id, JVA_HOOK_OFF, instrument_off_reason());
                 return;
         }
-        if (!__atomic_load_n(&agent.capabilities, __ATOMIC_ACQUIRE)) {
-                hook_set(HOOK_ACQUIRE, JVA_HOOK_OFF,
-                         jva_options_spill_enabled(&agent.options) ? "no breakpoint capability"
-                                                                   : NO_SPILL_MODE);
-                return;
-        }
-        method = find_method(jvmti, klass, "acquireExecutionMemory", ACQUIRE_SIGNATURE);
-        if (!method) {
-                hook_set(HOOK_ACQUIRE, JVA_HOOK_OFF,
-                         "method not found (acquireExecutionMemory" ACQUIRE_SIGNATURE ")");
-                return;
-        }
-        /* the slots we read assume an instance method with these two arguments */
-        if ((*jvmti)->GetMethodModifiers(jvmti, method, &modifiers) != JVMTI_ERROR_NONE ||
-            (modifiers & 0x0008 /* ACC_STATIC */) ||
-            (*jvmti)->GetMaxLocals(jvmti, method, &max_locals) != JVMTI_ERROR_NONE ||
-            max_locals <= SLOT_CONSUMER) {
-                hook_set(HOOK_ACQUIRE, JVA_HOOK_OFF, "method is static or has too few locals");
-                return;
-        }
-        err = (*jvmti)->GetMethodLocation(jvmti, method, &start, &end);
-        if (err == JVMTI_ERROR_NONE)
-                err = (*jvmti)->SetBreakpoint(jvmti, method, start);
-        if (err != JVMTI_ERROR_NONE) {
-                snprintf(reason, sizeof(reason), "cannot set a breakpoint: %s",
-                         jvmti_error_name(err));
-                hook_set(HOOK_ACQUIRE, JVA_HOOK_OFF, reason);
-                return;
-        }
-        __atomic_store_n(&agent.page_size_bytes, find_method(jvmti, klass, "pageSizeBytes", "()J"),
-                         __ATOMIC_RELEASE);
-        __atomic_store_n(&agent.acquire, method, __ATOMIC_RELEASE);
-        hook_set(HOOK_ACQUIRE, JVA_HOOK_ON, NULL);
+        pthread_mutex_lock(&agent.state_lock);
+        state = agent.hooks[id].state;
+        pthread_mutex_unlock(&agent.state_lock);
+        if (state == JVA_HOOK_PENDING)
+                hook_set(id, JVA_HOOK_OFF, "class loaded before the agent could edit it");
 }
 
 static void resolve_consumer(jvmtiEnv *jvmti, jclass klass)
@@ -610,156 +682,67 @@ static void resolve_consumer(jvmtiEnv *jvmti, jclass klass)
         hook_set(HOOK_CONSUMER, JVA_HOOK_ON, NULL);
 }
 
-/*
- * The sorter's insertRecord, where unmodified Spark spills by record count
- * (numElementsForceSpillThreshold is checked first thing): under pressure the agent sets a
- * one-shot breakpoint there, so that an operator that is not asking for memory is made to
- * spill at its next row rather than its next page (allow-bytes only: the execution memory
- * of allow-fraction is known in acquireExecutionMemory's frame).
- */
-static void resolve_insert(jvmtiEnv *jvmti, jclass klass, unsigned i)
+/* A global ref to klass in *ret (once); false when it cannot be had. */
+static bool keep_class(JNIEnv *env, jclass klass, jclass *ret, enum hook_id id)
 {
-        static const char *const signatures[2] = {INSERT_SIGNATURE_UNSAFE, INSERT_SIGNATURE_SHUFFLE};
-        jmethodID method;
-        jlocation start, end;
-        char reason[256];
-
-        if (!agent.options.allow_bytes) {
-                hook_set(HOOK_INSERT, JVA_HOOK_OFF, "no allow-bytes in the options");
-                return;
-        }
-        if (!__atomic_load_n(&agent.capabilities, __ATOMIC_ACQUIRE)) {
-                hook_set(HOOK_INSERT, JVA_HOOK_OFF, "no breakpoint capability");
-                return;
-        }
-        method = find_method(jvmti, klass, "insertRecord", signatures[i]);
-        if (!method || (*jvmti)->GetMethodLocation(jvmti, method, &start, &end) != JVMTI_ERROR_NONE) {
-                snprintf(reason, sizeof(reason), "method not found (insertRecord%s)", signatures[i]);
-                hook_set(HOOK_INSERT, JVA_HOOK_OFF, reason);
-                return;
-        }
-        agent.insert_at[i] = start;
-        __atomic_store_n(&agent.inserts[i], method, __ATOMIC_RELEASE);
-        hook_set(HOOK_INSERT, JVA_HOOK_ON, NULL);
-}
-
-/* Rows the insertRecord breakpoints look at per pressure episode before they are cleared
- * unused (each costs the task thread some microseconds): enough to meet every sorter of the
- * executor's running tasks. */
-#define INSERT_SHOTS 256
-
-/* Set (on) or clear the insertRecord breakpoints. From the agent thread when pressure starts
- * and ends, from a task thread after a spill or the last shot. */
-static void insert_arm(bool on)
-{
-        if (on)
-                __atomic_store_n(&agent.insert_shots, INSERT_SHOTS, __ATOMIC_RELEASE);
-        if (__atomic_exchange_n(&agent.insert_armed, on, __ATOMIC_ACQ_REL) == on)
-                return;
-        for (unsigned i = 0; i < 2; i++) {
-                jmethodID method = __atomic_load_n(&agent.inserts[i], __ATOMIC_ACQUIRE);
-                jvmtiError err;
-
-                if (!method)
-                        continue;
-                err = on ? (*agent.jvmti)->SetBreakpoint(agent.jvmti, method, agent.insert_at[i])
-                         : (*agent.jvmti)->ClearBreakpoint(agent.jvmti, method, agent.insert_at[i]);
-                if (on && err != JVMTI_ERROR_NONE && err != JVMTI_ERROR_DUPLICATE) {
-                        char reason[256];
-
-                        snprintf(reason, sizeof(reason), "cannot set a breakpoint: %s",
-                                 jvmti_error_name(err));
-                        __atomic_store_n(&agent.inserts[i], NULL, __ATOMIC_RELEASE);
-                        hook_set(HOOK_INSERT, JVA_HOOK_OFF, reason);
-                }
-        }
-}
-
-static void resolve_sorter(JNIEnv *env, jclass klass, enum hook_id id)
-{
-        unsigned i = id == HOOK_UNSAFE_SORTER ? 0 : 1;
         jclass ref;
 
-        if (__atomic_load_n(&agent.sorters[i], __ATOMIC_ACQUIRE))
-                return;
+        if (__atomic_load_n(ret, __ATOMIC_ACQUIRE))
+                return true;
         ref = (*env)->NewGlobalRef(env, klass);
         if (!ref) {
                 (*env)->ExceptionClear(env);
                 hook_set(id, JVA_HOOK_OFF, "NewGlobalRef failed");
-                return;
+                return false;
         }
-        __atomic_store_n(&agent.sorters[i], ref, __ATOMIC_RELEASE);
-        hook_set(id, jva_options_spill_enabled(&agent.options) ? JVA_HOOK_ON : JVA_HOOK_OFF,
-                 NO_SPILL_MODE);
-        resolve_insert(agent.jvmti, klass, i);
+        __atomic_store_n(ret, ref, __ATOMIC_RELEASE);
+        return true;
 }
 
-/* A hook that answers "0 bytes granted": the method it recognises callers by and, when the
- * requesting consumer must be told apart by class, a global ref to that class.
- * min_locals > 0: the method must be an instance method with at least that many locals,
- * because the agent reads one of them. */
-static void resolve_deny(jvmtiEnv *jvmti, JNIEnv *env, jclass klass, enum hook_id id,
-                         const char *method_name, const char *signature, jmethodID *ret_method,
-                         jclass *ret_class, jint min_locals)
+static void resolve_sorter(JNIEnv *env, jclass klass, enum hook_id id)
 {
-        char reason[256];
-        jmethodID method;
-        jint modifiers, max_locals;
-        jclass ref;
-
-        if (__atomic_load_n(ret_method, __ATOMIC_ACQUIRE))
+        if (!keep_class(env, klass, &agent.sorters[id == HOOK_UNSAFE_SORTER ? 0 : 1], id))
                 return;
-        if (!__atomic_load_n(&agent.early_return, __ATOMIC_ACQUIRE)) {
-                hook_set(id, JVA_HOOK_OFF,
-                         jva_options_spill_enabled(&agent.options)
-                             ? "no ForceEarlyReturn capability"
-                             : NO_SPILL_MODE);
-                return;
-        }
-        method = find_method(jvmti, klass, method_name, signature);
-        if (!method) {
-                snprintf(reason, sizeof(reason), "method not found (%s%s)", method_name, signature);
-                hook_set(id, JVA_HOOK_OFF, reason);
-                return;
-        }
-        if (min_locals > 0 &&
-            ((*jvmti)->GetMethodModifiers(jvmti, method, &modifiers) != JVMTI_ERROR_NONE ||
-             (modifiers & 0x0008 /* ACC_STATIC */) ||
-             (*jvmti)->GetMaxLocals(jvmti, method, &max_locals) != JVMTI_ERROR_NONE ||
-             max_locals < min_locals)) {
-                hook_set(id, JVA_HOOK_OFF, "method is static or has too few locals");
-                return;
-        }
-        if (ret_class) {
-                ref = (*env)->NewGlobalRef(env, klass);
-                if (!ref) {
-                        (*env)->ExceptionClear(env);
-                        hook_set(id, JVA_HOOK_OFF, "NewGlobalRef failed");
-                        return;
-                }
-                __atomic_store_n(ret_class, ref, __ATOMIC_RELEASE);
-        }
-        __atomic_store_n(ret_method, method, __ATOMIC_RELEASE);
-        hook_set(id, jva_options_spill_enabled(&agent.options) ? JVA_HOOK_ON : JVA_HOOK_OFF,
-                 NO_SPILL_MODE);
+        if (__atomic_load_n(&agent.instrument, __ATOMIC_ACQUIRE))
+                hook_set(id, JVA_HOOK_ON, NULL);
+        else
+                hook_set(id, JVA_HOOK_OFF, instrument_off_reason());
+        prepared(HOOK_INSERT);
 }
 
 /* The aggregation map is never refused its first data page (getNumDataPages() == 0): Spark
  * fails the task when that one cannot be had, e.g. right after the fallback. */
 static void resolve_bytes_map(jvmtiEnv *jvmti, JNIEnv *env, jclass klass)
 {
-        jmethodID pages;
+        jmethodID pages = find_method(jvmti, klass, "getNumDataPages", "()I");
 
-        if (__atomic_load_n(&agent.acquire_new_page, __ATOMIC_ACQUIRE))
-                return;
-        pages = find_method(jvmti, klass, "getNumDataPages", "()I");
         if (!pages) {
                 hook_set(HOOK_BYTES_MAP, JVA_HOOK_OFF, "method not found (getNumDataPages()I)");
                 return;
         }
         __atomic_store_n(&agent.num_data_pages, pages, __ATOMIC_RELEASE);
-        resolve_deny(jvmti, env, klass, HOOK_BYTES_MAP, "acquireNewPage", NEW_PAGE_SIGNATURE,
-                     &agent.acquire_new_page, &agent.bytes_map, 0);
+        if (keep_class(env, klass, &agent.bytes_map, HOOK_BYTES_MAP))
+                prepared(HOOK_BYTES_MAP);
+}
+
+static void resolve_agg_map(jvmtiEnv *jvmti, jclass klass)
+{
+        jmethodID method;
+
+        if (!__atomic_load_n(&agent.instrument, __ATOMIC_ACQUIRE)) {
+                hook_set(HOOK_AGG_MAP, JVA_HOOK_OFF, instrument_off_reason());
+                return;
+        }
+        method = find_method(jvmti, klass, "getAggregationBufferFromUnsafeRow",
+                             AGG_BUFFER_SIGNATURE);
+        if (!method) {
+                hook_set(HOOK_AGG_MAP, JVA_HOOK_OFF,
+                         "method not found (getAggregationBufferFromUnsafeRow" AGG_BUFFER_SIGNATURE
+                         ")");
+                return;
+        }
+        __atomic_store_n(&agent.agg_buffer, method, __ATOMIC_RELEASE);
+        hook_set(HOOK_AGG_MAP, JVA_HOOK_ON, NULL);
 }
 
 static void resolve_class(jvmtiEnv *jvmti, JNIEnv *env, jclass klass)
@@ -769,24 +752,24 @@ static void resolve_class(jvmtiEnv *jvmti, JNIEnv *env, jclass klass)
         if ((*jvmti)->GetClassSignature(jvmti, klass, &signature, NULL) != JVMTI_ERROR_NONE)
                 return;
         if (strncmp(signature, "Lorg/apache/spark/", 18) == 0) {
-                if (strcmp(signature, CLASS_TMM) == 0)
-                        resolve_acquire(jvmti, klass);
-                else if (strcmp(signature, CLASS_CONSUMER) == 0)
+                if (strcmp(signature, CLASS_TMM) == 0) {
+                        __atomic_store_n(&agent.page_size_bytes,
+                                         find_method(jvmti, klass, "pageSizeBytes", "()J"),
+                                         __ATOMIC_RELEASE);
+                        prepared(HOOK_ACQUIRE);
+                } else if (strcmp(signature, CLASS_CONSUMER) == 0) {
                         resolve_consumer(jvmti, klass);
-                else if (strcmp(signature, CLASS_UNSAFE_SORTER) == 0)
+                } else if (strcmp(signature, CLASS_UNSAFE_SORTER) == 0) {
                         resolve_sorter(env, klass, HOOK_UNSAFE_SORTER);
-                else if (strcmp(signature, CLASS_SHUFFLE_SORTER) == 0)
+                } else if (strcmp(signature, CLASS_SHUFFLE_SORTER) == 0) {
                         resolve_sorter(env, klass, HOOK_SHUFFLE_SORTER);
-                else if (strcmp(signature, CLASS_SPILLABLE) == 0)
-                        resolve_deny(jvmti, env, klass, HOOK_SPILLABLE, "maybeSpill",
-                                     MAYBE_SPILL_SIGNATURE, &agent.maybe_spill, &agent.spillable,
-                                     SLOT_CURRENT_MEMORY + 2);
-                else if (strcmp(signature, CLASS_BYTES_MAP) == 0)
+                } else if (strcmp(signature, CLASS_SPILLABLE) == 0) {
+                        prepared(HOOK_SPILLABLE);
+                } else if (strcmp(signature, CLASS_BYTES_MAP) == 0) {
                         resolve_bytes_map(jvmti, env, klass);
-                else if (strcmp(signature, CLASS_AGG_MAP) == 0)
-                        resolve_deny(jvmti, env, klass, HOOK_AGG_MAP,
-                                     "getAggregationBufferFromUnsafeRow", AGG_BUFFER_SIGNATURE,
-                                     &agent.agg_buffer, NULL, 0);
+                } else if (strcmp(signature, CLASS_AGG_MAP) == 0) {
+                        resolve_agg_map(jvmti, klass);
+                }
         }
         (*jvmti)->Deallocate(jvmti, (unsigned char *)signature);
 }
@@ -796,11 +779,16 @@ static void JNICALL on_class_prepare(jvmtiEnv *jvmti, JNIEnv *env, jthread threa
         resolve_class(jvmti, env, klass);
 }
 
-/* ---- the breakpoint: the task thread asks for memory ---- */
+/* ---- the hooks: a task thread asks for memory, or inserts a row under pressure ---- */
+
+/* Set while this thread runs a hook: Spark re-enters acquireExecutionMemory from spill()
+ * (reset() allocates a fresh pointer array), and that nested call must pass untouched. */
+static __thread bool in_hook;
 
 /* The simple name of obj's class ("UnsafeExternalSorter"); "?" when unknown. */
-static void class_simple_name(jvmtiEnv *jvmti, JNIEnv *env, jobject obj, char *buf, size_t size)
+static void class_simple_name(JNIEnv *env, jobject obj, char *buf, size_t size)
 {
+        jvmtiEnv *jvmti = agent.jvmti;
         jclass klass = (*env)->GetObjectClass(env, obj);
         char *signature = NULL;
         const char *begin;
@@ -926,9 +914,9 @@ static void disable_spills(const char *why)
 
 /* The spill itself, in the task thread that asked for memory, like Spark's own
  * TaskMemoryManager.trySpillAndAcquire: under the manager's lock, trigger == the consumer. */
-static void force_spill(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jobject consumer,
-                        jobject manager, const char *name, jlong required, uint64_t used,
-                        enum jva_reason reason, uint64_t reaction_start)
+static void force_spill(JNIEnv *env, jobject consumer, jobject manager, const char *name,
+                        jlong required, uint64_t used, enum jva_reason reason,
+                        uint64_t reaction_start)
 {
         jmethodID get_used = __atomic_load_n(&agent.get_used, __ATOMIC_ACQUIRE);
         jmethodID spill = __atomic_load_n(&agent.spill, __ATOMIC_ACQUIRE);
@@ -936,18 +924,7 @@ static void force_spill(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jobject co
         jlong after = (jlong)used;
         uint64_t t0, t1;
         char what[512], message[700];
-        jvmtiError err;
 
-        /* the TaskMemoryManager: given, or `this` of the acquireExecutionMemory frame */
-        if (!manager) {
-                err = (*jvmti)->GetLocalObject(jvmti, thread, 0, SLOT_THIS, &manager);
-                if (err != JVMTI_ERROR_NONE || !manager) {
-                        snprintf(what, sizeof(what), "GetLocalObject(this) failed: %s",
-                                 jvmti_error_name(err));
-                        disable_spills(what);
-                        return;
-                }
-        }
         if ((*env)->MonitorEnter(env, manager) != JNI_OK) {
                 (*env)->ExceptionClear(env);
                 disable_spills("MonitorEnter(TaskMemoryManager) failed");
@@ -987,18 +964,14 @@ static void force_spill(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jobject co
 
 /* Spark's page size (spark.buffer.pageSize or its default from the execution memory and
  * cores), asked once of the TaskMemoryManager at hand; 0 when unknown. */
-static uint64_t page_size(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
+static uint64_t page_size(JNIEnv *env, jobject manager)
 {
         uint64_t size = __atomic_load_n(&agent.page_size, __ATOMIC_ACQUIRE);
         jmethodID method = __atomic_load_n(&agent.page_size_bytes, __ATOMIC_ACQUIRE);
-        jobject manager = NULL;
         jlong v;
 
         if (size || !method)
                 return size;
-        if ((*jvmti)->GetLocalObject(jvmti, thread, 0, SLOT_THIS, &manager) != JVMTI_ERROR_NONE ||
-            !manager)
-                return 0;
         v = (*env)->CallLongMethod(env, manager, method);
         if ((*env)->ExceptionCheck(env)) {
                 (*env)->ExceptionClear(env);
@@ -1021,13 +994,13 @@ static uint64_t page_size(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
  * is read once per mode. 0 when it cannot be read (allow-fraction then stays inactive, with
  * one log line). Never takes the TaskMemoryManager's lock, so it cannot invert Spark's
  * TaskMemoryManager -> MemoryManager lock order. */
-static uint64_t execution_memory(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jobject consumer)
+static uint64_t execution_memory(JNIEnv *env, jobject manager, jobject consumer)
 {
         static const char *const getters[2][2] = {
             {"maxOnHeapStorageMemory", "onHeapExecutionMemoryUsed"},
             {"maxOffHeapStorageMemory", "offHeapExecutionMemoryUsed"},
         };
-        jobject manager = NULL, memory_manager, mode, mode_name;
+        jobject memory_manager, mode, mode_name;
         jclass klass;
         jfieldID field;
         jmethodID get_mode, name, first, second;
@@ -1055,9 +1028,6 @@ static uint64_t execution_memory(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, j
         if (__atomic_load_n(&agent.execution_memory[off_heap], __ATOMIC_ACQUIRE))
                 return __atomic_load_n(&agent.execution_memory[off_heap], __ATOMIC_ACQUIRE);
 
-        if ((*jvmti)->GetLocalObject(jvmti, thread, 0, SLOT_THIS, &manager) != JVMTI_ERROR_NONE ||
-            !manager)
-                goto fail;
         klass = (*env)->GetObjectClass(env, manager);
         field = (*env)->GetFieldID(env, klass, "memoryManager",
                                    "Lorg/apache/spark/memory/MemoryManager;");
@@ -1091,279 +1061,389 @@ fail:
 }
 
 /* allow-fraction in bytes for this consumer, when it can matter (under pressure); else 0. */
-static uint64_t fraction_floor(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jobject consumer)
+static uint64_t fraction_floor(JNIEnv *env, jobject manager, jobject consumer)
 {
         uint64_t total;
 
-        if (!(agent.options.allow_fraction > 0) ||
+        if (!manager || !(agent.options.allow_fraction > 0) ||
             !__atomic_load_n(&agent.under_pressure, __ATOMIC_ACQUIRE))
                 return 0;
-        total = execution_memory(jvmti, env, thread, consumer);
+        total = execution_memory(env, manager, consumer);
         if (!total)
                 return 0;
         total = (uint64_t)((double)total * agent.options.allow_fraction);
         return total ? total : 1;
 }
 
-/* Answer this acquireExecutionMemory call with 0 bytes granted: Spark then spills by itself
- * (maybeSpill spills the collection; the aggregation map falls back to sorting). The spill
- * runs after the agent returns, so `holding` (what the operator held when told) stands for
- * the bytes it releases. False when the JVM refused: deny-side hooks are then turned off. */
-static bool deny(jvmtiEnv *jvmti, jthread thread, const char *name, uint64_t holding,
-                 enum jva_reason reason, uint64_t reaction_start)
+/* The TaskMemoryManager of a consumer: MemoryConsumer.taskMemoryManager; NULL (cleared) when
+ * it cannot be read. */
+static jobject manager_of(JNIEnv *env, jobject consumer)
 {
-        jvmtiError err = (*jvmti)->ForceEarlyReturnLong(jvmti, thread, 0);
-        char what[200];
+        jfieldID field = __atomic_load_n(&agent.consumer_tmm, __ATOMIC_ACQUIRE);
+        jobject manager;
 
-        if (err != JVMTI_ERROR_NONE) {
-                snprintf(what, sizeof(what), "ForceEarlyReturnLong failed: %s",
-                         jvmti_error_name(err));
-                if (!__atomic_exchange_n(&agent.deny_off, true, __ATOMIC_ACQ_REL)) {
-                        log_error("%s: Spillable and aggregation-map spills off", what);
-                        hook_set(HOOK_SPILLABLE, JVA_HOOK_OFF, what);
-                        hook_set(HOOK_BYTES_MAP, JVA_HOOK_OFF, what);
-                        hook_set(HOOK_AGG_MAP, JVA_HOOK_OFF, what);
+        if (!field) {
+                field = (*env)->GetFieldID(env, (*env)->GetObjectClass(env, consumer),
+                                           "taskMemoryManager", CLASS_TMM);
+                if (!field) {
+                        (*env)->ExceptionClear(env);
+                        return NULL;
                 }
-                return false;
+                __atomic_store_n(&agent.consumer_tmm, field, __ATOMIC_RELEASE);
         }
+        manager = (*env)->GetObjectField(env, consumer, field);
+        if (!manager)
+                (*env)->ExceptionClear(env);
+        return manager;
+}
+
+/* A consumer refused memory so that Spark spills it by itself (maybeSpill spills the
+ * collection; the aggregation map falls back to sorting): counted, with `holding` (what it
+ * held when told) for the bytes it releases, since the spill runs after the hook returns. */
+static void count_denial(const char *name, uint64_t holding, enum jva_reason reason,
+                         uint64_t reaction_start)
+{
+        uint64_t now = jva_now_ns();
+
         jva_stats_count_denial(&agent.stats, name, reason, holding,
-                               reaction_start ? jva_now_ns() - reaction_start : 0);
+                               reaction_start ? now - reaction_start : 0);
         if (reaction_start)
-                jva_stats_count_decision(&agent.stats, name, jva_now_ns() - reaction_start);
+                jva_stats_count_decision(&agent.stats, name, now - reaction_start);
         log_debug("%s holding %" PRIu64 " bytes (%s): 0 bytes granted, Spark spills it", name,
                   holding, reason_name(reason));
-        return true;
 }
 
-enum kind {
-        KIND_OTHER,     /* counted only */
-        KIND_SORTER,    /* self-spill */
-        KIND_SPILLABLE, /* 0 granted to maybeSpill */
-        KIND_AGG_MAP,   /* 0 granted to the aggregation map's data page */
-};
-
-static bool frame_method_is(jvmtiEnv *jvmti, jthread thread, jint depth, jmethodID method)
+/* Is this thread inside UnsafeFixedWidthAggregationMap.getAggregationBufferFromUnsafeRow? */
+static bool under_aggregation(void)
 {
-        jmethodID at = NULL;
-        jlocation location;
-
-        return method &&
-               (*jvmti)->GetFrameLocation(jvmti, thread, depth, &at, &location) ==
-                   JVMTI_ERROR_NONE &&
-               at == method;
-}
-
-/* What the consumer is, for the statistics (name) and for the way it can be made to spill;
- * *ret_holding: for a Spillable, maybeSpill's currentMemory. */
-static enum kind classify(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jobject consumer,
-                          char *name, size_t size, jlong *ret_holding)
-{
-        jclass spillable = __atomic_load_n(&agent.spillable, __ATOMIC_ACQUIRE);
-        jclass bytes_map = __atomic_load_n(&agent.bytes_map, __ATOMIC_ACQUIRE);
-        jmethodID maybe_spill = __atomic_load_n(&agent.maybe_spill, __ATOMIC_ACQUIRE);
-        jmethodID new_page = __atomic_load_n(&agent.acquire_new_page, __ATOMIC_ACQUIRE);
         jmethodID agg_buffer = __atomic_load_n(&agent.agg_buffer, __ATOMIC_ACQUIRE);
+        jvmtiFrameInfo frames[AGG_STACK_DEPTH];
+        jint n = 0;
 
-        class_simple_name(jvmti, env, consumer, name, size);
+        if (!agg_buffer || (*agent.jvmti)->GetStackTrace(agent.jvmti, NULL, 0, AGG_STACK_DEPTH,
+                                                         frames, &n) != JVMTI_ERROR_NONE)
+                return false;
+        for (jint i = 0; i < n; i++)
+                if (frames[i].method == agg_buffer)
+                        return true;
+        return false;
+}
+
+/* The consumer's name for the statistics; true for a sorter (it can spill itself). */
+static bool classify(JNIEnv *env, jobject consumer, char *name, size_t size)
+{
+        jclass bytes_map = __atomic_load_n(&agent.bytes_map, __ATOMIC_ACQUIRE);
+
+        class_simple_name(env, consumer, name, size);
         for (unsigned i = 0; i < 2; i++) {
                 jclass klass = __atomic_load_n(&agent.sorters[i], __ATOMIC_ACQUIRE);
                 if (klass && (*env)->IsInstanceOf(env, consumer, klass))
-                        return KIND_SORTER;
+                        return true;
         }
-        if (spillable && (*env)->IsInstanceOf(env, consumer, spillable)) {
-                if (frame_method_is(jvmti, thread, DEPTH_MAYBE_SPILL, maybe_spill) &&
-                    (*jvmti)->GetLocalLong(jvmti, thread, DEPTH_MAYBE_SPILL, SLOT_CURRENT_MEMORY,
-                                           ret_holding) == JVMTI_ERROR_NONE)
-                        return KIND_SPILLABLE;
-                return KIND_OTHER;
-        }
-        if (bytes_map && agg_buffer && (*env)->IsInstanceOf(env, consumer, bytes_map)) {
-                jvmtiFrameInfo frames[AGG_STACK_DEPTH];
-                jint n = 0;
-                bool page = false, aggregation = false;
-
-                if ((*jvmti)->GetStackTrace(jvmti, thread, 0, AGG_STACK_DEPTH, frames, &n) !=
-                    JVMTI_ERROR_NONE)
-                        return KIND_OTHER;
-                for (jint i = 1; i < n; i++) {
-                        page |= frames[i].method == new_page;
-                        aggregation |= frames[i].method == agg_buffer;
-                }
-                if (!aggregation)
-                        return KIND_OTHER;
-                /* its pointer array growth is counted under this name but not refused: the
-                 * map would stop growing for the rest of the task */
+        /* the aggregation map's pointer array growth is counted under its name too */
+        if (bytes_map && (*env)->IsInstanceOf(env, consumer, bytes_map) && under_aggregation())
                 snprintf(name, size, "%s", AGG_MAP_NAME);
-                return page ? KIND_AGG_MAP : KIND_OTHER;
-        }
-        return KIND_OTHER;
+        return false;
 }
 
-/* True when the aggregation map has no data page yet (or it cannot be told): never refused. */
-static bool first_page(JNIEnv *env, jobject consumer)
+/* getUsed() of a consumer; -1 (forced spills turned off) when it threw. */
+static jlong used_of(JNIEnv *env, jobject consumer)
 {
-        jmethodID method = __atomic_load_n(&agent.num_data_pages, __ATOMIC_ACQUIRE);
-        jint n = method ? (*env)->CallIntMethod(env, consumer, method) : 0;
-
-        if ((*env)->ExceptionCheck(env)) {
-                (*env)->ExceptionClear(env);
-                return true;
-        }
-        return n <= 0;
-}
-
-static void on_acquire(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
-{
-        jlong required = 0, used = 0;
-        jobject consumer = NULL;
-        char name[JVA_NAME_MAX], what[512];
-        uint64_t reaction_start, floor;
+        jmethodID get_used = __atomic_load_n(&agent.get_used, __ATOMIC_ACQUIRE);
         jthrowable thrown;
-        jmethodID get_used;
-        jvmtiError err;
-        enum kind kind;
+        char what[512];
+        jlong used;
+
+        if (!get_used)
+                return -1;
+        used = (*env)->CallLongMethod(env, consumer, get_used);
+        if ((*env)->ExceptionCheck(env)) {
+                take_exception(env, &thrown, what, sizeof(what));
+                disable_spills(what);
+                return -1;
+        }
+        return used;
+}
+
+static bool spills_allowed(void)
+{
+        return jva_options_spill_enabled(&agent.options) &&
+               !__atomic_load_n(&agent.spill_disabled, __ATOMIC_ACQUIRE);
+}
+
+/* TaskMemoryManager.acquireExecutionMemory(required, consumer), before it runs. */
+static void on_acquire(JNIEnv *env, jobject manager, jlong required, jobject consumer)
+{
+        char name[JVA_NAME_MAX];
+        uint64_t reaction_start;
+        jlong used;
         int reason;
 
-        err = (*jvmti)->GetLocalLong(jvmti, thread, 0, SLOT_REQUIRED, &required);
-        if (err == JVMTI_ERROR_NONE)
-                err = (*jvmti)->GetLocalObject(jvmti, thread, 0, SLOT_CONSUMER, &consumer);
-        if (err != JVMTI_ERROR_NONE) {
-                snprintf(what, sizeof(what), "cannot read the arguments: %s",
-                         jvmti_error_name(err));
-                __atomic_store_n(&agent.acquire_off, true, __ATOMIC_RELEASE);
-                hook_set(HOOK_ACQUIRE, JVA_HOOK_OFF, what);
+        if (!consumer || !manager)
+                return;
+        if (!classify(env, consumer, name, sizeof(name))) {
+                jva_stats_count_call(&agent.stats, name, required > 0 ? (uint64_t)required : 0);
                 return;
         }
-        if (!consumer)
-                return;
-        kind = classify(jvmti, env, thread, consumer, name, sizeof(name), &used);
         jva_stats_count_call(&agent.stats, name, required > 0 ? (uint64_t)required : 0);
-
-        if (kind == KIND_OTHER || !jva_options_spill_enabled(&agent.options) ||
-            __atomic_load_n(&agent.spill_disabled, __ATOMIC_ACQUIRE))
-                return;
-        if (kind != KIND_SORTER && __atomic_load_n(&agent.deny_off, __ATOMIC_ACQUIRE))
-                return;
-        get_used = __atomic_load_n(&agent.get_used, __ATOMIC_ACQUIRE);
-        if (kind != KIND_SPILLABLE && !get_used)
+        if (!spills_allowed() || !__atomic_load_n(&agent.spill, __ATOMIC_ACQUIRE))
                 return;
         /* A sorter decides when it asks for a data page, i.e. when its pages are full: it also
          * asks for memory to grow its pointer array while its last page is nearly empty, and
          * spilling then would write a few records at a time. */
-        if (kind == KIND_SORTER && (uint64_t)required < page_size(jvmti, env, thread))
+        if ((uint64_t)required < page_size(env, manager))
                 return;
-        /* The aggregation map's first page is always granted: Spark fails the task when it
-         * cannot have it ("failed to allocate the first page"), as right after a fallback or
-         * for an aggregation without grouping keys. */
-        if (kind == KIND_AGG_MAP && first_page(env, consumer))
+        used = used_of(env, consumer);
+        if (used < 0)
                 return;
-        if (kind != KIND_SPILLABLE) {
-                used = (*env)->CallLongMethod(env, consumer, get_used);
-                if ((*env)->ExceptionCheck(env)) {
-                        take_exception(env, &thrown, what, sizeof(what));
-                        disable_spills(what);
-                        return;
-                }
-        }
         log_debug("%s asks for %" PRId64 " bytes holding %" PRId64, name, (int64_t)required,
                   (int64_t)used);
-        floor = fraction_floor(jvmti, env, thread, consumer);
-        reason = decide(used > 0 ? (uint64_t)used : 0, floor, &reaction_start);
-        if (reason == SPILL_NONE)
-                return;
-        if (kind == KIND_SORTER) {
-                force_spill(jvmti, env, thread, consumer, NULL, name, required, (uint64_t)used,
+        reason = decide((uint64_t)used, fraction_floor(env, manager, consumer), &reaction_start);
+        if (reason != SPILL_NONE)
+                force_spill(env, consumer, manager, name, required, (uint64_t)used,
                             (enum jva_reason)reason, reaction_start);
-                return;
-        }
-        deny(jvmti, thread, name, (uint64_t)used, (enum jva_reason)reason, reaction_start);
 }
 
-/* A shot at a sorter's insertRecord under pressure: the sorter inserting this row spills if
- * it holds allow-bytes, and the breakpoints are cleared; they are cleared unused after
- * INSERT_SHOTS rows, or when the pressure ends. */
-static void on_insert(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
+/* A sorter's insertRecord while the guard is set (under pressure): the sorter inserting
+ * this row spills if it holds allow-bytes, and the guard is cleared; it is cleared unused
+ * after INSERT_SHOTS rows, or when the pressure ends. */
+static void on_insert(JNIEnv *env, jobject sorter)
 {
-        jmethodID get_used = __atomic_load_n(&agent.get_used, __ATOMIC_ACQUIRE);
-        jobject consumer = NULL, manager;
-        char name[JVA_NAME_MAX], what[512];
+        char name[JVA_NAME_MAX];
         uint64_t reaction_start;
-        jthrowable thrown;
-        jfieldID field;
+        jobject manager;
         jlong used;
         int reason;
 
         if (!__atomic_load_n(&agent.insert_armed, __ATOMIC_ACQUIRE))
                 return;
         if (__atomic_sub_fetch(&agent.insert_shots, 1, __ATOMIC_ACQ_REL) <= 0)
-                insert_arm(false);
-        if (!__atomic_load_n(&agent.under_pressure, __ATOMIC_ACQUIRE) ||
-            __atomic_load_n(&agent.spill_disabled, __ATOMIC_ACQUIRE) || !get_used ||
+                insert_arm(env, false);
+        if (!__atomic_load_n(&agent.under_pressure, __ATOMIC_ACQUIRE) || !spills_allowed() ||
             !__atomic_load_n(&agent.spill, __ATOMIC_ACQUIRE))
                 return;
-        if ((*jvmti)->GetLocalObject(jvmti, thread, 0, SLOT_THIS, &consumer) != JVMTI_ERROR_NONE ||
-            !consumer)
+        used = used_of(env, sorter);
+        if (used < 0)
                 return;
-        class_simple_name(jvmti, env, consumer, name, sizeof(name));
-        used = (*env)->CallLongMethod(env, consumer, get_used);
-        if ((*env)->ExceptionCheck(env)) {
-                take_exception(env, &thrown, what, sizeof(what));
-                disable_spills(what);
-                return;
-        }
-        reason = decide(used > 0 ? (uint64_t)used : 0, 0, &reaction_start);
+        reason = decide((uint64_t)used, 0, &reaction_start);
         if (reason == SPILL_NONE)
                 return;
-        insert_arm(false);
-        field = __atomic_load_n(&agent.consumer_tmm, __ATOMIC_ACQUIRE);
-        if (!field) {
-                field = (*env)->GetFieldID(env, (*env)->GetObjectClass(env, consumer),
-                                           "taskMemoryManager", CLASS_TMM);
-                if (!field) {
-                        (*env)->ExceptionClear(env);
-                        __atomic_store_n(&agent.inserts[0], NULL, __ATOMIC_RELEASE);
-                        __atomic_store_n(&agent.inserts[1], NULL, __ATOMIC_RELEASE);
-                        hook_set(HOOK_INSERT, JVA_HOOK_OFF,
-                                 "field not found (MemoryConsumer.taskMemoryManager)");
-                        return;
-                }
-                __atomic_store_n(&agent.consumer_tmm, field, __ATOMIC_RELEASE);
-        }
-        manager = (*env)->GetObjectField(env, consumer, field);
+        insert_arm(env, false);
+        manager = manager_of(env, sorter);
         if (!manager) {
-                (*env)->ExceptionClear(env);
+                hook_set(HOOK_INSERT, JVA_HOOK_OFF,
+                         "field not found (MemoryConsumer.taskMemoryManager)");
                 return;
         }
+        class_simple_name(env, sorter, name, sizeof(name));
         log_debug("%s holding %" PRId64 " bytes at insertRecord under pressure", name, (int64_t)used);
-        force_spill(jvmti, env, thread, consumer, manager, name, used, (uint64_t)used,
-                    (enum jva_reason)reason, reaction_start);
+        force_spill(env, sorter, manager, name, used, (uint64_t)used, (enum jva_reason)reason,
+                    reaction_start);
 }
 
-static void JNICALL on_breakpoint(jvmtiEnv *jvmti, JNIEnv *env, jthread thread, jmethodID method,
-                                  jlocation location)
+/*
+ * Spillable.maybeSpill's acquireMemory(amount): answered 0 when the collection must spill,
+ * else passed on. maybeSpill asks for 2 * currentMemory - myMemoryThreshold, so the
+ * collection's size (what Spark spills and counts) is (amount + myMemoryThreshold) / 2.
+ */
+static jlong on_spillable_acquire(JNIEnv *env, jobject spillable, jlong amount)
 {
-        bool insert = method == __atomic_load_n(&agent.inserts[0], __ATOMIC_ACQUIRE) ||
-                      method == __atomic_load_n(&agent.inserts[1], __ATOMIC_ACQUIRE);
+        jmethodID acquire = __atomic_load_n(&agent.acquire_memory, __ATOMIC_ACQUIRE);
+        jfieldID threshold = __atomic_load_n(&agent.memory_threshold, __ATOMIC_ACQUIRE);
+        char name[JVA_NAME_MAX];
+        uint64_t reaction_start;
+        jclass klass;
+        jlong holding;
+        int reason;
 
-        if (insert && !__atomic_load_n(&agent.insert_armed, __ATOMIC_ACQUIRE)) {
-                (*jvmti)->ClearBreakpoint(jvmti, method, location);
-                return;
+        if (!acquire) {
+                klass = (*env)->GetObjectClass(env, spillable);
+                acquire = (*env)->GetMethodID(env, klass, "acquireMemory", "(J)J");
+                if (!acquire)
+                        return 0; /* NoSuchMethodError pending: the task fails as it would */
+                __atomic_store_n(&agent.acquire_memory, acquire, __ATOMIC_RELEASE);
         }
-        if ((!insert && method != __atomic_load_n(&agent.acquire, __ATOMIC_ACQUIRE)) || in_hook ||
-            __atomic_load_n(&agent.acquire_off, __ATOMIC_ACQUIRE))
-                return;
-        in_hook = true;
-        if ((*env)->PushLocalFrame(env, 32) == JNI_OK) {
-                if (insert)
-                        on_insert(jvmti, env, thread);
-                else
-                        on_acquire(jvmti, env, thread);
-                /* keeps a pending RuntimeException: PopLocalFrame may run with one */
-                (*env)->PopLocalFrame(env, NULL);
-        } else {
+        if (in_hook || !spills_allowed() || __atomic_load_n(&agent.spillable_off, __ATOMIC_ACQUIRE))
+                goto pass;
+        if (!threshold) {
+                klass = (*env)->GetObjectClass(env, spillable);
+                threshold = (*env)->GetFieldID(env, klass, "myMemoryThreshold", "J");
+                if (!threshold) {
+                        (*env)->ExceptionClear(env);
+                        __atomic_store_n(&agent.spillable_off, true, __ATOMIC_RELEASE);
+                        hook_set(HOOK_SPILLABLE, JVA_HOOK_OFF,
+                                 "field not found (Spillable.myMemoryThreshold)");
+                        goto pass;
+                }
+                __atomic_store_n(&agent.memory_threshold, threshold, __ATOMIC_RELEASE);
+        }
+        holding = (amount + (*env)->GetLongField(env, spillable, threshold)) / 2;
+        reason = decide(holding > 0 ? (uint64_t)holding : 0,
+                        fraction_floor(env, manager_of(env, spillable), spillable),
+                        &reaction_start);
+        if (reason != SPILL_NONE) {
+                class_simple_name(env, spillable, name, sizeof(name));
+                count_denial(name, (uint64_t)holding, (enum jva_reason)reason, reaction_start);
+                return 0;
+        }
+pass:
+        return (*env)->CallLongMethod(env, spillable, acquire, amount);
+}
+
+/* BytesToBytesMap.acquireNewPage(required): true = "no page" (Spark's own answer when the
+ * pool is dry), for a map that serves hash aggregation and has a data page already. */
+static bool on_new_page(JNIEnv *env, jobject map)
+{
+        jmethodID pages = __atomic_load_n(&agent.num_data_pages, __ATOMIC_ACQUIRE);
+        jobject manager;
+        uint64_t reaction_start;
+        jlong used;
+        jint n;
+        int reason;
+
+        if (!spills_allowed() || !pages || !under_aggregation())
+                return false;
+        /* The first page is always granted: Spark fails the task when it cannot have it
+         * ("failed to allocate the first page"), as right after a fallback or for an
+         * aggregation without grouping keys. */
+        n = (*env)->CallIntMethod(env, map, pages);
+        if ((*env)->ExceptionCheck(env)) {
                 (*env)->ExceptionClear(env);
+                return false;
         }
+        if (n <= 0)
+                return false;
+        used = used_of(env, map);
+        if (used < 0)
+                return false;
+        manager = manager_of(env, map);
+        reason = decide((uint64_t)used, fraction_floor(env, manager, map), &reaction_start);
+        if (reason == SPILL_NONE)
+                return false;
+        count_denial(AGG_MAP_NAME, (uint64_t)used, (enum jva_reason)reason, reaction_start);
+        return true;
+}
+
+/* ---- the hook class's native methods (see targets[] for who calls them) ---- */
+
+/* Runs fn's work with a local frame and the re-entry guard; a RuntimeException the hook
+ * leaves pending (a failed forced spill) propagates to Spark's code. */
+#define HOOK_ENTER(env)                                                   \
+        do {                                                              \
+                if (in_hook || (*(env))->PushLocalFrame((env), 32) != JNI_OK) \
+                        return;                                           \
+                in_hook = true;                                           \
+        } while (0)
+#define HOOK_LEAVE(env)                                                   \
+        do {                                                              \
+                in_hook = false;                                          \
+                (*(env))->PopLocalFrame((env), NULL);                     \
+        } while (0)
+
+static void JNICALL hook_acquire(JNIEnv *env, jclass klass, jobject manager, jlong required,
+                                 jobject consumer)
+{
+        HOOK_ENTER(env);
+        on_acquire(env, manager, required, consumer);
+        HOOK_LEAVE(env);
+}
+
+static void JNICALL hook_insert_unsafe(JNIEnv *env, jclass klass, jobject sorter, jobject base,
+                                       jlong offset, jint length, jlong prefix, jboolean null)
+{
+        HOOK_ENTER(env);
+        on_insert(env, sorter);
+        HOOK_LEAVE(env);
+}
+
+static void JNICALL hook_insert_shuffle(JNIEnv *env, jclass klass, jobject sorter, jobject base,
+                                        jlong offset, jint length, jint partition)
+{
+        HOOK_ENTER(env);
+        on_insert(env, sorter);
+        HOOK_LEAVE(env);
+}
+
+static jboolean JNICALL hook_new_page(JNIEnv *env, jclass klass, jobject map, jlong required)
+{
+        bool deny;
+
+        if (in_hook || (*env)->PushLocalFrame(env, 32) != JNI_OK)
+                return JNI_FALSE;
+        in_hook = true;
+        deny = on_new_page(env, map);
         in_hook = false;
+        (*env)->PopLocalFrame(env, NULL);
+        return deny ? JNI_TRUE : JNI_FALSE;
+}
+
+static jlong JNICALL hook_spillable_acquire(JNIEnv *env, jclass klass, jobject spillable,
+                                            jlong amount)
+{
+        jlong granted;
+
+        if ((*env)->PushLocalFrame(env, 32) != JNI_OK)
+                return 0;
+        granted = on_spillable_acquire(env, spillable, amount);
+        (*env)->PopLocalFrame(env, NULL);
+        return granted;
+}
+
+/* Define the hook class in the boot loader and bind its natives; false with the reason in
+ * agent.instrument_off. */
+static bool define_hooks(JNIEnv *env)
+{
+        static const struct jva_hook_class hooks = {.name = HOOKS_CLASS, .guard = HOOKS_GUARD};
+        struct {
+                const char *name;
+                void *function;
+        } functions[] = {
+            {"acquire", (void *)(uintptr_t)hook_acquire},
+            {"spillableAcquire", (void *)(uintptr_t)hook_spillable_acquire},
+            {"newPage", (void *)(uintptr_t)hook_new_page},
+            {"insertUnsafe", (void *)(uintptr_t)hook_insert_unsafe},
+            {"insertShuffle", (void *)(uintptr_t)hook_insert_shuffle},
+        };
+        struct jva_native natives[N_TARGETS];
+        JNINativeMethod methods[N_TARGETS];
+        char descriptors[N_TARGETS][512];
+        uint8_t *bytes = NULL;
+        size_t len = 0;
+        jclass klass;
+
+        for (size_t i = 0; i < N_TARGETS; i++) {
+                natives[i].name = methods[i].name = (char *)targets[i].edit.hook;
+                if (jva_edit_hook_descriptor(&targets[i].edit, descriptors[i],
+                                             sizeof(descriptors[i])) < 0 ||
+                    strcmp(functions[i].name, targets[i].edit.hook) != 0) {
+                        snprintf(agent.instrument_off, sizeof(agent.instrument_off),
+                                 "bad hook table entry %s", targets[i].edit.hook);
+                        return false;
+                }
+                natives[i].descriptor = methods[i].signature = descriptors[i];
+                methods[i].fnPtr = functions[i].function;
+        }
+        if (jva_hook_class_build(&hooks, natives, N_TARGETS, &bytes, &len) < 0) {
+                snprintf(agent.instrument_off, sizeof(agent.instrument_off),
+                         "cannot build the hook class");
+                return false;
+        }
+        klass = (*env)->DefineClass(env, HOOKS_CLASS, NULL, (const jbyte *)bytes, (jsize)len);
+        free(bytes);
+        if (klass && (*env)->RegisterNatives(env, klass, methods, N_TARGETS) == 0) {
+                agent.guard = (*env)->GetStaticFieldID(env, klass, HOOKS_GUARD, "Z");
+                agent.hooks_class = agent.guard ? (*env)->NewGlobalRef(env, klass) : NULL;
+        }
+        if (!agent.hooks_class) {
+                jthrowable thrown;
+                char what[300];
+
+                take_exception(env, &thrown, what, sizeof(what));
+                snprintf(agent.instrument_off, sizeof(agent.instrument_off),
+                         "cannot define the hook class " HOOKS_CLASS ": %s", what);
+                return false;
+        }
+        return true;
 }
 
 /* ---- life cycle ---- */
@@ -1430,6 +1510,19 @@ static void JNICALL on_vm_init(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
 {
         if (agent.options.records)
                 set_records_property(env);
+        if (jva_options_spill_enabled(&agent.options)) {
+                if (!define_hooks(env)) {
+                        log_warn("%s: hooks off, statistics only", agent.instrument_off);
+                } else if ((*jvmti)->SetEventNotificationMode(
+                               jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, NULL) !=
+                           JVMTI_ERROR_NONE) {
+                        snprintf(agent.instrument_off, sizeof(agent.instrument_off),
+                                 "cannot enable ClassFileLoadHook");
+                        log_warn("%s: hooks off, statistics only", agent.instrument_off);
+                } else {
+                        __atomic_store_n(&agent.instrument, true, __ATOMIC_RELEASE);
+                }
+        }
         start_agent_thread(jvmti, env);
 }
 
@@ -1538,7 +1631,6 @@ static jint parse_options(const char *options)
 
 static jint start(JavaVM *vm, char *options, bool live)
 {
-        jvmtiCapabilities potential, wanted;
         jvmtiEventCallbacks callbacks;
         jvmtiEnv *jvmti = NULL;
         jint rc;
@@ -1555,42 +1647,14 @@ static jint start(JavaVM *vm, char *options, bool live)
         }
         agent.jvmti = jvmti;
 
-        memset(&wanted, 0, sizeof(wanted));
-        wanted.can_generate_breakpoint_events = 1;
-        wanted.can_access_local_variables = 1;
-        memset(&potential, 0, sizeof(potential));
-        if ((*jvmti)->GetPotentialCapabilities(jvmti, &potential) != JVMTI_ERROR_NONE)
-                memset(&potential, 0, sizeof(potential));
-        /*
-         * Breakpoints and local variable access cost every JIT-compiled method of the JVM a
-         * little (measured: a Spark sort 1-4% slower with the capabilities and no breakpoint
-         * hit, docs/benchmarks.md): taken only when a spill mode may need the hooks.
-         */
         if (!jva_options_spill_enabled(&agent.options))
                 log_info("no spill mode: hooks off, statistics only");
-        else if (!potential.can_generate_breakpoint_events || !potential.can_access_local_variables)
-                log_warn("%s: hooks off, statistics only",
-                         live ? "the JVM grants breakpoints and local variables only to agents "
-                                "loaded at start-up (-agentpath)"
-                              : "breakpoints or local variables are not available");
-        else if ((*jvmti)->AddCapabilities(jvmti, &wanted) != JVMTI_ERROR_NONE)
-                log_warn("cannot add the breakpoint and local variable capabilities: hooks "
-                         "off, statistics only");
-        else
-                agent.capabilities = true;
-        /* "0 bytes granted" for Spillables and the aggregation map; without it only the
-         * sorters can be made to spill (their hooks say why at class preparation) */
-        if (agent.capabilities && potential.can_force_early_return) {
-                memset(&wanted, 0, sizeof(wanted));
-                wanted.can_force_early_return = 1;
-                agent.early_return = (*jvmti)->AddCapabilities(jvmti, &wanted) == JVMTI_ERROR_NONE;
-        }
 
         memset(&callbacks, 0, sizeof(callbacks));
         callbacks.VMInit = on_vm_init;
         callbacks.VMDeath = on_vm_death;
         callbacks.ClassPrepare = on_class_prepare;
-        callbacks.Breakpoint = on_breakpoint;
+        callbacks.ClassFileLoadHook = on_class_file_load;
         if ((*jvmti)->SetEventCallbacks(jvmti, &callbacks, sizeof(callbacks)) != JVMTI_ERROR_NONE ||
             (*jvmti)->CreateRawMonitor(jvmti, "sparkshim-agent", &agent.wakeup) !=
                 JVMTI_ERROR_NONE) {
@@ -1601,9 +1665,6 @@ static jint start(JavaVM *vm, char *options, bool live)
                 (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, NULL);
         (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, NULL);
         (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_PREPARE, NULL);
-        if (agent.capabilities)
-                (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_BREAKPOINT,
-                                                   NULL);
         log_info("loaded: force-bytes=%" PRIu64 " allow-bytes=%" PRIu64 " allow-fraction=%g"
                  " periodic=%" PRIu64 " threshold=%" PRIu64 " pressure source %s",
                  agent.options.force_bytes, agent.options.allow_bytes, agent.options.allow_fraction,
@@ -1616,8 +1677,8 @@ JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
         return start(vm, options, false);
 }
 
-/* Loaded into a running JVM (jcmd JVMTI.agent_load): resolve the classes Spark has already
- * prepared, then behave as if loaded at start-up. */
+/* Loaded into a running JVM (jcmd JVMTI.agent_load): Spark classes loaded from now on are
+ * edited; those already prepared say that they were loaded too early. */
 JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
 {
         JNIEnv *env = NULL;
@@ -1629,6 +1690,7 @@ JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
                 return rc;
         if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK || !env)
                 return JNI_ERR;
+        on_vm_init(agent.jvmti, env, NULL);
         if ((*agent.jvmti)->GetLoadedClasses(agent.jvmti, &n, &classes) == JVMTI_ERROR_NONE) {
                 for (jint i = 0; i < n; i++) {
                         if ((*agent.jvmti)->GetClassStatus(agent.jvmti, classes[i], &status) ==
@@ -1638,7 +1700,6 @@ JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved)
                 }
                 (*agent.jvmti)->Deallocate(agent.jvmti, (unsigned char *)classes);
         }
-        on_vm_init(agent.jvmti, env, NULL);
         return JNI_OK;
 }
 

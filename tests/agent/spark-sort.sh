@@ -13,7 +13,10 @@
 #                                                nothing spilled, no pressure episode;
 #   7. with the heap as the pressure source   -> -Xmx600m, heap-threshold=0.15: the heap in use
 #                                                after a collection crosses 90 MiB while the
-#                                                sorter fills its pages, which then spill;
+#                                                sorter fills its pages, which then spill
+#                                                (-Xmn32m: G1 would size the young generation
+#                                                so that no collection, hence no reading,
+#                                                may fall within the sort);
 # and every run returns the same rows in the same order (order-sensitive checksum).
 # Usage: spark-sort.sh AGENT JDK_HOME SOURCE_DIR SPARK_JARS_SCRIPT LINE
 . "$(dirname "$0")/common.sh"
@@ -55,7 +58,7 @@ pressure=$(run pressure "-agentpath:$AGENT=threshold=1m,allow-bytes=8m,cooldown-
 echo "pressure:        $pressure"
 calm=$(run calm "-agentpath:$AGENT=threshold=64g,allow-bytes=8m,cooldown-ms=0,stats=$WORK/calm.jsonl") || exit 1
 echo "no pressure:     $calm"
-heap=$(run heap -Xmx600m "-agentpath:$AGENT=heap-threshold=0.15,allow-bytes=8m,cooldown-ms=0,stats=$WORK/heap.jsonl") || exit 1
+heap=$(run heap -Xmx600m -Xmn32m "-agentpath:$AGENT=heap-threshold=0.15,allow-bytes=8m,cooldown-ms=0,stats=$WORK/heap.jsonl") || exit 1
 echo "heap pressure:   $heap"
 
 want_rows=$ROWS
