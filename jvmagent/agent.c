@@ -22,7 +22,7 @@
  * takes no JVMTI capability: breakpoints and local-variable access, what it used before,
  * slow every compiled method of the JVM (docs/benchmarks.md).
  *
- * The agent thread (RunAgentThread, woken by a raw monitor every 100 ms) only reads the
+ * The agent thread (RunAgentThread, woken by a raw monitor every 20 ms) only reads the
  * pressure source and rewrites the statistics file; hooks only read its results.
  * At run time nothing here aborts the JVM: a failing JVMTI/JNI call turns its hook off with
  * a log line.
@@ -74,7 +74,7 @@
  * deeper stack: frames looked at for the aggregation map. */
 #define AGG_STACK_DEPTH 12
 
-#define POLL_MS            100
+#define POLL_MS            20
 #define HYSTERESIS_DIVISOR 20 /* leave pressure 5% below the threshold */
 
 enum hook_id {
@@ -516,6 +516,15 @@ static void sample_pressure(JNIEnv *env)
                         insert_arm(env, false);
                 log_debug("pressure: off (anon %" PRIu64 ", heap after GC %" PRIu64 ")", anon,
                           heap);
+        } else if (over && env && !__atomic_load_n(&agent.spill_disabled, __ATOMIC_ACQUIRE) &&
+                   !__atomic_load_n(&agent.insert_armed, __ATOMIC_ACQUIRE) &&
+                   __atomic_load_n(&agent.reacted_episode, __ATOMIC_ACQUIRE) !=
+                       __atomic_load_n(&agent.episode, __ATOMIC_ACQUIRE)) {
+                /* The episode's shots went to sorters below allow-bytes (they were small when
+                 * the threshold was crossed): look again until one has spilled, rather than
+                 * wait for a sorter's next page request, seconds later. After that first
+                 * spill the sorters are decided on at their page requests, as before. */
+                insert_arm(env, true);
         }
 }
 

@@ -112,6 +112,8 @@ int jva_psi_open(struct jva_psi *psi, const char *cgroup_dir, uint64_t stall_us,
         return 0;
 }
 
+#define PSI_POLL_MIN_US 100000
+
 int jva_psi_poll(struct jva_psi *psi, bool *ret_fired)
 {
         *ret_fired = false;
@@ -133,8 +135,12 @@ int jva_psi_poll(struct jva_psi *psi, bool *ret_fired)
                 if (r < 0)
                         return r;
                 elapsed_us = (now - psi->last_ns) / 1000;
+                /* rates over at least 100 ms, however often the agent samples: a stall of a
+                 * few ms within a short sample is not STALL per WINDOW */
+                if (elapsed_us < PSI_POLL_MIN_US)
+                        return 0;
                 /* at least STALL per WINDOW, as the trigger would have it */
-                if (elapsed_us > 0 && total >= psi->last_total_us &&
+                if (total >= psi->last_total_us &&
                     (total - psi->last_total_us) * psi->window_us >= psi->stall_us * elapsed_us)
                         *ret_fired = true;
                 psi->last_total_us = total;
