@@ -22,7 +22,7 @@
  * takes no JVMTI capability: breakpoints and local-variable access, what it used before,
  * slow every compiled method of the JVM (docs/benchmarks.md).
  *
- * The agent thread (RunAgentThread, woken by a raw monitor every 20 ms) only reads the
+ * The agent thread (RunAgentThread, woken by a raw monitor every 100 ms) only reads the
  * pressure source and rewrites the statistics file; hooks only read its results.
  * At run time nothing here aborts the JVM: a failing JVMTI/JNI call turns its hook off with
  * a log line.
@@ -74,7 +74,7 @@
  * deeper stack: frames looked at for the aggregation map. */
 #define AGG_STACK_DEPTH 12
 
-#define POLL_MS            20
+#define POLL_MS            100
 #define HYSTERESIS_DIVISOR 20 /* leave pressure 5% below the threshold */
 
 enum hook_id {
