@@ -218,6 +218,16 @@ static void hook_set(enum hook_id id, enum jva_hook_state state, const char *rea
                 log_info("hook %s: off: %s", hook->name, reason);
 }
 
+static enum jva_hook_state hook_state(enum hook_id id)
+{
+        enum jva_hook_state state;
+
+        pthread_mutex_lock(&agent.state_lock);
+        state = agent.hooks[id].state;
+        pthread_mutex_unlock(&agent.state_lock);
+        return state;
+}
+
 /* ---- statistics ---- */
 
 static void write_stats(bool final)
@@ -613,8 +623,7 @@ static void JNICALL on_class_file_load(jvmtiEnv *jvmti, JNIEnv *env, jclass rede
         }
         if (r == 0) {
                 /* one sorter's insertRecord is enough to keep the hook on */
-                if (target->hook != HOOK_INSERT ||
-                    agent.hooks[HOOK_INSERT].state != JVA_HOOK_ON)
+                if (target->hook != HOOK_INSERT || hook_state(HOOK_INSERT) != JVA_HOOK_ON)
                         hook_set(target->hook, JVA_HOOK_OFF, result.reason);
                 else
                         log_info("%s: %s", name, result.reason);
@@ -659,16 +668,11 @@ static jmethodID find_method(jvmtiEnv *jvmti, jclass klass, const char *name, co
  * classes; off when its class got past the editor (loaded before the agent started). */
 static void prepared(enum hook_id id)
 {
-        enum jva_hook_state state;
-
         if (!__atomic_load_n(&agent.instrument, __ATOMIC_ACQUIRE)) {
                 hook_set(id, JVA_HOOK_OFF, instrument_off_reason());
                 return;
         }
-        pthread_mutex_lock(&agent.state_lock);
-        state = agent.hooks[id].state;
-        pthread_mutex_unlock(&agent.state_lock);
-        if (state == JVA_HOOK_PENDING)
+        if (hook_state(id) == JVA_HOOK_PENDING)
                 hook_set(id, JVA_HOOK_OFF, "class loaded before the agent could edit it");
 }
 
@@ -1184,18 +1188,16 @@ static bool spills_allowed(void)
 static void on_acquire(JNIEnv *env, jobject manager, jlong required, jobject consumer)
 {
         char name[JVA_NAME_MAX];
+        bool sorter;
         uint64_t reaction_start;
         jlong used;
         int reason;
 
         if (!consumer || !manager)
                 return;
-        if (!classify(env, consumer, name, sizeof(name))) {
-                jva_stats_count_call(&agent.stats, name, required > 0 ? (uint64_t)required : 0);
-                return;
-        }
+        sorter = classify(env, consumer, name, sizeof(name));
         jva_stats_count_call(&agent.stats, name, required > 0 ? (uint64_t)required : 0);
-        if (!spills_allowed() || !__atomic_load_n(&agent.spill, __ATOMIC_ACQUIRE))
+        if (!sorter || !spills_allowed() || !__atomic_load_n(&agent.spill, __ATOMIC_ACQUIRE))
                 return;
         /* A sorter decides when it asks for a data page, i.e. when its pages are full: it also
          * asks for memory to grow its pointer array while its last page is nearly empty, and
