@@ -568,9 +568,13 @@ static const char *instrument_off_reason(void)
         return jva_options_spill_enabled(&agent.options) ? agent.instrument_off : NO_SPILL_MODE;
 }
 
+/* Rows the insertRecord calls look at per arming before the guard is cleared unused (each
+ * row then costs its task thread a native call and a getUsed()): enough to meet every
+ * sorter of the executor's running tasks. */
+#define INSERT_SHOTS 256
+
 /* Set the guard of the insertRecord calls (on) or clear it. From the agent thread when
  * pressure starts and ends, from a task thread after a spill or the last shot. */
-#define INSERT_SHOTS 256
 static void insert_arm(JNIEnv *env, bool on)
 {
         if (on)

@@ -5,7 +5,7 @@
 # reduceByKey and groupByKey), on local[2]:
 #   base      without the agent                     -> Spark spills nothing;
 #   nomode    the agent loaded, no spill mode       -> nothing spills, and every hook is off
-#                                                      (no capabilities taken: they cost);
+#                                                      (no class is edited);
 #   forced    force-bytes=8m, one JVM per job       -> Spark's task metrics show spills and the
 #                                                      agent's stats name that job's operator;
 #   records   Spark's numElementsForceSpillThreshold (positive control; it applies to the
