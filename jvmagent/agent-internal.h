@@ -68,6 +68,7 @@ struct jva_operator {
         uint64_t reactions; /* pressure spills with a reaction latency */
         uint64_t reaction_ns_total, reaction_ns_max; /* pressure seen -> spill end */
         uint64_t decision_ns_total, decision_ns_max; /* pressure seen -> spill start */
+        uint64_t capped; /* spills not forced: the task had had max-spills of them */
 };
 
 enum jva_hook_state {
@@ -135,6 +136,9 @@ void jva_stats_count_denial(struct jva_stats *stats, const char *name, enum jva_
 /* Count the decision latency of a reaction: from the pressure episode's start to the start
  * of its first spill (the spill's own time is the rest of the reaction latency). */
 void jva_stats_count_decision(struct jva_stats *stats, const char *name, uint64_t decision_ns);
+
+/* A spill the agent would have forced but did not, its task having had max-spills. */
+void jva_stats_count_capped(struct jva_stats *stats, const char *name);
 
 /* A copy of one operator's counters; false when the type was never seen. */
 bool jva_stats_get(struct jva_stats *stats, const char *name, struct jva_operator *ret);

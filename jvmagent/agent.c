@@ -169,6 +169,11 @@ static struct {
         int64_t insert_shots;  /* rows left to look at before it is cleared */
         jfieldID consumer_tmm; /* MemoryConsumer.taskMemoryManager, found at the first use */
         bool heap_tried;
+
+        /* max-spills: TaskMemoryManager.taskAttemptId, found at the first use (atomics) */
+        jfieldID task_attempt;
+        bool max_spills_off; /* the field is missing: no cap */
+        bool max_spills_told;
 } agent = {
     .hooks =
         {
@@ -883,11 +888,72 @@ static const char *reason_name(enum jva_reason reason)
 
 enum decision {
         SPILL_NONE = -1,
+        SPILL_CAPPED = -2, /* it would spill, but its task has had max-spills */
 };
 
-/* Which mode, if any, makes an operator holding `used` bytes spill now. fraction_floor:
- * allow-fraction of the execution memory in bytes (0: not in force). */
-static int decide(uint64_t used, uint64_t fraction_floor, uint64_t *ret_reaction_start)
+/* The forced spills of the task running on this thread (a task runs in one thread, and a
+ * thread runs one task at a time): started again when the thread's task attempt changes. */
+static __thread struct {
+        jlong task;
+        uint64_t forced;
+} this_task = {.task = -1};
+
+/*
+ * Has the task of `manager` had max-spills forced spills? Also makes it this thread's task.
+ * Every forced spill is one more file for the task's operator to merge at its end, and the
+ * merge holds buffers for all of them at once (about 3 MiB each for a sort): past the cap the
+ * task's operators are left to Spark, so that the agent cannot make a merge run out of heap.
+ */
+static bool task_at_cap(JNIEnv *env, jobject manager)
+{
+        jfieldID field = __atomic_load_n(&agent.task_attempt, __ATOMIC_ACQUIRE);
+        jlong task;
+
+        if (!agent.options.max_spills || !manager ||
+            __atomic_load_n(&agent.max_spills_off, __ATOMIC_ACQUIRE))
+                return false;
+        if (!field) {
+                field = (*env)->GetFieldID(env, (*env)->GetObjectClass(env, manager),
+                                           "taskAttemptId", "J");
+                if (!field) {
+                        (*env)->ExceptionClear(env);
+                        if (!__atomic_exchange_n(&agent.max_spills_off, true, __ATOMIC_ACQ_REL))
+                                log_warn("max-spills: field not found "
+                                         "(TaskMemoryManager.taskAttemptId): no cap");
+                        return false;
+                }
+                __atomic_store_n(&agent.task_attempt, field, __ATOMIC_RELEASE);
+        }
+        task = (*env)->GetLongField(env, manager, field);
+        if (task != this_task.task) {
+                this_task.task = task;
+                this_task.forced = 0;
+        }
+        return this_task.forced >= agent.options.max_spills;
+}
+
+/* A spill was forced (or a denial made) in this thread's task. */
+static void task_count_forced(void)
+{
+        this_task.forced++;
+}
+
+/* What a hook does with SPILL_CAPPED: count it; say it once per JVM. */
+static void count_capped(const char *name, uint64_t used)
+{
+        jva_stats_count_capped(&agent.stats, name);
+        if (!__atomic_exchange_n(&agent.max_spills_told, true, __ATOMIC_ACQ_REL))
+                log_warn("task %" PRId64 " has had max-spills=%" PRIu64
+                         " forced spills: its operators are left to Spark (%s holding %" PRIu64
+                         " bytes; counted as \"capped\")",
+                         (int64_t)this_task.task, agent.options.max_spills, name, used);
+}
+
+/* Which mode, if any, makes an operator holding `used` bytes spill now; SPILL_CAPPED when one
+ * would but `capped` (task_at_cap). fraction_floor: allow-fraction of the execution memory in
+ * bytes (0: not in force). */
+static int decide(uint64_t used, uint64_t fraction_floor, bool capped,
+                  uint64_t *ret_reaction_start)
 {
         const struct jva_options *o = &agent.options;
         uint64_t now, last;
@@ -896,13 +962,16 @@ static int decide(uint64_t used, uint64_t fraction_floor, uint64_t *ret_reaction
         if (used == 0 || used < o->min_spill_bytes)
                 return SPILL_NONE;
         if (o->force_bytes && used >= o->force_bytes)
-                return JVA_REASON_FORCE;
+                return capped ? SPILL_CAPPED : JVA_REASON_FORCE;
         if (o->periodic_bytes && used >= o->periodic_bytes)
-                return JVA_REASON_PERIODIC;
+                return capped ? SPILL_CAPPED : JVA_REASON_PERIODIC;
         if (!((o->allow_bytes && used >= o->allow_bytes) ||
               (fraction_floor && used >= fraction_floor)) ||
             !__atomic_load_n(&agent.under_pressure, __ATOMIC_ACQUIRE))
                 return SPILL_NONE;
+        /* before the cool-down and the episode's reaction are taken */
+        if (capped)
+                return SPILL_CAPPED;
         /* one pressure spill per cool-down across all task threads */
         now = jva_now_ns();
         last = __atomic_load_n(&agent.last_pressure_spill_ns, __ATOMIC_RELAXED);
@@ -947,6 +1016,7 @@ static void force_spill(JNIEnv *env, jobject consumer, jobject manager, const ch
                 disable_spills("MonitorEnter(TaskMemoryManager) failed");
                 return;
         }
+        task_count_forced();
         t0 = jva_now_ns();
         (*env)->CallLongMethod(env, consumer, spill, required, consumer);
         if ((*env)->ExceptionCheck(env))
@@ -1122,6 +1192,7 @@ static void count_denial(const char *name, uint64_t holding, enum jva_reason rea
 {
         uint64_t now = jva_now_ns();
 
+        task_count_forced();
         jva_stats_count_denial(&agent.stats, name, reason, holding,
                                reaction_start ? now - reaction_start : 0);
         if (reaction_start)
@@ -1213,8 +1284,11 @@ static void on_acquire(JNIEnv *env, jobject manager, jlong required, jobject con
                 return;
         log_debug("%s asks for %" PRId64 " bytes holding %" PRId64, name, (int64_t)required,
                   (int64_t)used);
-        reason = decide((uint64_t)used, fraction_floor(env, manager, consumer), &reaction_start);
-        if (reason != SPILL_NONE)
+        reason = decide((uint64_t)used, fraction_floor(env, manager, consumer),
+                        task_at_cap(env, manager), &reaction_start);
+        if (reason == SPILL_CAPPED)
+                count_capped(name, (uint64_t)used);
+        else if (reason != SPILL_NONE)
                 force_spill(env, consumer, manager, name, required, (uint64_t)used,
                             (enum jva_reason)reason, reaction_start);
 }
@@ -1240,17 +1314,23 @@ static void on_insert(JNIEnv *env, jobject sorter)
         used = used_of(env, sorter);
         if (used < 0)
                 return;
-        reason = decide((uint64_t)used, 0, &reaction_start);
-        if (reason == SPILL_NONE)
-                return;
-        insert_arm(env, false);
         manager = manager_of(env, sorter);
         if (!manager) {
+                insert_arm(env, false);
                 hook_set(HOOK_INSERT, JVA_HOOK_OFF,
                          "field not found (MemoryConsumer.taskMemoryManager)");
                 return;
         }
+        reason = decide((uint64_t)used, 0, task_at_cap(env, manager), &reaction_start);
+        if (reason == SPILL_NONE)
+                return;
         class_simple_name(env, sorter, name, sizeof(name));
+        if (reason == SPILL_CAPPED) {
+                /* another task's sorter may still spill: the guard stays */
+                count_capped(name, (uint64_t)used);
+                return;
+        }
+        insert_arm(env, false);
         log_debug("%s holding %" PRId64 " bytes at insertRecord under pressure", name, (int64_t)used);
         force_spill(env, sorter, manager, name, used, (uint64_t)used, (enum jva_reason)reason,
                     reaction_start);
@@ -1267,6 +1347,7 @@ static jlong on_spillable_acquire(JNIEnv *env, jobject spillable, jlong amount)
         jfieldID threshold = __atomic_load_n(&agent.memory_threshold, __ATOMIC_ACQUIRE);
         char name[JVA_NAME_MAX];
         uint64_t reaction_start;
+        jobject manager;
         jclass klass;
         jlong holding;
         int reason;
@@ -1293,11 +1374,16 @@ static jlong on_spillable_acquire(JNIEnv *env, jobject spillable, jlong amount)
                 __atomic_store_n(&agent.memory_threshold, threshold, __ATOMIC_RELEASE);
         }
         holding = (amount + (*env)->GetLongField(env, spillable, threshold)) / 2;
+        manager = manager_of(env, spillable);
         reason = decide(holding > 0 ? (uint64_t)holding : 0,
-                        fraction_floor(env, manager_of(env, spillable), spillable),
+                        fraction_floor(env, manager, spillable), task_at_cap(env, manager),
                         &reaction_start);
         if (reason != SPILL_NONE) {
                 class_simple_name(env, spillable, name, sizeof(name));
+                if (reason == SPILL_CAPPED) {
+                        count_capped(name, (uint64_t)holding);
+                        goto pass;
+                }
                 count_denial(name, (uint64_t)holding, (enum jva_reason)reason, reaction_start);
                 return 0;
         }
@@ -1332,9 +1418,14 @@ static bool on_new_page(JNIEnv *env, jobject map)
         if (used < 0)
                 return false;
         manager = manager_of(env, map);
-        reason = decide((uint64_t)used, fraction_floor(env, manager, map), &reaction_start);
+        reason = decide((uint64_t)used, fraction_floor(env, manager, map),
+                        task_at_cap(env, manager), &reaction_start);
         if (reason == SPILL_NONE)
                 return false;
+        if (reason == SPILL_CAPPED) {
+                count_capped(AGG_MAP_NAME, (uint64_t)used);
+                return false;
+        }
         count_denial(AGG_MAP_NAME, (uint64_t)used, (enum jva_reason)reason, reaction_start);
         return true;
 }

@@ -15,8 +15,8 @@
 
 #define ALLOWED_KEYS                                                                               \
         "force-bytes, allow-bytes, allow-fraction, periodic, records, cgroup, threshold, "         \
-        "limit, request, stats, stats-interval, cooldown-ms, min-spill, psi-stall-ms, "            \
-        "psi-window-ms, heap-threshold, log"
+        "limit, request, stats, stats-interval, cooldown-ms, min-spill, max-spills, "              \
+        "psi-stall-ms, psi-window-ms, heap-threshold, log"
 #define ALLOWED_SIZE     "a byte size such as 512, 64k, 8m, 1g (suffixes k, m, g, t, p)"
 #define ALLOWED_FRACTION "a fraction with a decimal point, above 0 and at most 1, such as 0.8"
 
@@ -39,6 +39,7 @@ void jva_options_init(struct jva_options *options)
         memset(options, 0, sizeof(*options));
         options->log_level = JVA_LOG_WARN;
         options->cooldown_ms = 500;
+        options->max_spills = JVA_MAX_SPILLS_DEFAULT;
         options->stats_interval_s = 10;
         options->psi_window_ms = 1000;
 }
@@ -328,6 +329,7 @@ static const struct key keys[] = {
     KEY("stats-interval", parse_uint_key, OFF(stats_interval_s), 0, 86400),
     KEY("cooldown-ms", parse_uint_key, OFF(cooldown_ms), 0, 86400000),
     KEY("min-spill", parse_size_key, OFF(min_spill_bytes), 0, JAVA_LONG_MAX),
+    KEY("max-spills", parse_uint_key, OFF(max_spills), 0, JAVA_INT_MAX),
     KEY("psi-stall-ms", parse_uint_key, OFF(psi_stall_ms), 1, 10000),
     KEY("psi-window-ms", parse_uint_key, OFF(psi_window_ms), 500, 10000),
     KEY("heap-threshold", parse_fraction_key, OFF(heap_threshold), 0, 0),

@@ -12,6 +12,10 @@
 #define JVA_PATH_MAX    4096
 #define JVA_MESSAGE_MAX 512
 
+/* max-spills: each forced spill is one more file for the task to merge, and the merge of an
+ * UnsafeExternalSorter holds about 3 MiB of buffers per file (docs/sparkshim-agent.7.md). */
+#define JVA_MAX_SPILLS_DEFAULT 32
+
 enum jva_log_level {
         JVA_LOG_ERROR,
         JVA_LOG_WARN,
@@ -42,13 +46,14 @@ struct jva_options {
         uint64_t stats_interval_s; /* stats-interval: rewrite stats every N s (0 = at exit) */
         uint64_t cooldown_ms;      /* cooldown-ms: least time between pressure spills */
         uint64_t min_spill_bytes;  /* min-spill: never spill an operator holding less */
+        uint64_t max_spills;       /* max-spills: forced spills per task (0 = no cap) */
         uint64_t psi_stall_ms;     /* psi-stall-ms: memory "some" stall per window (0 = off) */
         uint64_t psi_window_ms;    /* psi-window-ms: its window */
         double heap_threshold;     /* heap-threshold: heap in use after GC / max heap (0 = off) */
         enum jva_log_level log_level;
 };
 
-/* The defaults: no spill mode, log=warn, cooldown-ms=500, stats-interval=10,
+/* The defaults: no spill mode, log=warn, cooldown-ms=500, max-spills=32, stats-interval=10,
  * psi-window-ms=1000. */
 void jva_options_init(struct jva_options *options);
 

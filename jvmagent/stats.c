@@ -126,6 +126,17 @@ void jva_stats_count_decision(struct jva_stats *stats, const char *name, uint64_
         pthread_mutex_unlock(&stats->lock);
 }
 
+void jva_stats_count_capped(struct jva_stats *stats, const char *name)
+{
+        struct jva_operator *op;
+
+        pthread_mutex_lock(&stats->lock);
+        op = operator_locked(stats, name);
+        if (op)
+                op->capped++;
+        pthread_mutex_unlock(&stats->lock);
+}
+
 bool jva_stats_get(struct jva_stats *stats, const char *name, struct jva_operator *ret)
 {
         bool found = false;
@@ -179,10 +190,10 @@ static void write_operator(FILE *f, const struct jva_operator *op)
                 ",\"spill_ns_max\":%" PRIu64 ",\"reactions\":%" PRIu64
                 ",\"reaction_ns_total\":%" PRIu64 ",\"reaction_ns_max\":%" PRIu64
                 ",\"denials\":%" PRIu64 ",\"decision_ns_total\":%" PRIu64
-                ",\"decision_ns_max\":%" PRIu64 "}\n",
+                ",\"decision_ns_max\":%" PRIu64 ",\"capped\":%" PRIu64 "}\n",
                 op->empty_spills, op->failed_spills, op->released_bytes, op->spill_ns_total,
                 op->spill_ns_max, op->reactions, op->reaction_ns_total, op->reaction_ns_max,
-                op->denials, op->decision_ns_total, op->decision_ns_max);
+                op->denials, op->decision_ns_total, op->decision_ns_max, op->capped);
 }
 
 int jva_stats_write(struct jva_stats *stats, const char *path, bool final,

@@ -23,6 +23,7 @@
 #define PATH_DEPTH_MAX       8
 #define AGENT_RECORDS_MAX    UINT64_C(2147483647) /* Spark reads the threshold as an int */
 #define AGENT_COOLDOWN_MAX   UINT64_C(86400000)
+#define AGENT_MAX_SPILLS_MAX UINT64_C(2147483647)
 #define AGENT_PSI_MS_MIN     UINT64_C(500) /* the kernel's shortest PSI window */
 #define AGENT_PSI_MS_MAX     UINT64_C(10000) /* and its longest */
 #define JAVA_LONG_MAX        UINT64_C(9223372036854775807)
@@ -100,6 +101,7 @@ void policy_init_defaults(struct policy *p)
                         .threshold = POLICY_AGENT_THRESHOLD_REQUEST,
                         .threshold_fraction = 1.0,
                         .cooldown_ms = 500,
+                        .max_spills = 32,
                         .psi_window_ms = 1000,
                         .log = POLICY_AGENT_LOG_WARN,
                 },
@@ -873,8 +875,9 @@ static int parse_agent(struct parser *ps, json_t *root, struct policy *p)
         static const char *const keys[] = { "enabled",        "path",        "injection",
                                             "force_bytes",    "periodic_bytes", "allow_bytes",
                                             "allow_fraction", "records",     "threshold",
-                                            "cooldown_ms",    "min_spill",   "psi_stall_ms",
-                                            "psi_window_ms",  "heap_threshold", "log" };
+                                            "cooldown_ms",    "min_spill",   "max_spills",
+                                            "psi_stall_ms",   "psi_window_ms", "heap_threshold",
+                                            "log" };
         static const char *const injections[] = { "auto", "agentpath", "java_tool_options" };
         static const char *const levels[] = { "error", "warn", "info", "debug" };
         static const char path_allowed[] =
@@ -931,6 +934,8 @@ static int parse_agent(struct parser *ps, json_t *root, struct policy *p)
                 r = field_uint(ps, obj, "cooldown_ms", 0, AGENT_COOLDOWN_MAX, &a.cooldown_ms);
         if (r >= 0)
                 r = field_size(ps, obj, "min_spill", &a.min_spill_bytes);
+        if (r >= 0)
+                r = field_uint(ps, obj, "max_spills", 0, AGENT_MAX_SPILLS_MAX, &a.max_spills);
         if (r >= 0)
                 r = field_uint(ps, obj, "psi_window_ms", AGENT_PSI_MS_MIN, AGENT_PSI_MS_MAX,
                                &a.psi_window_ms);

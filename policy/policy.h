@@ -93,6 +93,7 @@ struct policy_agent {
         double threshold_fraction;   /* REQUEST / LIMIT, in (0,1] */
         uint64_t cooldown_ms;        /* default 500 */
         uint64_t min_spill_bytes;    /* default 0 */
+        uint64_t max_spills;         /* forced spills per task, default 32; 0 = no cap */
         uint64_t psi_stall_ms;       /* psi-stall-ms, 0 = no PSI source; <= psi_window_ms */
         uint64_t psi_window_ms;      /* psi-window-ms, 500..10000, default 1000 */
         double heap_threshold;       /* heap-threshold in (0,1]; 0 = no heap source */

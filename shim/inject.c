@@ -296,6 +296,7 @@ int shim_agent_options(const struct shim_agent_params *p, char *buf, size_t size
         append_u64(&a, "cooldown-ms", agent->cooldown_ms);
         if (agent->min_spill_bytes)
                 append_u64(&a, "min-spill", agent->min_spill_bytes);
+        append_u64(&a, "max-spills", agent->max_spills);
         if (agent->psi_stall_ms) {
                 append_u64(&a, "psi-stall-ms", agent->psi_stall_ms);
                 append_u64(&a, "psi-window-ms", agent->psi_window_ms);
@@ -372,7 +373,7 @@ static int64_t member_u64(json_t *obj, const char *key)
 
 struct totals {
         int64_t forced, failed, empty, released, spill_ns, reactions, reaction_ns,
-                reaction_ns_max, decision_ns;
+                reaction_ns_max, decision_ns, capped;
         unsigned operators;
 };
 
@@ -388,6 +389,8 @@ static json_t *operator_json(json_t *rec, struct totals *t)
         /* statistics of older agent builds have no decision latency: null then */
         int64_t decision = member_u64(rec, "decision_ns_total");
         int64_t decision_max = member_u64(rec, "decision_ns_max");
+        /* and none of max-spills */
+        int64_t capped = member_u64(rec, "capped");
         json_t *by = json_object_get(rec, "forced_by"), *by_out, *count, *out;
         const char *name = json_string_value(json_object_get(rec, "operator")), *reason;
 
@@ -426,6 +429,8 @@ static json_t *operator_json(json_t *rec, struct totals *t)
                 t->reaction_ns_max = v[10];
         if (decision > 0)
                 t->decision_ns += decision;
+        if (capped > 0)
+                t->capped += capped;
         t->operators++;
         out = json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:f, s:f, s:I,"
                          " s:f, s:f}",
@@ -442,7 +447,10 @@ static json_t *operator_json(json_t *rec, struct totals *t)
                                                       : json_null()) < 0 ||
                     json_object_set_new(out, "decision_max_seconds",
                                         decision_max >= 0 ? json_real((double)decision_max / 1e9)
-                                                          : json_null()) < 0)) {
+                                                          : json_null()) < 0 ||
+                    json_object_set_new(out, "capped",
+                                        capped >= 0 ? json_integer((json_int_t)capped)
+                                                    : json_null()) < 0)) {
                 json_decref(out);
                 return NULL;
         }
@@ -626,7 +634,8 @@ static void merge_stats(json_t *obj, const char *path, bool *ok)
         put(obj, "operators", operators, ok);
         if (strcmp(status, "ok") == 0 || strcmp(status, "partial") == 0)
                 put(obj, "totals",
-                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:f, s:f, s:f}", "operators",
+                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:f, s:f, s:f, s:I}",
+                              "operators",
                               (json_int_t)t.operators, "forced_spills", (json_int_t)t.forced,
                               "failed_spills", (json_int_t)t.failed, "empty_spills",
                               (json_int_t)t.empty, "released_bytes", (json_int_t)t.released,
@@ -634,7 +643,7 @@ static void merge_stats(json_t *obj, const char *path, bool *ok)
                               (json_int_t)t.reactions, "reaction_seconds",
                               (double)t.reaction_ns / 1e9, "reaction_max_seconds",
                               (double)t.reaction_ns_max / 1e9, "decision_seconds",
-                              (double)t.decision_ns / 1e9),
+                              (double)t.decision_ns / 1e9, "capped", (json_int_t)t.capped),
                     ok);
         else
                 put(obj, "totals", json_null(), ok);

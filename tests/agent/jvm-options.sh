@@ -8,7 +8,7 @@
 # options | the one line the agent must print
 bad_cases=(
   'force-bytes=12x|sparkshim-agent: error: force-bytes=12x: not a size; allowed: a byte size such as 512, 64k, 8m, 1g (suffixes k, m, g, t, p)'
-  'bogus=1|sparkshim-agent: error: bogus=1: unknown option; allowed: force-bytes, allow-bytes, allow-fraction, periodic, records, cgroup, threshold, limit, request, stats, stats-interval, cooldown-ms, min-spill, psi-stall-ms, psi-window-ms, heap-threshold, log'
+  'bogus=1|sparkshim-agent: error: bogus=1: unknown option; allowed: force-bytes, allow-bytes, allow-fraction, periodic, records, cgroup, threshold, limit, request, stats, stats-interval, cooldown-ms, min-spill, max-spills, psi-stall-ms, psi-window-ms, heap-threshold, log'
   'records=0|sparkshim-agent: error: records=0: out of range; allowed: an integer from 1 to 2147483647'
   'log=info,allow-bytes=1g|sparkshim-agent: error: allow-bytes=1g: applies under pressure only and no pressure source is given; allowed: allow-bytes together with threshold=, psi-stall-ms= or heap-threshold='
   'cgroup=/nonexistent/sparkshim|sparkshim-agent: error: cgroup=/nonexistent/sparkshim: No such file or directory; allowed: the absolute path of an existing cgroup v2 directory'

@@ -17,6 +17,9 @@
 #                                                (-Xmn32m: G1 would size the young generation
 #                                                so that no collection, hence no reading,
 #                                                may fall within the sort);
+#   8. with force-bytes=8m,max-spills=2       -> each task is made to spill twice, and its
+#                                                further spills are left to Spark (counted as
+#                                                "capped");
 # and every run returns the same rows in the same order (order-sensitive checksum).
 # Usage: spark-sort.sh AGENT JDK_HOME SOURCE_DIR SPARK_JARS_SCRIPT LINE
 . "$(dirname "$0")/common.sh"
@@ -60,9 +63,11 @@ calm=$(run calm "-agentpath:$AGENT=threshold=64g,allow-bytes=8m,cooldown-ms=0,st
 echo "no pressure:     $calm"
 heap=$(run heap -Xmx600m -Xmn32m "-agentpath:$AGENT=heap-threshold=0.15,allow-bytes=8m,cooldown-ms=0,stats=$WORK/heap.jsonl") || exit 1
 echo "heap pressure:   $heap"
+capped=$(run capped "-agentpath:$AGENT=force-bytes=8m,max-spills=2,stats=$WORK/capped.jsonl") || exit 1
+echo "max-spills=2:    $capped"
 
 want_rows=$ROWS
-for r in base forced control records pressure calm heap; do
+for r in base forced control records pressure calm heap capped; do
   line=${!r}
   [ "$(field "$line" rows)" = "$want_rows" ] || fail "$r: rows $(field "$line" rows), want $want_rows"
   [ "$(field "$line" ordered)" = true ] || fail "$r: result not in order"
@@ -83,7 +88,7 @@ assert ops and all(op["forced_spills"] == 0 for op in ops), ops
 print(f"no pressure: peak anon {pressure['peak_anon_bytes'] >> 20} MiB under a 64 GiB threshold, "
       f"{sum(op['calls'] for op in ops)} memory requests seen, 0 forced spills")
 PY
-for r in forced control records pressure heap; do
+for r in forced control records pressure heap capped; do
   line=${!r}
   [ "$(field "$line" memoryBytesSpilled)" -gt 0 ] && [ "$(field "$line" diskBytesSpilled)" -gt 0 ] ||
     fail "$r: Spark's task metrics show no spill: $line"
@@ -134,5 +139,21 @@ print(f"heap stats: after-GC peak {heap['peak_after_gc_bytes'] >> 20} MiB of {he
       f"reaction_ms_max={sorter['reaction_ns_max'] / 1e6:.0f}")
 PY
   fail "heap: agent stats: $(cat "$WORK/heap.jsonl")"
+fi
+grep -q '^sparkshim-agent: warn: task [0-9]* has had max-spills=2 forced spills' "$WORK/capped.err" ||
+  fail "max-spills=2: no warning: $(grep sparkshim-agent "$WORK/capped.err")"
+if ! python3 - "$WORK/capped.jsonl" "$WORK/forced.jsonl" <<'PY'; then
+import json, sys
+def sorter(path):
+    records = map(json.loads, open(path))
+    return {r["operator"]: r for r in records if r["record"] == "operator"}["UnsafeExternalSorter"]
+capped, forced = sorter(sys.argv[1]), sorter(sys.argv[2])
+# the sort stage's two tasks (local[2], two shuffle partitions), two forced spills each
+assert forced["forced_spills"] > 4, f"the uncapped run forced only {forced['forced_spills']}"
+assert capped["forced_spills"] == 4 and capped["capped"] >= 1 and capped["failed_spills"] == 0, capped
+print(f"max-spills=2: forced_spills={capped['forced_spills']} (uncapped {forced['forced_spills']}), "
+      f"capped={capped['capped']}")
+PY
+  fail "max-spills=2: agent stats: $(cat "$WORK/capped.jsonl")"
 fi
 finish

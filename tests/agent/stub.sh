@@ -4,7 +4,8 @@
 # Spark): spills happen in the asking thread under the manager's lock; a spill that throws
 # fails the "task" with a RuntimeException and turns forced spills off; a Spark whose
 # TaskMemoryManager, Spillable, BytesToBytesMap and aggregation map lack the hooked methods
-# loads, says so hook by hook, and is left alone.
+# loads, says so hook by hook, and is left alone; without TaskMemoryManager.taskAttemptId the
+# max-spills cap is off, with one line.
 # Usage: stub.sh AGENT JDK_HOME SOURCE_DIR
 . "$(dirname "$0")/common.sh"
 SRC=$3
@@ -19,6 +20,12 @@ if [ "$(field "$out" spills)" -gt 0 ] && [ "$(field "$out" without_lock)" = 0 ] 
   pass "forced spills in the asking thread under the manager's lock, re-entry passed through"
 else
   fail "ok run: $out $(cat "$WORK/err")"
+fi
+if [ "$(grep -c 'max-spills' "$WORK/err")" = 1 ] &&
+  grep -q '^sparkshim-agent: warn: max-spills: field not found (TaskMemoryManager.taskAttemptId): no cap$' "$WORK/err"; then
+  pass "a TaskMemoryManager without taskAttemptId: max-spills off, said once"
+else
+  fail "max-spills without taskAttemptId: $(grep sparkshim-agent "$WORK/err")"
 fi
 if grep -q '"operator":"UnsafeExternalSorter".*"forced_spills":[1-9]' "$WORK/ok.jsonl"; then
   pass "stats name UnsafeExternalSorter with forced spills"

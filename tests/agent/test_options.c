@@ -81,6 +81,7 @@ Test(options, defaults)
         cr_assert_eq(jva_options_parse(NULL, &o, &e), 0);
         cr_expect_eq(o.log_level, JVA_LOG_WARN);
         cr_expect_eq(o.cooldown_ms, 500);
+        cr_expect_eq(o.max_spills, 32);
         cr_expect_eq(o.stats_interval_s, 10);
         cr_expect_eq(o.psi_window_ms, 1000);
         cr_expect_eq(o.force_bytes, 0);
@@ -96,8 +97,8 @@ Test(options, every_key)
         const char *text =
             "force-bytes=8m,allow-bytes=64m,allow-fraction=0.25,periodic=1g,records=1000,"
             "cgroup=/sys/fs/cgroup/x,threshold=6g,limit=8g,request=4g,stats=/tmp/s.jsonl,"
-            "stats-interval=0,cooldown-ms=250,min-spill=1m,psi-stall-ms=150,psi-window-ms=2000,"
-            "heap-threshold=0.7,log=debug";
+            "stats-interval=0,cooldown-ms=250,min-spill=1m,max-spills=7,psi-stall-ms=150,"
+            "psi-window-ms=2000,heap-threshold=0.7,log=debug";
         int r = jva_options_parse(text, &o, &e);
 
         cr_assert_eq(r, 0, "parse failed: %s", e.message);
@@ -114,6 +115,7 @@ Test(options, every_key)
         cr_expect_eq(o.stats_interval_s, 0);
         cr_expect_eq(o.cooldown_ms, 250);
         cr_expect_eq(o.min_spill_bytes, MiB);
+        cr_expect_eq(o.max_spills, 7);
         cr_expect_eq(o.psi_stall_ms, 150);
         cr_expect_eq(o.psi_window_ms, 2000);
         cr_expect_float_eq(o.heap_threshold, 0.7, 1e-12);
@@ -223,12 +225,16 @@ static const struct invalid_case invalid_cases[] = {
                             "the limit"},
     {"bogus=1", "bogus=1: unknown option; allowed: force-bytes, allow-bytes, "
                 "allow-fraction, periodic, records, cgroup, threshold, limit, request, "
-                "stats, stats-interval, cooldown-ms, min-spill, psi-stall-ms, psi-window-ms, "
-                "heap-threshold, log"},
+                "stats, stats-interval, cooldown-ms, min-spill, max-spills, psi-stall-ms, "
+                "psi-window-ms, heap-threshold, log"},
     {"Force-Bytes=1m", "Force-Bytes=1m: unknown option; allowed: force-bytes, allow-bytes, "
                        "allow-fraction, periodic, records, cgroup, threshold, limit, "
-                       "request, stats, stats-interval, cooldown-ms, min-spill, "
+                       "request, stats, stats-interval, cooldown-ms, min-spill, max-spills, "
                        "psi-stall-ms, psi-window-ms, heap-threshold, log"},
+    {"max-spills=-1", "max-spills=-1: not a whole number; allowed: an integer from 0 to "
+                      "2147483647"},
+    {"max-spills=2147483648", "max-spills=2147483648: out of range; allowed: an integer from 0 "
+                              "to 2147483647"},
     {"force-bytes", "force-bytes=: no value; allowed: key=value pairs separated by commas"},
     {"force-bytes=", "force-bytes=: empty value; allowed: force-bytes=VALUE"},
     {"log=info,,force-bytes=1m", "=: empty option; allowed: key=value pairs separated by commas"},
@@ -380,7 +386,11 @@ Test(stats, denials)
         jva_stats_count_denial(&stats, "ExternalSorter", JVA_REASON_FORCE, 10 << 20, 0);
         jva_stats_count_denial(&stats, "ExternalSorter", JVA_REASON_PRESSURE, 9 << 20, 700);
         jva_stats_count_spill(&stats, "ExternalSorter", JVA_REASON_FORCE, 0, 100, 0, true);
+        jva_stats_count_capped(&stats, "ExternalSorter");
+        jva_stats_count_capped(&stats, "ExternalSorter");
+        jva_stats_count_capped(&stats, "ExternalSorter");
         cr_assert(jva_stats_get(&stats, "ExternalSorter", &op));
+        cr_expect_eq(op.capped, 3, "capped %" PRIu64, op.capped);
         cr_expect_eq(op.denials, 2, "denials %" PRIu64, op.denials);
         cr_expect_eq(op.forced_spills[JVA_REASON_FORCE], 1);
         cr_expect_eq(op.forced_spills[JVA_REASON_PRESSURE], 1);
@@ -404,7 +414,7 @@ Test(stats, denials)
                               "\"requested_bytes\":5242880,\"forced_spills\":2,"),
                   "%s", buf);
         cr_expect(strstr(buf, "\"reaction_ns_max\":700,\"denials\":2,\"decision_ns_total\":0,"
-                              "\"decision_ns_max\":0}\n"),
+                              "\"decision_ns_max\":0,\"capped\":3}\n"),
                   "%s", buf);
 }
 

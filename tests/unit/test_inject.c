@@ -80,6 +80,7 @@ Test(inject, options_every_mode_parsed_by_the_agent)
         p.agent.records = 1000000;
         p.agent.cooldown_ms = 1000;
         p.agent.min_spill_bytes = 64 * MiB;
+        p.agent.max_spills = 100;
         p.agent.log = POLICY_AGENT_LOG_INFO;
         r = shim_agent_options(&(struct shim_agent_params){
                                        .agent = &p.agent,
@@ -96,7 +97,7 @@ Test(inject, options_every_mode_parsed_by_the_agent)
                          "force-bytes=1073741824,periodic=536870912,allow-bytes=268435456,"
                          "allow-fraction=0.25,records=1000000,threshold=4509401088,"
                          "limit=4723834880,request=4509401088,cooldown-ms=1000,"
-                         "min-spill=67108864,cgroup=/sys/fs/cgroup/sparkshim/app-1,"
+                         "min-spill=67108864,max-spills=100,cgroup=/sys/fs/cgroup/sparkshim/app-1,"
                          "stats=/tmp/sparkshim-agent.abc/stats.jsonl,stats-interval=15,log=info",
                          "options \"%s\"", buf);
 
@@ -127,6 +128,7 @@ Test(inject, options_every_mode_parsed_by_the_agent)
         cr_expect_eq(parsed.cooldown_ms, 1000, "cooldown %" PRIu64, parsed.cooldown_ms);
         cr_expect_eq(parsed.min_spill_bytes, 64 * MiB, "min spill %" PRIu64,
                      parsed.min_spill_bytes);
+        cr_expect_eq(parsed.max_spills, 100, "max spills %" PRIu64, parsed.max_spills);
         cr_expect_str_eq(parsed.cgroup, "/tmp", "cgroup %s", parsed.cgroup);
         cr_expect_str_eq(parsed.stats, "/tmp/sparkshim-agent.abc/stats.jsonl", "stats %s",
                          parsed.stats);
@@ -147,7 +149,7 @@ Test(inject, options_minimal)
         p.agent.enabled = true;
         r = shim_agent_options(&(struct shim_agent_params){ .agent = &p.agent }, buf, sizeof(buf));
         cr_assert_eq(r, 0, "rc %d", r);
-        cr_expect_str_eq(buf, "cooldown-ms=500,log=warn", "options \"%s\"", buf);
+        cr_expect_str_eq(buf, "cooldown-ms=500,max-spills=32,log=warn", "options \"%s\"", buf);
         cr_expect_eq(jva_options_parse(buf, &parsed, &jerr), 0, "agent: %s", jerr.message);
 
         /* a fraction always has its decimal point, which the agent requires */
@@ -425,6 +427,9 @@ Test(inject, stats_merged)
         cr_expect_eq(int_at(op, "forced_by", "pressure"), 2, "by pressure");
         cr_expect_eq(int_at(op, "released_bytes", NULL), 1610612736, "released");
         cr_expect_eq(int_at(op, "denials", NULL), 0, "denials");
+        cr_expect_eq(int_at(op, "capped", NULL), 5, "capped");
+        cr_expect(json_is_null(json_object_get(json_array_get(ops, 1), "capped")),
+                  "capped of a record without it");
         cr_expect(fabs(json_real_value(json_object_get(op, "spill_seconds")) - 2.5) < 1e-9, "spill s");
         cr_expect(fabs(json_real_value(json_object_get(op, "spill_max_seconds")) - 0.4) < 1e-9, "spill max");
         cr_expect(fabs(json_real_value(json_object_get(op, "reaction_max_seconds")) - 0.045) < 1e-9,
@@ -437,6 +442,7 @@ Test(inject, stats_merged)
         cr_expect_eq(int_at(t, "empty_spills", NULL), 1, "total empty");
         cr_expect_eq(int_at(t, "released_bytes", NULL), 1610612736 + 100663296, "total released");
         cr_expect_eq(int_at(t, "reactions", NULL), 5, "total reactions");
+        cr_expect_eq(int_at(t, "capped", NULL), 5, "total capped");
         cr_expect(fabs(json_real_value(json_object_get(t, "reaction_seconds")) - 0.09) < 1e-9, "reaction s");
         cr_expect(fabs(json_real_value(json_object_get(t, "reaction_max_seconds")) - 0.045) < 1e-9,
                   "reaction max");

@@ -68,6 +68,7 @@ static const struct {
         FIELD(agent.threshold_fraction, F_DOUBLE),
         FIELD(agent.cooldown_ms, F_U64),
         FIELD(agent.min_spill_bytes, F_U64),
+        FIELD(agent.max_spills, F_U64),
         FIELD(agent.psi_stall_ms, F_U64),
         FIELD(agent.psi_window_ms, F_U64),
         FIELD(agent.heap_threshold, F_DOUBLE),
@@ -207,6 +208,7 @@ Test(policy, defaults)
                   "a spill mode is on by default");
         cr_expect_eq(p.agent.cooldown_ms, 500, "cooldown %" PRIu64, p.agent.cooldown_ms);
         cr_expect_eq(p.agent.min_spill_bytes, 0, "min spill %" PRIu64, p.agent.min_spill_bytes);
+        cr_expect_eq(p.agent.max_spills, 32, "max spills %" PRIu64, p.agent.max_spills);
         cr_expect_eq(p.agent.log, POLICY_AGENT_LOG_WARN, "log %d", (int)p.agent.log);
         cr_expect_str_eq(policy_override_name(POLICY_OVERRIDE_AGENT), "agent", "override name");
 }
