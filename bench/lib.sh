@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: Apache-2.0
+# Sourced by the benchmarks under bench/.
+
+# bench_update_docs DOC NAME SECTION: replace what lies between the lines
+# "<!-- bench/NAME: begin (generated, do not edit) -->" and "<!-- bench/NAME: end -->" of the
+# Markdown file DOC with the file SECTION. Returns 1 with a line on stderr, DOC untouched,
+# when DOC or either marker line is missing.
+bench_update_docs() {
+	local doc=$1 name=$2 section=$3
+	local begin="<!-- bench/$name: begin (generated, do not edit) -->"
+	local end="<!-- bench/$name: end -->"
+
+	if [[ ! -f $doc ]]; then
+		echo "bench/$name: $doc does not exist" >&2
+		return 1
+	fi
+	if ! grep -qxF "$begin" "$doc" || ! grep -qxF "$end" "$doc"; then
+		echo "bench/$name: $doc lacks the marker lines '$begin' and '$end'" >&2
+		return 1
+	fi
+	awk -v begin="$begin" -v end="$end" -v file="$section" '
+		$0 == begin { print; while ((getline line < file) > 0) print line; skip = 1; next }
+		$0 == end { skip = 0 }
+		!skip { print }' "$doc" >"$doc.tmp" && mv "$doc.tmp" "$doc"
+}
