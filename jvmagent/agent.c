@@ -16,8 +16,9 @@
  *    the collection, the aggregation falls back to sorting
  *    (destructAndCreateExternalSorter). Their spill() cannot be used: a Spillable ignores a
  *    self-triggered spill and BytesToBytesMap.spill frees nothing while it is written to;
- *  - the sorters' insertRecord, behind a static volatile flag set only under pressure: a
- *    sorter that is not asking for memory spills at its next row rather than its next page.
+ *  - the sorters' insertRecord (and UnsafeExternalSorter's insertKVRecord), behind a static
+ *    volatile flag set only under pressure: a sorter that is not asking for memory spills at
+ *    its next row rather than its next page.
  * Pool sizes are never touched; no spill is ever started from another thread. The agent
  * takes no JVMTI capability: breakpoints and local-variable access, what it used before,
  * slow every compiled method of the JVM (docs/benchmarks.md).
@@ -57,6 +58,10 @@
  * ShuffleExternalSorter.insertRecord(Object, long, int, int partitionId) */
 #define INSERT_SIGNATURE_UNSAFE  "(Ljava/lang/Object;JIJZ)V"
 #define INSERT_SIGNATURE_SHUFFLE "(Ljava/lang/Object;JII)V"
+/* UnsafeExternalSorter.insertKVRecord(Object keyBase, long, int, Object valueBase, long, int,
+ * long prefix, boolean prefixIsNull): UnsafeKVExternalSorter's rows, as in the sort-based
+ * aggregation that ObjectHashAggregateExec falls back to */
+#define INSERT_KV_SIGNATURE   "(Ljava/lang/Object;JILjava/lang/Object;JIJZ)V"
 #define RECORDS_PROPERTY      "spark.shuffle.spill.numElementsForceSpillThreshold"
 /* Why a hook is off when the options ask for no spill: the agent then changes no class. */
 #define NO_SPILL_MODE "no spill mode in the options"
@@ -110,11 +115,15 @@ static const struct target targets[] = {
     {"org/apache/spark/util/collection/unsafe/sort/UnsafeExternalSorter",
      {JVA_EDIT_GUARDED, "insertRecord", INSERT_SIGNATURE_UNSAFE, "insertUnsafe", NULL, NULL},
      HOOK_INSERT},
+    {"org/apache/spark/util/collection/unsafe/sort/UnsafeExternalSorter",
+     {JVA_EDIT_GUARDED, "insertKVRecord", INSERT_KV_SIGNATURE, "insertUnsafeKV", NULL, NULL},
+     HOOK_INSERT},
     {"org/apache/spark/shuffle/sort/ShuffleExternalSorter",
      {JVA_EDIT_GUARDED, "insertRecord", INSERT_SIGNATURE_SHUFFLE, "insertShuffle", NULL, NULL},
      HOOK_INSERT},
 };
 #define N_TARGETS (sizeof(targets) / sizeof(targets[0]))
+#define TARGETS_PER_CLASS 4 /* the most entries of targets[] for one class */
 
 static struct {
         jvmtiEnv *jvmti;
@@ -602,8 +611,10 @@ static void JNICALL on_class_file_load(jvmtiEnv *jvmti, JNIEnv *env, jclass rede
                                        unsigned char **ret_data)
 {
         static const struct jva_hook_class hooks = {.name = HOOKS_CLASS, .guard = HOOKS_GUARD};
-        struct jva_edit_result result;
-        const struct target *target = NULL;
+        struct jva_edit edits[TARGETS_PER_CLASS];
+        struct jva_edit_result results[TARGETS_PER_CLASS];
+        const struct target *mine[TARGETS_PER_CLASS];
+        unsigned n = 0;
         uint8_t *edited = NULL;
         size_t edited_len = 0;
         unsigned char *copy;
@@ -611,44 +622,55 @@ static void JNICALL on_class_file_load(jvmtiEnv *jvmti, JNIEnv *env, jclass rede
 
         if (!name || redefined || strncmp(name, "org/apache/spark/", 17) != 0)
                 return;
-        for (size_t i = 0; i < N_TARGETS && !target; i++)
-                if (strcmp(name, targets[i].name) == 0)
-                        target = &targets[i];
-        if (!target)
-                return;
-        if (target->hook == HOOK_INSERT && !agent.options.allow_bytes) {
-                hook_set(HOOK_INSERT, JVA_HOOK_OFF, "no allow-bytes in the options");
-                return;
+        for (size_t i = 0; i < N_TARGETS && n < TARGETS_PER_CLASS; i++) {
+                if (strcmp(name, targets[i].name) != 0)
+                        continue;
+                if (targets[i].hook == HOOK_INSERT && !agent.options.allow_bytes) {
+                        hook_set(HOOK_INSERT, JVA_HOOK_OFF, "no allow-bytes in the options");
+                        continue;
+                }
+                mine[n] = &targets[i];
+                edits[n++] = targets[i].edit;
         }
-        r = jva_class_edit(data, (size_t)len, &hooks, &target->edit, &result, 1, &edited,
-                           &edited_len);
+        if (n == 0)
+                return;
+        r = jva_class_edit(data, (size_t)len, &hooks, edits, results, n, &edited, &edited_len);
         if (r < 0) {
                 char reason[160];
 
                 snprintf(reason, sizeof(reason), "cannot read the class file of %s: %s", name,
                          strerror(-r));
-                hook_set(target->hook, JVA_HOOK_OFF, reason);
+                for (unsigned i = 0; i < n; i++)
+                        hook_set(mine[i]->hook, JVA_HOOK_OFF, reason);
                 return;
         }
-        if (r == 0) {
-                /* one sorter's insertRecord is enough to keep the hook on */
-                if (target->hook != HOOK_INSERT || hook_state(HOOK_INSERT) != JVA_HOOK_ON)
-                        hook_set(target->hook, JVA_HOOK_OFF, result.reason);
-                else
-                        log_info("%s: %s", name, result.reason);
-                return;
-        }
-        if ((*jvmti)->Allocate(jvmti, (jlong)edited_len, &copy) != JVMTI_ERROR_NONE) {
+        if (r > 0) {
+                if ((*jvmti)->Allocate(jvmti, (jlong)edited_len, &copy) != JVMTI_ERROR_NONE) {
+                        free(edited);
+                        for (unsigned i = 0; i < n; i++)
+                                hook_set(mine[i]->hook, JVA_HOOK_OFF,
+                                         "out of memory editing the class");
+                        return;
+                }
+                memcpy(copy, edited, edited_len);
                 free(edited);
-                hook_set(target->hook, JVA_HOOK_OFF, "out of memory editing the class");
-                return;
+                *ret_data = copy;
+                *ret_len = (jint)edited_len;
         }
-        memcpy(copy, edited, edited_len);
-        free(edited);
-        *ret_data = copy;
-        *ret_len = (jint)edited_len;
-        log_debug("%s: %s%s edited", name, target->edit.method, target->edit.descriptor);
-        hook_set(target->hook, JVA_HOOK_ON, NULL);
+        /* the edits made first: one edited insert method is enough to keep that hook on */
+        for (unsigned i = 0; i < n; i++)
+                if (results[i].status == 0) {
+                        log_debug("%s: %s%s edited", name, edits[i].method, edits[i].descriptor);
+                        hook_set(mine[i]->hook, JVA_HOOK_ON, NULL);
+                }
+        for (unsigned i = 0; i < n; i++) {
+                if (results[i].status == 0)
+                        continue;
+                if (mine[i]->hook != HOOK_INSERT || hook_state(HOOK_INSERT) != JVA_HOOK_ON)
+                        hook_set(mine[i]->hook, JVA_HOOK_OFF, results[i].reason);
+                else
+                        log_info("%s: %s", name, results[i].reason);
+        }
 }
 
 /* The jmethodID of name+signature declared by klass, without initialising the class (which
@@ -1293,10 +1315,10 @@ static void on_acquire(JNIEnv *env, jobject manager, jlong required, jobject con
                             (enum jva_reason)reason, reaction_start);
 }
 
-/* A sorter's insertRecord while the guard is set (under pressure): the sorter inserting
- * this row spills if it holds allow-bytes, and the guard is cleared; it is cleared unused
- * after INSERT_SHOTS rows, or when the pressure ends. */
-static void on_insert(JNIEnv *env, jobject sorter)
+/* A sorter's insertRecord or insertKVRecord (method, for the log) while the guard is set
+ * (under pressure): the sorter inserting this row spills if it holds allow-bytes, and the
+ * guard is cleared; it is cleared unused after INSERT_SHOTS rows, or when the pressure ends. */
+static void on_insert(JNIEnv *env, jobject sorter, const char *method)
 {
         char name[JVA_NAME_MAX];
         uint64_t reaction_start;
@@ -1331,7 +1353,7 @@ static void on_insert(JNIEnv *env, jobject sorter)
                 return;
         }
         insert_arm(env, false);
-        log_debug("%s holding %" PRId64 " bytes at insertRecord under pressure", name, (int64_t)used);
+        log_debug("%s holding %" PRId64 " bytes at %s under pressure", name, (int64_t)used, method);
         force_spill(env, sorter, manager, name, used, (uint64_t)used, (enum jva_reason)reason,
                     reaction_start);
 }
@@ -1458,7 +1480,17 @@ static void JNICALL hook_insert_unsafe(JNIEnv *env, jclass klass, jobject sorter
                                        jlong offset, jint length, jlong prefix, jboolean null)
 {
         HOOK_ENTER(env);
-        on_insert(env, sorter);
+        on_insert(env, sorter, "insertRecord");
+        HOOK_LEAVE(env);
+}
+
+static void JNICALL hook_insert_unsafe_kv(JNIEnv *env, jclass klass, jobject sorter,
+                                          jobject key_base, jlong key_offset, jint key_length,
+                                          jobject value_base, jlong value_offset, jint value_length,
+                                          jlong prefix, jboolean null)
+{
+        HOOK_ENTER(env);
+        on_insert(env, sorter, "insertKVRecord");
         HOOK_LEAVE(env);
 }
 
@@ -1466,7 +1498,7 @@ static void JNICALL hook_insert_shuffle(JNIEnv *env, jclass klass, jobject sorte
                                         jlong offset, jint length, jint partition)
 {
         HOOK_ENTER(env);
-        on_insert(env, sorter);
+        on_insert(env, sorter, "insertRecord");
         HOOK_LEAVE(env);
 }
 
@@ -1508,6 +1540,7 @@ static bool define_hooks(JNIEnv *env)
             {"spillableAcquire", (void *)(uintptr_t)hook_spillable_acquire},
             {"newPage", (void *)(uintptr_t)hook_new_page},
             {"insertUnsafe", (void *)(uintptr_t)hook_insert_unsafe},
+            {"insertUnsafeKV", (void *)(uintptr_t)hook_insert_unsafe_kv},
             {"insertShuffle", (void *)(uintptr_t)hook_insert_shuffle},
         };
         struct jva_native natives[N_TARGETS];

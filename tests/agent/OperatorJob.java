@@ -2,6 +2,9 @@
 // Real Spark jobs for the agent suite, one per kind of operator that spills, on local[2]:
 //   agg-codegen    groupBy + sum/count, whole-stage codegen on  (hash aggregation map)
 //   agg-nocodegen  the same with whole-stage codegen off        (TungstenAggregationIterator)
+//   agg-object     groupBy + collect_list                        (ObjectHashAggregateExec: past
+//                  spark.sql.objectHashAggregate.sortBased.fallbackThreshold keys, 128, its
+//                  rows go to UnsafeKVExternalSorter.insertKV, an UnsafeExternalSorter)
 //   repartition    hash repartition into 300 partitions          (UnsafeShuffleWriter's
 //                  ShuffleExternalSorter: > spark.shuffle.sort.bypassMergeThreshold)
 //   reduce-by-key  RDD reduceByKey                               (ExternalSorter on the map
@@ -14,7 +17,9 @@
 // Usage: OperatorJob ROWS JOB[,JOB...]|all [key=value Spark settings...]
 // (the RDD jobs take ROWS / 2 rows; every job groups into about a third as many keys)
 import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.collect_list;
 import static org.apache.spark.sql.functions.count;
+import static org.apache.spark.sql.functions.expr;
 import static org.apache.spark.sql.functions.lit;
 import static org.apache.spark.sql.functions.pmod;
 import static org.apache.spark.sql.functions.sum;
@@ -41,7 +46,8 @@ import scala.Tuple2;
 
 public final class OperatorJob {
     static final List<String> JOBS =
-            Arrays.asList("agg-codegen", "agg-nocodegen", "repartition", "reduce-by-key", "group-by-key");
+            Arrays.asList("agg-codegen", "agg-nocodegen", "agg-object", "repartition", "reduce-by-key",
+                    "group-by-key");
     static final Map<Integer, String> STAGE_GROUP = new ConcurrentHashMap<>();
     static final Map<String, long[]> SPILLED = new ConcurrentHashMap<>();
 
@@ -119,6 +125,21 @@ public final class OperatorJob {
                 Dataset<Row> out = in.groupBy(col("k"))
                         .agg(sum(col("id")).as("s"), count(lit(1)).as("c"))
                         .select(col("k"), col("s"), col("c"));
+                return total(digestRows(out));
+            }
+            case "agg-object": {
+                // collect_list is a TypedImperativeAggregate: ObjectHashAggregateExec; the
+                // lists' sums and sizes do not depend on the order the rows came in
+                Dataset<Row> in = spark.range(0, rows)
+                        .select(col("id"), pmod(col("id").multiply(7919L), lit(keys)).as("k"));
+                Dataset<Row> out = in.groupBy(col("k"))
+                        .agg(collect_list(col("id")).as("l"))
+                        .select(col("k"), expr("aggregate(l, 0L, (a, x) -> a + x)"),
+                                expr("CAST(size(l) AS BIGINT)"));
+                if (!out.queryExecution().executedPlan().toString().contains("ObjectHashAggregate")) {
+                    throw new IllegalStateException("agg-object: no ObjectHashAggregate in "
+                            + out.queryExecution().executedPlan());
+                }
                 return total(digestRows(out));
             }
             case "repartition": {

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The agent on real Spark, one job per kind of operator (OperatorJob.java: hash aggregation
-# with whole-stage codegen on and off, a repartition on the serialized shuffle path, RDD
-# reduceByKey and groupByKey), on local[2]:
+# with whole-stage codegen on and off, object hash aggregation (collect_list), a repartition
+# on the serialized shuffle path, RDD reduceByKey and groupByKey), on local[2]:
 #   base      without the agent                     -> Spark spills nothing;
 #   nomode    the agent loaded, no spill mode       -> nothing spills, and every hook is off
 #                                                      (no class is edited);
 #   forced    force-bytes=8m, one JVM per job       -> Spark's task metrics show spills and the
 #                                                      agent's stats name that job's operator;
 #   records   Spark's numElementsForceSpillThreshold (positive control; it applies to the
-#             sorters and Spillables, not to the hash aggregation map: the aggregation jobs
-#             stay at 0, which is asserted too);
+#             sorters and Spillables, not to the hash aggregation map, nor to the object
+#             aggregation's sorter, whose insertKVRecord does not check it: those jobs stay
+#             at 0, which is asserted too);
 #   fallback  Spark's spark.sql.TungstenAggregate.testFallbackStartsAt, the aggregation map's
 #             own forced fallback (positive control for the aggregation jobs);
+#   pool      spark.memory.fraction=0.02: Spark spills the object aggregation's sorter itself
+#             when the pool runs short (positive control for agg-object);
 #   fraction  allow-fraction=0.02 under pressure (threshold=1m: always crossed);
+#   kv        allow-bytes=8m under pressure, the object aggregation alone: its sorter is made
+#             to spill at a row it inserts (insertKVRecord), not only at its next page;
 # and every run of a job returns the same rows (order-insensitive checksum, row count).
 # Usage: spark-operators.sh AGENT JDK_HOME SOURCE_DIR SPARK_JARS_SCRIPT LINE
 . "$(dirname "$0")/common.sh"
@@ -21,13 +26,15 @@ SRC=$3
 SPARK_JARS=$4
 LINE=$5
 ROWS=${SPARKSHIM_OPERATOR_ROWS:-1500000}
-JOBS=(agg-codegen agg-nocodegen repartition reduce-by-key group-by-key)
+JOBS=(agg-codegen agg-nocodegen agg-object repartition reduce-by-key group-by-key)
 AGG_JOBS=(agg-codegen agg-nocodegen)
 RECORD_JOBS=(repartition reduce-by-key group-by-key)
-FRACTION_JOBS=(agg-nocodegen repartition group-by-key)
+UNCOUNTED_JOBS=(agg-codegen agg-nocodegen agg-object) # numElementsForceSpillThreshold ignored
+FRACTION_JOBS=(agg-nocodegen agg-object repartition group-by-key)
 # the operator type the agent's stats must name for each job, and how it was made to spill
 declare -A OPERATOR=(
   [agg-codegen]=UnsafeFixedWidthAggregationMap [agg-nocodegen]=UnsafeFixedWidthAggregationMap
+  [agg-object]=UnsafeExternalSorter
   [repartition]=ShuffleExternalSorter [reduce-by-key]=ExternalSorter
   [group-by-key]=ExternalAppendOnlyMap)
 
@@ -150,9 +157,9 @@ if run records "$all" -- spark.shuffle.spill.numElementsForceSpillThreshold=5000
       pass "records/$job: Spark's numElementsForceSpillThreshold spills (positive control)" ||
       fail "records/$job: Spark's own threshold did not spill: $(line_of records "$job")"
   done
-  for job in "${AGG_JOBS[@]}"; do
+  for job in "${UNCOUNTED_JOBS[@]}"; do
     not_spilled "$(line_of records "$job")" &&
-      pass "records/$job: numElementsForceSpillThreshold does not apply to the aggregation map (0 spilled)" ||
+      pass "records/$job: numElementsForceSpillThreshold does not apply to ${OPERATOR[$job]} here (0 spilled)" ||
       fail "records/$job: expected no spill from the count threshold: $(line_of records "$job")"
   done
 fi
@@ -166,6 +173,14 @@ if run fallback "$aggs" -- spark.sql.TungstenAggregate.testFallbackStartsAt=1000
       pass "fallback/$job: Spark's testFallbackStartsAt spills (positive control)" ||
       fail "fallback/$job: Spark's own fallback did not spill: $(line_of fallback "$job")"
   done
+fi
+
+# the object aggregation spilled by Spark itself, with a pool too small for its sorter
+if run pool agg-object -- spark.memory.fraction=0.02; then
+  same_result pool agg-object
+  spilled "$(line_of pool agg-object)" &&
+    pass "pool/agg-object: spark.memory.fraction=0.02 spills (positive control)" ||
+    fail "pool/agg-object: Spark did not spill with a small pool: $(line_of pool agg-object)"
 fi
 
 # allow-fraction under pressure
@@ -183,19 +198,46 @@ ops = {r["operator"]: r for r in records if r["record"] == "operator"}
 pressure = [r for r in records if r["record"] == "pressure"][0]
 execution = pressure["execution_memory_bytes"]
 assert execution > 0 and pressure["crossings"] >= 1, pressure
-for name in ("UnsafeFixedWidthAggregationMap", "ShuffleExternalSorter", "ExternalAppendOnlyMap"):
+names = ("UnsafeFixedWidthAggregationMap", "UnsafeExternalSorter", "ShuffleExternalSorter",
+         "ExternalAppendOnlyMap")
+for name in names:
     op = ops.get(name)
     assert op and op["forced_by"]["pressure"] > 0 and op["forced_spills"] == op["forced_by"]["pressure"], (name, op)
 # one pressure episode (the threshold stays crossed): its first spill has the reaction latency
 assert sum(op["reactions"] for op in ops.values()) >= 1, ops
 print(f"execution_memory_bytes={execution} floor={int(execution * 0.02)} " + " ".join(
-    f"{n}={ops[n]['forced_by']['pressure']}" for n in
-    ("UnsafeFixedWidthAggregationMap", "ShuffleExternalSorter", "ExternalAppendOnlyMap")))
+    f"{n}={ops[n]['forced_by']['pressure']}" for n in names))
 PY
   ) && grep -q '^sparkshim-agent: info: execution memory (on-heap): [0-9]* bytes; allow-fraction=0.02: operators holding >= [0-9]* bytes$' "$WORK/fraction.err"; then
     pass "fraction: allow-fraction=0.02 under pressure spills each job, same results; $out"
   else
     fail "fraction: $out $(grep sparkshim-agent "$WORK/fraction.err")"
+  fi
+fi
+
+# allow-bytes under pressure: the object aggregation's sorter takes its rows through
+# insertKVRecord, where the agent looks (the guard is set from the start: threshold=1m), so
+# the episode's first spill is at a row, not at the sorter's next page request
+if run kv agg-object \
+  "-agentpath:$AGENT=threshold=1m,allow-bytes=8m,cooldown-ms=0,stats=$WORK/kv.jsonl,log=debug"; then
+  same_result kv agg-object
+  line=$(line_of kv agg-object)
+  spilled "$line" || fail "kv/agg-object: no spill: '$line'"
+  first=$(grep -m1 -E '^sparkshim-agent: debug: [A-Za-z]+ holding [0-9]+ bytes at [A-Za-z]+ under pressure$' "$WORK/kv.err" || true)
+  if out=$(python3 - "$WORK/kv.jsonl" <<'PY'
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+ops = {r["operator"]: r for r in records if r["record"] == "operator"}
+hooks = {r["hook"]: r for r in records if r["record"] == "hook"}
+assert hooks["UnsafeExternalSorter/ShuffleExternalSorter.insertRecord"]["state"] == "on", hooks
+op = ops.get("UnsafeExternalSorter")
+assert op and op["forced_by"]["pressure"] == op["forced_spills"] > 0 and op["reactions"] >= 1, op
+print(f"UnsafeExternalSorter forced_spills={op['forced_spills']} released_bytes={op['released_bytes']}")
+PY
+  ) && [[ "$first" == *" UnsafeExternalSorter holding "*" at insertKVRecord under pressure" ]]; then
+    pass "kv/agg-object: allow-bytes=8m under pressure: first spill at insertKVRecord ('${first#sparkshim-agent: debug: }'), same result; $out"
+  else
+    fail "kv/agg-object: first pressure spill '$first'; $out"
   fi
 fi
 finish
