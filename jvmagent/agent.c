@@ -123,7 +123,6 @@ static const struct target targets[] = {
      HOOK_INSERT},
 };
 #define N_TARGETS (sizeof(targets) / sizeof(targets[0]))
-#define TARGETS_PER_CLASS 4 /* the most entries of targets[] for one class */
 
 static struct {
         jvmtiEnv *jvmti;
@@ -611,9 +610,9 @@ static void JNICALL on_class_file_load(jvmtiEnv *jvmti, JNIEnv *env, jclass rede
                                        unsigned char **ret_data)
 {
         static const struct jva_hook_class hooks = {.name = HOOKS_CLASS, .guard = HOOKS_GUARD};
-        struct jva_edit edits[TARGETS_PER_CLASS];
-        struct jva_edit_result results[TARGETS_PER_CLASS];
-        const struct target *mine[TARGETS_PER_CLASS];
+        struct jva_edit edits[N_TARGETS];
+        struct jva_edit_result results[N_TARGETS];
+        const struct target *mine[N_TARGETS];
         unsigned n = 0;
         uint8_t *edited = NULL;
         size_t edited_len = 0;
@@ -622,7 +621,7 @@ static void JNICALL on_class_file_load(jvmtiEnv *jvmti, JNIEnv *env, jclass rede
 
         if (!name || redefined || strncmp(name, "org/apache/spark/", 17) != 0)
                 return;
-        for (size_t i = 0; i < N_TARGETS && n < TARGETS_PER_CLASS; i++) {
+        for (size_t i = 0; i < N_TARGETS; i++) {
                 if (strcmp(name, targets[i].name) != 0)
                         continue;
                 if (targets[i].hook == HOOK_INSERT && !agent.options.allow_bytes) {

@@ -29,7 +29,7 @@ ROWS=${SPARKSHIM_OPERATOR_ROWS:-1500000}
 JOBS=(agg-codegen agg-nocodegen agg-object repartition reduce-by-key group-by-key)
 AGG_JOBS=(agg-codegen agg-nocodegen)
 RECORD_JOBS=(repartition reduce-by-key group-by-key)
-UNCOUNTED_JOBS=(agg-codegen agg-nocodegen agg-object) # numElementsForceSpillThreshold ignored
+UNCOUNTED_JOBS=("${AGG_JOBS[@]}" agg-object) # numElementsForceSpillThreshold ignored
 FRACTION_JOBS=(agg-nocodegen agg-object repartition group-by-key)
 # the operator type the agent's stats must name for each job, and how it was made to spill
 declare -A OPERATOR=(
