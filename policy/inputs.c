@@ -2,10 +2,12 @@
 /* Executor inputs: the values of the wrapped command line and of SPARKSHIM_* variables. */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/types.h>
 
 #include "policy-internal.h"
 #include "util.h"
@@ -522,18 +524,186 @@ int policy_inputs_from_env(struct policy_inputs *in, char *const envp[],
         return 0;
 }
 
-/* SPARK_JAVA_OPT_<n>: the index, or -1 when name is not one */
-static long java_opt_index(const char *entry)
-{
-        const char *p = entry + strlen("SPARK_JAVA_OPT_");
-        char *end = NULL;
-        long n;
+/*
+ * entrypoint.sh builds the executor's JVM options with
+ *
+ *     env | grep SPARK_JAVA_OPT_ | sort -t_ -k4 -n | sed 's/[^=]*=\(.*\)/\1/g'
+ *
+ * and `readarray -t`: every line of the environment (a value can hold newlines) that
+ * contains SPARK_JAVA_OPT_, ordered by the number that starts its fourth '_'-separated
+ * field (sort -n: blanks, an optional '-', digits, an optional fraction; none is 0), ties
+ * by the whole line (the C locale's byte order), each with the text up to its first '='
+ * removed. The same here, with no bound but memory: duplicate indexes (_0, _00) and
+ * names that are no index at all (_x) are options like any other, as they are for Spark.
+ */
+struct java_opt_line {
+        const char *text;
+        size_t len;
+};
 
-        if (strncmp(entry, "SPARK_JAVA_OPT_", strlen("SPARK_JAVA_OPT_")) != 0 ||
-            !isdigit((unsigned char)*p))
-                return -1;
-        n = strtol(p, &end, 10);
-        return *end == '=' && n >= 0 && n < 4096 ? n : -1;
+/* The sort -n key of a line: field 4 when split at '_', "" when it has fewer. */
+static const char *java_opt_key(const struct java_opt_line *l, size_t *ret_len)
+{
+        const char *p = l->text, *end = l->text + l->len;
+
+        for (int field = 1; field < 4; field++) {
+                p = memchr(p, '_', (size_t)(end - p));
+                if (!p) {
+                        *ret_len = 0;
+                        return end;
+                }
+                p++;
+        }
+        *ret_len = (size_t)(end - p);
+        return p;
+}
+
+struct sort_number {
+        bool negative;
+        const char *integer, *fraction; /* digits without leading (integer) or trailing zeros */
+        size_t integer_len, fraction_len;
+};
+
+static struct sort_number sort_number_parse(const char *s, size_t len)
+{
+        struct sort_number n = { 0 };
+        const char *end = s + len;
+
+        while (s < end && (*s == ' ' || *s == '\t'))
+                s++;
+        if (s < end && *s == '-') {
+                n.negative = true;
+                s++;
+        }
+        while (s < end && *s == '0')
+                s++;
+        n.integer = s;
+        while (s < end && isdigit((unsigned char)*s))
+                s++;
+        n.integer_len = (size_t)(s - n.integer);
+        if (s < end && *s == '.') {
+                n.fraction = ++s;
+                while (s < end && isdigit((unsigned char)*s))
+                        s++;
+                n.fraction_len = (size_t)(s - n.fraction);
+                while (n.fraction_len > 0 && n.fraction[n.fraction_len - 1] == '0')
+                        n.fraction_len--;
+        }
+        if (n.integer_len == 0 && n.fraction_len == 0)
+                n.negative = false; /* -0 is 0 */
+        return n;
+}
+
+/* Compare two numbers of any length as sort -n does: -1, 0, 1. */
+static int sort_number_compare(const struct sort_number *a, const struct sort_number *b)
+{
+        int sign = a->negative ? -1 : 1, c;
+        size_t n;
+
+        if (a->negative != b->negative)
+                return a->negative ? -1 : 1;
+        if (a->integer_len != b->integer_len)
+                return a->integer_len < b->integer_len ? -sign : sign;
+        c = memcmp(a->integer, b->integer, a->integer_len);
+        if (c != 0)
+                return c < 0 ? -sign : sign;
+        n = a->fraction_len < b->fraction_len ? a->fraction_len : b->fraction_len;
+        c = n ? memcmp(a->fraction, b->fraction, n) : 0;
+        if (c == 0 && a->fraction_len != b->fraction_len)
+                c = a->fraction_len < b->fraction_len ? -1 : 1;
+        return c < 0 ? -sign : c > 0 ? sign : 0;
+}
+
+static int java_opt_compare(const void *x, const void *y)
+{
+        const struct java_opt_line *a = x, *b = y;
+        struct sort_number na, nb;
+        const char *ka, *kb;
+        size_t la, lb, n;
+        int c;
+
+        ka = java_opt_key(a, &la);
+        kb = java_opt_key(b, &lb);
+        na = sort_number_parse(ka, la);
+        nb = sort_number_parse(kb, lb);
+        c = sort_number_compare(&na, &nb);
+        if (c != 0)
+                return c;
+        n = a->len < b->len ? a->len : b->len;
+        c = memcmp(a->text, b->text, n);
+        if (c != 0)
+                return c < 0 ? -1 : 1;
+        return a->len < b->len ? -1 : a->len > b->len;
+}
+
+static bool line_has_java_opt(const char *line, size_t len)
+{
+        static const char needle[] = "SPARK_JAVA_OPT_";
+
+        return memmem(line, len, needle, sizeof(needle) - 1) != NULL;
+}
+
+ssize_t policy_spark_java_opts(char *const envp[], char ***ret_lines, char **ret_storage)
+{
+        _cleanup_free_ struct java_opt_line *lines = NULL;
+        _cleanup_free_ char **out = NULL;
+        _cleanup_free_ char *storage = NULL;
+        size_t count = 0, bytes = 0, at = 0;
+        char *w;
+
+        /* count first, so that nothing below can outgrow its allocation */
+        for (char *const *e = envp; e && *e; e++)
+                for (const char *line = *e, *nl;; line = nl + 1) {
+                        nl = strchr(line, '\n');
+                        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+                        if (line_has_java_opt(line, len)) {
+                                count++;
+                                bytes += len + 1;
+                        }
+                        if (!nl)
+                                break;
+                }
+        if (count == 0) {
+                *ret_lines = NULL;
+                *ret_storage = NULL;
+                return 0;
+        }
+        if (count > (size_t)INT_MAX / 2)
+                return -E2BIG;
+        lines = calloc(count, sizeof(*lines));
+        out = calloc(count + 1, sizeof(*out));
+        storage = malloc(bytes);
+        if (!lines || !out || !storage)
+                return -ENOMEM;
+        for (char *const *e = envp; e && *e; e++)
+                for (const char *line = *e, *nl;; line = nl + 1) {
+                        nl = strchr(line, '\n');
+                        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+                        if (line_has_java_opt(line, len) && at < count)
+                                lines[at++] = (struct java_opt_line){ .text = line, .len = len };
+                        if (!nl)
+                                break;
+                }
+        qsort(lines, at, sizeof(*lines), java_opt_compare);
+        w = storage;
+        for (size_t i = 0; i < at; i++) {
+                const char *text = lines[i].text, *eq = memchr(text, '=', lines[i].len);
+                size_t len = lines[i].len;
+
+                if (eq) {
+                        len -= (size_t)(eq + 1 - text);
+                        text = eq + 1;
+                }
+                memcpy(w, text, len);
+                w[len] = '\0';
+                out[i] = w;
+                w += len + 1;
+        }
+        *ret_lines = out;
+        *ret_storage = storage;
+        out = NULL;
+        storage = NULL;
+        return (ssize_t)at;
 }
 
 int policy_inputs_from_spark_env(struct policy_inputs *in, char *const envp[],
@@ -546,25 +716,24 @@ int policy_inputs_from_spark_env(struct policy_inputs *in, char *const envp[],
                 { "SPARK_APPLICATION_ID", "--app-id" },
                 { "SPARK_EXECUTOR_ID", "--executor-id" },
         };
-        _cleanup_free_ char *xmx = NULL;
+        _cleanup_free_ char *xmx = NULL, **opts = NULL, *storage = NULL;
         _cleanup_free_ const char **argv = NULL;
         size_t argc = 0;
-        long max_index = -1;
+        ssize_t nopts;
         const char *memory;
         int r;
 
-        for (char *const *e = envp; e && *e; e++)
-                if (java_opt_index(*e) > max_index)
-                        max_index = java_opt_index(*e);
-        argv = calloc((size_t)(max_index + 1) + 2 * ELEMENTSOF(backend) + 3, sizeof(*argv));
+        nopts = policy_spark_java_opts(envp, &opts, &storage);
+        if (nopts < 0)
+                return policy_error_set(err, (int)-nopts,
+                                        "Spark pod environment: SPARK_JAVA_OPT_<n>: %s",
+                                        nopts == -E2BIG ? "too many options" : "out of memory");
+        argv = calloc((size_t)nopts + 2 * ELEMENTSOF(backend) + 3, sizeof(*argv));
         if (!argv)
                 return policy_error_set(err, ENOMEM, "out of memory");
         argv[argc++] = "entrypoint.sh";
-        /* the options in SPARK_JAVA_OPT_<n> order, as entrypoint.sh sorts them */
-        for (long i = 0; i <= max_index; i++)
-                for (char *const *e = envp; e && *e; e++)
-                        if (java_opt_index(*e) == i)
-                                argv[argc++] = strchr(*e, '=') + 1;
+        for (ssize_t i = 0; i < nopts; i++)
+                argv[argc++] = opts[i];
         memory = env_get(envp, "SPARK_EXECUTOR_MEMORY");
         if (memory && *memory) {
                 if (asprintf((char **)&xmx, "-Xmx%s", memory) < 0)

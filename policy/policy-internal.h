@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "policy.h"
 
@@ -25,6 +26,13 @@
  */
 int policy_error_set(struct policy_error *err, int error, const char *format, ...)
         __attribute__((format(printf, 3, 4)));
+
+/*
+ * The JVM options entrypoint.sh takes from SPARK_JAVA_OPT_* lines of envp, in its order,
+ * as NUL-terminated copies in one allocation (*ret_storage, freed by the caller with
+ * *ret_lines). Returns their number, -ENOMEM or -E2BIG.
+ */
+ssize_t policy_spark_java_opts(char *const envp[], char ***ret_lines, char **ret_storage);
 
 /* One step of a path into a JSON document: an object key, or an array index when key is NULL. */
 struct policy_json_step {

@@ -34,6 +34,18 @@ expect 122 "does not allow overriding millicores" "$shim" plan --policy strict.j
 expect 122 "does not allow overriding fail_mode" "$shim" run --policy strict.json --fail-mode open -- true
 expect 122 "no executor memory" "$shim" plan
 
+# issue 11, defect 1: SPARK_JAVA_OPT_0, _00, _000... all name index 0 (a heap overflow before)
+i=0 names=
+while [ $i -lt 300 ]; do
+	i=$((i + 1))
+	names="${names}0"
+	export "SPARK_JAVA_OPT_$names=-Xmx${i}m"
+done
+"$shim" plan --format cgroup >out.txt 2>err.txt || { cat err.txt; fail "300 SPARK_JAVA_OPT_0... entries"; }
+grep -qx "memory.max 403701760" out.txt || { cat out.txt; fail "SPARK_JAVA_OPT_0 (-Xmx1m) is not the heap entrypoint.sh gives"; }
+for v in $(env | sed -n 's/^\(SPARK_JAVA_OPT_[0-9]*\)=.*/\1/p'); do unset "$v"; done
+echo "ok: 300 SPARK_JAVA_OPT_0... entries, the heap is entrypoint.sh's (-Xmx1m, last in its order)"
+
 # a cgroup root that is not a cgroup file system: closed refuses, open runs unenforced
 mkdir fake
 SPARKSHIM_CGROUP_ROOT=$tmp/fake expect 123 "cannot enforce the plan: .*(fail_mode closed)" \

@@ -8,12 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy-internal.h"
 #include "policy.h"
 #include "test_helpers.h"
 
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
 #define ARGV_MAX 256
+#ifndef ELEMENTSOF
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#endif
 
 /* An .argv fixture: one argv element per line, kept verbatim (spaces included). */
 struct argv_file {
@@ -547,4 +551,57 @@ Test(inputs, spark_pod_environment_errors_name_it)
         policy_inputs_init(&in);
         cr_assert_eq(policy_inputs_from_spark_env(&in, none, &err), 0, "error: %s", err.text);
         cr_assert_eq(in.heap_bytes.source, POLICY_SOURCE_NONE, "an empty variable counts as unset");
+}
+
+/*
+ * entrypoint.sh's `env | grep SPARK_JAVA_OPT_ | sort -t_ -k4 -n | sed 's/[^=]*=//'` on this
+ * environment (bash 5.2, coreutils 9.1, LC_ALL=C) gave exactly this order.
+ */
+Test(inputs, spark_java_opts_in_entrypoint_order)
+{
+        char *envp[] = {
+                "SPARK_JAVA_OPT_2=-Xmx2g",   "SPARK_JAVA_OPT_10=-Xmx10g",
+                "SPARK_JAVA_OPT_x=-Xmx7g",   "SPARK_JAVA_OPT_1=-Xmx1g",
+                "SPARK_JAVA_OPT_01=-Xmx3g",  "FOO=a\nSPARK_JAVA_OPT_5=-Xmx5g",
+                "BAR=x SPARK_JAVA_OPT_ y",   "SPARK_JAVA_OPT_-3=-Xmx33g",
+                "SPARK_JAVA_OPT_1.5=-Xmx15g", "SPARK_JAVA_OPT_007=-Xmx77g",
+                "PATH=/usr/bin",             NULL,
+        };
+        const char *want[] = { "-Xmx33g", "x SPARK_JAVA_OPT_ y", "-Xmx7g", "-Xmx3g", "-Xmx1g",
+                               "-Xmx15g", "-Xmx2g", "-Xmx5g", "-Xmx77g", "-Xmx10g" };
+        char **opts = NULL, *storage = NULL;
+        ssize_t n = policy_spark_java_opts(envp, &opts, &storage);
+
+        cr_assert_eq(n, (ssize_t)ELEMENTSOF(want), "%zd options", n);
+        for (size_t i = 0; i < ELEMENTSOF(want); i++)
+                cr_assert_str_eq(opts[i], want[i], "option %zu is '%s', entrypoint.sh has '%s'", i,
+                                 opts[i], want[i]);
+        free(opts);
+        free(storage);
+}
+
+/* Defect 1 of issue 11: names that map to one index overflowed a fixed-size argv. */
+Test(inputs, spark_java_opts_duplicate_indexes)
+{
+        enum { N = 300 };
+        static char names[N][N + 32];
+        char *envp[N + 2];
+        struct policy_inputs in;
+        struct policy_error err = { 0 };
+
+        for (int i = 0; i < N; i++) {
+                /* SPARK_JAVA_OPT_0, _00, _000, ...: all index 0 */
+                int len = snprintf(names[i], sizeof(names[i]), "SPARK_JAVA_OPT_");
+                memset(names[i] + len, '0', (size_t)i + 1);
+                snprintf(names[i] + len + i + 1, sizeof(names[i]) - (size_t)(len + i + 1),
+                         "=-Xmx%dm", i + 1);
+                envp[i] = names[i];
+        }
+        envp[N] = "SPARK_EXECUTOR_CORES=2";
+        envp[N + 1] = NULL;
+        policy_inputs_init(&in);
+        cr_assert_eq(policy_inputs_from_spark_env(&in, envp, &err), 0, "error: %s", err.text);
+        /* ties sort by the whole line: '0' < '=' puts the shortest name, -Xmx1m, last */
+        cr_assert_eq(in.heap_bytes.value, 1 * MiB, "heap %" PRIu64, in.heap_bytes.value);
+        cr_assert_eq(in.cores.value, 2);
 }
