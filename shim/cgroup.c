@@ -34,20 +34,35 @@ const char *shim_cgroup_layout_name(enum shim_cgroup_layout l)
         }
 }
 
+/* The file system magic of a directory, opened without following a symlink at its end. */
+static int dir_magic(const char *path, long *ret)
+{
+        _cleanup_close_ int fd = -1;
+        struct statfs fs;
+
+        fd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 || fstatfs(fd, &fs) < 0)
+                return -errno;
+        *ret = (long)fs.f_type;
+        return 0;
+}
+
 int shim_cgroup_detect(const char *root, struct shim_cgroup_host *ret)
 {
         struct shim_cgroup_host h = { .layout = SHIM_CGROUP_NONE };
         char unified[sizeof(h.mount)];
-        struct statfs fs;
+        long magic;
+        int r;
 
-        if (statfs(root, &fs) < 0)
-                return -errno;
-        if (fs.f_type == CGROUP2_SUPER_MAGIC) {
+        r = dir_magic(root, &magic);
+        if (r < 0)
+                return r;
+        if (magic == CGROUP2_SUPER_MAGIC) {
                 h.layout = SHIM_CGROUP_UNIFIED;
                 snprintf(h.mount, sizeof(h.mount), "%s", root);
-        } else if (fs.f_type == TMPFS_MAGIC) {
+        } else if (magic == TMPFS_MAGIC) {
                 snprintf(unified, sizeof(unified), "%s/unified", root);
-                if (statfs(unified, &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC) {
+                if (dir_magic(unified, &magic) == 0 && magic == CGROUP2_SUPER_MAGIC) {
                         h.layout = SHIM_CGROUP_HYBRID;
                         snprintf(h.mount, sizeof(h.mount), "%s", unified);
                 } else {
@@ -55,6 +70,21 @@ int shim_cgroup_detect(const char *root, struct shim_cgroup_host *ret)
                 }
         }
         *ret = h;
+        return 0;
+}
+
+/*
+ * Every directory the shim writes in must be on cgroup2: it was opened with O_NOFOLLOW,
+ * and this says that no symlink, bind mount or other file system stands in for it.
+ */
+static int check_cgroup2(int fd, const char *path, struct shim_error *err)
+{
+        struct statfs fs;
+
+        if (fstatfs(fd, &fs) < 0)
+                return shim_error_set(err, errno, "cannot inspect %s: %s", path, strerror(errno));
+        if (fs.f_type != CGROUP2_SUPER_MAGIC)
+                return shim_error_set(err, EMEDIUMTYPE, "%s is not on a cgroup2 file system", path);
         return 0;
 }
 
@@ -271,11 +301,16 @@ static int finish_leaf(struct shim_cgroup *cg, const char *parent_path, const ch
 static int open_mount(const struct shim_cgroup_host *host, const struct policy_write *w, size_t n,
                       struct shim_cgroup *cg, char *needed, size_t size, struct shim_error *err)
 {
+        int r;
+
         shim_cgroup_needed_controllers(w, n, needed, size);
         snprintf(cg->mount, sizeof(cg->mount), "%s", host->mount);
-        cg->mount_fd = open(host->mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        cg->mount_fd = open(host->mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (cg->mount_fd < 0)
                 return shim_error_set(err, errno, "cannot open %s: %s", host->mount, strerror(errno));
+        r = check_cgroup2(cg->mount_fd, host->mount, err);
+        if (r < 0)
+                return r;
         return check_available(cg->mount_fd, host->mount, needed, err);
 }
 
@@ -338,6 +373,9 @@ int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *pare
                 cg.parent_fd = next;
                 strncat(path, "/", sizeof(path) - strlen(path) - 1);
                 strncat(path, comp, sizeof(path) - strlen(path) - 1);
+                r = check_cgroup2(cg.parent_fd, path, err);
+                if (r < 0)
+                        goto fail;
         }
         r = enable_controllers(cg.parent_fd, path, needed, err);
         if (r < 0)

@@ -397,10 +397,13 @@ static void apply_environment(struct options *o)
         const char *v;
         uint64_t u;
 
-        if (!o->policy_explicit && (v = getenv_nonempty("SPARKSHIM_POLICY"))) {
-                o->policy_path = v;
-                o->policy_explicit = true;
-        }
+        /*
+         * The policy is the admin's: only --policy (the admin's launch configuration) or the
+         * built-in default choose it. The environment is the job user's (docs/security.md).
+         */
+        if (getenv_nonempty("SPARKSHIM_POLICY"))
+                log_warn("SPARKSHIM_POLICY is not read: the policy is chosen by --policy only; using %s",
+                         o->policy_path);
         if (!o->name && (v = getenv_nonempty("SPARKSHIM_NAME"))) {
                 o->name = v;
                 o->name_origin = "SPARKSHIM_NAME";
@@ -428,9 +431,11 @@ static void apply_environment(struct options *o)
                 o->agent_path = v;
                 o->agent_path_origin = "SPARKSHIM_AGENT_PATH";
         }
-        /* tests point the shim at another cgroup mount */
+#ifdef SPARKSHIM_TEST_HOOKS
+        /* sparkshim-test only (built for the test suites, never installed): another cgroup mount */
         if ((v = getenv_nonempty("SPARKSHIM_CGROUP_ROOT")))
                 o->cgroup_root = v;
+#endif
 }
 
 static void load_policy(const struct options *o, struct policy *p)
@@ -1033,11 +1038,11 @@ int main(int argc, char **argv)
         }
         optind = 2;
         parse_options(argc, argv, &o);
-        apply_environment(&o);
         shim_log_set_level(o.verbosity < 0 ? SHIM_LOG_ERROR
                            : o.verbosity == 0 ? SHIM_LOG_WARN
                            : o.verbosity == 1 ? SHIM_LOG_INFO
                                               : SHIM_LOG_DEBUG);
+        apply_environment(&o);
 
         if (strcmp(command, "run") == 0)
                 return cmd_run(&o, argc - optind, argv + optind);

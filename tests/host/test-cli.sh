@@ -4,9 +4,12 @@
 # fail_mode on a host that cannot enforce (or a fake cgroup root that cannot).
 set -eu
 shim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+# the test build: the same program with SPARKSHIM_CGROUP_ROOT, which sparkshim itself ignores
+shim_t=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 . "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+victim=
+trap 'rm -rf "$tmp"; [ -z "$victim" ] || find "$victim" -depth -type d -exec rmdir {} + 2>/dev/null' EXIT
 cd "$tmp"
 
 printf '{ "version": 1,\n  "cpu": { "overcommit": 0.5 } }\n' >bad.json
@@ -49,9 +52,40 @@ echo "ok: 300 SPARK_JAVA_OPT_0... entries, the heap is entrypoint.sh's (-Xmx1m, 
 # a cgroup root that is not a cgroup file system: closed refuses, open runs unenforced
 mkdir fake
 SPARKSHIM_CGROUP_ROOT=$tmp/fake expect 123 "cannot enforce the plan: .*(fail_mode closed)" \
-	"$shim" run --policy closed.json --memory 1g -- sh -c 'echo ran'
+	"$shim_t" run --policy closed.json --memory 1g -- sh -c 'echo ran'
 [ ! -s out.txt ] || fail "closed mode ran the command"
 SPARKSHIM_CGROUP_ROOT=$tmp/fake expect 7 "warning: not enforcing the plan" \
-	"$shim" run --policy open.json --memory 1g -- sh -c 'echo ran; exit 7'
+	"$shim_t" run --policy open.json --memory 1g -- sh -c 'echo ran; exit 7'
 grep -qx ran out.txt || fail "open mode did not run the command"
+
+# issue 11, defect 2: the environment does not choose the policy. A root-owned policy of the
+# user's choice (say an installed permissive example) must not change the plan.
+printf '{ "version": 1, "cpu": { "overcommit": 8, "millicores": { "max": 64000 } } }\n' >permissive.json
+chmod 0644 permissive.json
+"$shim" plan --memory 1g --millicores 2000 --format cgroup >plain.txt
+SPARKSHIM_POLICY=$tmp/permissive.json "$shim" plan --memory 1g --millicores 2000 --format cgroup \
+	>out.txt 2>err.txt || { cat err.txt; fail "plan with SPARKSHIM_POLICY set failed"; }
+cmp -s plain.txt out.txt || { cat out.txt; fail "SPARKSHIM_POLICY changed the plan"; }
+grep -q "SPARKSHIM_POLICY is not read" err.txt || { cat err.txt; fail "SPARKSHIM_POLICY set: no warning"; }
+echo "ok: SPARKSHIM_POLICY does not choose the policy: $(cat err.txt)"
+
+# issue 11, defect 3: sparkshim has no SPARKSHIM_CGROUP_ROOT. A link to another tenant's
+# cgroup must not make root create the executor's leaf there.
+if [ "$(id -u)" = 0 ] && [ -w /sys/fs/cgroup/unified ] &&
+	[ "$(stat -f -c %T /sys/fs/cgroup/unified)" = cgroup2fs ]; then
+	victim=/sys/fs/cgroup/unified/sparkshim-test-victim-$$
+	mkdir "$victim"
+	ln -s "$victim" link
+	SPARKSHIM_CGROUP_ROOT=$tmp/link "$shim" run --policy open.json --memory 1g --name probe-$$ \
+		--report "$tmp/r.jsonl" -- cat /proc/self/cgroup >out.txt 2>err.txt || true
+	leftover=$(find "$victim" -mindepth 1 -type d | head -n1)
+	! grep -q "sparkshim-test-victim" out.txt err.txt || { cat out.txt err.txt; fail "SPARKSHIM_CGROUP_ROOT was honoured"; }
+	[ -z "$leftover" ] || fail "a cgroup was created below the link's target: $leftover"
+	echo "ok: SPARKSHIM_CGROUP_ROOT is ignored by sparkshim ($(cat out.txt))"
+	# the test build honours it, but verifies the mount: no symlink is followed
+	SPARKSHIM_CGROUP_ROOT=$tmp/link expect 123 "cannot inspect $tmp/link: Not a directory" \
+		"$shim_t" run --policy closed.json --memory 1g -- true
+else
+	echo "skip part: defect 3's symlinked hierarchy needs root and a writable cgroup2 at /sys/fs/cgroup/unified"
+fi
 echo "ok: all"

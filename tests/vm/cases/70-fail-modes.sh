@@ -9,15 +9,18 @@ set -eu
 write_policy closed.json '{ "version": 1, "fail_mode": "closed" }'
 write_policy open.json '{ "version": 1, "fail_mode": "open" }'
 
+# SPARKSHIM_CGROUP_ROOT is a hook of the test build only (the installed sparkshim has none)
+shim_t=$SPARKSHIM-test
+
 both_modes() { # WHAT EXPECTED-MESSAGE
-	run_rc rc "$SPARKSHIM" run --policy closed.json --memory 64m -- sh -c 'echo ran' >out.txt 2>err.txt
+	run_rc rc "$shim_t" run --policy closed.json --memory 64m -- sh -c 'echo ran' >out.txt 2>err.txt
 	cat err.txt
 	[ "$rc" = 123 ] || fail "$1, closed: exit $rc, expected 123"
 	[ "$(wc -l <err.txt)" = 1 ] || fail "$1, closed: expected one line on stderr"
 	grep -q "$2" err.txt || fail "$1, closed: message lacks '$2'"
 	grep -q 'fail_mode closed' err.txt || fail "$1, closed: message does not name the fail mode"
 	[ ! -s out.txt ] || fail "$1, closed: the executor ran"
-	run_rc rc "$SPARKSHIM" run --policy open.json --memory 64m -- sh -c 'echo ran; cat /proc/self/cgroup' >out.txt 2>err.txt
+	run_rc rc "$shim_t" run --policy open.json --memory 64m -- sh -c 'echo ran; cat /proc/self/cgroup' >out.txt 2>err.txt
 	cat err.txt out.txt
 	[ "$rc" = 0 ] || fail "$1, open: exit $rc, expected 0"
 	grep -q '^ran$' out.txt || fail "$1, open: the executor did not run"
