@@ -76,3 +76,13 @@ int util_read_keyed_u64_at(int dirfd, const char *name, const char *key, uint64_
 
 /* Monotonic clock in nanoseconds. */
 uint64_t util_now_ns(void);
+
+/*
+ * Is path a regular file that only root (or the effective user) can change: owned by one of
+ * them and not writable by group or others, in directories likewise (a sticky directory,
+ * such as /tmp, is accepted)? The path is resolved (realpath: lstat and readlink) and each
+ * component of the result is looked at with O_PATH | O_NOFOLLOW: the file itself is never
+ * opened, so a device node is refused before any driver sees an open. Returns 0 with the
+ * resolved path in resolved, or -errno with the reason in why (one phrase, no path prefix).
+ */
+int util_trusted_file(const char *path, char *resolved, size_t size, char *why, size_t why_size);

@@ -184,18 +184,17 @@ static void check_java(struct checker *c)
 static void check_agent(struct checker *c, const struct policy *p)
 {
         const char *path = p->agent.path[0] ? p->agent.path : SPARKSHIM_AGENT_PATH;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        struct stat st;
-        bool usable = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+        char resolved[PATH_MAX], why[256];
+        bool usable = util_trusted_file(path, resolved, sizeof(resolved), why, sizeof(why)) == 0;
 
         if (!p->agent.enabled)
                 row(c, "JVM agent", RESULT_INFO, "off (agent.enabled is false); %s %s", path,
-                    usable ? "is there" : "is not there");
+                    usable ? "is there" : "is not there or not usable");
         else if (usable)
                 row(c, "JVM agent", RESULT_OK, "%s is injected into executors", path);
         else
                 row(c, "JVM agent", p->fail_mode == POLICY_FAIL_CLOSED ? RESULT_FAIL : RESULT_WARN,
-                    "%s: %s; run %s", path, fd < 0 ? strerror(errno) : "not a regular file",
+                    "%s: %s; run %s", path, why,
                     p->fail_mode == POLICY_FAIL_CLOSED
                             ? "refuses to start (fail_mode closed)"
                             : "runs executors without it (fail_mode open)");

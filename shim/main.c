@@ -698,9 +698,8 @@ static void prepare_agent(const struct options *o, const struct policy *p, char 
                           struct shim_agent_run *run)
 {
         const struct policy_agent *a = &p->agent;
-        char where[64], stats[POLICY_PATH_MAX], why[SHIM_ERROR_TEXT_MAX];
-        _cleanup_close_ int fd = -1;
-        struct stat st;
+        char where[64], stats[POLICY_PATH_MAX], why[SHIM_ERROR_TEXT_MAX], resolved[POLICY_PATH_MAX];
+        char problem[256];
         int r;
 
         *run = (struct shim_agent_run){ .enabled = a->enabled };
@@ -732,13 +731,23 @@ static void prepare_agent(const struct options *o, const struct policy *p, char 
                 agent_unusable(p, run, why);
                 return;
         }
-        fd = open(run->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                snprintf(why, sizeof(why), "agent library %s: %s%s", run->path,
-                         fd < 0 ? "cannot open: " : "", fd < 0 ? strerror(errno) : "not a regular file");
+        /* root loads it into the JVM: only root may be able to change it (docs/security.md) */
+        if (util_trusted_file(run->path, resolved, sizeof(resolved), problem, sizeof(problem)) < 0) {
+                snprintf(why, sizeof(why),
+                         "agent library %s: %s; allowed: a regular file owned by root and not "
+                         "writable by group or others, in directories likewise",
+                         run->path, problem);
                 agent_unusable(p, run, why);
                 return;
         }
+        /* the JVM loads exactly the file that was checked */
+        if (!shim_agent_option_path_ok(resolved) || strchr(resolved, '=')) {
+                snprintf(why, sizeof(why), "agent library %s resolves to %s, which -agentpath: cannot carry",
+                         run->path, resolved);
+                agent_unusable(p, run, why);
+                return;
+        }
+        snprintf(run->path, sizeof(run->path), "%s", resolved);
 }
 
 /* $TMPDIR when the agent can take it in a path (else /tmp). */

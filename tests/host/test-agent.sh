@@ -155,7 +155,7 @@ print("ok: an agent in the command (argv, JAVA_TOOL_OPTIONS) is not injected twi
 PY
 
 # --- 4. failures, flags and their exit codes
-expect 123 "cannot inject the JVM agent: agent library $tmp/none.so: cannot open: No such file or directory (fail_mode closed)" \
+expect 123 "cannot inject the JVM agent: agent library $tmp/none.so: No such file or directory; allowed: a regular file owned by root.* (fail_mode closed)" \
 	"$shim" run --policy closed.json --agent-path "$tmp/none.so" --memory 256m -- sh -c 'echo ran'
 [ ! -s out.txt ] || fail "closed mode ran the command without its agent"
 expect 123 "cannot inject the JVM agent: agent.injection is agentpath, but sh is not a java launcher" \
@@ -168,6 +168,35 @@ expect 122 "\-\-agent: set by the user, but the policy does not allow overriding
 	"$shim" run --policy strict.json --agent --memory 256m -- true
 expect 122 "SPARKSHIM_AGENT_PATH: set by the user, but the policy does not allow overriding agent" \
 	env SPARKSHIM_AGENT_PATH="$agent" "$shim" run --policy strict.json --memory 256m -- true
+
+# issue 11, defect 7: root checks the library it injects without opening it: a FIFO (a
+# device would do the same) is refused before it is opened, and so is a library others can
+# change or that sits in a directory others can write
+mkfifo "$tmp/fifo.so"
+( exec 3>"$tmp/fifo.so"; echo opened >"$tmp/fifo-opened" ) &
+writer=$!
+expect 123 "agent library $tmp/fifo.so: a FIFO; allowed: a regular file owned by root" \
+	"$shim" run --policy closed.json --agent-path "$tmp/fifo.so" --memory 256m -- true
+kill $writer 2>/dev/null || true
+wait $writer 2>/dev/null || true
+[ ! -e "$tmp/fifo-opened" ] || fail "the shim opened the FIFO given as the agent library"
+expect 123 "agent library /dev/null: a character device" \
+	"$shim" run --policy closed.json --agent-path /dev/null --memory 256m -- true
+cp "$agent" "$tmp/writable.so"
+chmod 0666 "$tmp/writable.so"
+expect 123 "agent library $tmp/writable.so: writable by group or others (mode 0666)" \
+	"$shim" run --policy closed.json --agent-path "$tmp/writable.so" --memory 256m -- true
+mkdir -m 0777 "$tmp/open-dir"
+cp "$agent" "$tmp/open-dir/agent.so"
+expect 123 "agent library $tmp/open-dir/agent.so: directory $tmp/open-dir is writable by group or others (mode 0777)" \
+	"$shim" run --policy closed.json --agent-path "$tmp/open-dir/agent.so" --memory 256m -- true
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+	cp "$agent" "$tmp/nobody.so"
+	chown nobody "$tmp/nobody.so"
+	expect 123 "agent library $tmp/nobody.so: $tmp/nobody.so is owned by uid $(id -u nobody), not root" \
+		"$shim" run --policy closed.json --agent-path "$tmp/nobody.so" --memory 256m -- true
+fi
+echo "ok: the agent library is checked without opening it: FIFO, device, writable file or directory, other owner"
 
 # sparkshim check names the library the policy enables, and fails a missing one (closed)
 policy with-path.json "{ \"version\": 1, \"agent\": { \"enabled\": true, \"path\": \"$agent\" } }"
@@ -187,7 +216,7 @@ echo "ok: sparkshim check: the agent library"
 "$shim" run --policy on.json --agent-path "$tmp/none.so" --memory 256m --report missing.jsonl \
 	-- sh -c 'echo "ran JAVA_TOOL_OPTIONS=${JAVA_TOOL_OPTIONS:-}"' >out.txt 2>err.txt
 grep -qx 'ran JAVA_TOOL_OPTIONS=' out.txt || { cat out.txt; fail "open mode: not run, or the agent added"; }
-grep -q "warning: not injecting the JVM agent: agent library $tmp/none.so: cannot open: No such file or directory; running without it (fail_mode open)" err.txt ||
+grep -q "warning: not injecting the JVM agent: agent library $tmp/none.so: No such file or directory; allowed: .*; running without it (fail_mode open)" err.txt ||
 	{ cat err.txt; fail "open mode: no warning"; }
 # --no-agent, and a non-java command gets the agent through JAVA_TOOL_OPTIONS and no fd of ours
 "$shim" run --policy on.json --no-agent --memory 256m --report off.jsonl -- true
@@ -207,7 +236,7 @@ def final(p):
     return [d for d in map(json.loads, open(p)) if d["kind"] == "final"][0]["agent"]
 a = final(sys.argv[1])
 assert a["enabled"] and not a["injected"], a
-assert a["reason"] == f"agent library {sys.argv[4]}: cannot open: No such file or directory", a["reason"]
+assert a["reason"].startswith(f"agent library {sys.argv[4]}: No such file or directory; allowed: "), a["reason"]
 assert a["stats"]["status"] == "none" and a["totals"] is None, a["stats"]
 a = final(sys.argv[2])
 assert not a["enabled"] and not a["injected"] and a["reason"] == "disabled by --no-agent", a
