@@ -81,8 +81,11 @@ ssize_t util_read_at(int dirfd, const char *name, char *buf, size_t size)
                 len += (size_t)n;
                 if (len == size - 1) {
                         char extra;
-                        if (read(fd, &extra, 1) > 0)
+                        if (read(fd, &extra, 1) > 0) {
+                                /* nothing of a file that did not fit may be used */
+                                buf[0] = '\0';
                                 return -EFBIG;
+                        }
                         break;
                 }
         }
@@ -137,4 +140,51 @@ uint64_t util_now_ns(void)
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+ssize_t util_read_file_at(int dirfd, const char *name, size_t max, char **ret)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+
+        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n;
+
+                if (cap - len < 2) {
+                        size_t grown = cap ? cap * 2 : 4096;
+                        char *p;
+
+                        /* room for max bytes, one more to tell a longer file, and the NUL */
+                        if (cap >= max + 2)
+                                return -EFBIG;
+                        if (grown > max + 2)
+                                grown = max + 2;
+                        p = realloc(buf, grown);
+                        if (!p)
+                                return -ENOMEM;
+                        buf = p;
+                        cap = grown;
+                }
+                n = read(fd, buf + len, cap - 1 - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+                if (len > max)
+                        return -EFBIG;
+        }
+        if (!buf && !(buf = malloc(1)))
+                return -ENOMEM;
+        buf[len] = '\0';
+        *ret = buf;
+        buf = NULL;
+        return (ssize_t)len;
 }

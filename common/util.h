@@ -64,9 +64,17 @@ int util_parse_double(const char *s, double *ret);
 
 /*
  * Read a small file below dirfd (O_NOFOLLOW|O_CLOEXEC) into buf, NUL-terminated, with a
- * single trailing newline stripped. Returns the length or -errno (-EFBIG if it does not fit).
+ * single trailing newline stripped. Returns the length or -errno: -EFBIG if it does not fit,
+ * and then buf holds "" (a cut-off file is never half-used).
  */
 ssize_t util_read_at(int dirfd, const char *name, char *buf, size_t size);
+
+/*
+ * Read a whole file below dirfd (O_NOFOLLOW|O_CLOEXEC|O_NONBLOCK) into a new NUL-terminated
+ * buffer (*ret, the caller frees it), as crun reads cgroup files: no line is ever cut. More
+ * than max bytes is -EFBIG. Returns the length or -errno; *ret is set only on success.
+ */
+ssize_t util_read_file_at(int dirfd, const char *name, size_t max, char **ret);
 
 /* Write value to a file below dirfd in one write(2). Returns 0 or -errno. */
 int util_write_at(int dirfd, const char *name, const char *value);

@@ -19,6 +19,8 @@
 #include "util.h"
 
 #define CONTROLLERS_MAX 8
+/* cgroup.procs holds at most pid_max (2^22) pids of 8 bytes: read it whole, never cut */
+#define CGROUP_PROCS_MAX (64u << 20)
 
 const char *shim_cgroup_layout_name(enum shim_cgroup_layout l)
 {
@@ -391,37 +393,63 @@ fail:
         return r;
 }
 
+/* Call fn for each pid of a complete line ("123\n") of text; a last line without '\n' is not one. */
+static int for_each_pid(char *text, int (*fn)(const char *pid, void *data), void *data)
+{
+        for (char *line = text, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+                int r;
+
+                *nl = '\0';
+                r = fn(line, data);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+struct evacuation {
+        int init_fd;
+        const char *mount;
+        bool moved;
+        struct shim_error *err;
+};
+
+static int move_to_init(const char *line, void *data)
+{
+        struct evacuation *e = data;
+        int r;
+
+        /* pid 0: a process of another pid namespace shares our root */
+        if (strcmp(line, "0") == 0)
+                return shim_error_set(e->err, EBUSY,
+                                      "%s/cgroup.procs has a process from outside this pid "
+                                      "namespace; init mode needs the container's cgroup to itself",
+                                      e->mount);
+        r = util_write_at(e->init_fd, "cgroup.procs", line);
+        if (r < 0 && r != -ESRCH)
+                return shim_error_set(e->err, r, "cannot move pid %s into %s/init: %s", line,
+                                      e->mount, strerror(-r));
+        e->moved = true;
+        return 0;
+}
+
 /* Move every process of the namespace root into <root>/init. */
 static int evacuate_root(int mount_fd, int init_fd, const char *mount, struct shim_error *err)
 {
-        char procs[4096];
-
         for (int round = 0; round < 16; round++) {
-                ssize_t len = util_read_at(mount_fd, "cgroup.procs", procs, sizeof(procs));
-                bool moved = false;
+                struct evacuation e = { .init_fd = init_fd, .mount = mount, .err = err };
+                _cleanup_free_ char *procs = NULL;
+                ssize_t len;
+                int r;
 
+                len = util_read_file_at(mount_fd, "cgroup.procs", CGROUP_PROCS_MAX, &procs);
                 if (len < 0)
                         return shim_error_set(err, (int)len, "cannot read %s/cgroup.procs: %s",
                                               mount, strerror((int)-len));
-                for (char *line = procs, *next; line && *line; line = next) {
-                        int r;
-                        next = strchr(line, '\n');
-                        if (next)
-                                *next++ = '\0';
-                        /* pid 0: a process of another pid namespace shares our root */
-                        if (strcmp(line, "0") == 0)
-                                return shim_error_set(err, EBUSY,
-                                                      "%s/cgroup.procs has a process from outside "
-                                                      "this pid namespace; init mode needs the "
-                                                      "container's cgroup to itself",
-                                                      mount);
-                        r = util_write_at(init_fd, "cgroup.procs", line);
-                        if (r < 0 && r != -ESRCH)
-                                return shim_error_set(err, r, "cannot move pid %s into %s/init: %s",
-                                                      line, mount, strerror(-r));
-                        moved = true;
-                }
-                if (!moved)
+                r = for_each_pid(procs, move_to_init, &e);
+                if (r < 0)
+                        return r;
+                if (!e.moved)
                         return 0;
         }
         return shim_error_set(err, EBUSY, "processes keep appearing in %s/cgroup.procs", mount);
@@ -491,9 +519,18 @@ int shim_cgroup_populated(const struct shim_cgroup *cg)
         return v != 0;
 }
 
+static int kill_pid(const char *line, void *data)
+{
+        int pid;
+
+        if (util_parse_int(line, &pid) == 0 && pid > 0)
+                kill(pid, SIGKILL);
+        return 0;
+}
+
 int shim_cgroup_kill(const struct shim_cgroup *cg)
 {
-        char procs[8192];
+        _cleanup_free_ char *procs = NULL;
         ssize_t len;
         int r;
 
@@ -501,18 +538,10 @@ int shim_cgroup_kill(const struct shim_cgroup *cg)
         if (r != -ENOENT)
                 return r;
         /* before Linux 5.14: kill what we see; callers loop until the leaf is empty */
-        len = util_read_at(cg->leaf_fd, "cgroup.procs", procs, sizeof(procs));
-        if (len < 0 && len != -EFBIG)
+        len = util_read_file_at(cg->leaf_fd, "cgroup.procs", CGROUP_PROCS_MAX, &procs);
+        if (len < 0)
                 return (int)len;
-        for (char *line = procs, *next; line && *line; line = next) {
-                int pid;
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = '\0';
-                if (util_parse_int(line, &pid) == 0 && pid > 0)
-                        kill(pid, SIGKILL);
-        }
-        return 0;
+        return for_each_pid(procs, kill_pid, NULL);
 }
 
 /* Wait until the leaf is empty or timeout_ms passes, reaping our children meanwhile. */
