@@ -2,6 +2,7 @@
 /* Executor inputs: the values of the wrapped command line and of SPARKSHIM_* variables. */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -374,9 +375,12 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
         }
 
         /* Everything is valid: store, resolving the precedence inside the command. */
-        if (seen[T_HEAP_JVM].set)
+        if (seen[T_HEAP_JVM].set) {
                 policy_input_set_u64(&in->heap_bytes, seen[T_HEAP_JVM].value.u, src,
                                      seen[T_HEAP_JVM].origin);
+                policy_input_set_u64(&in->jvm_heap_bytes, seen[T_HEAP_JVM].value.u, src,
+                                     seen[T_HEAP_JVM].origin);
+        }
         else if (seen[T_HEAP_SPARK].set)
                 policy_input_set_u64(&in->heap_bytes, seen[T_HEAP_SPARK].value.u, src,
                                      seen[T_HEAP_SPARK].origin);
@@ -421,6 +425,23 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
                 memcpy(in->app_id, app_id, sizeof(app_id));
         if (executor_id[0])
                 memcpy(in->executor_id, executor_id, sizeof(executor_id));
+        return 0;
+}
+
+int policy_inputs_check(const struct policy_inputs *in, struct policy_error *err)
+{
+        const struct policy_u64_input *heap = &in->heap_bytes, *jvm = &in->jvm_heap_bytes;
+
+        if (heap->source == POLICY_SOURCE_NONE)
+                return policy_error_set(err, EINVAL,
+                                        "no executor memory: give --memory, SPARKSHIM_MEMORY or "
+                                        "-Xmx in the command");
+        if (jvm->source != POLICY_SOURCE_NONE && heap->value != jvm->value)
+                return policy_error_set(err, EINVAL,
+                                        "%s: %" PRIu64 " bytes of heap, but the JVM will use %" PRIu64
+                                        " bytes (%s in the command); allowed: the heap once, or the "
+                                        "same value in both",
+                                        heap->origin, heap->value, jvm->value, jvm->origin);
         return 0;
 }
 

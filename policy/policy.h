@@ -247,6 +247,8 @@ struct policy_inputs {
         struct policy_u64_input millicores;       /* CPU request */
         struct policy_u64_input limit_millicores; /* explicit CPU limit (limit.cores) */
         struct policy_u64_input heap_bytes;
+        /* the heap the JVM itself will take: the command's last -Xmx / -XX:MaxHeapSize */
+        struct policy_u64_input jvm_heap_bytes;
         struct policy_u64_input overhead_bytes;
         struct policy_double_input overhead_factor;
         struct policy_bool_input offheap_enabled;
@@ -290,6 +292,13 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
  */
 int policy_inputs_from_spark_env(struct policy_inputs *in, char *const envp[],
                                  struct policy_error *err);
+
+/*
+ * Inputs that cannot make a plan, whatever the policy: no heap size at all, or a heap given
+ * by a flag or SPARKSHIM_MEMORY that differs from the -Xmx the JVM will use (memory.max
+ * would then be planned for a heap the JVM does not have). -EINVAL with err naming both.
+ */
+int policy_inputs_check(const struct policy_inputs *in, struct policy_error *err);
 
 /*
  * Read SPARKSHIM_CORES, SPARKSHIM_MILLICORES, SPARKSHIM_LIMIT_MILLICORES, SPARKSHIM_MEMORY,

@@ -527,6 +527,8 @@ static void compute_plan(struct options *o, const struct policy *p, int argc, ch
                 die(SHIM_EXIT_USAGE, "%s", err.text);
         if (policy_inputs_from_env(&o->inputs, environ, &err) < 0)
                 die(SHIM_EXIT_USAGE, "%s", err.text);
+        if (policy_inputs_check(&o->inputs, &err) < 0)
+                die(SHIM_EXIT_USAGE, "%s", err.text);
         if (policy_plan_compute(p, &o->inputs, plan, &err) < 0)
                 die(SHIM_EXIT_PLAN, "%s", err.text);
         if (plan->clamped[0])

@@ -35,7 +35,13 @@ fi
 expect 122 "\-\-burst-ratio: 0.9 is out of range" "$shim" plan --policy open.json --memory 1g --burst-ratio 0.9
 expect 122 "does not allow overriding millicores" "$shim" plan --policy strict.json --memory 1g --millicores 500
 expect 122 "does not allow overriding fail_mode" "$shim" run --policy strict.json --fail-mode open -- true
-expect 122 "no executor memory" "$shim" plan
+expect 120 "no executor memory" "$shim" plan
+# issue 11, defect 11: a heap that is not the JVM's would plan memory.max for the wrong heap
+expect 120 "\-\-memory: 4294967296 bytes of heap, but the JVM will use 8589934592 bytes (-Xmx in the command)" \
+	"$shim" plan --memory 4g -- java -Xmx8g Main
+SPARKSHIM_MEMORY=2g expect 120 "SPARKSHIM_MEMORY: 2147483648 bytes of heap, but the JVM will use 8589934592 bytes" \
+	"$shim" plan -- java -Xmx8g Main
+"$shim" plan --memory 8g --format cgroup -- java -Xmx8192m Main >/dev/null || fail "the same heap twice was refused"
 
 # issue 11, defect 1: SPARK_JAVA_OPT_0, _00, _000... all name index 0 (a heap overflow before)
 i=0 names=

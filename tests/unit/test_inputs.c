@@ -605,3 +605,35 @@ Test(inputs, spark_java_opts_duplicate_indexes)
         cr_assert_eq(in.heap_bytes.value, 1 * MiB, "heap %" PRIu64, in.heap_bytes.value);
         cr_assert_eq(in.cores.value, 2);
 }
+
+/* Issue 11, defect 11: a flag or SPARKSHIM_MEMORY heap that is not the JVM's own -Xmx. */
+Test(inputs, heap_conflicts_with_the_jvm)
+{
+        char *cmd[] = { "java", "-Xmx8g", "Main", NULL };
+        char *envp[] = { "SPARKSHIM_MEMORY=2g", NULL };
+        struct policy_inputs in;
+        struct policy_error err = { 0 };
+
+        policy_inputs_init(&in);
+        cr_assert_eq(policy_inputs_check(&in, &err), -EINVAL);
+        cr_assert(strstr(err.text, "no executor memory"), "text: %s", err.text);
+
+        policy_inputs_init(&in);
+        policy_input_set_u64(&in.heap_bytes, 4 * GiB, POLICY_SOURCE_FLAG, "--memory");
+        cr_assert_eq(policy_inputs_from_command(&in, 3, cmd, &err), 0, "error: %s", err.text);
+        cr_assert_eq(in.heap_bytes.value, 4 * GiB, "the flag keeps its precedence");
+        cr_assert_eq(policy_inputs_check(&in, &err), -EINVAL);
+        cr_assert(strstr(err.text, "--memory: 4294967296 bytes of heap, but the JVM will use 8589934592"),
+                  "text: %s", err.text);
+
+        policy_inputs_init(&in);
+        cr_assert_eq(policy_inputs_from_command(&in, 3, cmd, &err), 0, "error: %s", err.text);
+        cr_assert_eq(policy_inputs_from_env(&in, envp, &err), 0, "error: %s", err.text);
+        cr_assert_eq(policy_inputs_check(&in, &err), -EINVAL);
+        cr_assert(strstr(err.text, "SPARKSHIM_MEMORY"), "text: %s", err.text);
+
+        policy_inputs_init(&in);
+        policy_input_set_u64(&in.heap_bytes, 8 * GiB, POLICY_SOURCE_FLAG, "--memory");
+        cr_assert_eq(policy_inputs_from_command(&in, 3, cmd, &err), 0, "error: %s", err.text);
+        cr_assert_eq(policy_inputs_check(&in, &err), 0, "the same heap twice: %s", err.text);
+}
