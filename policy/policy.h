@@ -51,6 +51,7 @@ enum policy_override {
         POLICY_OVERRIDE_CGROUP_PARENT = 1u << 4,
         POLICY_OVERRIDE_FAIL_MODE     = 1u << 5,
         POLICY_OVERRIDE_AGENT         = 1u << 6, /* agent on/off and its library (--agent...) */
+        POLICY_OVERRIDE_GRACE         = 1u << 7, /* a grace period longer than the policy's */
 };
 
 /* How `sparkshim run` puts the JVMTI agent into the executor JVM. */
@@ -160,7 +161,7 @@ int policy_load_file(const char *path, bool check_owner, struct policy *ret,
                      struct policy_error *err);
 
 /* The name of one enum policy_override bit as the policy's "overrides" array spells it
- * ("millicores", "cores", "memory", "burst_ratio", "cgroup_parent", "fail_mode", "agent");
+ * ("millicores", "cores", "memory", "burst_ratio", "cgroup_parent", "fail_mode", "agent", "grace");
  * NULL for anything else. */
 const char *policy_override_name(enum policy_override o);
 

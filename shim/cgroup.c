@@ -5,14 +5,18 @@
  * executor. Why this is done directly and not through libcgroup: docs/libcgroup.md.
  */
 #include <ctype.h>
+#include <dirent.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <linux/magic.h>
 
 #include "shim.h"
@@ -100,6 +104,21 @@ bool shim_cgroup_name_valid(const char *name)
                 if (!isalnum((unsigned char)*c) && *c != '_' && *c != '.' && *c != '-')
                         return false;
         return true;
+}
+
+void shim_cgroup_escape_name(const char *name, char *buf, size_t size)
+{
+        size_t prefix = strspn(name, "abcdefghijklmnopqrstuvwxyz_");
+
+        /*
+         * As systemd escapes unit cgroups: a leading '_' or '.', or a lowercase word and a
+         * '.' (cgroup.procs, memory.max, io.pressure, and whatever controller comes next),
+         * gets a '_' in front, so no name is ever a kernel interface file.
+         */
+        if (name[0] == '_' || name[0] == '.' || (prefix > 0 && name[prefix] == '.'))
+                snprintf(buf, size, "_%s", name);
+        else
+                snprintf(buf, size, "%s", name);
 }
 
 void shim_cgroup_needed_controllers(const struct policy_write *w, size_t n, char *buf, size_t size)
@@ -238,37 +257,197 @@ static int check_available(int mount_fd, const char *mount, const char *needed,
         return 0;
 }
 
-/* Create the leaf below parent_fd; a stale empty leaf of a crashed run is replaced. */
+/*
+ * Who created a leaf: the trusted.* extended attribute below holds "<pid> <start time>" of
+ * the shim that made it. Only root can set or read trusted.* attributes, so a user cannot
+ * make a cgroup look like a dead shim's leftover. A leaf without it is never removed.
+ */
+#define OWNER_XATTR "trusted.sparkshim.owner"
+
+/* The start time of a process (field 22 of /proc/PID/stat, in clock ticks). */
+static int process_start_time(pid_t pid, uint64_t *ret)
+{
+        char path[64], buf[1024], *p;
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return n < 0 ? -errno : -EIO;
+        buf[n] = '\0';
+        /* the command name may hold anything: fields start after its last ')' */
+        p = strrchr(buf, ')');
+        if (!p)
+                return -EIO;
+        for (int field = 2; p && field < 22; field++)
+                p = strchr(p + 1, ' ');
+        if (!p || sscanf(p + 1, "%" SCNu64, ret) != 1)
+                return -EIO;
+        return 0;
+}
+
+static int owner_mark(int leaf_fd)
+{
+        char value[64];
+        uint64_t start;
+        int r;
+
+        r = process_start_time(getpid(), &start);
+        if (r < 0)
+                return r;
+        snprintf(value, sizeof(value), "%d %" PRIu64, (int)getpid(), start);
+        return fsetxattr(leaf_fd, OWNER_XATTR, value, strlen(value), XATTR_CREATE) < 0 ? -errno : 0;
+}
+
+enum owner {
+        OWNER_NONE,  /* not made by sparkshim (or by one that could not mark it) */
+        OWNER_ALIVE, /* its shim still runs */
+        OWNER_DEAD,  /* a leftover of a shim that is gone */
+};
+
+static enum owner leaf_owner(int leaf_fd, pid_t *ret_pid)
+{
+        char value[64];
+        uint64_t start, now;
+        ssize_t n;
+        int pid;
+
+        n = fgetxattr(leaf_fd, OWNER_XATTR, value, sizeof(value) - 1);
+        if (n <= 0)
+                return OWNER_NONE;
+        value[n] = '\0';
+        if (sscanf(value, "%d %" SCNu64, &pid, &start) != 2 || pid <= 0)
+                return OWNER_NONE;
+        *ret_pid = pid;
+        /* the pid alone could have been reused: the start time tells */
+        if (process_start_time(pid, &now) == 0 && now == start)
+                return OWNER_ALIVE;
+        return OWNER_DEAD;
+}
+
+/* Remove a dead shim's leaf: kill what it left running, wait a little, rmdir. */
+static int remove_leftover(int parent_fd, const char *name, int leaf_fd, int wait_ms)
+{
+        struct shim_cgroup old = SHIM_CGROUP_INIT;
+        int r;
+
+        old.leaf_fd = leaf_fd;
+        for (int waited = 0;; waited += 20) {
+                r = shim_cgroup_populated(&old);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                if (waited == 0)
+                        shim_cgroup_kill(&old);
+                if (waited >= wait_ms)
+                        return -EBUSY;
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
+                usleep(20000);
+        }
+        return unlinkat(parent_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+/* Leftovers of shims that were killed (their executors died with them): remove them. */
+static void sweep_leftovers(int parent_fd, const char *parent_path)
+{
+        _cleanup_close_ int fd = -1;
+        struct dirent *de;
+        DIR *d;
+
+        fd = openat(parent_fd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || !(d = fdopendir(fd)))
+                return;
+        fd = -1; /* the DIR owns it */
+        while ((de = readdir(d))) {
+                _cleanup_close_ int leaf = -1;
+                pid_t pid = 0;
+
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                leaf = openat(dirfd(d), de->d_name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                if (leaf < 0 || leaf_owner(leaf, &pid) != OWNER_DEAD)
+                        continue;
+                /* no waiting here: a leftover still emptying goes at the next start */
+                if (remove_leftover(dirfd(d), de->d_name, leaf, 0) == 0)
+                        log_info("removed %s/%s, left by sparkshim pid %d", parent_path, de->d_name,
+                                 (int)pid);
+        }
+        closedir(d);
+}
+
+/*
+ * Create the executor's leaf below parent_fd and mark it ours. A leaf of that name that a
+ * live shim owns, or that sparkshim did not make, fails this start only; one left by a
+ * dead shim is removed first. All under a lock on the parent, so that two shims never
+ * both decide to remove or create the same leaf.
+ */
 static int make_leaf(int parent_fd, const char *parent_path, const char *name, int *ret_fd,
                      struct shim_error *err)
 {
-        int fd;
+        _cleanup_close_ int lock = -1, fd = -1;
+        pid_t pid = 0;
+        int r;
+
+        lock = fcntl(parent_fd, F_DUPFD_CLOEXEC, 3);
+        if (lock < 0)
+                return shim_error_set(err, errno, "dup: %s", strerror(errno));
+        while (flock(lock, LOCK_EX) < 0)
+                if (errno != EINTR)
+                        return shim_error_set(err, errno, "cannot lock %s: %s", parent_path, strerror(errno));
+        sweep_leftovers(parent_fd, parent_path);
 
         if (mkdirat(parent_fd, name, 0755) < 0) {
-                char events[64];
-                int r = -errno;
                 _cleanup_close_ int old = -1;
 
+                r = -errno;
                 if (r != -EEXIST)
-                        return shim_error_set(err, r, "cannot create cgroup %s/%s: %s",
-                                              parent_path, name, strerror(-r));
+                        return shim_error_set(err, r, "cannot create cgroup %s/%s: %s", parent_path,
+                                              name, strerror(-r));
                 old = openat(parent_fd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-                if (old < 0 || util_read_at(old, "cgroup.events", events, sizeof(events)) < 0 ||
-                    !strstr(events, "populated 0") ||
-                    unlinkat(parent_fd, name, AT_REMOVEDIR) < 0 || mkdirat(parent_fd, name, 0755) < 0)
+                switch (old < 0 ? OWNER_NONE : leaf_owner(old, &pid)) {
+                case OWNER_ALIVE:
                         return shim_error_set(err, EEXIST,
-                                              "cgroup %s/%s already exists and is in use (another "
-                                              "executor with the same --name?)",
+                                              "cgroup %s/%s is in use by sparkshim pid %d (another "
+                                              "executor with the same name)",
+                                              parent_path, name, (int)pid);
+                case OWNER_NONE:
+                        return shim_error_set(err, EEXIST,
+                                              "cgroup %s/%s already exists and was not created by "
+                                              "sparkshim; it is left alone (choose another --name)",
                                               parent_path, name);
+                case OWNER_DEAD:
+                        r = remove_leftover(parent_fd, name, old, 1000);
+                        if (r < 0)
+                                return shim_error_set(err, r,
+                                                      "cgroup %s/%s, left by sparkshim pid %d, "
+                                                      "cannot be removed: %s",
+                                                      parent_path, name, (int)pid, strerror(-r));
+                        log_info("removed %s/%s, left by sparkshim pid %d", parent_path, name, (int)pid);
+                        if (mkdirat(parent_fd, name, 0755) < 0)
+                                return shim_error_set(err, errno, "cannot create cgroup %s/%s: %s",
+                                                      parent_path, name, strerror(errno));
+                        break;
+                }
         }
         fd = openat(parent_fd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0) {
-                int r = -errno;
+                r = -errno;
                 unlinkat(parent_fd, name, AT_REMOVEDIR);
                 return shim_error_set(err, r, "cannot open cgroup %s/%s: %s", parent_path, name,
                                       strerror(-r));
         }
+        r = owner_mark(fd);
+        if (r < 0)
+                /* without the mark the leaf is only never removed by another shim */
+                log_debug("cannot mark %s/%s as this shim's: %s", parent_path, name, strerror(-r));
         *ret_fd = fd;
+        fd = -1;
         return 0;
 }
 

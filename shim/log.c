@@ -20,7 +20,7 @@ enum shim_log_level shim_log_get_level(void)
 void shim_log(enum shim_log_level level, const char *fmt, ...)
 {
         static const char *const names[] = { "error", "warning", "info", "debug" };
-        char line[1024];
+        char line[1280], message[1024];
         int saved = errno;
         va_list ap;
         int n;
@@ -30,8 +30,19 @@ void shim_log(enum shim_log_level level, const char *fmt, ...)
         n = snprintf(line, sizeof(line), "sparkshim[%d]: %s: ", (int)getpid(), names[level]);
         va_start(ap, fmt);
         errno = saved;
-        vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+        vsnprintf(message, sizeof(message), fmt, ap);
         va_end(ap);
+        /*
+         * Messages carry user strings (a command, a name, a path): a control character
+         * among them is shown escaped, so that no input can forge or split a log line.
+         */
+        for (const unsigned char *c = (const unsigned char *)message; *c && n + 5 < (int)sizeof(line); c++) {
+                if (*c < 0x20 || *c == 0x7f)
+                        n += snprintf(line + n, sizeof(line) - (size_t)n, "\\x%02x", *c);
+                else
+                        line[n++] = (char)*c;
+        }
+        line[n] = '\0';
         /* one write per line so lines of concurrent writers do not interleave */
         fprintf(stderr, "%s\n", line);
         errno = saved;

@@ -36,6 +36,7 @@ struct options {
         const char *format;
         const char *cgroup_root;
         long grace; /* -1 = policy */
+        const char *grace_origin;
         const char *report_file, *report_socket, *prometheus;
         long report_interval; /* -1 = policy */
         bool report_stdout, no_bpf, no_taskstats;
@@ -299,6 +300,7 @@ static void parse_options(int argc, char **argv, struct options *o)
                                 die(SHIM_EXIT_USAGE, "--grace: '%s' is not a number of seconds; allowed: 0 to 3600",
                                     optarg);
                         o->grace = (long)u;
+                        o->grace_origin = "--grace";
                         break;
                 case OPT_REPORT:
                         o->report_file = optarg;
@@ -420,6 +422,7 @@ static void apply_environment(struct options *o)
                 if (util_parse_u64(v, &u) < 0 || u > 3600)
                         die(SHIM_EXIT_USAGE, "SPARKSHIM_GRACE: '%s' is not a number of seconds; allowed: 0 to 3600", v);
                 o->grace = (long)u;
+                o->grace_origin = "SPARKSHIM_GRACE";
         }
         if (o->agent < 0 && (v = getenv_nonempty("SPARKSHIM_AGENT"))) {
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
@@ -489,8 +492,14 @@ static void apply_overrides(const struct options *o, struct policy *p)
                         die(SHIM_EXIT_PLAN, "%s", err.text);
                 snprintf(p->cgroup_parent, sizeof(p->cgroup_parent), "%s", parent);
         }
-        if (o->grace >= 0)
+        if (o->grace >= 0) {
+                /* a shorter grace only hurts the executor's own shutdown; a longer one holds the node */
+                source = o->grace_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
+                if ((unsigned)o->grace > p->grace_seconds &&
+                    policy_check_override(p, POLICY_OVERRIDE_GRACE, source, o->grace_origin, &err) < 0)
+                        die(SHIM_EXIT_PLAN, "%s", err.text);
                 p->grace_seconds = (unsigned)o->grace;
+        }
         if (o->agent >= 0) {
                 source = o->agent_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
                 if ((o->agent == 1) != p->agent.enabled &&
@@ -535,34 +544,39 @@ static void compute_plan(struct options *o, const struct policy *p, int argc, ch
                 log_warn("clamped to the policy's bounds: %s", plan->clamped);
 }
 
-/* The cgroup name: --name, else <app-id>-<executor-id> made safe, else executor-<pid>. */
+/*
+ * The cgroup name: --name, else <app-id>-<executor-id> made safe, else executor-<pid>;
+ * escaped so that it is never a kernel interface file's name (shim_cgroup_escape_name).
+ */
 static void executor_name(const struct options *o, bool init_mode, char *buf, size_t size)
 {
+        char name[POLICY_NAME_MAX];
         size_t len;
 
         if (o->name) {
                 if (!shim_cgroup_name_valid(o->name))
-                        die(SHIM_EXIT_USAGE, "%s: '%s' is not a valid cgroup name; allowed: 1-100 of [A-Za-z0-9_.-], not '.' or '..'",
+                        die(SHIM_EXIT_USAGE, "%s: '%.200s' is not a valid cgroup name; allowed: 1-100 of [A-Za-z0-9_.-], not '.' or '..'",
                             o->name_origin, o->name);
-                snprintf(buf, size, "%s", o->name);
+                shim_cgroup_escape_name(o->name, buf, size);
                 return;
         }
         if (init_mode)
-                snprintf(buf, size, "executor");
+                snprintf(name, sizeof(name), "executor");
         else if (o->inputs.app_id[0] || o->inputs.executor_id[0])
-                snprintf(buf, size, "%s%s%s", o->inputs.app_id,
+                snprintf(name, sizeof(name), "%s%s%s", o->inputs.app_id,
                          o->inputs.app_id[0] && o->inputs.executor_id[0] ? "-" : "",
                          o->inputs.executor_id);
         else
-                snprintf(buf, size, "executor-%d", (int)getpid());
-        len = strnlen(buf, size);
+                snprintf(name, sizeof(name), "executor-%d", (int)getpid());
+        len = strnlen(name, sizeof(name));
         if (len > 100)
-                buf[len = 100] = '\0';
+                name[len = 100] = '\0';
         for (size_t i = 0; i < len; i++)
-                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", buf[i]))
-                        buf[i] = '_';
-        if (!shim_cgroup_name_valid(buf))
-                snprintf(buf, size, "executor-%d", (int)getpid());
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", name[i]))
+                        name[i] = '_';
+        if (!shim_cgroup_name_valid(name))
+                snprintf(name, sizeof(name), "executor-%d", (int)getpid());
+        shim_cgroup_escape_name(name, buf, size);
 }
 
 static int print_plan(const struct options *o, const struct policy *policy,

@@ -113,6 +113,12 @@ struct shim_memory_events {
 };
 int shim_cgroup_memory_events(const struct shim_cgroup *cg, struct shim_memory_events *ret);
 
+/*
+ * The leaf name for <name>: '_' in front of a name that starts with '_' or '.', or with a
+ * lowercase word and a '.', which kernel interface files (cgroup.procs, memory.max) do.
+ */
+void shim_cgroup_escape_name(const char *name, char *buf, size_t size);
+
 /* Is <name> a valid cgroup leaf name: [A-Za-z0-9_.-]{1,100}, not "." or "..". */
 bool shim_cgroup_name_valid(const char *name);
 
