@@ -394,9 +394,10 @@ static int make_leaf(int parent_fd, const char *parent_path, const char *name, i
         pid_t pid = 0;
         int r;
 
-        lock = fcntl(parent_fd, F_DUPFD_CLOEXEC, 3);
+        /* an open file description of its own: closing it (on return) drops the lock */
+        lock = openat(parent_fd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         if (lock < 0)
-                return shim_error_set(err, errno, "dup: %s", strerror(errno));
+                return shim_error_set(err, errno, "cannot open %s: %s", parent_path, strerror(errno));
         while (flock(lock, LOCK_EX) < 0)
                 if (errno != EINTR)
                         return shim_error_set(err, errno, "cannot lock %s: %s", parent_path, strerror(errno));

@@ -689,7 +689,7 @@ static bool setup_cgroup(const struct options *o, const struct policy *policy, b
                 if (r >= 0)
                         log_info("measuring %s in %s (no limits)", command, cg->path);
                 else
-                        log_debug("no measurement cgroup either: %s", err.text);
+                        log_warn("no cgroup to measure %s in either: %s", command, err.text);
         }
         return false;
 }

@@ -37,10 +37,10 @@ expect 122 "does not allow overriding millicores" "$shim" plan --policy strict.j
 expect 122 "does not allow overriding fail_mode" "$shim" run --policy strict.json --fail-mode open -- true
 # issue 11, defect 9: a longer grace period than the policy's is an override like any other
 SPARKSHIM_GRACE=3600 expect 122 "SPARKSHIM_GRACE: set by the user, but the policy does not allow overriding grace" \
-	"$shim" plan --policy strict.json --memory 1g
+	"$shim" plan --policy strict.json -- java -Xmx1g Main
 expect 122 "\-\-grace: set by the user, but the policy does not allow overriding grace" \
-	"$shim" plan --policy strict.json --memory 1g --grace 3600
-SPARKSHIM_GRACE=0 "$shim" plan --policy strict.json --memory 1g >/dev/null || fail "a shorter grace was refused"
+	"$shim" plan --policy strict.json --grace 3600 -- java -Xmx1g Main
+SPARKSHIM_GRACE=0 "$shim" plan --policy strict.json -- java -Xmx1g Main >/dev/null || fail "a shorter grace was refused"
 expect 120 "no executor memory" "$shim" plan
 # issue 11, defect 11: a heap that is not the JVM's would plan memory.max for the wrong heap
 expect 120 "\-\-memory: 4294967296 bytes of heap, but the JVM will use 8589934592 bytes (-Xmx in the command)" \

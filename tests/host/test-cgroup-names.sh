@@ -1,0 +1,110 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# test-cgroup-names.sh SPARKSHIM: the executor's leaf on this host's cgroup v2 hierarchy
+# (issue 11, defect 8): names that are kernel interface files are escaped, a leaf sparkshim
+# did not create or that a live shim uses is left alone and fails only the newcomer, and a
+# dead shim's leftovers are removed (its processes killed).
+set -eu
+shim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+. "$(dirname "$0")/lib.sh"
+
+if [ "$(id -u)" != 0 ]; then
+	echo "skip: needs root (cgroup directories and trusted.* attributes)"
+	exit 77
+fi
+mount=
+for m in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+	if [ "$(stat -f -c %T "$m" 2>/dev/null)" = cgroup2fs ] && [ -w "$m" ]; then
+		mount=$m
+		break
+	fi
+done
+[ -n "$mount" ] || { echo "skip: no writable cgroup2 hierarchy"; exit 77; }
+
+tmp=$(mktemp -d)
+parent=sparkshim-names-$$
+cg=$mount/$parent
+cleanup() {
+	for p in $(cat "$cg"/*/cgroup.procs 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+	sleep 0.2
+	[ ! -d "$cg" ] || find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+cd "$tmp"
+# fail_mode open: where the host has no controllers, the leaf is a measuring one (--report)
+printf '{ "version": 1, "fail_mode": "open", "cgroup": { "parent": "%s" } }\n' "$parent" >open.json
+chmod 0644 open.json
+run() { # NAME CMD... (stdout out.txt, stderr err.txt)
+	name=$1
+	shift
+	"$shim" run --policy open.json --memory 256m --name "$name" --report r.jsonl -- "$@" \
+		>out.txt 2>err.txt
+}
+leaf_of() { sed -n 's/^0:://p' out.txt; }
+mkdir -p "$cg"
+
+# kernel interface names get a '_' in front, as systemd escapes unit cgroups
+for name in cgroup.procs memory.max io.pressure _x .hidden; do
+	run "$name" cat /proc/self/cgroup || { cat err.txt; fail "--name $name"; }
+	case "$(leaf_of)" in
+	*"/$parent/_$name") echo "ok: --name $name runs in $(leaf_of)" ;;
+	*) cat out.txt err.txt; fail "--name $name ran in '$(leaf_of)'" ;;
+	esac
+done
+run executor-1 cat /proc/self/cgroup
+case "$(leaf_of)" in
+*"/$parent/executor-1") echo "ok: a plain name is kept" ;;
+*) fail "--name executor-1 ran in '$(leaf_of)'" ;;
+esac
+
+# a leaf sparkshim did not create: not removed, not used; only this start loses it
+mkdir "$cg/foreign"
+before=$(stat -c %i "$cg/foreign")
+run foreign cat /proc/self/cgroup || true
+grep -q "cgroup .*/$parent/foreign already exists and was not created by sparkshim" err.txt ||
+	{ cat err.txt; fail "no word on the foreign leaf"; }
+[ "$(stat -c %i "$cg/foreign")" = "$before" ] || fail "the foreign leaf was removed and made again"
+! leaf_of | grep -q "/foreign\$" || fail "the executor ran in the foreign leaf"
+echo "ok: a leaf sparkshim did not create is left alone"
+
+# a live shim's leaf: the newcomer does not touch it
+"$shim" run --policy open.json --memory 256m --name live --report live.jsonl -- sleep 3 \
+	>live.out 2>live.err &
+first=$!
+i=0
+until [ -n "$(cat "$cg/live/cgroup.procs" 2>/dev/null)" ]; do
+	i=$((i + 1))
+	[ $i -lt 100 ] || fail "the first shim's leaf never filled"
+	sleep 0.05
+done
+run live cat /proc/self/cgroup || true
+grep -q "cgroup .*/$parent/live is in use by sparkshim pid $first" err.txt ||
+	{ cat err.txt; fail "no word on the live leaf"; }
+[ -n "$(cat "$cg/live/cgroup.procs")" ] || fail "the live leaf was emptied"
+wait $first || fail "the first shim failed: $(cat live.err)"
+echo "ok: a live shim's leaf fails only the newcomer"
+
+# a dead shim's leftovers: the same name kills and replaces it; others go at the next start
+python3 - "$cg" <<'PY'
+import os, sys
+for name in ("left", "left2"):
+    path = os.path.join(sys.argv[1], name)
+    os.mkdir(path)
+    # pid 4194304 is above any pid_max: surely gone
+    os.setxattr(path, "trusted.sparkshim.owner", b"4194304 1")
+PY
+sleep 300 &
+orphan=$!
+echo $orphan >"$cg/left/cgroup.procs"
+run left cat /proc/self/cgroup || { cat err.txt; fail "--name left"; }
+case "$(leaf_of)" in
+*"/$parent/left") ;;
+*) fail "--name left ran in '$(leaf_of)'" ;;
+esac
+sleep 0.2
+! kill -0 $orphan 2>/dev/null || fail "the leftover's process $orphan still runs"
+wait $orphan 2>/dev/null || true
+[ ! -d "$cg/left2" ] || fail "the other leftover was not swept"
+echo "ok: a dead shim's leaf is replaced (its process killed) and other leftovers swept"
+echo "ok: all"
