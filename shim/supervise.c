@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -70,8 +71,17 @@ static _Noreturn void child_fail(int fd, int stage, int error, int code)
 }
 
 /* In the child: runs between fork/clone3 and exec; only async-signal-safe calls. */
-static _Noreturn void child_exec(const struct shim_supervise_opts *o, bool attach, int errfd)
+static _Noreturn void child_exec(const struct shim_supervise_opts *o, bool attach, int errfd,
+                                 pid_t shim)
 {
+        /*
+         * An executor must not outlive its supervisor: with nobody to enforce its grace,
+         * report on it or remove its cgroup it would run on unseen. If the shim is killed,
+         * the kernel kills the executor (and the next start sweeps the leaf; see
+         * docs/security.md). The check after it covers a shim that died before the prctl.
+         */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != shim)
+                _exit(SHIM_EXIT_INTERNAL);
         /*
          * The shim installs no handlers (exec would reset them anyway) and ignores only TTIN
          * and TTOU: the executor gets the caller's dispositions and mask back, as if started
@@ -113,7 +123,7 @@ static pid_t spawn(const struct shim_supervise_opts *o, int *ret_stage, struct s
         struct spawn_failure f;
         int fds[2];
         bool attach = false;
-        pid_t pid = -1;
+        pid_t pid = -1, shim = getpid();
         ssize_t n;
 
         if (pipe2(fds, O_CLOEXEC) < 0)
@@ -135,7 +145,7 @@ static pid_t spawn(const struct shim_supervise_opts *o, int *ret_stage, struct s
                 return shim_error_set(err, errno, "cannot start %s: fork: %s", o->argv[0], strerror(errno));
         if (pid == 0) {
                 util_closep(&rd);
-                child_exec(o, attach, wr);
+                child_exec(o, attach, wr, shim);
         }
         util_closep(&wr);
         wr = -1;

@@ -107,4 +107,28 @@ sleep 0.2
 wait $orphan 2>/dev/null || true
 [ ! -d "$cg/left2" ] || fail "the other leftover was not swept"
 echo "ok: a dead shim's leaf is replaced (its process killed) and other leftovers swept"
+
+# a shim killed outright: the kernel kills its executor, and the next start removes the leaf
+"$shim" run --policy open.json --memory 256m --name killed --report k.jsonl -- sleep 300 \
+	>/dev/null 2>&1 &
+victim=$!
+i=0
+until [ -n "$(cat "$cg/killed/cgroup.procs" 2>/dev/null)" ]; do
+	i=$((i + 1))
+	[ $i -lt 100 ] || fail "the killed shim's leaf never filled"
+	sleep 0.05
+done
+executor=$(cat "$cg/killed/cgroup.procs")
+kill -9 $victim
+wait $victim 2>/dev/null || true
+i=0
+while kill -0 "$executor" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -lt 100 ] || fail "the executor $executor outlived its killed shim"
+	sleep 0.05
+done
+[ -d "$cg/killed" ] || fail "expected the killed shim's leaf to be left for the next start"
+run next true || { cat err.txt; fail "the start after a killed shim"; }
+[ ! -d "$cg/killed" ] || fail "the killed shim's leaf was not removed at the next start"
+echo "ok: a killed shim's executor dies with it; its leaf goes at the next start"
 echo "ok: all"
