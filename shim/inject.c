@@ -17,8 +17,6 @@
 #include "inject.h"
 #include "util.h"
 
-#define AGENT_FILE_NAME "libsparkshim-agent.so"
-#define AGENT_LIB_NAME  "sparkshim-agent" /* as -agentlib: spells it */
 
 const char *shim_agent_method_name(enum shim_agent_method m)
 {
@@ -98,27 +96,22 @@ static bool loads_agent(const char *arg, const char *agent_path, const char **re
         char file[4096];
         size_t len;
 
-        if (strncmp(arg, "-agentpath:", 11) == 0) {
-                lib = arg + 11;
-                eq = strchr(lib, '=');
-                len = eq ? (size_t)(eq - lib) : strlen(lib);
-                if (len == 0 || len >= sizeof(file))
-                        return false;
-                memcpy(file, lib, len);
-                file[len] = '\0';
-                if (strcmp(base_name(file), AGENT_FILE_NAME) != 0 &&
-                    (!agent_path || strcmp(base_name(file), base_name(agent_path)) != 0) &&
-                    (!agent_path || !same_file(file, agent_path)))
-                        return false;
-        } else if (strncmp(arg, "-agentlib:", 10) == 0) {
-                lib = arg + 10;
-                eq = strchr(lib, '=');
-                len = eq ? (size_t)(eq - lib) : strlen(lib);
-                if (len != strlen(AGENT_LIB_NAME) || strncmp(lib, AGENT_LIB_NAME, len) != 0)
-                        return false;
-        } else {
+        /*
+         * Only the policy's own file is the agent (a stat of the user's path opens nothing).
+         * A library of the same name elsewhere, or -agentlib:, which the JVM looks up on a
+         * path the user chooses, is some other library as far as the policy is concerned.
+         */
+        if (strncmp(arg, "-agentpath:", 11) != 0 || !agent_path)
                 return false;
-        }
+        lib = arg + 11;
+        eq = strchr(lib, '=');
+        len = eq ? (size_t)(eq - lib) : strlen(lib);
+        if (len == 0 || len >= sizeof(file))
+                return false;
+        memcpy(file, lib, len);
+        file[len] = '\0';
+        if (!same_file(file, agent_path))
+                return false;
         *ret_options = eq ? eq + 1 : "";
         return true;
 }

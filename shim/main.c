@@ -730,11 +730,19 @@ static void prepare_agent(const struct options *o, const struct policy *p, char 
         if (r < 0)
                 die(SHIM_EXIT_INTERNAL, "out of memory");
         if (r > 0) {
-                /* two copies would both hook the same methods */
+                struct policy_error perr = { 0 };
+
+                /*
+                 * The command loads the policy's agent with options of its own: a user value
+                 * like any other. Two copies would both hook the same methods, so it is that
+                 * one or none. Its statistics file is the user's choice: root does not read it.
+                 */
+                if (policy_check_override(p, POLICY_OVERRIDE_AGENT, POLICY_SOURCE_COMMAND, where, &perr) < 0)
+                        die(SHIM_EXIT_PLAN, "%s (the command loads the JVM agent itself)", perr.text);
                 snprintf(run->reason, sizeof(run->reason),
-                         "the command loads the agent already (%s); not injected a second time", where);
-                if (stats[0] == '/')
-                        snprintf(run->stats_path, sizeof(run->stats_path), "%s", stats);
+                         "the command loads the agent already (%s); not injected a second time, "
+                         "its statistics not read",
+                         where);
                 log_info("JVM agent: %s", run->reason);
                 return;
         }
@@ -766,12 +774,32 @@ static void prepare_agent(const struct options *o, const struct policy *p, char 
         snprintf(run->path, sizeof(run->path), "%s", resolved);
 }
 
-/* $TMPDIR when the agent can take it in a path (else /tmp). */
-static const char *private_dir_base(void)
+/*
+ * Where root makes the agent's private directory: the admin's run directory
+ * (SPARKSHIM_RUNDIR, built in), never $TMPDIR, which is the user's. It is made 0711 when
+ * missing, and refused when anyone but root could change it. A shim that is not root has
+ * no one to guard against: it uses $TMPDIR as any program does.
+ */
+static int private_dir_base(char *buf, size_t size, char *why, size_t why_size)
 {
         const char *tmp = getenv_nonempty("TMPDIR");
+        struct stat st;
 
-        return tmp && shim_agent_option_path_ok(tmp) && strlen(tmp) < 1024 ? tmp : "/tmp";
+        if (geteuid() != 0) {
+                snprintf(buf, size, "%s", tmp && shim_agent_option_path_ok(tmp) && strlen(tmp) < 1024 ? tmp : "/tmp");
+                return 0;
+        }
+        if (mkdir(SPARKSHIM_RUNDIR, 0711) < 0 && errno != EEXIST) {
+                snprintf(why, why_size, "cannot create %s: %s", SPARKSHIM_RUNDIR, strerror(errno));
+                return -errno;
+        }
+        if (lstat(SPARKSHIM_RUNDIR, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+            (st.st_mode & (S_IWGRP | S_IWOTH))) {
+                snprintf(why, why_size, "%s is not a directory that only root can change", SPARKSHIM_RUNDIR);
+                return -EPERM;
+        }
+        snprintf(buf, size, "%s", SPARKSHIM_RUNDIR);
+        return 0;
 }
 
 /* Remove the private run directory and what the agent left in it. */
@@ -792,6 +820,58 @@ static void remove_private_dir(const char *dir)
         }
         if (rmdir(dir) < 0 && errno != ENOENT)
                 log_warn("cannot remove %s: %s", dir, strerror(errno));
+}
+
+/* Private directories of shims that are gone (agent.<pid>.XXXXXX, the pid dead): removed. */
+static void sweep_private_dirs(const char *base)
+{
+        _cleanup_close_ int fd = -1;
+        struct dirent *de;
+        DIR *d;
+
+        if (geteuid() != 0)
+                return; /* $TMPDIR is not ours to sweep */
+        fd = open(base, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 || !(d = fdopendir(fd)))
+                return;
+        fd = -1; /* the DIR owns it */
+        while ((de = readdir(d))) {
+                char path[POLICY_PATH_MAX];
+                int pid;
+
+                if (sscanf(de->d_name, "agent.%d.", &pid) != 1 || pid <= 0 ||
+                    kill(pid, 0) == 0 || errno != ESRCH)
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s", base, de->d_name);
+                remove_private_dir(path);
+        }
+        closedir(d);
+}
+
+/* The run's private directory for the agent's statistics: <base>/agent.<pid>.XXXXXX. */
+static int make_private_dir(char *dir, size_t size, char *why, size_t why_size)
+{
+        char base[POLICY_PATH_MAX];
+        int r;
+
+        r = private_dir_base(base, sizeof(base), why, why_size);
+        if (r < 0)
+                return r;
+        sweep_private_dirs(base);
+        snprintf(dir, size, "%s/agent.%d.XXXXXX", base, (int)getpid());
+        if (!mkdtemp(dir)) {
+                r = -errno;
+                snprintf(why, why_size, "cannot create %s: %s", dir, strerror(-r));
+                return r;
+        }
+        /* a JVM that runs as another user writes here too; no one but root lists it */
+        if (geteuid() == 0 && chmod(dir, 01733) < 0) {
+                r = -errno;
+                snprintf(why, why_size, "cannot chmod %s: %s", dir, strerror(-r));
+                remove_private_dir(dir);
+                return r;
+        }
+        return 0;
 }
 
 /*
@@ -825,11 +905,10 @@ static char **inject_agent(const struct policy *p, const struct policy_plan *pla
                                  cg->path);
         }
         if (measuring) {
-                snprintf(dir, dir_size, "%s/sparkshim-agent.XXXXXX", private_dir_base());
-                if (!mkdtemp(dir)) {
-                        log_warn("JVM agent: cannot create a directory for its statistics (%s): %s; "
-                                 "the report has none",
-                                 dir, strerror(errno));
+                char why[512];
+
+                if (make_private_dir(dir, dir_size, why, sizeof(why)) < 0) {
+                        log_warn("JVM agent: no directory for its statistics: %s; the report has none", why);
                         dir[0] = '\0';
                 } else {
                         snprintf(stats, sizeof(stats), "%s/stats.jsonl", dir);

@@ -49,10 +49,21 @@ policy strict.json '{ "version": 1, "fail_mode": "open", "overrides": [], "agent
 	{ cat err.txt; fail "plain run failed"; }
 grep -q '^agentprobe agents=1 prop=null held=32$' out.txt || { cat out.txt err.txt; fail "the JVM did not get exactly one agent"; }
 grep -q 'info: JVM agent: command line -agentpath:' err.txt || { cat err.txt; fail "no log line for the injection"; }
-[ -z "$(ls -A "$TMPDIR")" ] || fail "the statistics directory was left behind: $(ls -A "$TMPDIR")"
-python3 - plain.jsonl "$agent" "$("$shim" --version | cut -d' ' -f2)" "$TMPDIR" <<'PY'
-import json, sys
-path, agent, version, tmpdir = sys.argv[1:5]
+# issue 11, defect 9: root's private directory is in its run directory, never in $TMPDIR;
+# a killed shim's directory (its pid gone: 4194304 is above any pid_max) goes at the next start
+if [ "$(id -u)" = 0 ]; then
+	mkdir -p /run/sparkshim/agent.4194304.Leftov
+	echo '{}' >/run/sparkshim/agent.4194304.Leftov/stats.jsonl
+	"$shim" run --policy on.json --agent-path "$agent" --memory 256m --report sweep.jsonl -- true 2>/dev/null
+	[ ! -e /run/sparkshim/agent.4194304.Leftov ] || fail "a dead shim's private directory was not swept"
+	echo "ok: a dead shim's private directory is removed at the next start"
+fi
+# root's private directory is in its run directory, never in $TMPDIR
+[ -z "$(ls -A "$TMPDIR")" ] || fail "root made something in the user's TMPDIR: $(ls -A "$TMPDIR")"
+if [ "$(id -u)" = 0 ]; then rundir=/run/sparkshim; else rundir=$TMPDIR; fi
+python3 - plain.jsonl "$agent" "$("$shim" --version | cut -d' ' -f2)" "$rundir" <<'PY'
+import json, os, sys
+path, agent, version, rundir = sys.argv[1:5]
 docs = [json.loads(l) for l in open(path)]
 final = [d for d in docs if d["kind"] == "final"][0]
 samples = [d for d in docs if d["kind"] == "sample"]
@@ -66,7 +77,8 @@ opts = dict(kv.split("=", 1) for kv in a["options"].split(","))
 assert opts["force-bytes"] == str(8 << 20), opts
 assert opts["threshold"] == str(plan["request_bytes"]) and opts["limit"] == str(plan["limit_bytes"]), opts
 assert opts["stats-interval"] == "1" and opts["log"] == "warn", opts
-assert opts["stats"] == a["stats"]["file"] and opts["stats"].startswith(tmpdir + "/sparkshim-agent."), opts
+assert opts["stats"] == a["stats"]["file"] and opts["stats"].startswith(rundir + "/agent."), opts
+assert not os.path.exists(os.path.dirname(opts["stats"])), "the statistics directory was left behind"
 # cgroup= only where the executor's cgroup has memory.stat: never on an unenforced run here
 if not final["enforcement"]["enforced"]:
     assert "cgroup" not in opts, opts
@@ -133,7 +145,8 @@ grep -q "^  spills UnsafeExternalSorter: $spills forced (force_bytes $spills), 0
 grep -q "^TOTAL (1 executors) .* $spills\$" table.txt || fail "the total does not show $spills spills"
 echo "ok: prometheus counter and sparkshim report table"
 
-# --- 3. the command loads the agent itself: not a second time, its statistics are merged
+# --- 3. the command loads the agent itself: allowed by the policy, not a second time (and
+# its statistics, at a path the user chose, are not read by root); not allowed: refused
 "$shim" run --policy on.json --agent-path "$agent" --memory 256m --report own.jsonl \
 	-- "$java" "-agentpath:$agent=force-bytes=4k,stats=$tmp/own-stats.jsonl" -cp classes AgentProbe \
 	>out.txt 2>err.txt || { cat err.txt; fail "own-agent run failed"; }
@@ -142,16 +155,31 @@ JAVA_TOOL_OPTIONS="-agentpath:$agent=stats=$tmp/env-stats.jsonl" "$shim" run --p
 	--agent-path "$agent" --memory 256m --report env.jsonl -- "$java" -cp classes AgentProbe \
 	>out.txt 2>err.txt || { cat err.txt; fail "JAVA_TOOL_OPTIONS-agent run failed"; }
 grep -q '^agentprobe agents=1 ' out.txt || { cat out.txt; fail "JAVA_TOOL_OPTIONS: injected a second time"; }
-python3 - own.jsonl "$tmp/own-stats.jsonl" argv[1] env.jsonl "$tmp/env-stats.jsonl" JAVA_TOOL_OPTIONS <<'PY'
+python3 - own.jsonl argv[1] env.jsonl JAVA_TOOL_OPTIONS <<'PY'
 import json, sys
-for path, stats, where in (sys.argv[1:4], sys.argv[4:7]):
+for path, where in (sys.argv[1:3], sys.argv[3:5]):
     final = [d for d in map(json.loads, open(path)) if d["kind"] == "final"][0]
     a = final["agent"]
     assert a["enabled"] and not a["injected"] and a["options"] is None, a
-    assert a["reason"] == f"the command loads the agent already ({where}); not injected a second time", a["reason"]
-    assert a["stats"]["file"] == stats and a["stats"]["status"] == "ok", a["stats"]
-    assert a["stats"]["pid"] == final["identity"]["pid"], a["stats"]
-print("ok: an agent in the command (argv, JAVA_TOOL_OPTIONS) is not injected twice; its statistics are merged")
+    assert a["reason"] == f"the command loads the agent already ({where}); not injected a second time, its statistics not read", a["reason"]
+    assert a["stats"] is None or a["stats"].get("file") is None, a["stats"]
+print("ok: an agent in the command (argv, JAVA_TOOL_OPTIONS) is not injected twice; root reads no statistics file the user named")
+PY
+# issue 11, defect 9: a policy that does not let users choose the agent refuses the command's own
+policy agent-fixed.json "{ \"version\": 1, \"fail_mode\": \"open\", \"overrides\": [\"memory\"], \"agent\": { \"enabled\": true, \"path\": \"$agent\" } }"
+expect 122 "argv\[1\]: set by the user, but the policy does not allow overriding agent (the command loads the JVM agent itself)" \
+	"$shim" run --policy agent-fixed.json --memory 256m \
+	-- "$java" "-agentpath:$agent=log=off" -cp classes AgentProbe
+# ... and a look-alike of the agent's name does not switch the policy's agent off
+mkdir -p "$tmp/fake"
+cp "$agent" "$tmp/fake/$(basename "$agent")"
+"$shim" run --policy on.json --agent-path "$agent" --memory 256m --report fake.jsonl \
+	-- "$java" "-agentpath:$tmp/fake/$(basename "$agent")=log=off" -cp classes AgentProbe >out.txt 2>err.txt || true
+python3 - fake.jsonl <<'PY'
+import json, sys
+final = [d for d in map(json.loads, open(sys.argv[1])) if d["kind"] == "final"][0]
+assert final["agent"]["injected"], final["agent"]
+print("ok: a look-alike of the agent in the command does not keep the policy's agent out")
 PY
 
 # --- 4. failures, flags and their exit codes
@@ -223,7 +251,7 @@ grep -q "warning: not injecting the JVM agent: agent library $tmp/none.so: No su
 # (ls without a pipe: a shell holds a pipeline's pipe while it starts the commands in it)
 "$shim" run --policy on.json --agent-path "$agent" --memory 256m --report sh.jsonl \
 	-- sh -c 'echo "$JAVA_TOOL_OPTIONS"; ls /proc/$$/fd' >out.txt
-grep -q "^-agentpath:$agent=force-bytes=8388608,.*,stats=$TMPDIR/sparkshim-agent\.[A-Za-z0-9]*/stats.jsonl,stats-interval=10,log=warn\$" out.txt ||
+grep -q "^-agentpath:$agent=force-bytes=8388608,.*,stats=$rundir/agent\.[0-9]*\.[A-Za-z0-9]*/stats.jsonl,stats-interval=10,log=warn\$" out.txt ||
 	{ cat out.txt; fail "a script did not get the agent in JAVA_TOOL_OPTIONS"; }
 # what the executor may hold: what this script passes down (the test runner's own inherited
 # fds among them), none of sparkshim's

@@ -250,32 +250,37 @@ static int find(const char *agent_path, char *const argv[], char *const envp[], 
         return shim_agent_find_loaded(agent_path, argv, envp, where, 64, stats, 256);
 }
 
+/* A file of the given name in a new temporary directory: the agent the policy names. */
+static void make_file(char *dir, const char *name, char *path, size_t size)
+{
+        FILE *f;
+
+        cr_assert_not_null(mkdtemp(dir), "mkdtemp");
+        snprintf(path, size, "%s/%s", dir, name);
+        f = fopen(path, "we");
+        cr_assert_not_null(f, "create %s", path);
+        fclose(f);
+}
+
 Test(inject, an_agent_already_loaded_is_found)
 {
-        const char *ours = "/usr/lib/x86_64-linux-gnu/sparkshim/libsparkshim-agent.so";
+        char dir[] = "/tmp/sparkshim-inject-XXXXXX", ours[128], arg[512], env[600];
         char where[64], stats[256];
         int r;
 
+        make_file(dir, "libsparkshim-agent.so", ours, sizeof(ours));
         {
-                char *argv[] = { "java", "-Xmx1g",
-                                 "-agentpath:/opt/build/libsparkshim-agent.so=force-bytes=8m,stats=/tmp/s.jsonl,log=info",
-                                 "Main", NULL };
+                char *argv[] = { "java", "-Xmx1g", arg, "Main", NULL };
+                snprintf(arg, sizeof(arg), "-agentpath:%s=force-bytes=8m,stats=/tmp/s.jsonl,log=info", ours);
                 r = find(ours, argv, NULL, where, stats);
                 cr_expect_eq(r, 1, "argv: rc %d", r);
                 cr_expect_str_eq(where, "argv[2]", "where %s", where);
                 cr_expect_str_eq(stats, "/tmp/s.jsonl", "stats %s", stats);
         }
         {
-                char *argv[] = { "java", "-agentlib:sparkshim-agent", "Main", NULL };
-                r = find(ours, argv, NULL, where, stats);
-                cr_expect(r == 1 && strcmp(where, "argv[1]") == 0 && stats[0] == '\0',
-                          "-agentlib: rc %d where %s stats %s", r, where, stats);
-        }
-        {
                 char *argv[] = { "java", "Main", NULL };
-                char *envp[] = { "PATH=/bin",
-                                 "JAVA_TOOL_OPTIONS=-Xss1m \"-agentpath:/opt/my dir/libsparkshim-agent.so=stats=/x/y.jsonl\" -Dz=1",
-                                 NULL };
+                char *envp[] = { "PATH=/bin", env, NULL };
+                snprintf(env, sizeof(env), "JAVA_TOOL_OPTIONS=-Xss1m \"-agentpath:%s=stats=/x/y.jsonl\" -Dz=1", ours);
                 r = find(ours, argv, envp, where, stats);
                 cr_expect(r == 1 && strcmp(where, "JAVA_TOOL_OPTIONS") == 0 &&
                                   strcmp(stats, "/x/y.jsonl") == 0,
@@ -283,31 +288,50 @@ Test(inject, an_agent_already_loaded_is_found)
         }
         {
                 char *argv[] = { "/opt/entrypoint.sh", "executor", NULL };
-                char *envp[] = { "SPARK_JAVA_OPT_0=-Dspark.app.id=a",
-                                 "SPARK_JAVA_OPT_1=-agentpath:" "/usr/lib/x86_64-linux-gnu/sparkshim/libsparkshim-agent.so=log=warn",
-                                 NULL };
+                char *envp[] = { "SPARK_JAVA_OPT_0=-Dspark.app.id=a", env, NULL };
+                snprintf(env, sizeof(env), "SPARK_JAVA_OPT_1=-agentpath:%s=log=warn", ours);
                 r = find(ours, argv, envp, where, stats);
                 cr_expect(r == 1 && strcmp(where, "SPARK_JAVA_OPT_1") == 0,
                           "SPARK_JAVA_OPT_1: rc %d where %s", r, where);
         }
         {
                 char *argv[] = { "java", "Main", NULL };
-                char *envp[] = { "JDK_JAVA_OPTIONS=-agentpath:/elsewhere/libsparkshim-agent.so", NULL };
+                char *envp[] = { env, NULL };
+                snprintf(env, sizeof(env), "JDK_JAVA_OPTIONS=-agentpath:%s", ours);
                 r = find(ours, argv, envp, where, stats);
                 cr_expect(r == 1 && strcmp(where, "JDK_JAVA_OPTIONS") == 0,
                           "JDK_JAVA_OPTIONS: rc %d where %s", r, where);
         }
+}
+
+/*
+ * Issue 11, defect 9: a library of the agent's name that is not the policy's file does not
+ * count as the agent (it would have switched the policy's agent off), nor does -agentlib:,
+ * which the JVM resolves on a library path the user chooses.
+ */
+Test(inject, only_the_policys_file_is_the_agent)
+{
+        char dir[] = "/tmp/sparkshim-inject-XXXXXX", other_dir[] = "/tmp/sparkshim-inject-XXXXXX";
+        char ours[128], other[128], arg[300], where[64] = "", stats[256] = "";
+        int r;
+
+        make_file(dir, "libsparkshim-agent.so", ours, sizeof(ours));
+        make_file(other_dir, "libsparkshim-agent.so", other, sizeof(other));
         {
-                /* another library name: found by the name of the configured one */
-                char *argv[] = { "java", "-agentpath:/x/spill-agent.so=log=info", "Main", NULL };
-                r = find("/opt/custom/spill-agent.so", argv, NULL, where, stats);
-                cr_expect(r == 1 && strcmp(where, "argv[1]") == 0, "custom name: rc %d", r);
+                char *argv[] = { "java", arg, "Main", NULL };
+                snprintf(arg, sizeof(arg), "-agentpath:%s=log=info", other);
+                r = find(ours, argv, NULL, where, stats);
+                cr_expect_eq(r, 0, "a look-alike at %s counted as the agent (%s)", other, where);
         }
         {
-                /* ... and the installed name is ours whatever the configured one is */
-                char *argv[] = { "java", "-Xmx1g", "-agentpath:/opt/build/libsparkshim-agent.so", "Main", NULL };
-                r = find("/opt/custom/spill-agent.so", argv, NULL, where, stats);
-                cr_expect(r == 1 && strcmp(where, "argv[2]") == 0, "installed name: rc %d", r);
+                char *argv[] = { "java", "-agentlib:sparkshim-agent", "Main", NULL };
+                r = find(ours, argv, NULL, where, stats);
+                cr_expect_eq(r, 0, "-agentlib:sparkshim-agent counted as the agent");
+        }
+        {
+                char *argv[] = { "java", "-agentpath:/nonexistent/libsparkshim-agent.so", "Main", NULL };
+                r = find(ours, argv, NULL, where, stats);
+                cr_expect_eq(r, 0, "a missing file counted as the agent");
         }
 }
 
