@@ -350,6 +350,8 @@ int main(int argc, char **argv)
         int r, status = 0, exit_code = 0;
         unsigned attached;
 
+        probe_set_test_hooks(true); /* a test tool: docs/probes.md */
+
         r = parse_args(argc, argv, &o);
         if (r < 0) {
                 usage(stderr);

@@ -46,6 +46,18 @@ struct probe {
 /* ---- libbpf messages: kept for error texts, never printed (libraries do not log) */
 
 static char libbpf_warning[PROBE_ERROR_TEXT_MAX];
+static bool test_hooks;
+
+void probe_set_test_hooks(bool on)
+{
+        test_hooks = on;
+}
+
+/* A test variable (probe_set_test_hooks), NULL when the hooks are off. */
+static const char *test_variable(const char *name)
+{
+        return test_hooks ? getenv(name) : NULL;
+}
 
 static int capture_libbpf(enum libbpf_print_level level, const char *format, va_list args)
 {
@@ -53,7 +65,7 @@ static int capture_libbpf(enum libbpf_print_level level, const char *format, va_
         size_t len;
 
         /* SPARKSHIM_PROBE_DEBUG=1: all of libbpf's output, verifier logs included, on stderr */
-        if (getenv("SPARKSHIM_PROBE_DEBUG")) {
+        if (test_variable("SPARKSHIM_PROBE_DEBUG")) {
                 va_list copy;
 
                 va_copy(copy, args);
@@ -279,11 +291,11 @@ struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
          * Test hooks: run the code paths of older kernels on a newer one (tests/bpf and
          * tests/vm/cases/85-bpf.sh). Not an interface: docs/probes.md.
          */
-        variant = getenv("SPARKSHIM_PROBE_OOM_VARIANT");
+        variant = test_variable("SPARKSHIM_PROBE_OOM_VARIANT");
         cfg.oom_by_pid = variant && strcmp(variant, "pid") == 0;
-        variant = getenv("SPARKSHIM_PROBE_DISK_VARIANT");
+        variant = test_variable("SPARKSHIM_PROBE_DISK_VARIANT");
         cfg.disk_no_io_start = variant && strcmp(variant, "insert") == 0;
-        variant = getenv("SPARKSHIM_PROBE_CPU_VARIANT");
+        variant = test_variable("SPARKSHIM_PROBE_CPU_VARIANT");
         cfg.portable = variant && strcmp(variant, "portable") == 0;
 
         for (int k = 0; k < PROBE_KINDS_COUNT; k++) {

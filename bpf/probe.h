@@ -67,6 +67,13 @@ struct probe_usage {
 struct probe;
 
 /*
+ * Let the SPARKSHIM_PROBE_* test variables of docs/probes.md (older kernels' code paths,
+ * libbpf's output on stderr) take effect in this process. Off by default: sparkshim runs as
+ * root in the user's environment and never turns them on; probe-dump, a test tool, does.
+ */
+void probe_set_test_hooks(bool on);
+
+/*
  * Open, load and attach the probes of `kinds` that this kernel supports, watching the
  * given cgroup ids (1..PROBE_CGROUPS_MAX). Returns NULL on failure with err set:
  * -EPERM (not root / no CAP_BPF), -ENOENT (no BTF), -EOPNOTSUPP (no probe kind attachable).

@@ -81,6 +81,12 @@ cmp -s plain.txt out.txt || { cat out.txt; fail "SPARKSHIM_POLICY changed the pl
 grep -q "SPARKSHIM_POLICY is not read" err.txt || { cat err.txt; fail "SPARKSHIM_POLICY set: no warning"; }
 echo "ok: SPARKSHIM_POLICY does not choose the policy: $(cat err.txt)"
 
+# the probes' test variables are not read by sparkshim either (only by probe-dump)
+SPARKSHIM_PROBE_DEBUG=1 SPARKSHIM_PROBE_CPU_VARIANT=portable "$shim" run --policy open.json \
+	--memory 1g --report "$tmp/dbg.jsonl" -- sleep 1.5 >out.txt 2>err.txt || true
+! grep -q "libbpf" err.txt || fail "SPARKSHIM_PROBE_DEBUG printed libbpf's output: $(grep -c libbpf err.txt) lines"
+echo "ok: SPARKSHIM_PROBE_* are not read by sparkshim"
+
 # issue 11, defect 3: sparkshim has no SPARKSHIM_CGROUP_ROOT. A link to another tenant's
 # cgroup must not make root create the executor's leaf there.
 if [ "$(id -u)" = 0 ] && [ -w /sys/fs/cgroup/unified ] &&
