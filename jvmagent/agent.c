@@ -276,44 +276,44 @@ static void insert_arm(JNIEnv *env, bool on);
  * Agent thread only, inside a local frame. false, with one log line, when the JVM does not
  * offer these beans (another vendor's JVM).
  */
-static bool heap_init(JNIEnv *env)
-{
-        jclass factory, list_class, pool_class, type_class, gc_class, info_class, map_class,
-            usage_class, runtime_class;
+/* The JNI classes and methods the heap source uses; false when one is missing. */
+struct heap_lookup {
+        jclass factory, list_class, pool_class, type_class, gc_class, runtime_class;
         jmethodID get_pools, get_gcs, to_array, get_type, get_name, get_runtime, max_memory;
         jfieldID heap_field;
-        jobject pools_list, gcs_list, heap_type, runtime;
-        jobjectArray pools, gcs, names;
-        jint n, k = 0;
-        jlong max;
+};
 
-        factory = (*env)->FindClass(env, "java/lang/management/ManagementFactory");
-        list_class = (*env)->FindClass(env, "java/util/List");
-        pool_class = (*env)->FindClass(env, "java/lang/management/MemoryPoolMXBean");
-        type_class = (*env)->FindClass(env, "java/lang/management/MemoryType");
-        gc_class = (*env)->FindClass(env, "com/sun/management/GarbageCollectorMXBean");
+static bool heap_lookup(JNIEnv *env, struct heap_lookup *l)
+{
+        jclass info_class, map_class, usage_class;
+
+        l->factory = (*env)->FindClass(env, "java/lang/management/ManagementFactory");
+        l->list_class = (*env)->FindClass(env, "java/util/List");
+        l->pool_class = (*env)->FindClass(env, "java/lang/management/MemoryPoolMXBean");
+        l->type_class = (*env)->FindClass(env, "java/lang/management/MemoryType");
+        l->gc_class = (*env)->FindClass(env, "com/sun/management/GarbageCollectorMXBean");
         info_class = (*env)->FindClass(env, "com/sun/management/GcInfo");
         map_class = (*env)->FindClass(env, "java/util/Map");
         usage_class = (*env)->FindClass(env, "java/lang/management/MemoryUsage");
-        runtime_class = (*env)->FindClass(env, "java/lang/Runtime");
-        if (!factory || !list_class || !pool_class || !type_class || !gc_class || !info_class ||
-            !map_class || !usage_class || !runtime_class)
-                goto fail;
-        get_pools = (*env)->GetStaticMethodID(env, factory, "getMemoryPoolMXBeans",
-                                              "()Ljava/util/List;");
-        get_gcs = (*env)->GetStaticMethodID(env, factory, "getGarbageCollectorMXBeans",
-                                            "()Ljava/util/List;");
-        to_array = (*env)->GetMethodID(env, list_class, "toArray", "()[Ljava/lang/Object;");
-        get_type = (*env)->GetMethodID(env, pool_class, "getType",
-                                       "()Ljava/lang/management/MemoryType;");
-        get_name = (*env)->GetMethodID(env, pool_class, "getName", "()Ljava/lang/String;");
-        heap_field = (*env)->GetStaticFieldID(env, type_class, "HEAP",
-                                              "Ljava/lang/management/MemoryType;");
-        get_runtime = (*env)->GetStaticMethodID(env, runtime_class, "getRuntime",
-                                                "()Ljava/lang/Runtime;");
-        max_memory = (*env)->GetMethodID(env, runtime_class, "maxMemory", "()J");
-        agent.gc_count = (*env)->GetMethodID(env, gc_class, "getCollectionCount", "()J");
-        agent.gc_last_info = (*env)->GetMethodID(env, gc_class, "getLastGcInfo",
+        l->runtime_class = (*env)->FindClass(env, "java/lang/Runtime");
+        if (!l->factory || !l->list_class || !l->pool_class || !l->type_class || !l->gc_class ||
+            !info_class || !map_class || !usage_class || !l->runtime_class)
+                return false;
+        l->get_pools = (*env)->GetStaticMethodID(env, l->factory, "getMemoryPoolMXBeans",
+                                                 "()Ljava/util/List;");
+        l->get_gcs = (*env)->GetStaticMethodID(env, l->factory, "getGarbageCollectorMXBeans",
+                                               "()Ljava/util/List;");
+        l->to_array = (*env)->GetMethodID(env, l->list_class, "toArray", "()[Ljava/lang/Object;");
+        l->get_type = (*env)->GetMethodID(env, l->pool_class, "getType",
+                                          "()Ljava/lang/management/MemoryType;");
+        l->get_name = (*env)->GetMethodID(env, l->pool_class, "getName", "()Ljava/lang/String;");
+        l->heap_field = (*env)->GetStaticFieldID(env, l->type_class, "HEAP",
+                                                 "Ljava/lang/management/MemoryType;");
+        l->get_runtime = (*env)->GetStaticMethodID(env, l->runtime_class, "getRuntime",
+                                                   "()Ljava/lang/Runtime;");
+        l->max_memory = (*env)->GetMethodID(env, l->runtime_class, "maxMemory", "()J");
+        agent.gc_count = (*env)->GetMethodID(env, l->gc_class, "getCollectionCount", "()J");
+        agent.gc_last_info = (*env)->GetMethodID(env, l->gc_class, "getLastGcInfo",
                                                  "()Lcom/sun/management/GcInfo;");
         agent.gc_info_end = (*env)->GetMethodID(env, info_class, "getEndTime", "()J");
         agent.gc_info_after = (*env)->GetMethodID(env, info_class, "getMemoryUsageAfterGc",
@@ -321,46 +321,69 @@ static bool heap_init(JNIEnv *env)
         agent.map_get = (*env)->GetMethodID(env, map_class, "get",
                                             "(Ljava/lang/Object;)Ljava/lang/Object;");
         agent.usage_used = (*env)->GetMethodID(env, usage_class, "getUsed", "()J");
-        if (!get_pools || !get_gcs || !to_array || !get_type || !get_name || !heap_field ||
-            !get_runtime || !max_memory || !agent.gc_count || !agent.gc_last_info ||
-            !agent.gc_info_end || !agent.gc_info_after || !agent.map_get || !agent.usage_used)
-                goto fail;
+        return l->get_pools && l->get_gcs && l->to_array && l->get_type && l->get_name &&
+               l->heap_field && l->get_runtime && l->max_memory && agent.gc_count &&
+               agent.gc_last_info && agent.gc_info_end && agent.gc_info_after && agent.map_get &&
+               agent.usage_used;
+}
 
-        runtime = (*env)->CallStaticObjectMethod(env, runtime_class, get_runtime);
-        max = runtime ? (*env)->CallLongMethod(env, runtime, max_memory) : 0;
-        heap_type = (*env)->GetStaticObjectField(env, type_class, heap_field);
-        pools_list = (*env)->CallStaticObjectMethod(env, factory, get_pools);
-        pools = pools_list ? (*env)->CallObjectMethod(env, pools_list, to_array) : NULL;
-        gcs_list = (*env)->CallStaticObjectMethod(env, factory, get_gcs);
-        gcs = gcs_list ? (*env)->CallObjectMethod(env, gcs_list, to_array) : NULL;
+/* The names of the heap's memory pools into names; their number, or -1 on an exception. */
+static jint heap_pool_names(JNIEnv *env, const struct heap_lookup *l, jobjectArray pools,
+                            jobject heap_type, jobjectArray names)
+{
+        jint n = (*env)->GetArrayLength(env, pools), k = 0;
+
+        for (jint i = 0; i < n; i++) {
+                jobject pool = (*env)->GetObjectArrayElement(env, pools, i);
+                jobject type = pool ? (*env)->CallObjectMethod(env, pool, l->get_type) : NULL;
+                jobject name = type && (*env)->IsSameObject(env, type, heap_type)
+                                   ? (*env)->CallObjectMethod(env, pool, l->get_name)
+                                   : NULL;
+
+                if ((*env)->ExceptionCheck(env))
+                        return -1;
+                if (name)
+                        (*env)->SetObjectArrayElement(env, names, k++, name);
+        }
+        return k;
+}
+
+static bool heap_init(JNIEnv *env)
+{
+        struct heap_lookup l;
+        jobject pools_list, gcs_list, heap_type, runtime;
+        jobjectArray pools, gcs, names;
+        jint n, k;
+        jlong max;
+
+        if (!heap_lookup(env, &l))
+                goto fail;
+        runtime = (*env)->CallStaticObjectMethod(env, l.runtime_class, l.get_runtime);
+        max = runtime ? (*env)->CallLongMethod(env, runtime, l.max_memory) : 0;
+        heap_type = (*env)->GetStaticObjectField(env, l.type_class, l.heap_field);
+        pools_list = (*env)->CallStaticObjectMethod(env, l.factory, l.get_pools);
+        pools = pools_list ? (*env)->CallObjectMethod(env, pools_list, l.to_array) : NULL;
+        gcs_list = (*env)->CallStaticObjectMethod(env, l.factory, l.get_gcs);
+        gcs = gcs_list ? (*env)->CallObjectMethod(env, gcs_list, l.to_array) : NULL;
         if ((*env)->ExceptionCheck(env) || !pools || !gcs || !heap_type || max <= 0)
                 goto fail;
         n = (*env)->GetArrayLength(env, gcs);
         for (jint i = 0; i < n; i++) {
                 jobject gc = (*env)->GetObjectArrayElement(env, gcs, i);
-                if (!gc || !(*env)->IsInstanceOf(env, gc, gc_class)) {
+                if (!gc || !(*env)->IsInstanceOf(env, gc, l.gc_class)) {
                         log_warn("heap-threshold: a garbage collector bean is not a "
                                  "com.sun.management.GarbageCollectorMXBean: off");
                         return false;
                 }
         }
-        n = (*env)->GetArrayLength(env, pools);
-        names = (*env)->NewObjectArray(env, n, (*env)->FindClass(env, "java/lang/String"), NULL);
+        names = (*env)->NewObjectArray(env, (*env)->GetArrayLength(env, pools),
+                                       (*env)->FindClass(env, "java/lang/String"), NULL);
         if (!names)
                 goto fail;
-        for (jint i = 0; i < n; i++) {
-                jobject pool = (*env)->GetObjectArrayElement(env, pools, i);
-                jobject type = pool ? (*env)->CallObjectMethod(env, pool, get_type) : NULL;
-                jobject name = type && (*env)->IsSameObject(env, type, heap_type)
-                                   ? (*env)->CallObjectMethod(env, pool, get_name)
-                                   : NULL;
-
-                if ((*env)->ExceptionCheck(env))
-                        goto fail;
-                if (name)
-                        (*env)->SetObjectArrayElement(env, names, k++, name);
-        }
-        if (k == 0 || (*env)->GetArrayLength(env, gcs) == 0) {
+        k = heap_pool_names(env, &l, pools, heap_type, names);
+        if (k < 0)
+                goto fail;
+        if (k == 0 || n == 0) {
                 log_warn("heap-threshold: no heap memory pool or no garbage collector bean: off");
                 return false;
         }
@@ -375,7 +398,7 @@ static bool heap_init(JNIEnv *env)
         log_info("heap-threshold=%.3f: %" PRIu64 " bytes of a %" PRId64 " byte heap in use after "
                  "a collection (%d heap pools, %d collectors)",
                  agent.options.heap_threshold, agent.pressure.heap_threshold_bytes, (int64_t)max,
-                 (int)k, (int)(*env)->GetArrayLength(env, gcs));
+                 (int)k, (int)n);
         return true;
 fail:
         (*env)->ExceptionClear(env);
@@ -448,20 +471,14 @@ none:
  * it 5% below; read only with env, from the agent thread). Under pressure while any source is
  * over; an episode starts when the first one gets there.
  */
-static void sample_pressure(JNIEnv *env)
+/* The heap source, set up at its first use: the heap in use after the last collection. */
+static bool heap_poll(JNIEnv *env, uint64_t *heap)
 {
-        uint64_t anon = 0, threshold = agent.options.threshold_bytes, heap = 0;
-        uint64_t now = jva_now_ns(), heap_threshold;
-        int r = jva_read_anon(agent.pressure.source[0] == 'c' ? agent.options.cgroup : NULL, &anon);
-        bool entered = false, left = false, fired = false, heap_known = false, over;
-        int psi_r = 0;
+        bool known = false;
 
-        if (agent.psi.fd >= 0) {
-                psi_r = jva_psi_poll(&agent.psi, &fired);
-                if (fired)
-                        agent.psi_over_until_ns = now + agent.options.psi_window_ms * 1000000u;
-        }
-        if (env && agent.options.heap_threshold > 0 && !agent.heap_tried) {
+        if (!env)
+                return false;
+        if (agent.options.heap_threshold > 0 && !agent.heap_tried) {
                 agent.heap_tried = true;
                 if ((*env)->PushLocalFrame(env, 64) == JNI_OK) {
                         bool ok = heap_init(env);
@@ -471,50 +488,77 @@ static void sample_pressure(JNIEnv *env)
                         pthread_mutex_unlock(&agent.state_lock);
                 }
         }
-        if (env && agent.gc_beans && (*env)->PushLocalFrame(env, 64) == JNI_OK) {
-                heap_known = heap_after_gc(env, &heap);
+        if (agent.gc_beans && (*env)->PushLocalFrame(env, 64) == JNI_OK) {
+                known = heap_after_gc(env, heap);
                 (*env)->PopLocalFrame(env, NULL);
         }
+        return known;
+}
 
-        pthread_mutex_lock(&agent.state_lock);
-        if (r < 0) {
-                if (agent.pressure.read_errors++ == 0)
-                        log_warn("pressure: cannot read %s: %s", agent.pressure.path, strerror(-r));
-        } else {
-                agent.pressure.anon_bytes = anon;
-                if (anon > agent.pressure.peak_anon_bytes)
-                        agent.pressure.peak_anon_bytes = anon;
-                if (threshold && !agent.pressure.anon_over && anon >= threshold) {
-                        agent.pressure.anon_over = true;
-                        agent.pressure.crossings++;
-                } else if (threshold && agent.pressure.anon_over &&
-                           anon < threshold - threshold / HYSTERESIS_DIVISOR) {
-                        agent.pressure.anon_over = false;
-                }
+/* A reading against its threshold, with hysteresis: updates *over, counts crossings. */
+static void cross(uint64_t value, uint64_t threshold, bool *over, uint64_t *crossings)
+{
+        if (!*over && value >= threshold) {
+                *over = true;
+                (*crossings)++;
+        } else if (*over && value < threshold - threshold / HYSTERESIS_DIVISOR) {
+                *over = false;
         }
-        if (agent.pressure.psi_on) {
+}
+
+/* Under state_lock: the three sources' readings into agent.pressure; true when over. */
+static bool pressure_update_locked(int r, uint64_t anon, int psi_r, bool heap_known,
+                                   uint64_t heap, uint64_t now)
+{
+        struct jva_pressure *ps = &agent.pressure;
+        uint64_t threshold = agent.options.threshold_bytes;
+
+        if (r < 0) {
+                if (ps->read_errors++ == 0)
+                        log_warn("pressure: cannot read %s: %s", ps->path, strerror(-r));
+        } else {
+                ps->anon_bytes = anon;
+                if (anon > ps->peak_anon_bytes)
+                        ps->peak_anon_bytes = anon;
+                if (threshold)
+                        cross(anon, threshold, &ps->anon_over, &ps->crossings);
+        }
+        if (ps->psi_on) {
                 if (psi_r < 0 && psi_r != -EINTR) {
                         log_warn("psi: %s: %s: off", agent.psi.path, strerror(-psi_r));
                         jva_psi_close(&agent.psi);
-                        agent.pressure.psi_on = false;
+                        ps->psi_on = false;
                 }
-                agent.pressure.psi_events = agent.psi.events;
-                agent.pressure.psi_over = now < agent.psi_over_until_ns;
+                ps->psi_events = agent.psi.events;
+                ps->psi_over = now < agent.psi_over_until_ns;
         }
-        heap_threshold = agent.pressure.heap_threshold_bytes;
         if (heap_known) {
-                agent.pressure.heap_after_gc_bytes = heap;
-                if (heap > agent.pressure.peak_heap_after_gc_bytes)
-                        agent.pressure.peak_heap_after_gc_bytes = heap;
-                if (!agent.pressure.heap_over && heap >= heap_threshold) {
-                        agent.pressure.heap_over = true;
-                        agent.pressure.heap_crossings++;
-                } else if (agent.pressure.heap_over &&
-                           heap < heap_threshold - heap_threshold / HYSTERESIS_DIVISOR) {
-                        agent.pressure.heap_over = false;
-                }
+                ps->heap_after_gc_bytes = heap;
+                if (heap > ps->peak_heap_after_gc_bytes)
+                        ps->peak_heap_after_gc_bytes = heap;
+                cross(heap, ps->heap_threshold_bytes, &ps->heap_over, &ps->heap_crossings);
         }
-        over = agent.pressure.anon_over || agent.pressure.psi_over || agent.pressure.heap_over;
+        return ps->anon_over || ps->psi_over || ps->heap_over;
+}
+
+static void sample_pressure(JNIEnv *env)
+{
+        uint64_t anon = 0, threshold = agent.options.threshold_bytes, heap = 0;
+        uint64_t now = jva_now_ns(), heap_threshold;
+        int r = jva_read_anon(agent.pressure.source[0] == 'c' ? agent.options.cgroup : NULL, &anon);
+        bool entered = false, left = false, fired = false, heap_known, over;
+        int psi_r = 0;
+
+        if (agent.psi.fd >= 0) {
+                psi_r = jva_psi_poll(&agent.psi, &fired);
+                if (fired)
+                        agent.psi_over_until_ns = now + agent.options.psi_window_ms * 1000000u;
+        }
+        heap_known = heap_poll(env, &heap);
+
+        pthread_mutex_lock(&agent.state_lock);
+        over = pressure_update_locked(r, anon, psi_r, heap_known, heap, now);
+        heap_threshold = agent.pressure.heap_threshold_bytes;
         if (over && !agent.pressure.under_pressure) {
                 entered = true;
                 agent.pressure.episodes++;
