@@ -2,7 +2,7 @@
 /*
  * monitor: measures one executor run and writes its reports (schema sparkshim.report/v1,
  * docs/sparkshim-report.5.md). Sources, best first per figure: the executor's cgroup v2
- * files, eBPF probes (bpf/probe.h), /proc and taskstats (shim/collect.h); every figure
+ * files, eBPF probes (bpf/probe.h), /proc and taskstats (measure/collect.h); every figure
  * names its source. Sinks (file of JSON lines, unix socket, stdout, a Prometheus
  * text-exposition file) are opened before the executor starts, so an unusable sink
  * refuses the start instead of losing the report at exit.
@@ -16,7 +16,7 @@
 #include <jansson.h>
 
 #include "policy.h"
-#include "shim.h"
+#include "shim-common.h"
 
 #define REPORT_SCHEMA "sparkshim.report/v1"
 
