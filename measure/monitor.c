@@ -7,8 +7,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -20,6 +24,7 @@
 #include "inject.h"
 #include "monitor.h"
 #include "probe.h"
+#include "sink.h"
 #include "util.h"
 
 #define SAMPLES_IN_REPORT 360
@@ -33,9 +38,33 @@ struct sample {
         uint64_t rbytes, wbytes;
 };
 
+#define SINKS_MAX 3
+
 struct shim_monitor {
         struct shim_monitor_config cfg;
-        int file_fd, socket_fd;
+        char prometheus[4096]; /* "" = none */
+        struct sink sinks[SINKS_MAX];
+        size_t nsinks;
+
+        /*
+         * The monitor thread, and what the supervisor hands it: fields under `lock` are
+         * written by the caller's thread and taken by the monitor's; the lock is never held
+         * across I/O, so the supervisor never waits on a sink.
+         */
+        pthread_t thread;
+        bool thread_started, abandoned;
+        int wake_fd; /* eventfd: something changed under lock */
+        pthread_mutex_t lock;
+        pthread_cond_t done_cond;
+        pid_t new_pid;                  /* lock: 0 = none */
+        bool finish_requested, stop;    /* lock */
+        bool done;                      /* lock: the thread has ended */
+        int exit_code;                  /* lock */
+        struct shim_memory_events ev;   /* lock */
+        bool have_ev;                   /* lock */
+        uint64_t finish_deadline_ns;    /* lock */
+        char undelivered[1024];         /* lock (after done): sinks without the final report */
+        atomic_uint lines;
 
         /* the run */
         char app_id[POLICY_NAME_MAX], executor_id[POLICY_NAME_MAX];
@@ -45,7 +74,6 @@ struct shim_monitor {
         int cgroup_fd;
         pid_t pid;
         uint64_t start_ns, last_sample_ns, last_line_ns;
-        unsigned lines;
         struct timespec start_rt;
 
         struct sample *samples;
@@ -70,26 +98,10 @@ struct shim_monitor {
         struct shim_agent_run *agent; /* NULL: no agent object */
 };
 
+static void wake(struct shim_monitor *m);
+static int start_thread(struct shim_monitor *m);
+
 /* ---------------------------------------------------------------- sinks */
-
-static int open_socket(const char *path, struct shim_error *err)
-{
-        struct sockaddr_un addr = { .sun_family = AF_UNIX };
-        int fd;
-
-        if (strlen(path) >= sizeof(addr.sun_path))
-                return shim_error_set(err, ENAMETOOLONG, "report socket %s: path too long", path);
-        memcpy(addr.sun_path, path, strlen(path) + 1);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return shim_error_set(err, errno, "report socket %s: %s", path, strerror(errno));
-        if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-                int r = errno;
-                close(fd);
-                return shim_error_set(err, r, "report socket %s: cannot connect: %s", path, strerror(r));
-        }
-        return fd;
-}
 
 /* The Prometheus file is written next to its final name and renamed: check that now. */
 static int check_prometheus(const char *path, struct shim_error *err)
@@ -108,6 +120,11 @@ static int check_prometheus(const char *path, struct shim_error *err)
         return 0;
 }
 
+static void add_sink(struct shim_monitor *m, enum sink_kind kind, const char *path)
+{
+        sink_init(&m->sinks[m->nsinks++], kind, path);
+}
+
 int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor **ret,
                       struct shim_error *err)
 {
@@ -118,23 +135,23 @@ int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor
         if (!m)
                 return shim_error_set(err, ENOMEM, "out of memory");
         m->cfg = *cfg;
-        m->file_fd = m->socket_fd = m->cgroup_fd = -1;
+        m->cgroup_fd = m->wake_fd = -1;
+        pthread_mutex_init(&m->lock, NULL);
         if (m->cfg.interval_seconds == 0)
                 m->cfg.interval_seconds = 10;
-        if (cfg->file) {
-                m->file_fd = open(cfg->file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
-                if (m->file_fd < 0) {
-                        r = shim_error_set(err, errno, "report file %s: cannot open for appending: %s",
-                                           cfg->file, strerror(errno));
-                        goto fail;
-                }
-        }
-        if (cfg->socket) {
-                r = m->socket_fd = open_socket(cfg->socket, err);
+        if (cfg->file)
+                add_sink(m, SINK_FILE, cfg->file);
+        if (cfg->socket)
+                add_sink(m, SINK_SOCKET, cfg->socket);
+        if (cfg->to_stdout)
+                add_sink(m, SINK_STDOUT, NULL);
+        for (size_t i = 0; i < m->nsinks; i++) {
+                r = sink_open(&m->sinks[i], err);
                 if (r < 0)
                         goto fail;
         }
         if (cfg->prometheus) {
+                snprintf(m->prometheus, sizeof(m->prometheus), "%s", cfg->prometheus);
                 r = check_prometheus(cfg->prometheus, err);
                 if (r < 0)
                         goto fail;
@@ -146,42 +163,35 @@ fail:
         return r;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-        while (len > 0) {
-                ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-                if (n < 0 && errno == ENOTSOCK)
-                        n = write(fd, buf, len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                buf += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
-
-/* One JSON line to every sink. */
-/* One JSON line to every sink, each in a single write so appended lines never interleave. */
-static int emit(struct shim_monitor *m, json_t *doc, struct shim_error *err)
+/* One JSON line queued for every sink; each sink writes it whole, in order, when it can. */
+static void emit(struct shim_monitor *m, json_t *doc)
 {
         _cleanup_free_ char *text = NULL, *line = NULL;
-        int r, len, result = 0;
+        int len;
 
         text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
         if (!text || (len = asprintf(&line, "%s\n", text)) < 0) {
                 line = NULL;
-                return shim_error_set(err, ENOMEM, "out of memory");
+                for (size_t i = 0; i < m->nsinks; i++)
+                        m->sinks[i].dropped++;
+                return;
         }
-        if (m->file_fd >= 0 && (r = write_all(m->file_fd, line, (size_t)len)) < 0)
-                result = shim_error_set(err, r, "report file %s: %s", m->cfg.file, strerror(-r));
-        if (m->socket_fd >= 0 && (r = write_all(m->socket_fd, line, (size_t)len)) < 0)
-                result = shim_error_set(err, r, "report socket %s: %s", m->cfg.socket, strerror(-r));
-        if (m->cfg.to_stdout && (fputs(line, stdout) < 0 || fflush(stdout) != 0))
-                result = shim_error_set(err, EIO, "report on stdout: %s", strerror(errno));
-        return result;
+        for (size_t i = 0; i < m->nsinks; i++)
+                sink_push(&m->sinks[i], line, (size_t)len);
+}
+
+/* The report's "sinks" object: what each line sink did not take so far. */
+static json_t *sinks_json(const struct shim_monitor *m)
+{
+        json_t *o = json_object();
+
+        for (size_t i = 0; o && i < m->nsinks; i++) {
+                const struct sink *s = &m->sinks[i];
+                json_object_set_new(o, s->name,
+                                    json_pack("{s:I, s:s?}", "dropped_lines", (json_int_t)s->dropped,
+                                              "error", s->error[0] ? s->error : NULL));
+        }
+        return o;
 }
 
 /* ---------------------------------------------------------------- sampling */
@@ -286,6 +296,7 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
                         int cgroup_fd, const char *cgroup_path)
 {
         struct collect_error cerr = { 0 };
+        int r;
 
         snprintf(m->app_id, sizeof(m->app_id), "%s", id->app_id ? id->app_id : "");
         snprintf(m->executor_id, sizeof(m->executor_id), "%s", id->executor_id ? id->executor_id : "");
@@ -322,12 +333,19 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
                 snprintf(m->probe_reason, sizeof(m->probe_reason), "the executor ended before the probes attached");
         sample(m);
         m->last_line_ns = m->start_ns;
+        r = start_thread(m);
+        if (r < 0)
+                log_warn("cannot start the monitor thread: %s; no reports for this run", strerror(-r));
 }
 
 void shim_monitor_pid(struct shim_monitor *m, pid_t pid)
 {
-        m->pid = pid;
-        remember_pid(m, pid);
+        if (!m || !m->thread_started)
+                return;
+        pthread_mutex_lock(&m->lock);
+        m->new_pid = pid;
+        pthread_mutex_unlock(&m->lock);
+        wake(m);
 }
 
 /* ---------------------------------------------------------------- the report */
@@ -610,6 +628,7 @@ static json_t *build_report(struct shim_monitor *m, const char *kind, int exit_c
         totals = json_object_get(agent, "totals");
         json_object_set_new(doc, "spills", json_is_object(totals) ? json_deep_copy(totals) : json_null());
         json_object_set_new(doc, "samples", samples);
+        json_object_set_new(doc, "sinks", sinks_json(m));
         return doc;
 }
 
@@ -690,7 +709,7 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
                 { "sparkshim_memory_utilization_ratio", "Memory peak / memory request.", "gauge", json_object_get(util, "memory") },
         };
 
-        if (asprintf(&tmp, "%s.tmp.%d", m->cfg.prometheus, (int)getpid()) < 0) {
+        if (asprintf(&tmp, "%s.tmp.%d", m->prometheus, (int)getpid()) < 0) {
                 tmp = NULL;
                 goto out;
         }
@@ -715,7 +734,7 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
                         json_number_value(metrics[i].value));
         }
         write_agent_metrics(f, json_object_get(json_object_get(doc, "agent"), "operators"), labels);
-        if (fclose(f) != 0 || rename(tmp, m->cfg.prometheus) < 0)
+        if (fclose(f) != 0 || rename(tmp, m->prometheus) < 0)
                 unlink(tmp);
 out:
         json_decref(metrics[8].value);
@@ -744,13 +763,13 @@ static void attach_probes(struct shim_monitor *m, uint64_t now)
         log_debug("probes attached after %.3f s", (double)(now - m->start_ns) / 1e9);
 }
 
-void shim_monitor_tick(struct shim_monitor *m)
+/* A sample every second; a sample line (and the Prometheus file) at the interval. */
+static void tick(struct shim_monitor *m)
 {
         uint64_t now = util_now_ns();
-        struct shim_error err = { 0 };
         json_t *doc;
 
-        if (!m || !m->started || now - m->last_sample_ns < 900000000ULL)
+        if (now - m->last_sample_ns < 900000000ULL)
                 return;
         if (m->cfg.use_bpf && m->cgroup_id && !m->probe_tried)
                 attach_probes(m, now);
@@ -758,47 +777,233 @@ void shim_monitor_tick(struct shim_monitor *m)
         if (now - m->last_line_ns < (uint64_t)m->cfg.interval_seconds * 1000000000ULL)
                 return;
         m->last_line_ns = now;
-        m->lines++;
+        atomic_fetch_add(&m->lines, 1);
         doc = build_report(m, "sample", 0, NULL);
-        if (emit(m, doc, &err) < 0)
-                log_warn("cannot write a sample: %s", err.text);
-        if (doc && m->cfg.prometheus)
+        emit(m, doc);
+        if (doc && m->prometheus[0])
                 write_prometheus(m, doc);
         json_decref(doc);
+}
+
+/*
+ * The final report: sample lines still waiting in a sink's queue are dropped (and counted)
+ * first, so that the final report, which holds all they say, is next in line everywhere.
+ */
+static void final_report(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev)
+{
+        json_t *doc;
+
+        sample(m);
+        for (size_t i = 0; i < m->nsinks; i++)
+                sink_discard_pending(&m->sinks[i]);
+        doc = build_report(m, "final", exit_code, ev);
+        emit(m, doc);
+        if (doc && m->prometheus[0])
+                write_prometheus(m, doc);
+        json_decref(doc);
+}
+
+/* What the supervisor handed over since the last look. Returns true once the final report is queued. */
+static bool take_events(struct shim_monitor *m, bool final_queued, uint64_t *ret_deadline)
+{
+        struct shim_memory_events ev;
+        bool finish, have_ev, stop;
+        int exit_code;
+        pid_t pid;
+
+        pthread_mutex_lock(&m->lock);
+        pid = m->new_pid;
+        m->new_pid = 0;
+        finish = m->finish_requested && !final_queued;
+        stop = m->stop;
+        exit_code = m->exit_code;
+        ev = m->ev;
+        have_ev = m->have_ev;
+        *ret_deadline = m->finish_deadline_ns;
+        pthread_mutex_unlock(&m->lock);
+
+        if (pid > 0) {
+                m->pid = pid;
+                remember_pid(m, pid);
+        }
+        if (finish)
+                final_report(m, exit_code, have_ev ? &ev : NULL);
+        return final_queued || finish || stop;
+}
+
+/* Write what each sink takes now; returns whether lines remain, and fills the poll set. */
+static bool flush_sinks(struct shim_monitor *m, struct pollfd *pfd, size_t *n)
+{
+        bool pending = false;
+
+        for (size_t i = 0; i < m->nsinks; i++) {
+                struct sink *s = &m->sinks[i];
+                int r = sink_flush(s);
+
+                if (r < 0)
+                        log_warn("report %s%s%s: %s; its lines are counted as dropped", s->name,
+                                 s->path[0] ? " " : "", s->path, s->error);
+                if (r > 0 && s->may_block)
+                        pfd[(*n)++] = (struct pollfd){ .fd = s->fd, .events = POLLOUT };
+                pending |= sink_pending(s) > 0;
+        }
+        return pending;
+}
+
+/* Sinks that did not take the final report within the flush time, for the caller's log. */
+static void note_undelivered(struct shim_monitor *m)
+{
+        size_t len = 0;
+
+        for (size_t i = 0; i < m->nsinks; i++) {
+                struct sink *s = &m->sinks[i];
+                if (sink_pending(s) == 0 && s->fd >= 0)
+                        continue;
+                sink_close(s);
+                len += (size_t)snprintf(m->undelivered + len, sizeof(m->undelivered) - len,
+                                        "%sreport %s%s%s: %" PRIu64 " lines dropped, the final report with them",
+                                        len ? "; " : "", s->name, s->path[0] ? " " : "", s->path, s->dropped);
+                if (len >= sizeof(m->undelivered))
+                        break;
+        }
+}
+
+static int poll_timeout_ms(const struct shim_monitor *m, bool final_queued, uint64_t deadline)
+{
+        uint64_t now = util_now_ns(), next = final_queued ? deadline : m->last_sample_ns + 1000000000ULL;
+
+        return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+}
+
+static void *monitor_thread(void *data)
+{
+        struct shim_monitor *m = data;
+        bool final_queued = false;
+        uint64_t deadline = 0;
+
+        for (;;) {
+                struct pollfd pfd[1 + SINKS_MAX] = { { .fd = m->wake_fd, .events = POLLIN } };
+                size_t n = 1;
+                bool pending;
+
+                final_queued = take_events(m, final_queued, &deadline);
+                if (!final_queued)
+                        tick(m);
+                pending = flush_sinks(m, pfd, &n);
+                if (final_queued && (!pending || util_now_ns() >= deadline))
+                        break;
+                if (poll(pfd, n, poll_timeout_ms(m, final_queued, deadline)) > 0 && pfd[0].revents) {
+                        uint64_t v;
+                        ssize_t r = read(m->wake_fd, &v, sizeof(v));
+                        (void)r;
+                }
+        }
+        note_undelivered(m);
+        pthread_mutex_lock(&m->lock);
+        m->done = true;
+        pthread_cond_broadcast(&m->done_cond);
+        pthread_mutex_unlock(&m->lock);
+        return NULL;
+}
+
+static void wake(struct shim_monitor *m)
+{
+        uint64_t one = 1;
+        ssize_t r = write(m->wake_fd, &one, sizeof(one));
+
+        (void)r; /* EAGAIN: the counter is full, the thread is woken anyway */
+}
+
+/* The thread takes every signal blocked: the supervisor alone receives them (sigtimedwait). */
+static int start_thread(struct shim_monitor *m)
+{
+        pthread_condattr_t attr;
+        sigset_t all, old;
+        int r;
+
+        m->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (m->wake_fd < 0)
+                return -errno;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&m->done_cond, &attr);
+        pthread_condattr_destroy(&attr);
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        r = pthread_create(&m->thread, NULL, monitor_thread, m);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (r != 0)
+                return -r;
+        m->thread_started = true;
+        return 0;
+}
+
+void shim_monitor_tick(struct shim_monitor *m)
+{
+        /* the monitor thread samples and writes on its own schedule */
 }
 
 int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev,
                         struct shim_error *err)
 {
-        json_t *doc;
-        int r;
+        struct timespec until;
+        bool done;
 
-        if (!m || !m->started)
+        if (!m || !m->started || !m->thread_started)
                 return 0;
-        sample(m);
-        doc = build_report(m, "final", exit_code, ev);
-        r = emit(m, doc, err);
-        if (doc && m->cfg.prometheus)
-                write_prometheus(m, doc);
-        json_decref(doc);
-        return r;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += MONITOR_FLUSH_SECONDS + 1;
+        pthread_mutex_lock(&m->lock);
+        m->finish_requested = true;
+        m->exit_code = exit_code;
+        m->have_ev = ev != NULL;
+        if (ev)
+                m->ev = *ev;
+        m->finish_deadline_ns = util_now_ns() + MONITOR_FLUSH_SECONDS * 1000000000ULL;
+        pthread_mutex_unlock(&m->lock);
+        wake(m);
+
+        pthread_mutex_lock(&m->lock);
+        while (!m->done && pthread_cond_timedwait(&m->done_cond, &m->lock, &until) != ETIMEDOUT)
+                ;
+        done = m->done;
+        pthread_mutex_unlock(&m->lock);
+        if (!done) {
+                /* a write to a sink hangs (a file on a dead disk): exit without the thread */
+                m->abandoned = true;
+                return shim_error_set(err, ETIMEDOUT, "the monitor did not end within %d s of the executor (a report sink hangs)",
+                                      MONITOR_FLUSH_SECONDS);
+        }
+        pthread_join(m->thread, NULL);
+        m->thread_started = false;
+        if (m->undelivered[0])
+                return shim_error_set(err, EAGAIN, "%s", m->undelivered);
+        return 0;
 }
 
 unsigned shim_monitor_lines(const struct shim_monitor *m)
 {
-        return m ? m->lines : 0;
+        return m ? atomic_load(&((struct shim_monitor *)m)->lines) : 0;
 }
 
 void shim_monitor_free(struct shim_monitor *m)
 {
-        if (!m)
-                return;
+        if (!m || m->abandoned)
+                return; /* the thread still uses it: the process is about to exit */
+        if (m->thread_started) {
+                pthread_mutex_lock(&m->lock);
+                m->stop = true;
+                pthread_mutex_unlock(&m->lock);
+                wake(m);
+                pthread_join(m->thread, NULL);
+        }
         probe_close(m->probe);
         free(m->agent);
         if (m->taskstats)
                 collect_taskstats_close(m->taskstats);
-        util_closep(&m->file_fd);
-        util_closep(&m->socket_fd);
+        for (size_t i = 0; i < m->nsinks; i++)
+                sink_close(&m->sinks[i]);
+        util_closep(&m->wake_fd);
         util_closep(&m->cgroup_fd);
         free(m->samples);
         free(m);

@@ -20,6 +20,13 @@
 
 #define REPORT_SCHEMA "sparkshim.report/v1"
 
+/*
+ * After the executor ends, the sinks get this long to take the final report (and what they
+ * still queue); what they did not take by then is dropped and counted. A fixed bound, not
+ * a setting: the exit of the shim never waits longer on a sink.
+ */
+#define MONITOR_FLUSH_SECONDS 5
+
 struct shim_monitor_config {
         const char *file;       /* JSON lines, appended; NULL = none */
         const char *socket;     /* unix stream socket; NULL = none */

@@ -624,11 +624,6 @@ static void monitor_started(void *data, pid_t pid)
         shim_monitor_pid(data, pid);
 }
 
-static void monitor_tick(void *data)
-{
-        shim_monitor_tick(data);
-}
-
 static const char *nonempty(const char *a, const char *b)
 {
         return a && *a ? a : b && *b ? b : NULL;
@@ -951,8 +946,8 @@ static int cmd_run(struct options *o, int argc, char **cmd)
                                       .signal_group = o->signal_group,
                                       .grace_seconds = policy.grace_seconds,
                                       .cgroup = cg.leaf_fd >= 0 ? &cg : NULL,
+                                      /* the monitor samples and writes in its own thread */
                                       .on_start = monitor_started,
-                                      .on_tick = monitor_tick,
                                       .data = monitor,
                               },
                               &err);
