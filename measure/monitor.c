@@ -43,6 +43,8 @@ struct sample {
 struct shim_monitor {
         struct shim_monitor_config cfg;
         char prometheus[4096]; /* "" = none */
+        uint64_t prometheus_failed; /* updates of the Prometheus file that failed */
+        char prometheus_error[256];
         struct sink sinks[SINKS_MAX];
         size_t nsinks;
 
@@ -125,12 +127,26 @@ static void add_sink(struct shim_monitor *m, enum sink_kind kind, const char *pa
         sink_init(&m->sinks[m->nsinks++], kind, path);
 }
 
+/* An unusable sink: refused, or (report.sink_failure warn) run without, said once. */
+static int sink_unusable(const struct shim_monitor_config *cfg, bool retried, struct shim_error *err)
+{
+        if (cfg->sink_failure_refuse)
+                return err->error ? -err->error : -EINVAL;
+        log_warn("%s; running without it%s (report.sink_failure warn)", err->text,
+                 retried ? " until it accepts" : "");
+        *err = (struct shim_error){ 0 };
+        return 0;
+}
+
 int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor **ret,
                       struct shim_error *err)
 {
+        struct shim_error local = { 0 };
         struct shim_monitor *m;
-        int r;
+        int r = 0;
 
+        if (!err)
+                err = &local;
         m = calloc(1, sizeof(*m));
         if (!m)
                 return shim_error_set(err, ENOMEM, "out of memory");
@@ -145,26 +161,38 @@ int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor
                 add_sink(m, SINK_SOCKET, cfg->socket);
         if (cfg->to_stdout)
                 add_sink(m, SINK_STDOUT, NULL);
-        for (size_t i = 0; i < m->nsinks; i++) {
-                r = sink_open(&m->sinks[i], err);
-                if (r < 0)
-                        goto fail;
-        }
-        if (cfg->prometheus) {
+        for (size_t i = 0; i < m->nsinks && r >= 0; i++)
+                if (sink_open(&m->sinks[i], err) < 0)
+                        r = sink_unusable(cfg, m->sinks[i].kind == SINK_SOCKET, err);
+        if (r >= 0 && cfg->prometheus) {
                 snprintf(m->prometheus, sizeof(m->prometheus), "%s", cfg->prometheus);
-                r = check_prometheus(cfg->prometheus, err);
-                if (r < 0)
-                        goto fail;
+                if (check_prometheus(cfg->prometheus, err) < 0) {
+                        snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s", err->text);
+                        r = sink_unusable(cfg, false, err);
+                }
+        }
+        if (r < 0) {
+                shim_monitor_free(m);
+                return r;
         }
         *ret = m;
         return 0;
-fail:
-        shim_monitor_free(m);
-        return r;
 }
 
-/* One JSON line queued for every sink; each sink writes it whole, in order, when it can. */
-static void emit(struct shim_monitor *m, json_t *doc)
+/* A socket without a listener (or with a full backlog) is tried again before each line. */
+static void reconnect(struct sink *s)
+{
+        if (s->kind != SINK_SOCKET || s->fd >= 0)
+                return;
+        if (sink_open(s, NULL) == 0)
+                log_info("report socket %s: connected", s->path);
+}
+
+/*
+ * One JSON line queued for every sink; each sink writes it whole, in order, when it can.
+ * A closed sink counts it as dropped (the final report counted itself: see final_report).
+ */
+static void emit(struct shim_monitor *m, json_t *doc, bool final)
 {
         _cleanup_free_ char *text = NULL, *line = NULL;
         int len;
@@ -176,8 +204,12 @@ static void emit(struct shim_monitor *m, json_t *doc)
                         m->sinks[i].dropped++;
                 return;
         }
-        for (size_t i = 0; i < m->nsinks; i++)
-                sink_push(&m->sinks[i], line, (size_t)len);
+        for (size_t i = 0; i < m->nsinks; i++) {
+                if (!final)
+                        reconnect(&m->sinks[i]);
+                if (!final || m->sinks[i].fd >= 0)
+                        sink_push(&m->sinks[i], line, (size_t)len);
+        }
 }
 
 /* The report's "sinks" object: what each line sink did not take so far. */
@@ -191,6 +223,10 @@ static json_t *sinks_json(const struct shim_monitor *m)
                                     json_pack("{s:I, s:s?}", "dropped_lines", (json_int_t)s->dropped,
                                               "error", s->error[0] ? s->error : NULL));
         }
+        if (o && m->prometheus[0])
+                json_object_set_new(o, "prometheus",
+                                    json_pack("{s:I, s:s?}", "dropped_lines", (json_int_t)m->prometheus_failed,
+                                              "error", m->prometheus_error[0] ? m->prometheus_error : NULL));
         return o;
 }
 
@@ -714,8 +750,11 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
                 goto out;
         }
         f = fopen(tmp, "we");
-        if (!f)
+        if (!f) {
+                m->prometheus_failed++;
+                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s: %s", tmp, strerror(errno));
                 goto out;
+        }
         {
                 /* every label value escaped, as the agent's operator label is */
                 char app[256], executor[256], cgroup[1024];
@@ -734,8 +773,13 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
                         json_number_value(metrics[i].value));
         }
         write_agent_metrics(f, json_object_get(json_object_get(doc, "agent"), "operators"), labels);
-        if (fclose(f) != 0 || rename(tmp, m->prometheus) < 0)
+        if (fclose(f) != 0 || rename(tmp, m->prometheus) < 0) {
+                m->prometheus_failed++;
+                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s: %s", m->prometheus, strerror(errno));
                 unlink(tmp);
+        } else {
+                m->prometheus_error[0] = '\0';
+        }
 out:
         json_decref(metrics[8].value);
         json_decref(metrics[9].value);
@@ -779,7 +823,7 @@ static void tick(struct shim_monitor *m)
         m->last_line_ns = now;
         atomic_fetch_add(&m->lines, 1);
         doc = build_report(m, "sample", 0, NULL);
-        emit(m, doc);
+        emit(m, doc, false);
         if (doc && m->prometheus[0])
                 write_prometheus(m, doc);
         json_decref(doc);
@@ -787,17 +831,23 @@ static void tick(struct shim_monitor *m)
 
 /*
  * The final report: sample lines still waiting in a sink's queue are dropped (and counted)
- * first, so that the final report, which holds all they say, is next in line everywhere.
+ * first, so that the final report, which holds all they say, is next in line everywhere;
+ * a sink that is closed (it failed, or never opened) counts the final report too.
  */
 static void final_report(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev)
 {
         json_t *doc;
 
         sample(m);
-        for (size_t i = 0; i < m->nsinks; i++)
-                sink_discard_pending(&m->sinks[i]);
+        for (size_t i = 0; i < m->nsinks; i++) {
+                struct sink *s = &m->sinks[i];
+                reconnect(s);
+                sink_discard_pending(s);
+                if (s->fd < 0)
+                        s->dropped++; /* this final report, which the sink cannot take */
+        }
         doc = build_report(m, "final", exit_code, ev);
-        emit(m, doc);
+        emit(m, doc, true);
         if (doc && m->prometheus[0])
                 write_prometheus(m, doc);
         json_decref(doc);

@@ -35,6 +35,13 @@ struct shim_monitor_config {
         unsigned interval_seconds;
         bool use_bpf;           /* try the eBPF probes */
         bool use_taskstats;     /* try taskstats */
+        /*
+         * report.sink_failure refuse: a sink that cannot be opened fails shim_monitor_open.
+         * Otherwise (warn, the default) the run goes on without it: the failure is logged,
+         * its lines are counted as dropped in the report's "sinks", and a socket is
+         * connected again by the monitor before each line until a listener takes it.
+         */
+        bool sink_failure_refuse;
 };
 
 struct shim_monitor_identity {
@@ -45,7 +52,10 @@ struct shim_monitor_identity {
 
 struct shim_monitor;
 
-/* Open the sinks (and nothing else). Fails with one line in err when a sink is unusable. */
+/*
+ * Open the sinks (and nothing else). Fails with one line in err when a sink is unusable and
+ * cfg->sink_failure_refuse is set; otherwise logs a warning per unusable sink and goes on.
+ */
 int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor **ret,
                       struct shim_error *err);
 

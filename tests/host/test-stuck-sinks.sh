@@ -95,15 +95,16 @@ if "grace" in cases:
 os.close(w)
 os.close(r)
 
-# (b) a unix socket peer that accepts and never reads: wait until the socket is behind
-# the file by a whole line (its buffer is full), then TERM
+# (b) a unix socket peer that accepts and never reads: wait until the socket's buffer is
+# full (what the peer has queued stops growing for 3 s), then TERM
 path = f"{tmp}/peer.sock"
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 listener.bind(path)
 listener.listen(1)
 peer = []
 def socket_full(report):
-    def behind():
+    seen = {"queued": -1, "since": time.monotonic()}
+    def stalled():
         if not peer:
             listener.settimeout(0.1)
             try:
@@ -113,9 +114,10 @@ def socket_full(report):
         n = bytearray(4)
         fcntl.ioctl(peer[0].fileno(), termios.FIONREAD, n)
         queued = int.from_bytes(n, sys.byteorder)
-        sizes = [len(l) for l in open(report, "rb")] if os.path.exists(report) else []
-        return len(sizes) > 2 and sum(sizes) - queued > max(sizes)
-    wait_for(behind, "the socket to fall a line behind the file", limit=240)
+        if queued != seen["queued"]:
+            seen["queued"], seen["since"] = queued, time.monotonic()
+        return queued > 0 and time.monotonic() - seen["since"] >= 3 and len(lines(report)) > 2
+    wait_for(stalled, "the socket to stop taking lines", limit=240)
 if "socket" in cases:
     run("socket", ["--report-socket", path], ["sleep", "600"], subprocess.DEVNULL, socket_full,
         128 + signal.SIGTERM, "socket")
