@@ -108,17 +108,16 @@ static int start_thread(struct shim_monitor *m);
 /* The Prometheus file is written next to its final name and renamed: check that now. */
 static int check_prometheus(const char *path, struct shim_error *err)
 {
-        _cleanup_free_ char *dir = strdup(path);
-        char *slash;
+        _cleanup_close_ int dirfd = -1;
+        const char *name;
+        char why[512];
 
-        if (!dir)
-                return shim_error_set(err, ENOMEM, "out of memory");
-        slash = strrchr(dir, '/');
-        if (slash)
-                *(slash == dir ? slash + 1 : slash) = '\0';
-        if (access(slash ? dir : ".", W_OK) < 0)
-                return shim_error_set(err, errno, "prometheus file %s: directory %s is not writable: %s",
-                                      path, slash ? dir : ".", strerror(errno));
+        dirfd = util_open_dir_of(path, &name, why, sizeof(why));
+        if (dirfd < 0)
+                return shim_error_set(err, dirfd, "prometheus file %s: %s", path, why);
+        if (faccessat(dirfd, ".", W_OK, 0) < 0)
+                return shim_error_set(err, errno, "prometheus file %s: its directory is not writable: %s",
+                                      path, strerror(errno));
         return 0;
 }
 
@@ -127,10 +126,14 @@ static void add_sink(struct shim_monitor *m, enum sink_kind kind, const char *pa
         sink_init(&m->sinks[m->nsinks++], kind, path);
 }
 
-/* An unusable sink: refused, or (report.sink_failure warn) run without, said once. */
-static int sink_unusable(const struct shim_monitor_config *cfg, bool retried, struct shim_error *err)
+/*
+ * An unusable sink: refused, or (report.sink_failure warn) run without, said once. A sink
+ * that is unsafe for root to write (unsafe) is refused whatever the policy says.
+ */
+static int sink_unusable(const struct shim_monitor_config *cfg, bool unsafe, bool retried,
+                         struct shim_error *err)
 {
-        if (cfg->sink_failure_refuse)
+        if (cfg->sink_failure_refuse || unsafe)
                 return err->error ? -err->error : -EINVAL;
         log_warn("%s; running without it%s (report.sink_failure warn)", err->text,
                  retried ? " until it accepts" : "");
@@ -163,12 +166,13 @@ int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor
                 add_sink(m, SINK_STDOUT, NULL);
         for (size_t i = 0; i < m->nsinks && r >= 0; i++)
                 if (sink_open(&m->sinks[i], err) < 0)
-                        r = sink_unusable(cfg, m->sinks[i].kind == SINK_SOCKET, err);
+                        r = sink_unusable(cfg, m->sinks[i].refused, m->sinks[i].kind == SINK_SOCKET, err);
         if (r >= 0 && cfg->prometheus) {
                 snprintf(m->prometheus, sizeof(m->prometheus), "%s", cfg->prometheus);
-                if (check_prometheus(cfg->prometheus, err) < 0) {
+                r = check_prometheus(cfg->prometheus, err);
+                if (r < 0) {
                         snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s", err->text);
-                        r = sink_unusable(cfg, false, err);
+                        r = sink_unusable(cfg, r == -EPERM, false, err);
                 }
         }
         if (r < 0) {
@@ -723,8 +727,9 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
         json_t *mem = json_object_get(json_object_get(doc, "usage"), "memory");
         json_t *disk = json_object_get(json_object_get(doc, "usage"), "disk");
         json_t *util = json_object_get(doc, "utilization");
-        _cleanup_free_ char *tmp = NULL;
-        char labels[1536];
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        char labels[1536], why[512];
         FILE *f;
         struct {
                 const char *name, *help, *type;
@@ -745,14 +750,11 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
                 { "sparkshim_memory_utilization_ratio", "Memory peak / memory request.", "gauge", json_object_get(util, "memory") },
         };
 
-        if (asprintf(&tmp, "%s.tmp.%d", m->prometheus, (int)getpid()) < 0) {
-                tmp = NULL;
-                goto out;
-        }
-        f = fopen(tmp, "we");
+        /* composed in memory, then written under an exclusive random name and renamed */
+        f = open_memstream(&text, &len);
         if (!f) {
                 m->prometheus_failed++;
-                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s: %s", tmp, strerror(errno));
+                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "out of memory");
                 goto out;
         }
         {
@@ -773,10 +775,12 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
                         json_number_value(metrics[i].value));
         }
         write_agent_metrics(f, json_object_get(json_object_get(doc, "agent"), "operators"), labels);
-        if (fclose(f) != 0 || rename(tmp, m->prometheus) < 0) {
+        if (fclose(f) != 0) {
                 m->prometheus_failed++;
-                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s: %s", m->prometheus, strerror(errno));
-                unlink(tmp);
+                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "out of memory");
+        } else if (util_write_file_atomic(m->prometheus, text, len, 0644, why, sizeof(why)) < 0) {
+                m->prometheus_failed++;
+                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s: %s", m->prometheus, why);
         } else {
                 m->prometheus_error[0] = '\0';
         }

@@ -41,13 +41,15 @@ struct sink {
         size_t offset;     /* bytes of the head line already written */
         uint64_t dropped;  /* lines of this run the sink did not take */
         char error[256];   /* the last failure ("" when none), for the report and the log */
+        bool refused;      /* the file is unsafe for root to write (util_open_append_safe) */
 };
 
 /* Set a closed sink up; path is copied. */
 void sink_init(struct sink *s, enum sink_kind kind, const char *path);
 
 /*
- * Open the sink: the file for appending, the socket connected (without waiting: a peer
+ * Open the sink: the file for appending (util_open_append_safe: -EPERM and s->refused when
+ * it is unsafe), the socket connected (without waiting: a peer
  * whose backlog is full is -EAGAIN), a non-blocking descriptor of standard output.
  * Returns 0, or -errno with err and s->error saying why.
  */

@@ -204,29 +204,28 @@ static void check_agent(struct checker *c, const struct policy *p)
                             : "runs executors without it (fail_mode open)");
 }
 
-/* Can root create or append to a file at path: its directory exists and is writable? */
+/*
+ * Can root create or append to a file at path as run does (util_open_append_safe)? Its
+ * directory safe and writable, an existing file a regular one of ours. -EPERM: refused.
+ */
 static int file_writable(const char *path, char *why, size_t size)
 {
-        _cleanup_free_ char *dir = strdup(path);
-        char *slash;
+        _cleanup_close_ int dirfd = -1;
+        const char *name;
         struct stat st;
 
-        if (!dir)
-                return -ENOMEM;
-        if (stat(path, &st) == 0) {
-                if (!S_ISREG(st.st_mode))
-                        return snprintf(why, size, "%s is not a regular file", path), -EINVAL;
-                if (access(path, W_OK) < 0)
-                        return snprintf(why, size, "%s: %s", path, strerror(errno)), -errno;
-                return 0;
+        dirfd = util_open_dir_of(path, &name, why, size);
+        if (dirfd < 0)
+                return dirfd;
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                if (S_ISLNK(st.st_mode))
+                        return snprintf(why, size, "refused: a symlink"), -EPERM;
+                if (!S_ISREG(st.st_mode) || st.st_nlink > 1 || st.st_uid != geteuid())
+                        return snprintf(why, size, "refused: not a regular file of uid %u with one link",
+                                        (unsigned)geteuid()), -EPERM;
         }
-        slash = strrchr(dir, '/');
-        *(slash == dir ? slash + 1 : slash) = '\0';
-        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) < 0) {
-                int r = errno ? errno : ENOTDIR;
-                snprintf(why, size, "directory %s: %s", dir, strerror(r));
-                return -r;
-        }
+        if (faccessat(dirfd, ".", W_OK, 0) < 0)
+                return snprintf(why, size, "its directory is not writable: %s", strerror(errno)), -errno;
         return 0;
 }
 
@@ -253,13 +252,16 @@ static void check_sink(struct checker *c, const struct policy *p, const char *ch
 {
         bool refuse = p->report_sink_failure == POLICY_SINK_REFUSE;
         char why[512] = "";
+        int r;
 
         if (!path[0])
                 return;
-        if (test(path, why, sizeof(why)) == 0) {
+        r = test(path, why, sizeof(why));
+        if (r == 0) {
                 row(c, check, RESULT_OK, "%s", path);
                 return;
         }
+        refuse = refuse || r == -EPERM; /* unsafe for root: refused whatever the policy says */
         /* not an enforcement failure: the summary says what it does to run */
         printf("%-22s %-6s %s: %s; run %s\n", check, refuse ? "FAIL" : "warn", path, why,
                refuse ? "refuses to start (report.sink_failure refuse)"
