@@ -467,207 +467,360 @@ static uint64_t delta(uint64_t a, uint64_t b)
         return a == COLLECT_UNSET || b == COLLECT_UNSET || b < a ? COLLECT_UNSET : b - a;
 }
 
-/* The whole report: kind "final" or "sample". */
-static json_t *build_report(struct shim_monitor *m, const char *kind, int exit_code,
-                            const struct shim_memory_events *ev)
+/* What one report is computed from: read once, shared by the parts below. */
+struct report_ctx {
+        const struct shim_monitor *m;
+        const struct collect_cgroup *f, *l; /* first and last cgroup readings */
+        const struct shim_memory_events *ev;
+        bool final, have_probe, have_ru;
+        unsigned attached; /* PROBE_* */
+        struct probe_usage pu;
+        struct rusage ru; /* of the reaped children, final reports only */
+        uint64_t start_ns;
+        double wall;
+};
+
+/* The figures and the source each came from (NULL: none). */
+struct figures {
+        uint64_t cpu_us, user_us, sys_us;
+        uint64_t mem_avg, mem_p95, mem_max, anon_max, peak, oom;
+        uint64_t rbytes, wbytes, rops, wops;
+        const char *cpu_src, *peak_src, *disk_src, *oom_src, *runq_src;
+};
+
+static uint64_t timeval_us(const struct timeval *tv)
 {
-        const struct collect_cgroup *f = &m->first, *l = &m->last;
-        struct probe_usage pu = { 0 };
-        bool have_probe = m->probe && probe_read(m->probe, m->cgroup_id, &pu) == 0;
-        unsigned attached = m->probe ? probe_attached(m->probe) : 0;
-        uint64_t now = util_now_ns(), wall_ns = now - m->start_ns;
-        double wall = (double)wall_ns / 1e9;
-        uint64_t cpu_us = COLLECT_UNSET, user_us = COLLECT_UNSET, sys_us = COLLECT_UNSET;
-        uint64_t mem_avg, mem_p95, mem_max, anon_max, peak = COLLECT_UNSET;
-        uint64_t rbytes = COLLECT_UNSET, wbytes = COLLECT_UNSET, rops = COLLECT_UNSET, wops = COLLECT_UNSET;
-        const char *cpu_src = NULL, *peak_src = NULL, *disk_src = NULL, *oom_src = NULL, *runq_src = NULL;
-        uint64_t oom = COLLECT_UNSET;
+        return (uint64_t)tv->tv_sec * 1000000 + (uint64_t)tv->tv_usec;
+}
+
+/* CPU: the cgroup's own account, else taskstats exit records, else rusage */
+static void cpu_figures(const struct report_ctx *c, struct figures *fg)
+{
+        const struct shim_monitor *m = c->m;
+
+        if (m->have_cgroup && c->l->has_cpu) {
+                fg->cpu_us = delta(c->f->cpu_usage_us, c->l->cpu_usage_us);
+                fg->user_us = delta(c->f->cpu_user_us, c->l->cpu_user_us);
+                fg->sys_us = delta(c->f->cpu_system_us, c->l->cpu_system_us);
+                fg->cpu_src = "cgroup:cpu.stat";
+        } else if (m->exits.tasks > 0) {
+                fg->user_us = m->exits.cpu_user_us;
+                fg->sys_us = m->exits.cpu_system_us;
+                /* the scheduler's runtime; utime/stime are tick samples */
+                fg->cpu_us = m->exits.cpu_run_virtual_ns ? m->exits.cpu_run_virtual_ns / 1000
+                                                          : fg->user_us + fg->sys_us;
+                fg->cpu_src = "taskstats";
+        } else if (c->have_ru) {
+                fg->user_us = timeval_us(&c->ru.ru_utime);
+                fg->sys_us = timeval_us(&c->ru.ru_stime);
+                fg->cpu_us = fg->user_us + fg->sys_us;
+                fg->cpu_src = "rusage:children";
+        }
+        if (c->have_probe && (c->attached & PROBE_CPU))
+                fg->runq_src = "bpf:sched_switch"; /* sched_info.run_delay, read at switch-out */
+}
+
+/* memory peak: memory.peak, else the samples, else the largest RSS seen */
+static void memory_peak(const struct report_ctx *c, struct figures *fg)
+{
+        const struct shim_monitor *m = c->m;
+
+        if (m->have_cgroup && c->l->has_memory && c->l->memory_peak != COLLECT_UNSET) {
+                fg->peak = c->l->memory_peak;
+                fg->peak_src = "cgroup:memory.peak";
+                return;
+        }
+        if (m->have_cgroup && c->l->has_memory) {
+                fg->peak = fg->mem_max;
+                fg->peak_src = "cgroup:memory.current";
+                return;
+        }
+        fg->peak = m->rss_peak;
+        if (m->exits.hiwater_rss_bytes > fg->peak)
+                fg->peak = m->exits.hiwater_rss_bytes;
+        fg->peak_src = m->exits.hiwater_rss_bytes ? "taskstats+proc:VmRSS" : "proc:VmRSS";
+        if (c->have_ru && (uint64_t)c->ru.ru_maxrss * 1024 > fg->peak) {
+                fg->peak = (uint64_t)c->ru.ru_maxrss * 1024;
+                fg->peak_src = "rusage:children";
+        }
+        if (fg->peak == 0) {
+                fg->peak = COLLECT_UNSET;
+                fg->peak_src = NULL;
+        }
+}
+
+static void memory_figures(const struct report_ctx *c, struct figures *fg)
+{
+        memory_stats(c->m, &fg->mem_avg, &fg->mem_p95, &fg->mem_max, &fg->anon_max);
+        memory_peak(c, fg);
+        if (c->ev) {
+                fg->oom = c->ev->oom_kill;
+                fg->oom_src = "cgroup:memory.events";
+        } else if (c->m->have_cgroup && c->l->has_memory) {
+                fg->oom = c->l->events_oom_kill;
+                fg->oom_src = "cgroup:memory.events";
+        } else if (c->attached & PROBE_MEMORY) {
+                fg->oom = c->pu.oom_kills;
+                fg->oom_src = "bpf:mark_victim";
+        }
+}
+
+/* disk: io.stat, else the block probes, else /proc and taskstats, else rusage */
+static void disk_figures(const struct report_ctx *c, struct figures *fg)
+{
+        const struct shim_monitor *m = c->m;
+
+        if (m->have_cgroup && c->l->has_io) {
+                fg->rbytes = delta(c->f->io_rbytes, c->l->io_rbytes);
+                fg->wbytes = delta(c->f->io_wbytes, c->l->io_wbytes);
+                fg->rops = delta(c->f->io_rios, c->l->io_rios);
+                fg->wops = delta(c->f->io_wios, c->l->io_wios);
+                fg->disk_src = "cgroup:io.stat";
+        } else if (c->have_probe && (c->attached & PROBE_DISK)) {
+                fg->rbytes = c->pu.read_bytes, fg->wbytes = c->pu.write_bytes;
+                fg->rops = c->pu.read_ops, fg->wops = c->pu.write_ops;
+                fg->disk_src = "bpf:block_rq";
+        } else if (m->have_procs) {
+                fg->rbytes = m->procs_last.read_bytes + m->exits.read_bytes;
+                fg->wbytes = m->procs_last.write_bytes + m->exits.write_bytes;
+                fg->disk_src = m->exits.tasks ? "proc:io+taskstats" : "proc:io";
+        } else if (c->have_ru) {
+                /* the kernel counts these in 512-byte units of read_bytes/write_bytes */
+                fg->rbytes = (uint64_t)c->ru.ru_inblock * 512;
+                fg->wbytes = (uint64_t)c->ru.ru_oublock * 512;
+                fg->disk_src = "rusage:children";
+        }
+}
+
+static json_t *seconds_or_null(uint64_t us)
+{
+        return real_or_null(us == COLLECT_UNSET ? NAN : (double)us / 1e6);
+}
+
+/* A run-queue wait percentile, or null without the probe. */
+static json_t *runq_percentile(const struct report_ctx *c, const struct figures *fg, unsigned p)
+{
+        return fg->runq_src ? json_integer((json_int_t)probe_hist_percentile_us(c->pu.runq_hist, p)) : json_null();
+}
+
+static json_t *runq_json(const struct report_ctx *c, const struct figures *fg)
+{
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}",
+                         "seconds", real_or_null(fg->runq_src ? (double)c->pu.runq_wait_ns / 1e9 : NAN),
+                         "count", fg->runq_src ? json_integer((json_int_t)c->pu.runq_count) : json_null(),
+                         "p50_us", runq_percentile(c, fg, 50),
+                         "p95_us", runq_percentile(c, fg, 95),
+                         "p99_us", runq_percentile(c, fg, 99),
+                         "histogram_log2_us", fg->runq_src ? hist_json(c->pu.runq_hist) : json_null());
+}
+
+/* A pressure file's figures, or null without them. */
+static json_t *psi_or_null(const struct report_ctx *c, const struct collect_psi *p)
+{
+        return c->m->have_cgroup && c->l->has_psi ? psi_json(p) : json_null();
+}
+
+static json_t *cpu_json(const struct report_ctx *c, const struct figures *fg)
+{
+        const struct shim_monitor *m = c->m;
+        bool throttled = m->have_cgroup && c->l->cpu_throttled_us != COLLECT_UNSET;
+
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                         "seconds", seconds_or_null(fg->cpu_us),
+                         "user_seconds", seconds_or_null(fg->user_us),
+                         "system_seconds", seconds_or_null(fg->sys_us),
+                         "throttled_seconds",
+                         real_or_null(throttled ? (double)delta(c->f->cpu_throttled_us, c->l->cpu_throttled_us) / 1e6 : NAN),
+                         "nr_throttled",
+                         u64_or_null(m->have_cgroup ? delta(c->f->cpu_nr_throttled, c->l->cpu_nr_throttled) : COLLECT_UNSET),
+                         "bpf_oncpu_seconds",
+                         real_or_null(c->have_probe && (c->attached & PROBE_CPU) ? (double)c->pu.oncpu_ns / 1e9 : NAN),
+                         "runq_wait", runq_json(c, fg),
+                         "psi", psi_or_null(c, &c->l->psi_cpu));
+}
+
+static json_t *memory_json(const struct report_ctx *c, const struct figures *fg)
+{
+        const struct shim_monitor *m = c->m;
+        uint64_t high = c->ev ? c->ev->high
+                        : m->have_cgroup && c->l->has_memory ? c->l->events_high : COLLECT_UNSET;
+
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                         "peak_bytes", u64_or_null(fg->peak),
+                         "average_bytes", u64_or_null(fg->mem_avg),
+                         "p95_bytes", u64_or_null(fg->mem_p95),
+                         "anon_peak_bytes", u64_or_null(fg->anon_max),
+                         "oom_kills", u64_or_null(fg->oom),
+                         "high_events", u64_or_null(high),
+                         "reclaim_stall_seconds",
+                         real_or_null(c->have_probe && (c->attached & PROBE_MEMORY) ? (double)c->pu.reclaim_ns / 1e9 : NAN),
+                         "psi", psi_or_null(c, &c->l->psi_memory));
+}
+
+/* A block-latency percentile, or null without the probe. */
+static json_t *disk_percentile(const struct report_ctx *c, unsigned p)
+{
+        return c->have_probe && (c->attached & PROBE_DISK)
+                       ? json_integer((json_int_t)probe_hist_percentile_us(c->pu.disk_lat_hist, p))
+                       : json_null();
+}
+
+static json_t *disk_json(const struct report_ctx *c, const struct figures *fg)
+{
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                         "read_bytes", u64_or_null(fg->rbytes),
+                         "write_bytes", u64_or_null(fg->wbytes),
+                         "read_ops", u64_or_null(fg->rops),
+                         "write_ops", u64_or_null(fg->wops),
+                         "latency_p50_us", disk_percentile(c, 50),
+                         "latency_p95_us", disk_percentile(c, 95),
+                         "psi", psi_or_null(c, &c->l->psi_io));
+}
+
+static json_t *sources_json(const struct report_ctx *c, const struct figures *fg)
+{
+        const struct shim_monitor *m = c->m;
+        const char *average = m->have_cgroup && c->l->has_memory ? "cgroup:memory.current"
+                              : fg->mem_avg != COLLECT_UNSET     ? "proc:VmRSS"
+                                                                  : NULL;
+
+        return json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?}",
+                         "cpu", fg->cpu_src,
+                         "cpu.runq_wait", fg->runq_src,
+                         "memory.peak", fg->peak_src,
+                         "memory.average", average,
+                         "memory.oom_kills", fg->oom_src,
+                         "disk", fg->disk_src,
+                         "psi", m->have_cgroup && c->l->has_psi ? "cgroup:*.pressure" : NULL);
+}
+
+static json_t *usage_json(const struct report_ctx *c, const struct figures *fg)
+{
+        json_t *usage = json_pack("{s:o, s:o, s:o}", "cpu", cpu_json(c, fg), "memory", memory_json(c, fg),
+                                  "disk", disk_json(c, fg));
+
+        if (usage)
+                json_object_set_new(usage, "sources", sources_json(c, fg));
+        return usage;
+}
+
+/* Up to SAMPLES_IN_REPORT evenly spaced samples (final reports; [] in sample lines). */
+static json_t *samples_json(const struct shim_monitor *m, bool final)
+{
+        json_t *samples = json_array();
+        size_t stride = m->nsamples / SAMPLES_IN_REPORT + 1;
+
+        for (size_t i = 0; final && samples && i < m->nsamples; i += stride) {
+                const struct sample *s = &m->samples[i];
+                json_array_append_new(samples,
+                                      json_pack("{s:f, s:o, s:o, s:o, s:o}",
+                                                "t_seconds", (double)(s->t_ns - m->start_ns) / 1e9,
+                                                "cpu_usage_us", u64_or_null(s->cpu_us),
+                                                "memory_bytes", u64_or_null(s->mem_bytes),
+                                                "read_bytes", u64_or_null(s->rbytes),
+                                                "write_bytes", u64_or_null(s->wbytes)));
+        }
+        return samples;
+}
+
+static json_t *identity_json(const struct report_ctx *c)
+{
+        const struct shim_monitor *m = c->m;
         struct timespec end_rt;
         char start[32], end[32];
-        struct policy_utilization util = { NAN, NAN, NAN };
-        json_t *doc, *usage, *samples, *agent, *totals;
 
         clock_gettime(CLOCK_REALTIME, &end_rt);
         iso8601(&m->start_rt, start, sizeof(start));
         iso8601(&end_rt, end, sizeof(end));
-        memory_stats(m, &mem_avg, &mem_p95, &mem_max, &anon_max);
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:I}",
+                         "app_id", m->app_id, "executor_id", m->executor_id, "host", m->host,
+                         "command", m->command, "mode", m->mode, "start", start, "end", end,
+                         "wall_seconds", c->wall, "pid", (json_int_t)m->pid);
+}
 
-        /* sparkshim reaps every process of the executor: rusage covers them all */
-        bool final = strcmp(kind, "final") == 0;
-        struct rusage ru;
-        bool have_ru = final && getrusage(RUSAGE_CHILDREN, &ru) == 0;
+static json_t *collectors_json(const struct report_ctx *c)
+{
+        const struct shim_monitor *m = c->m;
+        json_t *o = json_pack("{s:s?, s:s?}", "bpf", m->probe ? NULL : m->probe_reason, "taskstats",
+                              m->taskstats ? NULL : m->taskstats_reason);
 
-        /* CPU: the cgroup's own account, else taskstats exit records, else rusage */
-        if (m->have_cgroup && l->has_cpu) {
-                cpu_us = delta(f->cpu_usage_us, l->cpu_usage_us);
-                user_us = delta(f->cpu_user_us, l->cpu_user_us);
-                sys_us = delta(f->cpu_system_us, l->cpu_system_us);
-                cpu_src = "cgroup:cpu.stat";
-        } else if (m->exits.tasks > 0) {
-                user_us = m->exits.cpu_user_us;
-                sys_us = m->exits.cpu_system_us;
-                /* the scheduler's runtime; utime/stime are tick samples */
-                cpu_us = m->exits.cpu_run_virtual_ns ? m->exits.cpu_run_virtual_ns / 1000 : user_us + sys_us;
-                cpu_src = "taskstats";
-        } else if (have_ru) {
-                user_us = (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec;
-                sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
-                cpu_us = user_us + sys_us;
-                cpu_src = "rusage:children";
-        }
-
-        /* memory peak: memory.peak, else the samples, else the largest RSS seen */
-        if (m->have_cgroup && l->has_memory && l->memory_peak != COLLECT_UNSET) {
-                peak = l->memory_peak;
-                peak_src = "cgroup:memory.peak";
-        } else if (m->have_cgroup && l->has_memory) {
-                peak = mem_max;
-                peak_src = "cgroup:memory.current";
-        } else {
-                peak = m->rss_peak;
-                if (m->exits.hiwater_rss_bytes > peak)
-                        peak = m->exits.hiwater_rss_bytes;
-                peak_src = m->exits.hiwater_rss_bytes ? "taskstats+proc:VmRSS" : "proc:VmRSS";
-                if (have_ru && (uint64_t)ru.ru_maxrss * 1024 > peak) {
-                        peak = (uint64_t)ru.ru_maxrss * 1024;
-                        peak_src = "rusage:children";
-                }
-                if (peak == 0) {
-                        peak = COLLECT_UNSET;
-                        peak_src = NULL;
-                }
-        }
-
-        if (ev) {
-                oom = ev->oom_kill;
-                oom_src = "cgroup:memory.events";
-        } else if (m->have_cgroup && l->has_memory) {
-                oom = l->events_oom_kill;
-                oom_src = "cgroup:memory.events";
-        } else if (attached & PROBE_MEMORY) {
-                oom = pu.oom_kills;
-                oom_src = "bpf:mark_victim";
-        }
-
-        if (m->have_cgroup && l->has_io) {
-                rbytes = delta(f->io_rbytes, l->io_rbytes);
-                wbytes = delta(f->io_wbytes, l->io_wbytes);
-                rops = delta(f->io_rios, l->io_rios);
-                wops = delta(f->io_wios, l->io_wios);
-                disk_src = "cgroup:io.stat";
-        } else if (have_probe && (attached & PROBE_DISK)) {
-                rbytes = pu.read_bytes, wbytes = pu.write_bytes;
-                rops = pu.read_ops, wops = pu.write_ops;
-                disk_src = "bpf:block_rq";
-        } else if (m->have_procs) {
-                rbytes = m->procs_last.read_bytes + m->exits.read_bytes;
-                wbytes = m->procs_last.write_bytes + m->exits.write_bytes;
-                disk_src = m->exits.tasks ? "proc:io+taskstats" : "proc:io";
-        } else if (have_ru) {
-                /* the kernel counts these in 512-byte units of read_bytes/write_bytes */
-                rbytes = (uint64_t)ru.ru_inblock * 512;
-                wbytes = (uint64_t)ru.ru_oublock * 512;
-                disk_src = "rusage:children";
-        }
-        if (have_probe && (attached & PROBE_CPU))
-                runq_src = "bpf:sched_switch"; /* sched_info.run_delay, read at switch-out */
-
-        if (m->has_plan)
-                policy_utilization(&m->plan, cpu_us == COLLECT_UNSET ? NAN : (double)cpu_us / 1e6, wall,
-                                   peak == COLLECT_UNSET ? NAN : (double)peak, &util);
-
-        samples = json_array();
-        if (final && samples) {
-                size_t stride = m->nsamples / SAMPLES_IN_REPORT + 1;
-                for (size_t i = 0; i < m->nsamples; i += stride) {
-                        const struct sample *s = &m->samples[i];
-                        json_array_append_new(samples,
-                                              json_pack("{s:f, s:o, s:o, s:o, s:o}", "t_seconds",
-                                                        (double)(s->t_ns - m->start_ns) / 1e9, "cpu_usage_us",
-                                                        u64_or_null(s->cpu_us), "memory_bytes",
-                                                        u64_or_null(s->mem_bytes), "read_bytes",
-                                                        u64_or_null(s->rbytes), "write_bytes",
-                                                        u64_or_null(s->wbytes)));
-                }
-        }
-
-        usage = json_pack(
-                "{s:{s:o, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o}, s:o},"
-                " s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o},"
-                " s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o}}",
-                "cpu", "seconds", real_or_null(cpu_us == COLLECT_UNSET ? NAN : (double)cpu_us / 1e6),
-                "user_seconds", real_or_null(user_us == COLLECT_UNSET ? NAN : (double)user_us / 1e6),
-                "system_seconds", real_or_null(sys_us == COLLECT_UNSET ? NAN : (double)sys_us / 1e6),
-                "throttled_seconds",
-                real_or_null(m->have_cgroup && l->cpu_throttled_us != COLLECT_UNSET
-                                     ? (double)delta(f->cpu_throttled_us, l->cpu_throttled_us) / 1e6
-                                     : NAN),
-                "nr_throttled", u64_or_null(m->have_cgroup ? delta(f->cpu_nr_throttled, l->cpu_nr_throttled) : COLLECT_UNSET),
-                "bpf_oncpu_seconds", real_or_null(have_probe && (attached & PROBE_CPU) ? (double)pu.oncpu_ns / 1e9 : NAN),
-                "runq_wait", "seconds", real_or_null(runq_src ? (double)pu.runq_wait_ns / 1e9 : NAN),
-                "count", runq_src ? json_integer((json_int_t)pu.runq_count) : json_null(),
-                "p50_us", runq_src ? json_integer((json_int_t)probe_hist_percentile_us(pu.runq_hist, 50)) : json_null(),
-                "p95_us", runq_src ? json_integer((json_int_t)probe_hist_percentile_us(pu.runq_hist, 95)) : json_null(),
-                "p99_us", runq_src ? json_integer((json_int_t)probe_hist_percentile_us(pu.runq_hist, 99)) : json_null(),
-                "histogram_log2_us", runq_src ? hist_json(pu.runq_hist) : json_null(),
-                "psi", m->have_cgroup && l->has_psi ? psi_json(&l->psi_cpu) : json_null(),
-                "memory", "peak_bytes", u64_or_null(peak), "average_bytes", u64_or_null(mem_avg),
-                "p95_bytes", u64_or_null(mem_p95), "anon_peak_bytes", u64_or_null(anon_max),
-                "oom_kills", u64_or_null(oom),
-                "high_events", u64_or_null(ev ? ev->high : m->have_cgroup && l->has_memory ? l->events_high : COLLECT_UNSET),
-                "reclaim_stall_seconds", real_or_null(have_probe && (attached & PROBE_MEMORY) ? (double)pu.reclaim_ns / 1e9 : NAN),
-                "psi", m->have_cgroup && l->has_psi ? psi_json(&l->psi_memory) : json_null(),
-                "disk", "read_bytes", u64_or_null(rbytes), "write_bytes", u64_or_null(wbytes),
-                "read_ops", u64_or_null(rops), "write_ops", u64_or_null(wops),
-                "latency_p50_us", have_probe && (attached & PROBE_DISK) ? json_integer((json_int_t)probe_hist_percentile_us(pu.disk_lat_hist, 50)) : json_null(),
-                "latency_p95_us", have_probe && (attached & PROBE_DISK) ? json_integer((json_int_t)probe_hist_percentile_us(pu.disk_lat_hist, 95)) : json_null(),
-                "psi", m->have_cgroup && l->has_psi ? psi_json(&l->psi_io) : json_null());
-        if (usage)
-                json_object_set_new(usage, "sources",
-                                    json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?}", "cpu", cpu_src,
-                                              "cpu.runq_wait", runq_src, "memory.peak", peak_src,
-                                              "memory.average", m->have_cgroup && l->has_memory ? "cgroup:memory.current" : mem_avg != COLLECT_UNSET ? "proc:VmRSS" : NULL,
-                                              "memory.oom_kills", oom_src, "disk", disk_src,
-                                              "psi", m->have_cgroup && l->has_psi ? "cgroup:*.pressure" : NULL));
-
-        doc = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:I}, s:o?, s:{s:b, s:s?, s:s},"
-                        " s:{s:s?, s:s?}}",
-                        "schema", REPORT_SCHEMA, "kind", kind,
-                        "identity", "app_id", m->app_id, "executor_id", m->executor_id, "host", m->host,
-                        "command", m->command, "mode", m->mode, "start", start, "end", end,
-                        "wall_seconds", wall, "pid", (json_int_t)m->pid,
-                        "plan", m->has_plan ? policy_plan_to_json(&m->plan) : json_null(),
-                        "enforcement", "enforced", m->enforced, "reason", m->reason[0] ? m->reason : NULL,
-                        "cgroup", m->cgroup_path,
-                        "collectors", "bpf", m->probe ? NULL : m->probe_reason,
-                        "taskstats", m->taskstats ? NULL : m->taskstats_reason);
-        if (!doc || !usage) {
-                json_decref(doc);
-                json_decref(usage);
-                json_decref(samples);
+        if (!o)
                 return NULL;
-        }
-        json_object_set_new(json_object_get(doc, "collectors"), "bpf_attached",
-                            json_pack("{s:b, s:b, s:b}", "cpu", (attached & PROBE_CPU) != 0, "memory",
-                                      (attached & PROBE_MEMORY) != 0, "disk", (attached & PROBE_DISK) != 0));
-        json_object_set_new(json_object_get(doc, "collectors"), "bpf_since_seconds",
+        json_object_set_new(o, "bpf_attached",
+                            json_pack("{s:b, s:b, s:b}", "cpu", (c->attached & PROBE_CPU) != 0, "memory",
+                                      (c->attached & PROBE_MEMORY) != 0, "disk", (c->attached & PROBE_DISK) != 0));
+        json_object_set_new(o, "bpf_since_seconds",
                             m->probe ? json_real((double)(m->probe_attached_ns - m->start_ns) / 1e9) : json_null());
-        json_object_set_new(doc, "usage", usage);
-        json_object_set_new(doc, "utilization",
-                            json_pack("{s:o, s:o, s:o}", "cpu", real_or_null(util.cpu), "memory",
-                                      real_or_null(util.memory), "objective", real_or_null(util.objective)));
-        json_object_set_new(doc, "exit",
-                            final && exit_code >= 0
-                                    ? json_pack("{s:i, s:o, s:b}", "status", exit_code, "signal",
-                                                exit_code > 128 && exit_code < 128 + NSIG ? json_integer(exit_code - 128) : json_null(),
-                                                "oom_killed", oom != COLLECT_UNSET && oom > 0 && exit_code == 128 + SIGKILL)
-                                    : json_null());
+        return o;
+}
+
+static json_t *exit_json(const struct report_ctx *c, int exit_code, uint64_t oom)
+{
+        if (!c->final || exit_code < 0)
+                return json_null();
+        return json_pack("{s:i, s:o, s:b}", "status", exit_code, "signal",
+                         exit_code > 128 && exit_code < 128 + NSIG ? json_integer(exit_code - 128) : json_null(),
+                         "oom_killed", oom != COLLECT_UNSET && oom > 0 && exit_code == 128 + SIGKILL);
+}
+
+/* "agent" and its totals again as "spills" */
+static void add_agent(json_t *doc, const struct shim_monitor *m)
+{
         /* the agent's statistics file is read again for every line: the agent rewrites it */
-        agent = m->agent ? shim_agent_report_json(m->agent) : NULL;
+        json_t *agent = m->agent ? shim_agent_report_json(m->agent) : NULL;
+        json_t *totals;
+
         json_object_set_new(doc, "agent", agent ? agent : json_null());
         totals = json_object_get(agent, "totals");
         json_object_set_new(doc, "spills", json_is_object(totals) ? json_deep_copy(totals) : json_null());
-        json_object_set_new(doc, "samples", samples);
+}
+
+static void report_ctx_init(struct report_ctx *c, struct shim_monitor *m, bool final,
+                            const struct shim_memory_events *ev)
+{
+        *c = (struct report_ctx){ .m = m, .f = &m->first, .l = &m->last, .ev = ev, .final = final };
+        c->have_probe = m->probe && probe_read(m->probe, m->cgroup_id, &c->pu) == 0;
+        c->attached = m->probe ? probe_attached(m->probe) : 0;
+        c->wall = (double)(util_now_ns() - m->start_ns) / 1e9;
+        /* sparkshim reaps every process of the executor: rusage covers them all */
+        c->have_ru = final && getrusage(RUSAGE_CHILDREN, &c->ru) == 0;
+}
+
+/* The whole report: kind "final" or "sample". */
+static json_t *build_report(struct shim_monitor *m, const char *kind, int exit_code,
+                            const struct shim_memory_events *ev)
+{
+        struct figures fg = { .cpu_us = COLLECT_UNSET, .user_us = COLLECT_UNSET, .sys_us = COLLECT_UNSET,
+                              .peak = COLLECT_UNSET, .oom = COLLECT_UNSET, .rbytes = COLLECT_UNSET,
+                              .wbytes = COLLECT_UNSET, .rops = COLLECT_UNSET, .wops = COLLECT_UNSET };
+        struct policy_utilization util = { NAN, NAN, NAN };
+        struct report_ctx c;
+        json_t *doc;
+
+        report_ctx_init(&c, m, strcmp(kind, "final") == 0, ev);
+        cpu_figures(&c, &fg);
+        memory_figures(&c, &fg);
+        disk_figures(&c, &fg);
+        if (m->has_plan)
+                policy_utilization(&m->plan, fg.cpu_us == COLLECT_UNSET ? NAN : (double)fg.cpu_us / 1e6, c.wall,
+                                   fg.peak == COLLECT_UNSET ? NAN : (double)fg.peak, &util);
+
+        doc = json_pack("{s:s, s:s, s:o, s:o?, s:{s:b, s:s?, s:s}, s:o}",
+                        "schema", REPORT_SCHEMA, "kind", kind,
+                        "identity", identity_json(&c),
+                        "plan", m->has_plan ? policy_plan_to_json(&m->plan) : NULL,
+                        "enforcement", "enforced", m->enforced, "reason", m->reason[0] ? m->reason : NULL,
+                        "cgroup", m->cgroup_path,
+                        "collectors", collectors_json(&c));
+        if (!doc)
+                return NULL;
+        json_object_set_new(doc, "usage", usage_json(&c, &fg));
+        json_object_set_new(doc, "utilization",
+                            json_pack("{s:o, s:o, s:o}", "cpu", real_or_null(util.cpu), "memory",
+                                      real_or_null(util.memory), "objective", real_or_null(util.objective)));
+        json_object_set_new(doc, "exit", exit_json(&c, exit_code, fg.oom));
+        add_agent(doc, m);
+        json_object_set_new(doc, "samples", samples_json(m, c.final));
         json_object_set_new(doc, "sinks", sinks_json(m));
         return doc;
 }
