@@ -373,6 +373,8 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
                 snprintf(m->probe_reason, sizeof(m->probe_reason), "the executor ended before the probes attached");
         sample(m);
         m->last_line_ns = m->start_ns;
+        if (!m->cfg.own_thread)
+                return;
         r = start_thread(m);
         if (r < 0)
                 log_warn("cannot start the monitor thread: %s; no reports for this run", strerror(-r));
@@ -380,7 +382,14 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
 
 void shim_monitor_pid(struct shim_monitor *m, pid_t pid)
 {
-        if (!m || !m->thread_started)
+        if (!m || !m->started)
+                return;
+        if (!m->cfg.own_thread) {
+                m->pid = pid;
+                remember_pid(m, pid);
+                return;
+        }
+        if (!m->thread_started)
                 return;
         pthread_mutex_lock(&m->lock);
         m->new_pid = pid;
@@ -1145,9 +1154,35 @@ static int start_thread(struct shim_monitor *m)
         return 0;
 }
 
+/* Without a thread of its own: sample, and write what the sinks take now. */
 void shim_monitor_tick(struct shim_monitor *m)
 {
-        /* the monitor thread samples and writes on its own schedule */
+        struct pollfd pfd[1 + SINKS_MAX];
+        size_t n = 0;
+
+        if (!m || !m->started || m->cfg.own_thread)
+                return;
+        tick(m);
+        flush_sinks(m, pfd, &n);
+}
+
+/* Without a thread: the final report, and the sinks get MONITOR_FLUSH_SECONDS to take it. */
+static int finish_here(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev,
+                       struct shim_error *err)
+{
+        uint64_t deadline = util_now_ns() + MONITOR_FLUSH_SECONDS * 1000000000ULL;
+
+        final_report(m, exit_code, ev);
+        for (;;) {
+                struct pollfd pfd[SINKS_MAX];
+                size_t n = 0;
+
+                if (!flush_sinks(m, pfd, &n) || util_now_ns() >= deadline)
+                        break;
+                poll(pfd, n, poll_timeout_ms(m, true, deadline));
+        }
+        note_undelivered(m);
+        return m->undelivered[0] ? shim_error_set(err, EAGAIN, "%s", m->undelivered) : 0;
 }
 
 int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev,
@@ -1156,7 +1191,11 @@ int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim
         struct timespec until;
         bool done;
 
-        if (!m || !m->started || !m->thread_started)
+        if (!m || !m->started)
+                return 0;
+        if (!m->cfg.own_thread)
+                return finish_here(m, exit_code, ev, err);
+        if (!m->thread_started)
                 return 0;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += MONITOR_FLUSH_SECONDS + 1;

@@ -905,6 +905,7 @@ static int cmd_run(struct options *o, int argc, char **cmd)
                                       .use_bpf = !o->no_bpf,
                                       .use_taskstats = !o->no_taskstats,
                                       .sink_failure_refuse = policy.report_sink_failure == POLICY_SINK_REFUSE,
+                                      .own_thread = true,
                               },
                               &monitor, &err);
         if (r < 0)
