@@ -94,3 +94,34 @@ uint64_t util_now_ns(void);
  * resolved path in resolved, or -errno with the reason in why (one phrase, no path prefix).
  */
 int util_trusted_file(const char *path, char *resolved, size_t size, char *why, size_t why_size);
+
+/*
+ * Files root creates or appends to in directories others may write (report sinks): no
+ * symlink is followed, temporary names are random and exclusive, replacement is an atomic
+ * rename. On failure why (if not NULL) gets the reason, for a caller's "<path>: <why>" line
+ * ("refused: a symlink", "directory /x: No such file or directory").
+ * -EPERM means refused as unsafe (the caller should not go on as if it were a mere
+ * outage); other errors are the system's.
+ */
+
+/*
+ * Open the directory of path (O_DIRECTORY, its last component not a symlink) for *at()
+ * calls; ret_name points at path's last component. Refused: a directory writable by group
+ * or others without the sticky bit. Returns the fd or -errno.
+ */
+int util_open_dir_of(const char *path, const char **ret_name, char *why, size_t why_size);
+
+/*
+ * Open path for appending (created with mode if absent) without following a symlink.
+ * Refused: a symlink, anything but a regular file, a file with more than one link, a file
+ * not owned by the effective uid, and the directory cases above. Returns the fd
+ * (O_CLOEXEC | O_NONBLOCK) or -errno.
+ */
+int util_open_append_safe(const char *path, mode_t mode, char *why, size_t why_size);
+
+/*
+ * Replace path with data: written to an exclusive temporary file with a random name
+ * (getrandom) in the same directory, then renamed over path. Returns 0 or -errno.
+ */
+int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                           char *why, size_t why_size);

@@ -748,8 +748,10 @@ static int report_path(struct parser *ps, json_t *obj, const char *key, char *de
 static int parse_report(struct parser *ps, json_t *root, struct policy *p)
 {
         static const char *const keys[] = { "path", "socket", "prometheus_path",
-                                            "interval_seconds" };
+                                            "interval_seconds", "sink_failure" };
+        static const char *const sink_failures[] = { "warn", "refuse" };
         uint64_t interval = p->report_interval_seconds;
+        int choice = -1;
         json_t *obj;
         int r;
 
@@ -767,6 +769,10 @@ static int parse_report(struct parser *ps, json_t *root, struct policy *p)
                 r = field_uint(ps, obj, "interval_seconds", 1, 3600, &interval);
         if (r >= 0)
                 p->report_interval_seconds = (unsigned)interval;
+        if (r >= 0)
+                r = field_choice(ps, obj, "sink_failure", sink_failures, ELEMENTSOF(sink_failures), &choice);
+        if (r > 0)
+                p->report_sink_failure = (enum policy_sink_failure)choice;
         pop(ps);
         return r < 0 ? r : 0;
 }

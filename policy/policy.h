@@ -37,6 +37,12 @@ enum policy_fail_mode {
         POLICY_FAIL_OPEN,       /* run unconstrained, warn, report enforced=false */
 };
 
+/* What a report sink that cannot be opened does to the start (report.sink_failure). */
+enum policy_sink_failure {
+        POLICY_SINK_WARN = 0, /* warn, run, count its lines as dropped in the report */
+        POLICY_SINK_REFUSE,   /* refuse the start (exit 125) */
+};
+
 enum policy_out_of_bounds {
         POLICY_BOUNDS_REJECT = 0, /* a user value outside the bounds is an error */
         POLICY_BOUNDS_CLAMP,      /* ... is clamped into the bounds (the plan says so) */
@@ -138,6 +144,7 @@ struct policy {
         char report_socket[POLICY_PATH_MAX];     /* unix socket to send them to; "" = none */
         char report_prometheus[POLICY_PATH_MAX]; /* text-exposition file; "" = none */
         unsigned report_interval_seconds;        /* samples; default 10, 1..3600 */
+        enum policy_sink_failure report_sink_failure; /* default warn */
 
         struct policy_agent agent;
 };

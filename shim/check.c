@@ -6,7 +6,9 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/statfs.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <linux/magic.h>
 
@@ -19,6 +21,7 @@ enum result { RESULT_OK, RESULT_INFO, RESULT_WARN, RESULT_FAIL };
 struct checker {
         bool can_enforce;
         char first_failure[512];
+        char refused_sink[512]; /* a sink that makes run refuse to start (sink_failure refuse) */
 };
 
 static void row(struct checker *c, const char *check, enum result result, const char *fmt, ...)
@@ -200,6 +203,80 @@ static void check_agent(struct checker *c, const struct policy *p)
                             : "runs executors without it (fail_mode open)");
 }
 
+/*
+ * Can root create or append to a file at path as run does (util_open_append_safe)? Its
+ * directory safe and writable, an existing file a regular one of ours. -EPERM: refused.
+ */
+static int file_writable(const char *path, char *why, size_t size)
+{
+        _cleanup_close_ int dirfd = -1;
+        const char *name;
+        struct stat st;
+
+        dirfd = util_open_dir_of(path, &name, why, size);
+        if (dirfd < 0)
+                return dirfd;
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                if (S_ISLNK(st.st_mode))
+                        return snprintf(why, size, "refused: a symlink"), -EPERM;
+                if (!S_ISREG(st.st_mode) || st.st_nlink > 1 || st.st_uid != geteuid())
+                        return snprintf(why, size, "refused: not a regular file of uid %u with one link",
+                                        (unsigned)geteuid()), -EPERM;
+        }
+        if (faccessat(dirfd, ".", W_OK, 0) < 0)
+                return snprintf(why, size, "its directory is not writable: %s", strerror(errno)), -errno;
+        return 0;
+}
+
+/* Does a listener take a connection at path (without waiting)? */
+static int socket_connectable(const char *path, char *why, size_t size)
+{
+        struct sockaddr_un addr = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -1;
+
+        if (strlen(path) >= sizeof(addr.sun_path))
+                return snprintf(why, size, "path too long"), -ENAMETOOLONG;
+        memcpy(addr.sun_path, path, strlen(path) + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+                int r = errno;
+                snprintf(why, size, "cannot connect: %s", strerror(r));
+                return -r;
+        }
+        return 0;
+}
+
+static void check_sink(struct checker *c, const struct policy *p, const char *check, const char *path,
+                       int (*test)(const char *, char *, size_t))
+{
+        bool refuse = p->report_sink_failure == POLICY_SINK_REFUSE;
+        char why[512] = "";
+        int r;
+
+        if (!path[0])
+                return;
+        r = test(path, why, sizeof(why));
+        if (r == 0) {
+                row(c, check, RESULT_OK, "%s", path);
+                return;
+        }
+        refuse = refuse || r == -EPERM; /* unsafe for root: refused whatever the policy says */
+        /* not an enforcement failure: the summary says what it does to run */
+        printf("%-22s %-6s %s: %s; run %s\n", check, refuse ? "FAIL" : "warn", path, why,
+               refuse ? "refuses to start (report.sink_failure refuse)"
+                      : "runs without it (report.sink_failure warn)");
+        if (refuse && !c->refused_sink[0])
+                snprintf(c->refused_sink, sizeof(c->refused_sink), "%s %s: %s", check, path, why);
+}
+
+/* Every sink the policy names, tested as run opens it (flags of run may add others). */
+static void check_sinks(struct checker *c, const struct policy *p)
+{
+        check_sink(c, p, "report file", p->report_path, file_writable);
+        check_sink(c, p, "report socket", p->report_socket, socket_connectable);
+        check_sink(c, p, "prometheus file", p->report_prometheus, file_writable);
+}
+
 int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root)
 {
         struct checker c = { .can_enforce = true };
@@ -246,7 +323,13 @@ int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup
                                   : "kernel < 5.7: fork, then attach before exec");
         check_java(&c);
         check_agent(&c, &p);
+        check_sinks(&c, &p);
 
+        if (c.refused_sink[0]) {
+                printf("\nsparkshim run refuses to start on this host: %s (report.sink_failure refuse, exit 125).\n",
+                       c.refused_sink);
+                return 1;
+        }
         if (c.can_enforce) {
                 printf("\nsparkshim run can enforce the plan on this host.\n");
                 return 0;

@@ -12,60 +12,9 @@
 #include <sys/types.h>
 
 #include "policy.h"
-
-/* Exit codes of the shim's own failures (sparkshim(1), EXIT STATUS). */
-enum {
-        SHIM_EXIT_USAGE      = 120, /* bad flag, argument or environment value */
-        SHIM_EXIT_POLICY     = 121, /* policy file missing, unreadable, unsafe or invalid */
-        SHIM_EXIT_PLAN       = 122, /* executor settings rejected by the policy */
-        SHIM_EXIT_CGROUP     = 123, /* plan could not be enforced and fail_mode is closed */
-        SHIM_EXIT_INTERNAL   = 124, /* the shim itself failed (fork, signals, memory) */
-        SHIM_EXIT_REPORT     = 125, /* a report sink cannot be opened */
-        SHIM_EXIT_CANNOT_RUN = 126, /* command found but not executable */
-        SHIM_EXIT_NOT_FOUND  = 127, /* command not found */
-};
-
-#define SHIM_ERROR_TEXT_MAX 512
-
-struct shim_error {
-        int error;
-        char text[SHIM_ERROR_TEXT_MAX];
-};
-
-/* Fill err (if not NULL) with a formatted line and return -error. */
-int shim_error_set(struct shim_error *err, int error, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-
-/* ---- logging (log.c) ---- */
-
-enum shim_log_level { SHIM_LOG_ERROR, SHIM_LOG_WARN, SHIM_LOG_INFO, SHIM_LOG_DEBUG };
-
-void shim_log_set_level(enum shim_log_level level);
-enum shim_log_level shim_log_get_level(void);
-void shim_log(enum shim_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-#define log_error(...) shim_log(SHIM_LOG_ERROR, __VA_ARGS__)
-#define log_warn(...)  shim_log(SHIM_LOG_WARN, __VA_ARGS__)
-#define log_info(...)  shim_log(SHIM_LOG_INFO, __VA_ARGS__)
-#define log_debug(...) shim_log(SHIM_LOG_DEBUG, __VA_ARGS__)
+#include "shim-common.h"
 
 /* ---- cgroup v2 backend (cgroup.c) ---- */
-
-enum shim_cgroup_layout {
-        SHIM_CGROUP_NONE = 0, /* no cgroup2 mount found */
-        SHIM_CGROUP_UNIFIED,  /* pure cgroup v2 at /sys/fs/cgroup */
-        SHIM_CGROUP_HYBRID,   /* v2 at /sys/fs/cgroup/unified, controllers on v1 */
-        SHIM_CGROUP_LEGACY,   /* v1 only */
-};
-
-struct shim_cgroup_host {
-        enum shim_cgroup_layout layout;
-        char mount[256]; /* cgroup2 mount point, "" when none */
-};
-
-/* Find the cgroup2 mount under root ("/sys/fs/cgroup" normally). */
-int shim_cgroup_detect(const char *root, struct shim_cgroup_host *ret);
-const char *shim_cgroup_layout_name(enum shim_cgroup_layout l);
 
 struct shim_cgroup {
         int mount_fd;       /* cgroup2 mount root */
@@ -107,10 +56,6 @@ int shim_cgroup_kill(const struct shim_cgroup *cg);
 /* Kill leftovers, wait for empty, rmdir; closes the fds. NULL-safe, idempotent. */
 int shim_cgroup_destroy(struct shim_cgroup *cg);
 
-/* memory.events counters, for OOM reporting. */
-struct shim_memory_events {
-        uint64_t low, high, max, oom, oom_kill;
-};
 int shim_cgroup_memory_events(const struct shim_cgroup *cg, struct shim_memory_events *ret);
 
 /*

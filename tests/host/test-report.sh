@@ -3,7 +3,8 @@
 # test-report.sh SPARKSHIM BURN: reports on this host (hybrid or not, fail_mode open so the
 # run happens either way): sample and final lines in every sink, every documented field
 # present with its unit, CPU seconds of a known burner, utilization maths, the sources
-# named; sparkshim report reads them back; unusable sinks refuse the start (125).
+# named; sparkshim report reads them back; unusable sinks refuse the start (125) under
+# report.sink_failure refuse (the default, warn, is tests/host/test-sink-failure.sh).
 set -eu
 shim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 burn=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
@@ -112,11 +113,13 @@ set -e
 grep -q 'not a sparkshim.report/v1 report' err.txt || fail "invalid line not named"
 echo "ok: sparkshim report"
 
-# unusable sinks refuse the start, before the command runs
+# unusable sinks refuse the start, before the command runs, when the policy says so
+printf '{ "version": 1, "fail_mode": "open", "report": { "sink_failure": "refuse" } }\n' >refuse.json
+chmod 0644 refuse.json
 for sink in "--report /nonexistent/dir/r.jsonl" "--report-socket $tmp/nobody.sock" "--prometheus /nonexistent/dir/m.prom"; do
 	set +e
 	# shellcheck disable=SC2086
-	"$shim" run --policy open.json --memory 512m $sink -- sh -c 'echo ran' >out.txt 2>err.txt
+	"$shim" run --policy refuse.json --memory 512m $sink -- sh -c 'echo ran' >out.txt 2>err.txt
 	rc=$?
 	set -e
 	[ $rc = 125 ] || fail "$sink: exit $rc, expected 125"

@@ -18,7 +18,7 @@ for f in $flags; do
 	grep -qF -- "[B]$f" "$src/docs/man/sparkshim.1" ||
 		{ echo "docs/man/sparkshim.1 does not document $f (run scripts/man)"; status=1; }
 done
-for v in $(grep -ho '"SPARKSHIM_[A-Z_]*"' "$src"/shim/*.c "$src"/policy/*.c | tr -d '"' | sort -u); do
+for v in $(grep -ho '"SPARKSHIM_[A-Z_]*"' "$src"/shim/*.c "$src"/measure/*.c "$src"/policy/*.c | tr -d '"' | sort -u); do
 	grep -q "$v" "$src/docs/sparkshim.1.md" || { echo "sparkshim.1.md does not document $v"; status=1; }
 done
 for md in "$src"/docs/*.[1-9].md; do

@@ -53,6 +53,8 @@ static const struct {
         FIELD(report_socket, F_STRING),
         FIELD(report_prometheus, F_STRING),
         FIELD(report_interval_seconds, F_UNSIGNED),
+        { "report_sink_failure", F_ENUM, offsetof(struct policy, report_sink_failure),
+          (const char *const[]){ "warn", "refuse", NULL } },
         FIELD(agent.enabled, F_BOOL),
         FIELD(agent.path, F_STRING),
         { "agent.injection", F_ENUM, offsetof(struct policy, agent.injection),
@@ -196,6 +198,7 @@ Test(policy, defaults)
         cr_expect_eq(p.grace_seconds, 10, "grace %u", p.grace_seconds);
         cr_expect_str_eq(p.report_path, "", "report path %s", p.report_path);
         cr_expect_eq(p.report_interval_seconds, 10, "report interval %u", p.report_interval_seconds);
+        cr_expect_eq(p.report_sink_failure, POLICY_SINK_WARN, "sink_failure %d", (int)p.report_sink_failure);
         /* the agent: off, and when on, a threshold at the memory request */
         cr_expect(!p.agent.enabled, "agent on by default");
         cr_expect_str_eq(p.agent.path, "", "agent path %s", p.agent.path);

@@ -2,10 +2,12 @@
 /*
  * monitor: measures one executor run and writes its reports (schema sparkshim.report/v1,
  * docs/sparkshim-report.5.md). Sources, best first per figure: the executor's cgroup v2
- * files, eBPF probes (bpf/probe.h), /proc and taskstats (shim/collect.h); every figure
+ * files, eBPF probes (bpf/probe.h), /proc and taskstats (measure/collect.h); every figure
  * names its source. Sinks (file of JSON lines, unix socket, stdout, a Prometheus
- * text-exposition file) are opened before the executor starts, so an unusable sink
- * refuses the start instead of losing the report at exit.
+ * text-exposition file) are opened before the executor starts, so an unusable sink is
+ * known then (refused or warned about, report.sink_failure). Measurement and sink writes
+ * run off the supervision path: in the monitor's own thread (own_thread), behind a
+ * start / pid / finish interface that never waits on a sink.
  */
 #pragma once
 
@@ -16,9 +18,16 @@
 #include <jansson.h>
 
 #include "policy.h"
-#include "shim.h"
+#include "shim-common.h"
 
 #define REPORT_SCHEMA "sparkshim.report/v1"
+
+/*
+ * After the executor ends, the sinks get this long to take the final report (and what they
+ * still queue); what they did not take by then is dropped and counted. A fixed bound, not
+ * a setting: the exit of the shim never waits longer on a sink.
+ */
+#define MONITOR_FLUSH_SECONDS 5
 
 struct shim_monitor_config {
         const char *file;       /* JSON lines, appended; NULL = none */
@@ -28,6 +37,19 @@ struct shim_monitor_config {
         unsigned interval_seconds;
         bool use_bpf;           /* try the eBPF probes */
         bool use_taskstats;     /* try taskstats */
+        /*
+         * report.sink_failure refuse: a sink that cannot be opened fails shim_monitor_open.
+         * Otherwise (warn, the default) the run goes on without it: the failure is logged,
+         * its lines are counted as dropped in the report's "sinks", and a socket is
+         * connected again by the monitor before each line until a listener takes it.
+         */
+        bool sink_failure_refuse;
+        /*
+         * Sample and write in a thread of the monitor's own (sparkshim run: the supervisor
+         * never waits on measurement or a sink). Without it the caller drives the monitor
+         * with shim_monitor_tick (sparkshim probe, which supervises nothing).
+         */
+        bool own_thread;
 };
 
 struct shim_monitor_identity {
@@ -38,7 +60,10 @@ struct shim_monitor_identity {
 
 struct shim_monitor;
 
-/* Open the sinks (and nothing else). Fails with one line in err when a sink is unusable. */
+/*
+ * Open the sinks (and nothing else). Fails with one line in err when a sink is unusable and
+ * cfg->sink_failure_refuse is set; otherwise logs a warning per unusable sink and goes on.
+ */
 int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor **ret,
                       struct shim_error *err);
 
@@ -46,7 +71,11 @@ int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor
  * Start measuring: cgroup_fd is the executor's cgroup (dup'ed; -1 when there is none),
  * cgroup_path names it. The plan (NULL: none, for `sparkshim probe`) and the enforcement
  * status go into every report. Probes
- * and taskstats that cannot be had are noted in the report, never fatal.
+ * and taskstats that cannot be had are noted in the report, never fatal. With own_thread
+ * the monitor thread starts here, with every signal blocked (call after the supervisor
+ * has blocked its signals, or not: the thread blocks them itself); from here on only
+ * shim_monitor_pid, shim_monitor_lines and shim_monitor_finish may be called until finish
+ * returns, and none of them waits on a sink.
  */
 void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identity *id,
                         const struct policy_plan *plan, bool enforced, const char *reason,
@@ -60,24 +89,30 @@ struct shim_agent_run;
  */
 int shim_monitor_set_agent(struct shim_monitor *m, const struct shim_agent_run *run);
 
-/* The executor's pid, once started. */
+/* The executor's pid, once started. Takes a mutex the monitor never holds across I/O. */
 void shim_monitor_pid(struct shim_monitor *m, pid_t pid);
 
-/* Called about once a second: samples, and writes a sample line when one is due. */
+/*
+ * Without own_thread, called about once a second: samples, and queues a sample line when one
+ * is due, writing what the sinks take without waiting. A no-op with own_thread.
+ */
 void shim_monitor_tick(struct shim_monitor *m);
 
 /*
  * The executor ended with exit_code (128+N for signal N; -1: not ours to know, for
  * `sparkshim probe`); take the final readings (before
- * the cgroup is removed) and write the final report to every sink. Returns 0 or -errno
- * when a sink failed (logged by the caller).
+ * the cgroup is removed) and write the final report to every sink. Returns within
+ * MONITOR_FLUSH_SECONDS (plus a second to build the report): 0, or -errno with err naming
+ * the sinks that did not take the final report (logged by the caller). If the monitor
+ * thread does not end in time (a write to a hung disk), it is left behind and
+ * shim_monitor_free leaves the monitor to it: the caller is about to exit.
  */
 int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev,
                         struct shim_error *err);
 
 void shim_monitor_free(struct shim_monitor *m);
 
-/* How many sample lines were written so far. */
+/* How many sample lines were queued so far (any thread). */
 unsigned shim_monitor_lines(const struct shim_monitor *m);
 
 /* ---- the report and probe commands (report.c) ---- */

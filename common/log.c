@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "shim.h"
+#include "shim-common.h"
 
 static enum shim_log_level max_level = SHIM_LOG_WARN;
 
