@@ -1,0 +1,93 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# test-report-hostile.sh SPARKSHIM: sparkshim report on hostile input (issue 11, defect 12):
+# a 1 GB line (a sparse file: no disk used), /dev/zero, a FIFO without a writer, a
+# directory, totals that overflow int64, an operator without a name. Each ends (timeout
+# guard), within bounded memory (ulimit -v), with one line naming the file and what is
+# wrong, the documented exit code (sparkshim(1)), and the valid lines still summarised.
+set -eu
+shim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+src=$(cd "$(dirname "$0")/../.." && pwd)
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+# run EXPECTED_RC ARGS...: sparkshim report with 256 MiB of address space, at most 60 s
+run() {
+	want=$1
+	shift
+	set +e
+	(ulimit -v 262144; exec timeout 60 "$shim" report "$@") >out.txt 2>err.txt
+	rc=$?
+	set -e
+	[ $rc != 124 ] || fail "report $*: still running after 60 s"
+	[ $rc = "$want" ] || { cat err.txt; fail "report $*: exit $rc, expected $want"; }
+	[ "$(wc -l <err.txt)" = 1 ] || { cat err.txt; fail "report $*: expected one line on stderr"; }
+	echo "ok: report $* -> $rc: $(cat err.txt)"
+}
+
+python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$src/docs/report-example.json" >good.jsonl
+
+# a 1 GB line, then a valid report: the line is skipped without being held, the report read
+truncate -s 1G big.jsonl
+printf '\n' >>big.jsonl
+cat good.jsonl >>big.jsonl
+run 0 big.jsonl
+grep -q 'big.jsonl:1: line longer than 16777216 bytes; skipped' err.txt || fail "the long line is not named"
+grep -q '^application_1700000000000_0042/3 ' out.txt || fail "the valid line after the long one was lost"
+grep -q '^TOTAL (1 executors)' out.txt || fail "no total"
+
+# the same through standard input (a pipe)
+set +e
+(ulimit -v 262144; exec timeout 60 "$shim" report -) <big.jsonl >out.txt 2>err.txt
+rc=$?
+set -e
+[ $rc = 0 ] || { cat err.txt; fail "report - <big.jsonl: exit $rc"; }
+grep -q -- ' -:1: line longer than' err.txt || fail "stdin: the long line is not named: $(cat err.txt)"
+
+# not regular files: refused at once, 120
+run 120 /dev/zero
+grep -q '/dev/zero: is a character device, not a regular file' err.txt || fail "/dev/zero not named"
+mkfifo fifo
+run 120 fifo
+grep -q 'fifo: is a FIFO, not a regular file' err.txt || fail "the FIFO not named"
+mkdir dir
+run 120 dir
+grep -q 'dir: is a directory' err.txt || fail "the directory not named"
+# and the other files are still read
+run 120 dir good.jsonl
+grep -q '^TOTAL (1 executors)' out.txt || fail "a directory before a good file stops the report"
+
+python3 - "$src/docs/report-example.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["spills"] = {"forced_spills": 2**63 - 1}
+with open("overflow.jsonl", "w") as f:
+    f.write(json.dumps(doc) + "\n" + json.dumps(doc) + "\n")
+doc["spills"] = None
+doc["agent"]["operators"] = [{"forced_spills": 3, "failed_spills": 0, "forced_by": {"force_bytes": 3}}]
+with open("noname.jsonl", "w") as f:
+    f.write(json.dumps(doc) + "\n")
+PY
+
+# two int64 maxima: the total saturates, says so, never wraps to a negative count
+run 0 overflow.jsonl
+grep -q '^TOTAL (2 executors) .* 9223372036854775807+$' out.txt || { cat out.txt; fail "the total did not saturate"; }
+! grep -q -- '-2$' out.txt || fail "the total wrapped"
+grep -q 'total of forced spills passes 9223372036854775807' err.txt || fail "saturation not said"
+
+# an operator without a name: the line is named and skipped, the other file summarised
+run 0 noname.jsonl good.jsonl
+grep -q 'noname.jsonl:1: not a sparkshim.report/v1 report: agent.operators\[0\].operator is missing' err.txt ||
+	fail "the unnamed operator not named"
+! grep -q '(null)' out.txt || fail "(null) printed"
+grep -q '^TOTAL (1 executors)' out.txt || fail "the valid file after it not summarised"
+# alone: no report in it (exit 1), the bad line named
+set +e
+"$shim" report noname.jsonl >out.txt 2>err.txt
+rc=$?
+set -e
+[ $rc = 1 ] || fail "a file with only a bad line: exit $rc, expected 1"
+grep -q 'noname.jsonl:1:' err.txt || fail "bad line not named"
+echo "ok: hostile report inputs"
