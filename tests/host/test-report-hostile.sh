@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # test-report-hostile.sh SPARKSHIM: sparkshim report on hostile input (issue 11, defect 12):
-# a 1 GB line (a sparse file: no disk used), /dev/zero, a FIFO without a writer, a
+# a 1 GB line (a sparse file: no disk used), /dev/zero as a file and on standard input
+# (16 GiB read then: the input bound), a FIFO without a writer, a
 # directory, totals that overflow int64, an operator without a name. Each ends (timeout
 # guard), within bounded memory (ulimit -v), with one line naming the file and what is
 # wrong, the documented exit code (sparkshim(1)), and the valid lines still summarised.
@@ -45,6 +46,16 @@ rc=$?
 set -e
 [ $rc = 0 ] || { cat err.txt; fail "report - <big.jsonl: exit $rc"; }
 grep -q -- ' -:1: line longer than' err.txt || fail "stdin: the long line is not named: $(cat err.txt)"
+
+# an endless stream on standard input: the line is skipped unbuffered, the input bound ends it
+set +e
+(ulimit -v 262144; exec timeout 120 "$shim" report -) </dev/zero >out.txt 2>err.txt
+rc=$?
+set -e
+[ $rc = 120 ] || { cat err.txt; fail "report - </dev/zero: exit $rc, expected 120"; }
+grep -q -- ' -:1: line longer than 16777216 bytes; skipped' err.txt || fail "stdin: the long line not named"
+grep -q -- '-: longer than 17179869184 bytes; stopped at line 1' err.txt || fail "stdin: the input bound not named"
+echo "ok: report - </dev/zero -> 120: $(tail -1 err.txt)"
 
 # not regular files: refused at once, 120
 run 120 /dev/zero
