@@ -191,6 +191,82 @@ static json_t *hook_json(json_t *rec)
                          string_or_null(json_string_value(reason)));
 }
 
+/* Copies of obj's members keys (non-negative integers) and flag (a boolean) into out. */
+static bool copy_counters(json_t *out, json_t *obj, const char *const keys[], size_t n,
+                          const char *flag)
+{
+        json_t *b = json_object_get(obj, flag);
+
+        for (size_t i = 0; i < n; i++) {
+                int64_t v = member_u64(obj, keys[i]);
+
+                if (v < 0 || json_object_set_new(out, keys[i], json_integer((json_int_t)v)) < 0)
+                        return false;
+        }
+        return json_is_boolean(b) && json_object_set_new(out, flag, json_boolean(json_is_true(b))) == 0;
+}
+
+/* The pressure record's "psi" (null or the agent's PSI trigger) as the report's. */
+static json_t *psi_json(json_t *psi, bool *ok)
+{
+        static const char *const counters[] = { "stall_us", "window_us", "events" };
+        json_t *trigger = json_object_get(psi, "trigger"), *path = json_object_get(psi, "path");
+        json_t *out;
+
+        if (json_is_null(psi))
+                return json_null();
+        if (!json_is_object(psi) || !json_is_boolean(trigger) || !json_is_string(path) ||
+            (json_string_length(path) > 0 && !text_ok(json_string_value(path), SHIM_AGENT_TEXT_MAX)))
+                goto bad;
+        out = json_pack("{s:s, s:b}", "path", json_string_value(path), "trigger", json_is_true(trigger));
+        if (out && copy_counters(out, psi, counters, ELEMENTSOF(counters), "over"))
+                return out;
+        json_decref(out);
+bad:
+        *ok = false;
+        return NULL;
+}
+
+/* The pressure record's "heap" (null or the agent's heap-after-GC source) as the report's. */
+static json_t *heap_json(json_t *heap, bool *ok)
+{
+        static const char *const counters[] = { "after_gc_bytes", "peak_after_gc_bytes",
+                                                "max_bytes", "threshold_bytes", "crossings" };
+        json_t *out;
+
+        if (json_is_null(heap))
+                return json_null();
+        out = json_is_object(heap) ? json_object() : NULL;
+        if (out && copy_counters(out, heap, counters, ELEMENTSOF(counters), "over"))
+                return out;
+        json_decref(out);
+        *ok = false;
+        return NULL;
+}
+
+/*
+ * The agent's other pressure sources, when it writes them (older agents do not): anon_over,
+ * episodes, psi, heap, each checked. False when one is malformed or on ENOMEM.
+ */
+static bool pressure_sources(json_t *out, json_t *rec)
+{
+        json_t *anon_over = json_object_get(rec, "anon_over"), *episodes = json_object_get(rec, "episodes");
+        json_t *psi = json_object_get(rec, "psi"), *heap = json_object_get(rec, "heap");
+        bool ok = true;
+
+        if (anon_over && (!json_is_boolean(anon_over) ||
+                          json_object_set_new(out, "anon_over", json_boolean(json_is_true(anon_over))) < 0))
+                return false;
+        if (episodes && (member_u64(rec, "episodes") < 0 ||
+                         json_object_set_new(out, "episodes", json_copy(episodes)) < 0))
+                return false;
+        if (psi && json_object_set_new(out, "psi", psi_json(psi, &ok)) < 0)
+                return false;
+        if (heap && json_object_set_new(out, "heap", heap_json(heap, &ok)) < 0)
+                return false;
+        return ok;
+}
+
 static json_t *pressure_json(json_t *rec)
 {
         static const char *const counters[] = { "anon_bytes", "peak_anon_bytes", "threshold_bytes",
@@ -200,6 +276,7 @@ static json_t *pressure_json(json_t *rec)
         json_t *under = json_object_get(rec, "under_pressure");
         json_t *execution_member = json_object_get(rec, "execution_memory_bytes");
         int64_t v[ELEMENTSOF(counters)], execution = member_u64(rec, "execution_memory_bytes");
+        json_t *out;
 
         if (!source || !path || !json_is_boolean(under) ||
             (execution_member && !json_is_null(execution_member) && execution < 0))
@@ -207,12 +284,17 @@ static json_t *pressure_json(json_t *rec)
         for (size_t i = 0; i < ELEMENTSOF(counters); i++)
                 if ((v[i] = member_u64(rec, counters[i])) < 0)
                         return NULL;
-        return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:b, s:I, s:o}", "source", source, "path",
-                         path, "anon_bytes", (json_int_t)v[0], "peak_anon_bytes",
-                         (json_int_t)v[1], "threshold_bytes", (json_int_t)v[2], "crossings",
-                         (json_int_t)v[3], "under_pressure", json_is_true(under), "read_errors",
-                         (json_int_t)v[4], "execution_memory_bytes",
-                         execution > 0 ? json_integer((json_int_t)execution) : json_null());
+        out = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:b, s:I, s:o}", "source", source, "path",
+                        path, "anon_bytes", (json_int_t)v[0], "peak_anon_bytes", (json_int_t)v[1],
+                        "threshold_bytes", (json_int_t)v[2], "crossings", (json_int_t)v[3],
+                        "under_pressure", json_is_true(under), "read_errors", (json_int_t)v[4],
+                        "execution_memory_bytes",
+                        execution > 0 ? json_integer((json_int_t)execution) : json_null());
+        if (out && !pressure_sources(out, rec)) {
+                json_decref(out);
+                return NULL;
+        }
+        return out;
 }
 
 /* The "agent" record: pid a positive integer, version text, final a boolean (each optional). */

@@ -692,6 +692,17 @@ Test(inject, stats_fields_bounded_and_typed)
                 "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
                 "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
                 "\"read_errors\":0,\"execution_memory_bytes\":-5}",
+                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+                "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
+                "\"read_errors\":0,\"psi\":{\"path\":\"/p\",\"trigger\":\"yes\",\"stall_us\":1,"
+                "\"window_us\":1,\"events\":0,\"over\":false}}",
+                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+                "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
+                "\"read_errors\":0,\"heap\":{\"after_gc_bytes\":-1,\"peak_after_gc_bytes\":1,"
+                "\"max_bytes\":1,\"threshold_bytes\":1,\"crossings\":0,\"over\":false}}",
+                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+                "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
+                "\"read_errors\":0,\"anon_over\":1}",
                 OPERATOR_LINE("A", "-1"),
                 OPERATOR_LINE("A", "1.5"),
                 OPERATOR_LINE("A", "\"3\""),
@@ -773,4 +784,27 @@ Test(inject, stats_parse_from_buffer)
         cr_expect_str_eq(string_at(j, "stats", "status"), "partial", "empty buffer");
         json_decref(j);
         free(text);
+}
+
+/* The agent's other pressure sources pass, checked, into the report (sparkshim-report(5)). */
+Test(inject, stats_pressure_sources)
+{
+        static const char text[] =
+                AGENT_LINE
+                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+                "\"peak_anon_bytes\":2,\"threshold_bytes\":3,\"crossings\":4,\"under_pressure\":true,"
+                "\"read_errors\":0,\"execution_memory_bytes\":5,\"anon_over\":true,\"episodes\":2,"
+                "\"psi\":{\"path\":\"/p\",\"trigger\":true,\"stall_us\":150000,\"window_us\":1000000,"
+                "\"events\":4,\"over\":false,\"extra\":\"dropped\"},\"heap\":null}\n";
+        json_t *j = shim_agent_stats_parse(text, strlen(text), "s.jsonl"), *p;
+
+        cr_assert_not_null(j);
+        cr_expect_str_eq(string_at(j, "stats", "status"), "ok", "%s", string_at(j, "stats", "error"));
+        p = json_object_get(j, "pressure");
+        cr_expect(json_is_true(json_object_get(p, "anon_over")), "anon_over");
+        cr_expect_eq(int_at(p, "episodes", NULL), 2, "episodes");
+        cr_expect_eq(int_at(p, "psi", "events"), 4, "psi events");
+        cr_expect_null(json_object_get(json_object_get(p, "psi"), "extra"), "an unknown member copied");
+        cr_expect(json_is_null(json_object_get(p, "heap")), "heap");
+        json_decref(j);
 }
