@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The JVMTI agent (libsparkshim-agent.so, sparkshim-agent(7)) in `sparkshim run`: how it is
- * put into the executor's launch (-agentpath: in the java command, or JAVA_TOOL_OPTIONS),
- * the option string derived from the plan, and the agent's statistics file (JSON lines)
- * turned into the report's "agent" object (sparkshim-report(5)).
+ * put into the executor's launch (-agentpath: in the java command, or JAVA_TOOL_OPTIONS)
+ * and the option string derived from the plan. The agent's statistics file turned into the
+ * report's "agent" object is measure/agent-stats.h (included below).
  *
  * No logging, no global state. Functions returning int give >= 0 or -errno.
  */
@@ -21,7 +21,6 @@
 #define SHIM_AGENT_ENV "JAVA_TOOL_OPTIONS"
 
 #define SHIM_AGENT_OPTIONS_MAX 10240
-#define SHIM_AGENT_STATS_MAX   (1024 * 1024) /* a larger statistics file is not read */
 
 enum shim_agent_method {
         SHIM_AGENT_METHOD_NONE = 0,
@@ -100,9 +99,5 @@ struct shim_agent_run {
         char stats_path[POLICY_PATH_MAX]; /* the statistics to merge; "" = none */
 };
 
-/*
- * The report's "agent" object for a run: the injection, and what the statistics file holds
- * now (hooks, pressure, operators, totals). A missing, unreadable or partly invalid file is
- * said in "stats" and never an error. New reference; NULL only on ENOMEM.
- */
-json_t *shim_agent_report_json(const struct shim_agent_run *run);
+/* shim_agent_report_json(): the run above as the report's "agent" object */
+#include "agent-stats.h"

@@ -11,6 +11,24 @@
 
 #include "classfile.h"
 
+/*
+ * The editor's memcpy calls go through here (the executable is linked with
+ * -Wl,--wrap=memcpy): a NULL source or destination is undefined behaviour even for 0 bytes,
+ * and UBSan is not always there to say so.
+ */
+void *__real_memcpy(void *dst, const void *src, size_t n);
+void *__wrap_memcpy(void *dst, const void *src, size_t n);
+static unsigned null_memcpy;
+
+void *__wrap_memcpy(void *dst, const void *src, size_t n)
+{
+        if (!dst || !src) {
+                null_memcpy++;
+                return dst;
+        }
+        return __real_memcpy(dst, src, n);
+}
+
 static const struct jva_hook_class hooks = {.name = "sparkshim/agent/Hooks", .guard = "armed"};
 
 static uint8_t *read_fixture(size_t *ret_len)
@@ -111,6 +129,26 @@ Test(classfile, a_call_inside_a_switch_arm_is_found)
         int r = jva_class_edit(in, len, &hooks, &edit, &result, 1, &out, &out_len);
 
         cr_expect_eq(r, 1, "%d %s", r, result.reason);
+        free(in);
+        free(out);
+}
+
+/* Spark's Spillable: only a call replaced, so no wrapper methods are added (defect 12) */
+Test(classfile, only_call_replacements_copy_no_null_buffer)
+{
+        static const struct jva_edit edit = {JVA_EDIT_REPLACE_CALL, "maybe", "(Ljava/lang/Object;J)Z",
+                                             "grant", "grant", "(J)J"};
+        size_t len, out_len = 0;
+        uint8_t *in = read_fixture(&len), *out = NULL;
+        struct jva_edit_result result;
+        int r;
+
+        null_memcpy = 0;
+        r = jva_class_edit(in, len, &hooks, &edit, &result, 1, &out, &out_len);
+        cr_expect_eq(r, 1, "%d %s", r, result.reason);
+        cr_expect_not_null(out);
+        cr_expect_eq(out_len > len, true, "the class grew: %zu -> %zu", len, out_len);
+        cr_expect_eq(null_memcpy, 0, "memcpy called with a NULL buffer %u times", null_memcpy);
         free(in);
         free(out);
 }

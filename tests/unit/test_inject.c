@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "inject.h"
@@ -551,5 +552,283 @@ Test(inject, not_injected)
                   "method, options and threshold of an agent not injected");
         cr_expect_str_eq(string_at(j, "stats", "status"), "none", "status");
         cr_expect(json_is_null(json_object_get(j, "totals")), "totals");
+        json_decref(j);
+}
+
+/* ---------------------------------------------------------------- untrusted statistics (defect 9) */
+
+/* The statistics file is written by the job's code and read by root: it is hostile input. */
+
+static char stats_dir[] = "/tmp/sparkshim-stats-XXXXXX";
+
+static void stats_dir_make(void)
+{
+        strcpy(stats_dir, "/tmp/sparkshim-stats-XXXXXX");
+        cr_assert_not_null(mkdtemp(stats_dir), "mkdtemp: %s", strerror(errno));
+}
+
+static void stats_dir_remove(void)
+{
+        char cmd[128];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", stats_dir);
+        cr_expect_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void write_stats(const char *name, const char *text)
+{
+        char path[256];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", stats_dir, name);
+        f = fopen(path, "we");
+        cr_assert_not_null(f, "create %s", path);
+        fputs(text, f);
+        fclose(f);
+}
+
+/* The report's agent object for the statistics file stats_dir/name. */
+static json_t *report_of(const char *name)
+{
+        struct shim_agent_run run = { .enabled = true, .injected = true,
+                                      .method = SHIM_AGENT_METHOD_AGENTPATH };
+        json_t *j;
+
+        snprintf(run.stats_path, sizeof(run.stats_path), "%s/%s", stats_dir, name);
+        j = shim_agent_report_json(&run);
+        cr_assert_not_null(j, "no JSON for %s", name);
+        return j;
+}
+
+#define AGENT_LINE "{\"record\":\"agent\",\"version\":\"0.1.0\",\"pid\":7,\"final\":true}\n"
+#define OPERATOR_LINE(name, forced)                                                                \
+        "{\"record\":\"operator\",\"operator\":\"" name "\",\"calls\":1,\"requested_bytes\":1,"      \
+        "\"forced_spills\":" forced ",\"forced_by\":{\"force-bytes\":1},\"empty_spills\":0,"         \
+        "\"failed_spills\":0,\"released_bytes\":1,\"spill_ns_total\":1,\"spill_ns_max\":1,"          \
+        "\"reactions\":0,\"reaction_ns_total\":0,\"reaction_ns_max\":0}\n"
+
+Test(inject, stats_totals_never_overflow)
+{
+        json_t *j;
+
+        stats_dir_make();
+        /* UBSan: signed overflow; the report said forced_spills -2 */
+        write_stats("stats.jsonl", AGENT_LINE OPERATOR_LINE("A", "9223372036854775807")
+                                           OPERATOR_LINE("B", "9223372036854775807"));
+        j = report_of("stats.jsonl");
+        cr_expect(int_at(j, "totals", "forced_spills") >= 0, "total forced_spills %lld",
+                  (long long)int_at(j, "totals", "forced_spills"));
+        cr_expect_eq(int_at(j, "totals", "forced_spills"), INT64_MAX, "the first operator counts");
+        cr_expect_eq(int_at(j, "totals", "operators"), 1, "the operator that overflows is refused");
+        cr_expect_str_eq(string_at(j, "stats", "status"), "partial", "status");
+        cr_expect(strstr(string_at(j, "stats", "error"), "stats.jsonl:3: a record with missing or malformed fields"),
+                  "error \"%s\"", string_at(j, "stats", "error"));
+        json_decref(j);
+        stats_dir_remove();
+}
+
+Test(inject, stats_symlinks_not_followed)
+{
+        char target[256], link_dir[256], path[256];
+        json_t *j;
+
+        stats_dir_make();
+        fixture_path("agent-stats/ok.jsonl", target, sizeof(target));
+        snprintf(path, sizeof(path), "%s/stats.jsonl", stats_dir);
+        cr_assert_eq(symlink(target, path), 0, "symlink");
+        j = report_of("stats.jsonl");
+        cr_expect_str_eq(string_at(j, "stats", "status"), "unreadable", "a symlinked file is read");
+        cr_expect(strstr(string_at(j, "stats", "error"), "symbolic link"), "error \"%s\"",
+                  string_at(j, "stats", "error"));
+        cr_expect_eq(json_array_size(json_object_get(j, "operators")), 0, "operators of a symlink");
+        json_decref(j);
+
+        /* the directory replaced by a link to one the user controls */
+        fixture_path("agent-stats", target, sizeof(target));
+        snprintf(link_dir, sizeof(link_dir), "%s/dir", stats_dir);
+        cr_assert_eq(symlink(target, link_dir), 0, "symlink");
+        j = report_of("dir/ok.jsonl");
+        cr_expect_str_eq(string_at(j, "stats", "status"), "unreadable", "read through a symlinked directory");
+        json_decref(j);
+        stats_dir_remove();
+}
+
+Test(inject, stats_fifo_device_and_directory_refused, .timeout = 20)
+{
+        char path[256];
+        struct shim_agent_run run = { .enabled = true, .stats_path = "/dev/null" };
+        json_t *j;
+
+        stats_dir_make();
+        snprintf(path, sizeof(path), "%s/stats.jsonl", stats_dir);
+        cr_assert_eq(mkfifo(path, 0600), 0, "mkfifo");
+        /* a FIFO without a writer: the open must not block */
+        j = report_of("stats.jsonl");
+        cr_expect_str_eq(string_at(j, "stats", "status"), "unreadable", "a FIFO");
+        cr_expect(strstr(string_at(j, "stats", "error"), "not a regular file"), "error \"%s\"",
+                  string_at(j, "stats", "error"));
+        json_decref(j);
+
+        j = shim_agent_report_json(&run);
+        cr_assert_not_null(j);
+        cr_expect_str_eq(string_at(j, "stats", "status"), "unreadable", "a device");
+        json_decref(j);
+        stats_dir_remove();
+}
+
+Test(inject, stats_size_limit)
+{
+        char path[256];
+        json_t *j;
+
+        stats_dir_make();
+        write_stats("stats.jsonl", AGENT_LINE);
+        snprintf(path, sizeof(path), "%s/stats.jsonl", stats_dir);
+        cr_assert_eq(truncate(path, SHIM_AGENT_STATS_MAX + 1), 0, "truncate");
+        j = report_of("stats.jsonl");
+        cr_expect_str_eq(string_at(j, "stats", "status"), "unreadable", "a file above the limit");
+        cr_expect(strstr(string_at(j, "stats", "error"), "larger than 1 MiB"), "error \"%s\"",
+                  string_at(j, "stats", "error"));
+        json_decref(j);
+        /* at the limit it is read */
+        cr_assert_eq(truncate(path, SHIM_AGENT_STATS_MAX), 0, "truncate");
+        j = report_of("stats.jsonl");
+        cr_expect_str_eq(string_at(j, "stats", "status"), "partial", "a file at the limit: %s",
+                         string_at(j, "stats", "error"));
+        json_decref(j);
+        stats_dir_remove();
+}
+
+/* Each line must be refused on its own: bounds and types of every member. */
+Test(inject, stats_fields_bounded_and_typed)
+{
+        static const char *const bad[] = {
+                "{\"record\":\"agent\",\"pid\":-1}",
+                "{\"record\":\"agent\",\"pid\":\"7\"}",
+                "{\"record\":\"agent\",\"pid\":7,\"final\":1}",
+                "{\"record\":\"agent\",\"pid\":7,\"version\":\"a\\nb\"}",
+                "{\"record\":\"hook\",\"hook\":\"h\",\"state\":\"on\",\"reason\":7}",
+                "{\"record\":\"hook\",\"hook\":\"\",\"state\":\"on\"}",
+                "{\"record\":\"hook\",\"hook\":\"h\\u001b[2J\",\"state\":\"on\"}",
+                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+                "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":-1,\"under_pressure\":false,"
+                "\"read_errors\":0}",
+                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+                "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
+                "\"read_errors\":0,\"execution_memory_bytes\":-5}",
+                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+                "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
+                "\"read_errors\":0,\"psi\":{\"path\":\"/p\",\"trigger\":\"yes\",\"stall_us\":1,"
+                "\"window_us\":1,\"events\":0,\"over\":false}}",
+                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+                "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
+                "\"read_errors\":0,\"heap\":{\"after_gc_bytes\":-1,\"peak_after_gc_bytes\":1,"
+                "\"max_bytes\":1,\"threshold_bytes\":1,\"crossings\":0,\"over\":false}}",
+                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+                "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
+                "\"read_errors\":0,\"anon_over\":1}",
+                OPERATOR_LINE("A", "-1"),
+                OPERATOR_LINE("A", "1.5"),
+                OPERATOR_LINE("A", "\"3\""),
+                OPERATOR_LINE("", "1"),
+                "{\"record\":\"operator\",\"operator\":\"A\",\"calls\":1,\"requested_bytes\":1,"
+                "\"forced_spills\":1,\"forced_by\":{\"force-bytes\":\"1\"},\"empty_spills\":0,"
+                "\"failed_spills\":0,\"released_bytes\":1,\"spill_ns_total\":1,\"spill_ns_max\":1,"
+                "\"reactions\":0,\"reaction_ns_total\":0,\"reaction_ns_max\":0}",
+                "{\"record\":\"operator\",\"operator\":\"A\",\"calls\":99999999999999999999}",
+        };
+        char line[1024];
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                json_t *j;
+
+                snprintf(line, sizeof(line), AGENT_LINE "%s\n", bad[i]);
+                j = shim_agent_stats_parse(line, strlen(line), "s.jsonl");
+                cr_assert_not_null(j);
+                cr_expect_eq(int_at(j, "stats", "invalid_lines"), 1, "case %zu accepted: %s", i, bad[i]);
+                cr_expect(strstr(string_at(j, "stats", "error"), "s.jsonl:2: "), "case %zu: error \"%s\"",
+                          i, string_at(j, "stats", "error"));
+                cr_expect_eq(json_array_size(json_object_get(j, "operators")), 0, "case %zu", i);
+                json_decref(j);
+        }
+        {
+                /* an operator name past SHIM_AGENT_NAME_MAX */
+                size_t n = SHIM_AGENT_NAME_MAX + 1;
+                char *text = malloc(n + 600);
+                json_t *j;
+
+                cr_assert_not_null(text);
+                memset(text, 'x', n);
+                text[n] = '\0';
+                snprintf(line, sizeof(line), "%s", OPERATOR_LINE("NAME", "1"));
+                snprintf(text + n, 600, "%s", strstr(line, "\",\"calls\""));
+                {
+                        char *full = NULL;
+                        cr_assert(asprintf(&full, "{\"record\":\"operator\",\"operator\":\"%s", text) > 0);
+                        j = shim_agent_stats_parse(full, strlen(full), "s.jsonl");
+                        free(full);
+                }
+                cr_expect_eq(int_at(j, "stats", "invalid_lines"), 1, "a %zu-byte name accepted", n);
+                json_decref(j);
+                free(text);
+        }
+}
+
+Test(inject, stats_parse_from_buffer)
+{
+        char path[256];
+        size_t len;
+        char *text;
+        json_t *j, *from_file;
+
+        fixture_path("agent-stats/ok.jsonl", path, sizeof(path));
+        text = read_text(path, &len);
+        cr_assert_not_null(text);
+        j = shim_agent_stats_parse(text, len, path);
+        cr_assert_not_null(j);
+        from_file = report_for("agent-stats/ok.jsonl", true);
+        cr_expect(json_equal(json_object_get(j, "operators"), json_object_get(from_file, "operators")),
+                  "operators differ between buffer and file");
+        cr_expect(json_equal(json_object_get(j, "totals"), json_object_get(from_file, "totals")),
+                  "totals differ");
+        cr_expect_str_eq(string_at(j, "stats", "status"), "ok", "status");
+        json_decref(from_file);
+        json_decref(j);
+
+        /* a NUL byte inside a line makes the line invalid, not a shorter line */
+        {
+                static const char nul[] = "{\"record\":\"agent\",\"pid\":7}\n{\"record\":\"hook\",\"hook\":\"h\",\"state\":\"on\"}\0garbage\n";
+                j = shim_agent_stats_parse(nul, sizeof(nul) - 1, NULL);
+                cr_assert_not_null(j);
+                cr_expect_eq(int_at(j, "stats", "invalid_lines"), 1, "a NUL byte");
+                json_decref(j);
+        }
+        j = shim_agent_stats_parse(NULL, 0, NULL);
+        cr_assert_not_null(j);
+        cr_expect_str_eq(string_at(j, "stats", "status"), "partial", "empty buffer");
+        json_decref(j);
+        free(text);
+}
+
+/* The agent's other pressure sources pass, checked, into the report (sparkshim-report(5)). */
+Test(inject, stats_pressure_sources)
+{
+        static const char text[] =
+                AGENT_LINE
+                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+                "\"peak_anon_bytes\":2,\"threshold_bytes\":3,\"crossings\":4,\"under_pressure\":true,"
+                "\"read_errors\":0,\"execution_memory_bytes\":5,\"anon_over\":true,\"episodes\":2,"
+                "\"psi\":{\"path\":\"/p\",\"trigger\":true,\"stall_us\":150000,\"window_us\":1000000,"
+                "\"events\":4,\"over\":false,\"extra\":\"dropped\"},\"heap\":null}\n";
+        json_t *j = shim_agent_stats_parse(text, strlen(text), "s.jsonl"), *p;
+
+        cr_assert_not_null(j);
+        cr_expect_str_eq(string_at(j, "stats", "status"), "ok", "%s", string_at(j, "stats", "error"));
+        p = json_object_get(j, "pressure");
+        cr_expect(json_is_true(json_object_get(p, "anon_over")), "anon_over");
+        cr_expect_eq(int_at(p, "episodes", NULL), 2, "episodes");
+        cr_expect_eq(int_at(p, "psi", "events"), 4, "psi events");
+        cr_expect_null(json_object_get(json_object_get(p, "psi"), "extra"), "an unknown member copied");
+        cr_expect(json_is_null(json_object_get(p, "heap")), "heap");
         json_decref(j);
 }
