@@ -48,6 +48,9 @@ struct probe {
 static char libbpf_warning[PROBE_ERROR_TEXT_MAX];
 
 static int capture_libbpf(enum libbpf_print_level level, const char *format, va_list args)
+        __attribute__((format(printf, 2, 0)));
+
+static int capture_libbpf(enum libbpf_print_level level, const char *format, va_list args)
 {
         char line[PROBE_ERROR_TEXT_MAX];
         size_t len;
