@@ -16,6 +16,20 @@
 #include "fuzz.h"
 
 static int cgroup_fd = -1, proc_fd = -1, pid_fd = -1;
+static char root[4096];
+
+/* the tree goes with the process */
+static void cleanup(void)
+{
+        if (pid_fd >= 0) {
+                unlinkat(pid_fd, "io", 0);
+                unlinkat(pid_fd, "status", 0);
+                unlinkat(proc_fd, "100", AT_REMOVEDIR);
+                unlinkat(cgroup_fd, "proc", AT_REMOVEDIR);
+                unlinkat(cgroup_fd, "cgroup.procs", 0);
+                rmdir(root);
+        }
+}
 
 static void setup(void)
 {
@@ -25,6 +39,8 @@ static void setup(void)
         snprintf(path, sizeof(path), "%s/fuzz-procs.XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (!mkdtemp(path))
                 abort();
+        snprintf(root, sizeof(root), "%s", path);
+        atexit(cleanup);
         cgroup_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (cgroup_fd < 0 || mkdirat(cgroup_fd, "proc", 0700) < 0)
                 abort();
