@@ -60,6 +60,9 @@ static const char *test_variable(const char *name)
 }
 
 static int capture_libbpf(enum libbpf_print_level level, const char *format, va_list args)
+        __attribute__((format(printf, 2, 0)));
+
+static int capture_libbpf(enum libbpf_print_level level, const char *format, va_list args)
 {
         char line[PROBE_ERROR_TEXT_MAX];
         size_t len;

@@ -267,14 +267,90 @@ static int parse_constant_pool(struct cursor *r, struct class *c)
         return 0;
 }
 
-static void skip_attributes(struct cursor *r)
+/* index is the first slot of a constant pool entry with this tag */
+static bool cp_is(const struct class *c, unsigned index, unsigned tag)
+{
+        return index > 0 && index < c->cp_count && c->cp[index] && c->data[c->cp[index]] == tag;
+}
+
+/*
+ * Every index inside the constant pool names an entry of the right kind, as the JVM's
+ * format check requires. The edit appends entries after the last one: an index past the end
+ * of a malformed class would name one of them and give the class a meaning it did not have.
+ */
+static int check_constant_pool(const struct class *c)
+{
+        for (unsigned i = 1; i < c->cp_count; i++) {
+                const uint8_t *e = c->data + c->cp[i];
+                bool ok = true;
+
+                if (!c->cp[i])
+                        continue; /* the second slot of a long or double */
+                switch (e[0]) {
+                case CP_CLASS:
+                case CP_STRING:
+                case CP_METHOD_TYPE:
+                case CP_MODULE:
+                case CP_PACKAGE:
+                        ok = cp_is(c, get_u2(e + 1), CP_UTF8);
+                        break;
+                case CP_FIELDREF:
+                case CP_METHODREF:
+                case CP_INTERFACE_METHODREF:
+                        ok = cp_is(c, get_u2(e + 1), CP_CLASS) &&
+                             cp_is(c, get_u2(e + 3), CP_NAME_AND_TYPE);
+                        break;
+                case CP_NAME_AND_TYPE:
+                        ok = cp_is(c, get_u2(e + 1), CP_UTF8) && cp_is(c, get_u2(e + 3), CP_UTF8);
+                        break;
+                case CP_METHOD_HANDLE:
+                        ok = cp_is(c, get_u2(e + 2), CP_FIELDREF) ||
+                             cp_is(c, get_u2(e + 2), CP_METHODREF) ||
+                             cp_is(c, get_u2(e + 2), CP_INTERFACE_METHODREF);
+                        break;
+                case CP_DYNAMIC:
+                case CP_INVOKE_DYNAMIC:
+                        ok = cp_is(c, get_u2(e + 3), CP_NAME_AND_TYPE);
+                        break;
+                }
+                if (!ok)
+                        return -EINVAL;
+        }
+        return 0;
+}
+
+/* attributes_count and the attributes; each one's name must be a Utf8 of the pool */
+static void skip_attributes(struct cursor *r, const struct class *c)
 {
         unsigned n = read_u2(r);
 
         for (unsigned i = 0; i < n && !r->bad; i++) {
-                skip(r, 2);
+                if (!cp_is(c, read_u2(r), CP_UTF8))
+                        r->bad = true;
                 skip(r, read_u4(r));
         }
+}
+
+/* A Code attribute's body (data[0..size)): the catch types and nested attribute names name
+ * entries of the pool, and it ends where its size says. */
+static bool code_valid(const struct class *c, const uint8_t *data, size_t size)
+{
+        struct cursor r = {.data = data, .len = size};
+        unsigned n;
+
+        skip(&r, 4);           /* max_stack, max_locals */
+        skip(&r, read_u4(&r)); /* the code */
+        n = read_u2(&r);       /* exception_table_length */
+        for (unsigned i = 0; i < n && !r.bad; i++) {
+                unsigned catch_type;
+
+                skip(&r, 6);
+                catch_type = read_u2(&r);
+                if (catch_type != 0 && !cp_is(c, catch_type, CP_CLASS))
+                        r.bad = true;
+        }
+        skip_attributes(&r, c);
+        return !r.bad && r.pos == size;
 }
 
 static int parse(const uint8_t *data, size_t len, struct class *c)
@@ -293,15 +369,27 @@ static int parse(const uint8_t *data, size_t len, struct class *c)
         ret = parse_constant_pool(&r, c);
         if (ret < 0)
                 return ret;
+        ret = check_constant_pool(c);
+        if (ret < 0)
+                return ret;
         c->cp_end = r.pos;
         c->access = read_u2(&r);
         c->this_class = read_u2(&r);
-        skip(&r, 2);            /* super_class */
-        skip(&r, 2 * (size_t)read_u2(&r)); /* interfaces */
+        if (!r.bad && !cp_is(c, c->this_class, CP_CLASS))
+                return -EINVAL;
+        n = read_u2(&r); /* super_class: 0 for java/lang/Object only */
+        if (!r.bad && n != 0 && !cp_is(c, n, CP_CLASS))
+                return -EINVAL;
+        n = read_u2(&r); /* interfaces */
+        for (unsigned i = 0; i < n && !r.bad; i++)
+                if (!cp_is(c, read_u2(&r), CP_CLASS))
+                        return -EINVAL;
         n = read_u2(&r);
         for (unsigned i = 0; i < n && !r.bad; i++) {
-                skip(&r, 6);
-                skip_attributes(&r);
+                skip(&r, 2); /* access */
+                if (!cp_is(c, read_u2(&r), CP_UTF8) || !cp_is(c, read_u2(&r), CP_UTF8))
+                        return -EINVAL;
+                skip_attributes(&r, c);
         }
         c->methods_count_at = r.pos;
         c->n_methods = read_u2(&r);
@@ -318,14 +406,19 @@ static int parse(const uint8_t *data, size_t len, struct class *c)
                 m->access = read_u2(&r);
                 m->name = read_u2(&r);
                 m->descriptor = read_u2(&r);
+                if (!r.bad && (!cp_is(c, m->name, CP_UTF8) || !cp_is(c, m->descriptor, CP_UTF8)))
+                        return -EINVAL;
                 n_attributes = read_u2(&r);
                 for (unsigned k = 0; k < n_attributes && !r.bad; k++) {
                         unsigned name = read_u2(&r);
                         uint32_t size = read_u4(&r);
                         size_t start = r.pos;
 
+                        if (!r.bad && !cp_is(c, name, CP_UTF8))
+                                return -EINVAL;
                         if (!r.bad && utf8_eq(c, name, "Code")) {
-                                if (size < 8 || !need(&r, size))
+                                if (size < 8 || !need(&r, size) ||
+                                    !code_valid(c, data + start, size))
                                         return -EINVAL;
                                 m->code_len = get_u4(data + start + 4);
                                 if (m->code_len > size - 8)
@@ -336,7 +429,7 @@ static int parse(const uint8_t *data, size_t len, struct class *c)
                 }
         }
         c->methods_end = r.pos;
-        skip_attributes(&r);
+        skip_attributes(&r, c);
         if (r.bad || r.pos != len)
                 return -EINVAL;
         return 0;

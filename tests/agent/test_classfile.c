@@ -169,6 +169,46 @@ Test(classfile, refuses_broken_class_files)
         free(in);
 }
 
+/*
+ * Found by tests/fuzz/fuzz-classfile: an index past the end of the constant pool named
+ * nothing in the class as given, but after the edit appended its entries it named one of
+ * them, so a class the JVM would refuse came out as another, valid one. Sample.class gets a
+ * class attribute (it has none) whose name is #N: a Utf8 of the pool is fine, #32 (the pool
+ * holds #1..#31) and beyond must be refused, leaving the class alone.
+ */
+Test(classfile, refuses_indexes_past_the_constant_pool)
+{
+        static const unsigned names[] = {11 /* Utf8 "held" */, 32, 33, 0xffff, 0 /* none */};
+        size_t len, out_len;
+        uint8_t *in = read_fixture(&len), *out = NULL;
+        struct jva_edit_result results[4];
+
+        cr_assert_eq(in[8] << 8 | in[9], 32, "Sample.class: constant_pool_count changed");
+        cr_assert_eq(in[len - 2] << 8 | in[len - 1], 0, "Sample.class: has class attributes");
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                uint8_t *class = malloc(len + 6);
+                int r;
+
+                memcpy(class, in, len);
+                class[len - 1] = 1; /* attributes_count */
+                class[len] = (uint8_t)(names[i] >> 8);
+                class[len + 1] = (uint8_t)names[i];
+                memset(class + len + 2, 0, 4); /* attribute_length */
+                r = jva_class_edit(class, len + 6, &hooks, good, results, 4, &out, &out_len);
+                if (i == 0) {
+                        cr_expect_eq(r, 4, "attribute named #%u: edits made: %d", names[i], r);
+                } else {
+                        cr_expect_eq(r, -EINVAL, "attribute named #%u: want -EINVAL, got %d",
+                                     names[i], r);
+                        cr_expect_null(out, "attribute named #%u: a class came out", names[i]);
+                }
+                free(out);
+                out = NULL;
+                free(class);
+        }
+        free(in);
+}
+
 Test(classfile, hook_descriptors)
 {
         struct {
