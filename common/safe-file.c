@@ -13,7 +13,8 @@
 
 #include "util.h"
 
-static int refuse(char *why, size_t size, int error, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int refuse(char *why, size_t size, int error, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static int refuse(char *why, size_t size, int error, const char *fmt, ...)
 {
         va_list ap;
@@ -55,7 +56,8 @@ int util_open_dir_of(const char *path, const char **ret_name, char *why, size_t 
         if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
                 close(fd);
                 return refuse(why, why_size, EPERM,
-                              "refused: directory %s is writable by group or others (mode %04o) without the sticky bit",
+                              "refused: directory %s is writable by group or others (mode %04o) "
+                              "without the sticky bit",
                               dir, (unsigned)(st.st_mode & 07777));
         }
         *ret_name = name;
@@ -72,20 +74,24 @@ int util_open_append_safe(const char *path, mode_t mode, char *why, size_t why_s
         dirfd = util_open_dir_of(path, &name, why, why_size);
         if (dirfd < 0)
                 return dirfd;
-        fd = openat(dirfd, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
+        fd = openat(dirfd, name,
+                    O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
                     mode);
         if (fd < 0 && errno == ELOOP)
                 return refuse(why, why_size, EPERM, "refused: a symlink");
         if (fd < 0)
-                return refuse(why, why_size, errno, "cannot open for appending: %s", strerror(errno));
+                return refuse(why, why_size, errno, "cannot open for appending: %s",
+                              strerror(errno));
         if (fstat(fd, &st) < 0)
                 return refuse(why, why_size, errno, "fstat: %s", strerror(errno));
         if (!S_ISREG(st.st_mode))
                 return refuse(why, why_size, EPERM, "refused: not a regular file");
         if (st.st_nlink > 1)
-                return refuse(why, why_size, EPERM, "refused: %ju hard links", (uintmax_t)st.st_nlink);
+                return refuse(why, why_size, EPERM, "refused: %ju hard links",
+                              (uintmax_t)st.st_nlink);
         if (st.st_uid != geteuid())
-                return refuse(why, why_size, EPERM, "refused: owned by uid %u, not by sparkshim (uid %u)",
+                return refuse(why, why_size, EPERM,
+                              "refused: owned by uid %u, not by sparkshim (uid %u)",
                               (unsigned)st.st_uid, (unsigned)geteuid());
         r = fd;
         fd = -1;
@@ -106,8 +112,8 @@ static int write_all(int fd, const char *p, size_t len)
         return 0;
 }
 
-int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
-                           char *why, size_t why_size)
+int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, char *why,
+                           size_t why_size)
 {
         _cleanup_close_ int dirfd = -1, fd = -1;
         char tmp[300];
@@ -121,12 +127,16 @@ int util_write_file_atomic(const char *path, const void *data, size_t len, mode_
                 uint64_t suffix;
 
                 if (getrandom(&suffix, sizeof(suffix), 0) != (ssize_t)sizeof(suffix))
-                        return refuse(why, why_size, errno ? errno : EIO, "getrandom: %s", strerror(errno));
-                if (snprintf(tmp, sizeof(tmp), ".%s.%016" PRIx64 ".tmp", name, suffix) >= (int)sizeof(tmp))
+                        return refuse(why, why_size, errno ? errno : EIO, "getrandom: %s",
+                                      strerror(errno));
+                if (snprintf(tmp, sizeof(tmp), ".%s.%016" PRIx64 ".tmp", name, suffix) >=
+                    (int)sizeof(tmp))
                         return refuse(why, why_size, ENAMETOOLONG, "name too long");
-                fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, mode);
+                fd = openat(dirfd, tmp,
+                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, mode);
                 if (fd < 0 && errno != EEXIST)
-                        return refuse(why, why_size, errno, "cannot create a temporary file: %s", strerror(errno));
+                        return refuse(why, why_size, errno, "cannot create a temporary file: %s",
+                                      strerror(errno));
         }
         if (fd < 0)
                 return refuse(why, why_size, EEXIST, "no free temporary name");

@@ -74,17 +74,20 @@ int util_trusted_file(const char *path, char *resolved, size_t size, char *why, 
                 }
                 close(dir);
                 dir = fd;
-                snprintf(shown, sizeof(shown), "%.*s", (int)(component + strlen(component) - real), real);
+                snprintf(shown, sizeof(shown), "%.*s", (int)(component + strlen(component) - real),
+                         real);
                 if (next)
                         *next++ = '/';
                 if (!trusted_owner(st.st_uid)) {
-                        snprintf(why, why_size, "%s is owned by uid %u, not root", shown, (unsigned)st.st_uid);
+                        snprintf(why, why_size, "%s is owned by uid %u, not root", shown,
+                                 (unsigned)st.st_uid);
                         return -EPERM;
                 }
                 if (next && S_ISDIR(st.st_mode)) {
                         /* a sticky directory keeps root's entries root's (as /tmp does) */
                         if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
-                                snprintf(why, why_size, "directory %s is writable by group or others (mode %04o)",
+                                snprintf(why, why_size,
+                                         "directory %s is writable by group or others (mode %04o)",
                                          shown, (unsigned)(st.st_mode & 07777));
                                 return -EPERM;
                         }

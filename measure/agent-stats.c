@@ -37,7 +37,7 @@ static int64_t member_u64(json_t *obj, const char *key)
         json_t *v = json_object_get(obj, key);
 
         return json_is_integer(v) && json_integer_value(v) >= 0 ? (int64_t)json_integer_value(v)
-                                                                 : -1;
+                                                                : -1;
 }
 
 /* Non-empty, at most max bytes, no control characters (it goes to logs and labels). */
@@ -62,8 +62,8 @@ static const char *member_text(json_t *obj, const char *key, size_t max)
 }
 
 struct totals {
-        int64_t forced, failed, empty, released, spill_ns, reactions, reaction_ns,
-                reaction_ns_max, decision_ns, capped;
+        int64_t forced, failed, empty, released, spill_ns, reactions, reaction_ns, reaction_ns_max,
+            decision_ns, capped;
         unsigned operators;
 };
 
@@ -103,7 +103,8 @@ static json_t *forced_by_json(json_t *by)
                 json_decref(out);
                 return NULL;
         }
-        json_object_foreach (by, reason, count) {
+        json_object_foreach(by, reason, count)
+        {
                 char key[64];
 
                 if (!json_is_integer(count) || json_integer_value(count) < 0 ||
@@ -127,9 +128,9 @@ static json_t *forced_by_json(json_t *by)
 static json_t *operator_json(json_t *rec, struct totals *t)
 {
         static const char *const counters[] = {
-                "calls",          "requested_bytes", "forced_spills",     "empty_spills",
-                "failed_spills",  "released_bytes",  "spill_ns_total",    "spill_ns_max",
-                "reactions",      "reaction_ns_total", "reaction_ns_max",
+            "calls",         "requested_bytes",   "forced_spills",   "empty_spills",
+            "failed_spills", "released_bytes",    "spill_ns_total",  "spill_ns_max",
+            "reactions",     "reaction_ns_total", "reaction_ns_max",
         };
         int64_t v[ELEMENTSOF(counters)], denials = member_u64(rec, "denials");
         /* statistics of older agent builds have no decision latency: null then */
@@ -153,15 +154,15 @@ static json_t *operator_json(json_t *rec, struct totals *t)
                 return NULL;
         }
         out = json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:f, s:f, s:I,"
-                         " s:f, s:f}",
-                         "operator", name, "calls", (json_int_t)v[0], "requested_bytes",
-                         (json_int_t)v[1], "forced_spills", (json_int_t)v[2], "forced_by", by_out,
-                         "denials", denials >= 0 ? json_integer((json_int_t)denials) : json_null(),
-                         "empty_spills", (json_int_t)v[3],
-                         "failed_spills", (json_int_t)v[4], "released_bytes", (json_int_t)v[5],
-                         "spill_seconds", (double)v[6] / 1e9, "spill_max_seconds",
-                         (double)v[7] / 1e9, "reactions", (json_int_t)v[8], "reaction_seconds",
-                         (double)v[9] / 1e9, "reaction_max_seconds", (double)v[10] / 1e9);
+                        " s:f, s:f}",
+                        "operator", name, "calls", (json_int_t)v[0], "requested_bytes",
+                        (json_int_t)v[1], "forced_spills", (json_int_t)v[2], "forced_by", by_out,
+                        "denials", denials >= 0 ? json_integer((json_int_t)denials) : json_null(),
+                        "empty_spills", (json_int_t)v[3], "failed_spills", (json_int_t)v[4],
+                        "released_bytes", (json_int_t)v[5], "spill_seconds", (double)v[6] / 1e9,
+                        "spill_max_seconds", (double)v[7] / 1e9, "reactions", (json_int_t)v[8],
+                        "reaction_seconds", (double)v[9] / 1e9, "reaction_max_seconds",
+                        (double)v[10] / 1e9);
         if (out && (json_object_set_new(out, "decision_seconds",
                                         decision >= 0 ? json_real((double)decision / 1e9)
                                                       : json_null()) < 0 ||
@@ -203,22 +204,25 @@ static bool copy_counters(json_t *out, json_t *obj, const char *const keys[], si
                 if (v < 0 || json_object_set_new(out, keys[i], json_integer((json_int_t)v)) < 0)
                         return false;
         }
-        return json_is_boolean(b) && json_object_set_new(out, flag, json_boolean(json_is_true(b))) == 0;
+        return json_is_boolean(b) &&
+               json_object_set_new(out, flag, json_boolean(json_is_true(b))) == 0;
 }
 
 /* The pressure record's "psi" (null or the agent's PSI trigger) as the report's. */
 static json_t *psi_json(json_t *psi, bool *ok)
 {
-        static const char *const counters[] = { "stall_us", "window_us", "events" };
+        static const char *const counters[] = {"stall_us", "window_us", "events"};
         json_t *trigger = json_object_get(psi, "trigger"), *path = json_object_get(psi, "path");
         json_t *out;
 
         if (json_is_null(psi))
                 return json_null();
         if (!json_is_object(psi) || !json_is_boolean(trigger) || !json_is_string(path) ||
-            (json_string_length(path) > 0 && !text_ok(json_string_value(path), SHIM_AGENT_TEXT_MAX)))
+            (json_string_length(path) > 0 &&
+             !text_ok(json_string_value(path), SHIM_AGENT_TEXT_MAX)))
                 goto bad;
-        out = json_pack("{s:s, s:b}", "path", json_string_value(path), "trigger", json_is_true(trigger));
+        out = json_pack("{s:s, s:b}", "path", json_string_value(path), "trigger",
+                        json_is_true(trigger));
         if (out && copy_counters(out, psi, counters, ELEMENTSOF(counters), "over"))
                 return out;
         json_decref(out);
@@ -230,8 +234,8 @@ bad:
 /* The pressure record's "heap" (null or the agent's heap-after-GC source) as the report's. */
 static json_t *heap_json(json_t *heap, bool *ok)
 {
-        static const char *const counters[] = { "after_gc_bytes", "peak_after_gc_bytes",
-                                                "max_bytes", "threshold_bytes", "crossings" };
+        static const char *const counters[] = {"after_gc_bytes", "peak_after_gc_bytes", "max_bytes",
+                                               "threshold_bytes", "crossings"};
         json_t *out;
 
         if (json_is_null(heap))
@@ -250,12 +254,14 @@ static json_t *heap_json(json_t *heap, bool *ok)
  */
 static bool pressure_sources(json_t *out, json_t *rec)
 {
-        json_t *anon_over = json_object_get(rec, "anon_over"), *episodes = json_object_get(rec, "episodes");
+        json_t *anon_over = json_object_get(rec, "anon_over"),
+               *episodes = json_object_get(rec, "episodes");
         json_t *psi = json_object_get(rec, "psi"), *heap = json_object_get(rec, "heap");
         bool ok = true;
 
-        if (anon_over && (!json_is_boolean(anon_over) ||
-                          json_object_set_new(out, "anon_over", json_boolean(json_is_true(anon_over))) < 0))
+        if (anon_over &&
+            (!json_is_boolean(anon_over) ||
+             json_object_set_new(out, "anon_over", json_boolean(json_is_true(anon_over))) < 0))
                 return false;
         if (episodes && (member_u64(rec, "episodes") < 0 ||
                          json_object_set_new(out, "episodes", json_copy(episodes)) < 0))
@@ -269,8 +275,8 @@ static bool pressure_sources(json_t *out, json_t *rec)
 
 static json_t *pressure_json(json_t *rec)
 {
-        static const char *const counters[] = { "anon_bytes", "peak_anon_bytes", "threshold_bytes",
-                                                "crossings", "read_errors" };
+        static const char *const counters[] = {"anon_bytes", "peak_anon_bytes", "threshold_bytes",
+                                               "crossings", "read_errors"};
         const char *source = member_text(rec, "source", SHIM_AGENT_NAME_MAX);
         const char *path = member_text(rec, "path", SHIM_AGENT_TEXT_MAX);
         json_t *under = json_object_get(rec, "under_pressure");
@@ -485,7 +491,7 @@ static void parsed_free(struct parsed *s)
 static bool stats_members(json_t *obj, const char *text, size_t len, const char *path,
                           const char *status, const char *error)
 {
-        struct parsed s = { .hooks = json_array(), .operators = json_array(), .ok = true };
+        struct parsed s = {.hooks = json_array(), .operators = json_array(), .ok = true};
         bool ok;
 
         if (!s.hooks || !s.operators) {
@@ -545,8 +551,9 @@ static bool merge_stats(json_t *obj, const char *path)
         } else {
                 status = "unreadable";
                 snprintf(error, sizeof(error), "%s: %s", path,
-                         r == -EINVAL  ? "not a regular file"
-                         : r == -ELOOP ? "a symbolic link (in the file or its directory); not followed"
+                         r == -EINVAL ? "not a regular file"
+                         : r == -ELOOP
+                             ? "a symbolic link (in the file or its directory); not followed"
                          : r == -EFBIG ? "larger than 1 MiB"
                                        : strerror(-r));
         }
@@ -558,17 +565,15 @@ json_t *shim_agent_report_json(const struct shim_agent_run *run)
         const char *method = shim_agent_method_name(run->method);
         json_t *obj;
 
-        obj = json_pack("{s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:o}", "enabled", run->enabled,
-                        "injected", run->injected, "reason", string_or_null(run->reason),
-                        "method", string_or_null(method), "path", string_or_null(run->path),
-                        "options", string_or_null(run->injected ? run->options : NULL),
-                        "threshold_bytes",
-                        run->injected && run->threshold_bytes
-                                ? json_integer((json_int_t)run->threshold_bytes)
-                                : json_null(),
-                        "threshold_of",
-                        string_or_null(run->injected && run->threshold_bytes ? run->threshold_of
-                                                                             : NULL));
+        obj = json_pack(
+            "{s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:o}", "enabled", run->enabled, "injected",
+            run->injected, "reason", string_or_null(run->reason), "method", string_or_null(method),
+            "path", string_or_null(run->path), "options",
+            string_or_null(run->injected ? run->options : NULL), "threshold_bytes",
+            run->injected && run->threshold_bytes ? json_integer((json_int_t)run->threshold_bytes)
+                                                  : json_null(),
+            "threshold_of",
+            string_or_null(run->injected && run->threshold_bytes ? run->threshold_of : NULL));
         if (!obj)
                 return NULL;
         if (!merge_stats(obj, run->stats_path)) {

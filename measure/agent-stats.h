@@ -18,9 +18,9 @@
 
 #include <jansson.h>
 
-#define SHIM_AGENT_STATS_MAX  (1024 * 1024) /* a larger statistics file is not read */
-#define SHIM_AGENT_NAME_MAX   256           /* operator, hook, mode, source, version */
-#define SHIM_AGENT_TEXT_MAX   4096          /* a hook's reason, a pressure source's path */
+#define SHIM_AGENT_STATS_MAX (1024 * 1024) /* a larger statistics file is not read */
+#define SHIM_AGENT_NAME_MAX  256           /* operator, hook, mode, source, version */
+#define SHIM_AGENT_TEXT_MAX  4096          /* a hook's reason, a pressure source's path */
 
 struct shim_agent_run; /* shim/inject.h */
 

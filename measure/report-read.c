@@ -21,11 +21,11 @@
 void shim_report_reader_init(struct shim_report_reader *r, FILE *out, bool as_json, bool all)
 {
         *r = (struct shim_report_reader){
-                .out = out,
-                .as_json = as_json,
-                .all = all,
-                .line_max = SHIM_REPORT_LINE_MAX,
-                .input_max = SHIM_REPORT_INPUT_MAX,
+            .out = out,
+            .as_json = as_json,
+            .all = all,
+            .line_max = SHIM_REPORT_LINE_MAX,
+            .input_max = SHIM_REPORT_INPUT_MAX,
         };
 }
 
@@ -93,7 +93,8 @@ static void print_spills(FILE *out, json_t *doc)
         json_t *operators = json_object_get(json_object_get(doc, "agent"), "operators"), *op;
         size_t i;
 
-        json_array_foreach (operators, i, op) {
+        json_array_foreach(operators, i, op)
+        {
                 json_int_t forced = json_integer_value(json_object_get(op, "forced_spills"));
                 json_int_t failed = json_integer_value(json_object_get(op, "failed_spills"));
                 json_t *by = json_object_get(op, "forced_by"), *count;
@@ -103,14 +104,15 @@ static void print_spills(FILE *out, json_t *doc)
 
                 if (forced == 0 && failed == 0)
                         continue;
-                json_object_foreach (by, mode, count) {
+                json_object_foreach(by, mode, count)
+                {
                         int n;
 
                         if (json_integer_value(count) <= 0 || used >= sizeof(modes))
                                 continue;
-                        n = snprintf(modes + used, sizeof(modes) - used, "%s%s %" JSON_INTEGER_FORMAT,
-                                     used ? ", " : "", printable(mode, key, sizeof(key)),
-                                     json_integer_value(count));
+                        n = snprintf(modes + used, sizeof(modes) - used,
+                                     "%s%s %" JSON_INTEGER_FORMAT, used ? ", " : "",
+                                     printable(mode, key, sizeof(key)), json_integer_value(count));
                         used += n > 0 ? (size_t)n : 0;
                 }
                 human_bytes(member(op, "released_bytes"), released, sizeof(released));
@@ -119,7 +121,8 @@ static void print_spills(FILE *out, json_t *doc)
                 fprintf(out,
                         "  spills %s: %" JSON_INTEGER_FORMAT " forced%s%s%s, %" JSON_INTEGER_FORMAT
                         " failed, %s released, %s s spilling, reaction max %s ms\n",
-                        printable(json_string_value(json_object_get(op, "operator")), name, sizeof(name)),
+                        printable(json_string_value(json_object_get(op, "operator")), name,
+                                  sizeof(name)),
                         forced, used ? " (" : "", modes, used ? ")" : "", failed, released, spill,
                         reaction);
         }
@@ -164,7 +167,8 @@ static void print_row(struct shim_report_reader *r, json_t *doc)
         fixed(number(doc, "utilization", "objective", NULL), 2, obj, sizeof(obj));
         fixed(status, 0, ex, sizeof(ex));
         if (json_is_integer(spills)) {
-                snprintf(forced, sizeof(forced), "%" JSON_INTEGER_FORMAT, json_integer_value(spills));
+                snprintf(forced, sizeof(forced), "%" JSON_INTEGER_FORMAT,
+                         json_integer_value(spills));
                 add_spills(t, json_integer_value(spills));
         }
         if (!r->header_done)
@@ -172,8 +176,9 @@ static void print_row(struct shim_report_reader *r, json_t *doc)
         r->header_done = true;
         fprintf(r->out, ROW_FORMAT, name, w, c1, c2, c3, m1, m2, m3, obj,
                 isfinite(oom) ? (oom > 0 ? "yes" : "no") : "-", ex,
-                json_is_true(json_object_get(json_object_get(doc, "enforcement"), "enforced")) ? "yes"
-                                                                                               : "no",
+                json_is_true(json_object_get(json_object_get(doc, "enforcement"), "enforced"))
+                    ? "yes"
+                    : "no",
                 forced);
         print_spills(r->out, doc);
         if (isfinite(cpu) && isfinite(req_m) && isfinite(wall)) {
@@ -230,35 +235,39 @@ static int check_summarised_members(json_t *doc, struct shim_error *err)
         if (spills && !json_is_null(spills) && !json_is_object(spills))
                 return shim_error_set(err, EINVAL, "spills is not an object or null");
         if (!count_ok(json_object_get(spills, "forced_spills")))
-                return shim_error_set(err, EINVAL, "spills.forced_spills is not a non-negative integer");
+                return shim_error_set(err, EINVAL,
+                                      "spills.forced_spills is not a non-negative integer");
         if (agent && !json_is_null(agent) && !json_is_object(agent))
                 return shim_error_set(err, EINVAL, "agent is not an object or null");
         if (operators && !json_is_null(operators) && !json_is_array(operators))
                 return shim_error_set(err, EINVAL, "agent.operators is not an array or null");
-        json_array_foreach (operators, i, op) {
+        json_array_foreach(operators, i, op)
+        {
                 const char *name = json_string_value(json_object_get(op, "operator"));
                 json_t *by = json_object_get(op, "forced_by");
 
                 if (!json_is_object(op))
-                        return shim_error_set(err, EINVAL, "agent.operators[%zu] is not an object", i);
+                        return shim_error_set(err, EINVAL, "agent.operators[%zu] is not an object",
+                                              i);
                 if (!name || !*name)
-                        return shim_error_set(err, EINVAL,
-                                              "agent.operators[%zu].operator is missing or not a name", i);
+                        return shim_error_set(
+                            err, EINVAL, "agent.operators[%zu].operator is missing or not a name",
+                            i);
                 if (!count_ok(json_object_get(op, "forced_spills")) ||
                     !count_ok(json_object_get(op, "failed_spills")))
-                        return shim_error_set(err, EINVAL,
-                                              "agent.operators[%zu]: forced_spills or failed_spills is "
-                                              "not a non-negative integer",
-                                              i);
+                        return shim_error_set(
+                            err, EINVAL,
+                            "agent.operators[%zu]: forced_spills or failed_spills is "
+                            "not a non-negative integer",
+                            i);
                 if (by && !json_is_null(by) && !json_is_object(by))
                         return shim_error_set(err, EINVAL,
                                               "agent.operators[%zu].forced_by is not an object", i);
-                json_object_foreach (by, key, v)
-                        if (!count_ok(v))
-                                return shim_error_set(err, EINVAL,
-                                                      "agent.operators[%zu].forced_by: a count is not a "
-                                                      "non-negative integer",
-                                                      i);
+                json_object_foreach(by, key, v) if (!count_ok(v)) return shim_error_set(
+                    err, EINVAL,
+                    "agent.operators[%zu].forced_by: a count is not a "
+                    "non-negative integer",
+                    i);
         }
         return 0;
 }
@@ -289,7 +298,8 @@ int shim_report_reader_line(struct shim_report_reader *r, const char *line, size
         /* json_loadb: a NUL byte in the line is an error, not the end of the text */
         doc = json_loadb(line, len, 0, &jerr);
         if (!doc)
-                return shim_error_set(err, EINVAL, "not JSON: %s (column %d)", jerr.text, jerr.column);
+                return shim_error_set(err, EINVAL, "not JSON: %s (column %d)", jerr.text,
+                                      jerr.column);
         if (shim_report_validate(doc, err) < 0 || check_summarised_members(doc, err) < 0) {
                 char why[SHIM_ERROR_TEXT_MAX];
 
@@ -339,15 +349,16 @@ int shim_report_open(const char *path, struct shim_error *err)
         else if (S_ISDIR(st.st_mode))
                 ret = shim_error_set(err, EISDIR, "%s: is a directory, not a report file", path);
         else if (!S_ISREG(st.st_mode))
-                ret = shim_error_set(err, EINVAL,
-                                      "%s: is a %s, not a regular file; give a report file, or - for "
-                                      "standard input",
-                                      path,
-                                      S_ISFIFO(st.st_mode)   ? "FIFO"
-                                      : S_ISCHR(st.st_mode)  ? "character device"
-                                      : S_ISBLK(st.st_mode)  ? "block device"
-                                      : S_ISSOCK(st.st_mode) ? "socket"
-                                                             : "special file");
+                ret =
+                    shim_error_set(err, EINVAL,
+                                   "%s: is a %s, not a regular file; give a report file, or - for "
+                                   "standard input",
+                                   path,
+                                   S_ISFIFO(st.st_mode)   ? "FIFO"
+                                   : S_ISCHR(st.st_mode)  ? "character device"
+                                   : S_ISBLK(st.st_mode)  ? "block device"
+                                   : S_ISSOCK(st.st_mode) ? "socket"
+                                                          : "special file");
         else
                 return fd;
         close(fd);
@@ -385,7 +396,7 @@ static int grow_line(char **line, size_t *cap, size_t len, size_t more, size_t l
 static int take_line(struct shim_report_reader *r, const char *line, size_t len, const char *path,
                      unsigned lineno, unsigned *warned, struct shim_error *err)
 {
-        struct shim_error bad = { 0 };
+        struct shim_error bad = {0};
         int ret = shim_report_reader_line(r, line, len, &bad);
 
         if (ret == -ENOMEM)
@@ -414,7 +425,7 @@ int shim_report_reader_fd(struct shim_report_reader *r, int fd, const char *path
                         continue;
                 if (n < 0 && errno == EAGAIN) {
                         /* standard input given non-blocking */
-                        poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, -1);
+                        poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, -1);
                         continue;
                 }
                 if (n < 0)
@@ -424,9 +435,9 @@ int shim_report_reader_fd(struct shim_report_reader *r, int fd, const char *path
                         break;
                 total += (uint64_t)n;
                 if (total > r->input_max)
-                        return shim_error_set(err, EFBIG,
-                                              "%s: longer than %" PRIu64 " bytes; stopped at line %u",
-                                              path, r->input_max, lineno);
+                        return shim_error_set(
+                            err, EFBIG, "%s: longer than %" PRIu64 " bytes; stopped at line %u",
+                            path, r->input_max, lineno);
                 end = chunk + n;
                 while (p < end) {
                         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -435,21 +446,23 @@ int shim_report_reader_fd(struct shim_report_reader *r, int fd, const char *path
                         if (!skipping && len + seg > r->line_max) {
                                 char what[96];
 
-                                snprintf(what, sizeof(what), "line longer than %zu bytes", r->line_max);
+                                snprintf(what, sizeof(what), "line longer than %zu bytes",
+                                         r->line_max);
                                 warn_line(r, &warned, path, lineno, what);
                                 skipping = true;
                                 len = 0;
                         }
                         if (!skipping && seg > 0) {
                                 if (grow_line(&line, &cap, len, seg, r->line_max) < 0)
-                                        return shim_error_set(err, ENOMEM, "%s:%u: out of memory", path,
-                                                              lineno);
+                                        return shim_error_set(err, ENOMEM, "%s:%u: out of memory",
+                                                              path, lineno);
                                 memcpy(line + len, p, seg);
                                 len += seg;
                         }
                         if (!nl)
                                 break;
-                        if (!skipping && (ret = take_line(r, line, len, path, lineno, &warned, err)) < 0)
+                        if (!skipping &&
+                            (ret = take_line(r, line, len, path, lineno, &warned, err)) < 0)
                                 return ret;
                         skipping = false;
                         len = 0;

@@ -28,7 +28,7 @@
 struct shim_report_totals {
         double cpu_seconds, cpu_capacity, peak, request;
         unsigned executors, oom;
-        int64_t spills;         /* saturated at INT64_MAX */
+        int64_t spills; /* saturated at INT64_MAX */
         bool have_spills, spills_saturated;
 };
 
@@ -40,7 +40,7 @@ struct shim_report_reader {
         uint64_t input_max; /* SHIM_REPORT_INPUT_MAX likewise */
         unsigned taken;     /* reports summarised or re-emitted */
         unsigned bad_lines;
-        bool header_done;   /* the table's header is printed before the first row */
+        bool header_done; /* the table's header is printed before the first row */
         struct shim_report_totals totals;
 };
 

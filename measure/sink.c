@@ -16,9 +16,9 @@
 #include "util.h"
 
 static const char *const kind_names[] = {
-        [SINK_FILE] = "file",
-        [SINK_SOCKET] = "socket",
-        [SINK_STDOUT] = "stdout",
+    [SINK_FILE] = "file",
+    [SINK_SOCKET] = "socket",
+    [SINK_STDOUT] = "stdout",
 };
 
 void sink_init(struct sink *s, enum sink_kind kind, const char *path)
@@ -63,7 +63,7 @@ static int open_file(struct sink *s, struct shim_error *err)
 
 static int open_socket(struct sink *s, struct shim_error *err)
 {
-        struct sockaddr_un addr = { .sun_family = AF_UNIX };
+        struct sockaddr_un addr = {.sun_family = AF_UNIX};
         size_t len = strlen(s->path);
         _cleanup_close_ int fd = -1;
 

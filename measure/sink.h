@@ -31,17 +31,17 @@ struct sink_line {
 
 struct sink {
         enum sink_kind kind;
-        const char *name;  /* the key in the report's "sinks" object */
-        char path[4096];   /* file or socket path, "" for stdout */
-        int fd;            /* -1 while closed (not opened, or broken) */
-        bool use_send;     /* a socket: send(MSG_DONTWAIT | MSG_NOSIGNAL) */
-        bool may_block;    /* a write can return EAGAIN: wait for POLLOUT */
+        const char *name; /* the key in the report's "sinks" object */
+        char path[4096];  /* file or socket path, "" for stdout */
+        int fd;           /* -1 while closed (not opened, or broken) */
+        bool use_send;    /* a socket: send(MSG_DONTWAIT | MSG_NOSIGNAL) */
+        bool may_block;   /* a write can return EAGAIN: wait for POLLOUT */
         struct sink_line *queue[SINK_QUEUE_LINES];
         size_t head, count;
-        size_t offset;     /* bytes of the head line already written */
-        uint64_t dropped;  /* lines of this run the sink did not take */
-        char error[256];   /* the last failure ("" when none), for the report and the log */
-        bool refused;      /* the file is unsafe for root to write (util_open_append_safe) */
+        size_t offset;    /* bytes of the head line already written */
+        uint64_t dropped; /* lines of this run the sink did not take */
+        char error[256];  /* the last failure ("" when none), for the report and the log */
+        bool refused;     /* the file is unsafe for root to write (util_open_append_safe) */
 };
 
 /* Set a closed sink up; path is copied. */

@@ -13,7 +13,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct jva_options options;
-        struct jva_error error = { 0 };
+        struct jva_error error = {0};
         char *s = fuzz_strndup(data, size);
         uint64_t bytes;
         int r;

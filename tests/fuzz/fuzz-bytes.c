@@ -11,8 +11,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        static const enum policy_unit units[] = { POLICY_UNIT_BYTES, POLICY_UNIT_KIB,
-                                                  POLICY_UNIT_MIB, POLICY_UNIT_GIB };
+        static const enum policy_unit units[] = {POLICY_UNIT_BYTES, POLICY_UNIT_KIB,
+                                                 POLICY_UNIT_MIB, POLICY_UNIT_GIB};
         char *s = fuzz_strndup(data, size);
         char text[64];
         uint64_t v;

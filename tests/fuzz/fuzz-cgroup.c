@@ -25,23 +25,22 @@ enum file {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        struct collect_error err = { 0 };
-        struct collect_cgroup c = { 0 };
-        struct collect_procs p = { 0 };
+        struct collect_error err = {0};
+        struct collect_cgroup c = {0};
+        struct collect_procs p = {0};
         struct collect_psi psi;
         const struct key_field cpu_fields[] = {
-                { "usage_usec", &c.cpu_usage_us },        { "user_usec", &c.cpu_user_us },
-                { "system_usec", &c.cpu_system_us },      { "nr_periods", &c.cpu_nr_periods },
-                { "nr_throttled", &c.cpu_nr_throttled }, { "throttled_usec", &c.cpu_throttled_us },
+            {"usage_usec", &c.cpu_usage_us},       {"user_usec", &c.cpu_user_us},
+            {"system_usec", &c.cpu_system_us},     {"nr_periods", &c.cpu_nr_periods},
+            {"nr_throttled", &c.cpu_nr_throttled}, {"throttled_usec", &c.cpu_throttled_us},
         };
         const struct key_field memory_fields[] = {
-                { "anon", &c.memory_anon },
-                { "file", &c.memory_file },
+            {"anon", &c.memory_anon},
+            {"file", &c.memory_file},
         };
         const struct key_field event_fields[] = {
-                { "low", &c.events_low }, { "high", &c.events_high },
-                { "max", &c.events_max }, { "oom", &c.events_oom },
-                { "oom_kill", &c.events_oom_kill },
+            {"low", &c.events_low}, {"high", &c.events_high},         {"max", &c.events_max},
+            {"oom", &c.events_oom}, {"oom_kill", &c.events_oom_kill},
         };
         enum file file;
         size_t max;
@@ -53,7 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         file = (enum file)(data[0] % FILE_COUNT);
         data++;
         size--;
-        max = (file == FILE_PROC_IO || file == FILE_PROC_STATUS ? PROC_FILE_MAX : CGROUP_FILE_MAX) - 1;
+        max = (file == FILE_PROC_IO || file == FILE_PROC_STATUS ? PROC_FILE_MAX : CGROUP_FILE_MAX) -
+              1;
         if (size > max)
                 return 0; /* util_read_at: -EFBIG, never parsed */
         if (size > 0 && data[size - 1] == '\n')

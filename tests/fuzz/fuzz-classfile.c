@@ -19,15 +19,15 @@
 #define INSERT_SIGNATURE_SHUFFLE "(Ljava/lang/Object;JII)V"
 #define INSERT_KV_SIGNATURE      "(Ljava/lang/Object;JILjava/lang/Object;JIJZ)V"
 
-static const struct jva_hook_class hooks = { .name = "sparkshim/agent/Hooks", .guard = "armed" };
+static const struct jva_hook_class hooks = {.name = "sparkshim/agent/Hooks", .guard = "armed"};
 static const struct jva_edit edits[] = {
-        { JVA_EDIT_CALL, "acquireExecutionMemory", ACQUIRE_SIGNATURE, "acquire", NULL, NULL },
-        { JVA_EDIT_REPLACE_CALL, "maybeSpill", MAYBE_SPILL_SIGNATURE, "spillableAcquire",
-          "acquireMemory", "(J)J" },
-        { JVA_EDIT_DENY, "acquireNewPage", NEW_PAGE_SIGNATURE, "newPage", NULL, NULL },
-        { JVA_EDIT_GUARDED, "insertRecord", INSERT_SIGNATURE_UNSAFE, "insertUnsafe", NULL, NULL },
-        { JVA_EDIT_GUARDED, "insertKVRecord", INSERT_KV_SIGNATURE, "insertUnsafeKV", NULL, NULL },
-        { JVA_EDIT_GUARDED, "insertRecord", INSERT_SIGNATURE_SHUFFLE, "insertShuffle", NULL, NULL },
+    {JVA_EDIT_CALL, "acquireExecutionMemory", ACQUIRE_SIGNATURE, "acquire", NULL, NULL},
+    {JVA_EDIT_REPLACE_CALL, "maybeSpill", MAYBE_SPILL_SIGNATURE, "spillableAcquire",
+     "acquireMemory", "(J)J"},
+    {JVA_EDIT_DENY, "acquireNewPage", NEW_PAGE_SIGNATURE, "newPage", NULL, NULL},
+    {JVA_EDIT_GUARDED, "insertRecord", INSERT_SIGNATURE_UNSAFE, "insertUnsafe", NULL, NULL},
+    {JVA_EDIT_GUARDED, "insertKVRecord", INSERT_KV_SIGNATURE, "insertUnsafeKV", NULL, NULL},
+    {JVA_EDIT_GUARDED, "insertRecord", INSERT_SIGNATURE_SHUFFLE, "insertShuffle", NULL, NULL},
 };
 #define N_EDITS (sizeof(edits) / sizeof(edits[0]))
 

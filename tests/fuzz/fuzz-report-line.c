@@ -15,7 +15,8 @@
  *     build/shim/libcollect.a build/shim/libinject.a build/bpf/libprobe.a \
  *     build/policy/libpolicy.a build/common/libcommon.a \
  *     $(pkg-config --libs libbpf libnl-genl-3.0 jansson) -lm -o /tmp/fuzz-report-line
- *   /tmp/fuzz-report-line -max_total_time=60 -max_len=65536 /tmp/corpus-report-line tests/fuzz/corpus/report-line
+ *   /tmp/fuzz-report-line -max_total_time=60 -max_len=65536 /tmp/corpus-report-line
+ * tests/fuzz/corpus/report-line
  */
 #include <stddef.h>
 #include <stdint.h>

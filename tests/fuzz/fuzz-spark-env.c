@@ -12,8 +12,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        static char *const command[] = { "java", "-Xmx1g", NULL };
-        struct policy_error err = { 0 };
+        static char *const command[] = {"java", "-Xmx1g", NULL};
+        struct policy_error err = {0};
         struct policy_inputs in;
         char *buf, **envp;
 

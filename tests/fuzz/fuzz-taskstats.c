@@ -13,7 +13,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        struct collect_taskstats_totals totals = { 0 };
+        struct collect_taskstats_totals totals = {0};
         unsigned char *buffer;
         int len;
 
