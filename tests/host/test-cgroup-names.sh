@@ -42,6 +42,14 @@ run() { # NAME CMD... (stdout out.txt, stderr err.txt)
 		>out.txt 2>err.txt
 }
 leaf_of() { sed -n 's/^0:://p' out.txt; }
+wait_filled() { # LEAF: until a process of a shim started in the background is in it
+	i=0
+	until [ -n "$(cat "$cg/$1/cgroup.procs" 2>/dev/null)" ]; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || fail "the leaf $1 never filled"
+		sleep 0.05
+	done
+}
 mkdir -p "$cg"
 
 # kernel interface names get a '_' in front, as systemd escapes unit cgroups
@@ -72,12 +80,7 @@ echo "ok: a leaf sparkshim did not create is left alone"
 "$shim" run --policy open.json --memory 256m --name live --report live.jsonl -- sleep 3 \
 	>live.out 2>live.err &
 first=$!
-i=0
-until [ -n "$(cat "$cg/live/cgroup.procs" 2>/dev/null)" ]; do
-	i=$((i + 1))
-	[ $i -lt 100 ] || fail "the first shim's leaf never filled"
-	sleep 0.05
-done
+wait_filled live
 run live cat /proc/self/cgroup || true
 grep -q "cgroup .*/$parent/live is in use by sparkshim pid $first" err.txt ||
 	{ cat err.txt; fail "no word on the live leaf"; }
@@ -112,12 +115,7 @@ echo "ok: a dead shim's leaf is replaced (its process killed) and other leftover
 "$shim" run --policy open.json --memory 256m --name killed --report k.jsonl -- sleep 300 \
 	>/dev/null 2>&1 &
 victim=$!
-i=0
-until [ -n "$(cat "$cg/killed/cgroup.procs" 2>/dev/null)" ]; do
-	i=$((i + 1))
-	[ $i -lt 100 ] || fail "the killed shim's leaf never filled"
-	sleep 0.05
-done
+wait_filled killed
 executor=$(cat "$cg/killed/cgroup.procs")
 kill -9 $victim
 wait $victim 2>/dev/null || true
