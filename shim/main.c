@@ -224,16 +224,139 @@ static const char *getenv_nonempty(const char *name)
         return v && *v ? v : NULL;
 }
 
+/* A flag that sets an executor input of the plan: true when c is one. */
+static bool plan_option(int c, struct policy_inputs *in)
+{
+        uint64_t u;
+        double d;
+
+        switch (c) {
+        case OPT_CORES:
+                if (util_parse_u64(optarg, &u) < 0 || u == 0 || u > 4096)
+                        die(SHIM_EXIT_USAGE, "--cores: '%s' is not a core count; allowed: 1 to 4096",
+                            optarg);
+                policy_input_set_u64(&in->cores, u, POLICY_SOURCE_FLAG, "--cores");
+                break;
+        case OPT_MILLICORES:
+                policy_input_set_u64(&in->millicores, parse_millicores("--millicores", optarg),
+                                     POLICY_SOURCE_FLAG, "--millicores");
+                break;
+        case OPT_LIMIT_MILLICORES:
+                policy_input_set_u64(&in->limit_millicores,
+                                     parse_millicores("--limit-millicores", optarg),
+                                     POLICY_SOURCE_FLAG, "--limit-millicores");
+                break;
+        case OPT_MEMORY:
+                policy_input_set_u64(&in->heap_bytes, parse_size("--memory", optarg, POLICY_UNIT_MIB),
+                                     POLICY_SOURCE_FLAG, "--memory");
+                break;
+        case OPT_OVERHEAD:
+                policy_input_set_u64(&in->overhead_bytes,
+                                     parse_size("--memory-overhead", optarg, POLICY_UNIT_MIB),
+                                     POLICY_SOURCE_FLAG, "--memory-overhead");
+                break;
+        case OPT_OFFHEAP:
+                policy_input_set_u64(&in->offheap_bytes,
+                                     parse_size("--offheap", optarg, POLICY_UNIT_BYTES),
+                                     POLICY_SOURCE_FLAG, "--offheap");
+                policy_input_set_bool(&in->offheap_enabled, true, POLICY_SOURCE_FLAG, "--offheap");
+                break;
+        case OPT_PYSPARK:
+                policy_input_set_u64(&in->pyspark_bytes,
+                                     parse_size("--pyspark-memory", optarg, POLICY_UNIT_MIB),
+                                     POLICY_SOURCE_FLAG, "--pyspark-memory");
+                break;
+        case OPT_BURST:
+                if (util_parse_double(optarg, &d) < 0 || d < 0 || d > 1)
+                        die(SHIM_EXIT_USAGE, "--burst-ratio: '%s' is not a ratio; allowed: 0 to 1",
+                            optarg);
+                policy_input_set_double(&in->burst_ratio, d, POLICY_SOURCE_FLAG, "--burst-ratio");
+                break;
+        default:
+                return false;
+        }
+        return true;
+}
+
+/* A flag of the reports, the probe or the output format: true when c is one. */
+static bool report_option(int c, struct options *o)
+{
+        uint64_t u;
+
+        switch (c) {
+        case OPT_REPORT:
+                o->report_file = optarg;
+                break;
+        case OPT_REPORT_SOCKET:
+                o->report_socket = optarg;
+                break;
+        case OPT_REPORT_STDOUT:
+                o->report_stdout = true;
+                break;
+        case OPT_REPORT_INTERVAL:
+                if (util_parse_u64(optarg, &u) < 0 || u < 1 || u > 3600)
+                        die(SHIM_EXIT_USAGE, "--report-interval: '%s' is not a number of seconds; allowed: 1 to 3600",
+                            optarg);
+                o->report_interval = (long)u;
+                break;
+        case OPT_PROMETHEUS:
+                o->prometheus = optarg;
+                break;
+        case OPT_NO_BPF:
+                o->no_bpf = true;
+                break;
+        case OPT_NO_TASKSTATS:
+                o->no_taskstats = true;
+                break;
+        case OPT_JSON:
+                o->json = true;
+                break;
+        case OPT_ALL:
+                o->all = true;
+                break;
+        case OPT_CGROUP:
+                o->probe_cgroup = optarg;
+                break;
+        case OPT_PID:
+                if (util_parse_u64(optarg, &u) < 0 || u < 1 || u > 4194304)
+                        die(SHIM_EXIT_USAGE, "--pid: '%s' is not a process id", optarg);
+                o->probe_pid = (long)u;
+                break;
+        case OPT_INTERVAL:
+                if (util_parse_u64(optarg, &u) < 0 || u < 1 || u > 3600)
+                        die(SHIM_EXIT_USAGE, "--interval: '%s' is not a number of seconds; allowed: 1 to 3600",
+                            optarg);
+                o->probe_interval = (unsigned)u;
+                break;
+        case OPT_COUNT:
+                if (util_parse_u64(optarg, &u) < 0 || u > 1000000)
+                        die(SHIM_EXIT_USAGE, "--count: '%s' is not a count; allowed: 0 (until the end) to 1000000",
+                            optarg);
+                o->probe_count = (unsigned)u;
+                break;
+        case OPT_FORMAT:
+                if (strcmp(optarg, "json") != 0 && strcmp(optarg, "cgroup") != 0 &&
+                    strcmp(optarg, "k8s") != 0)
+                        die(SHIM_EXIT_USAGE, "--format: '%s' is not a format; allowed: json, cgroup, k8s",
+                            optarg);
+                o->format = optarg;
+                break;
+        default:
+                return false;
+        }
+        return true;
+}
+
 static void parse_options(int argc, char **argv, struct options *o)
 {
         int c;
 
         opterr = 0; /* our own one-line messages below */
         while ((c = getopt_long(argc, argv, "+:vqh", long_options, NULL)) != -1) {
-                struct policy_inputs *in = &o->inputs;
                 uint64_t u;
-                double d;
 
+                if (plan_option(c, &o->inputs) || report_option(c, o))
+                        continue;
                 switch (c) {
                 case OPT_POLICY:
                         o->policy_path = optarg;
@@ -246,47 +369,6 @@ static void parse_options(int argc, char **argv, struct options *o)
                 case OPT_CGROUP_PARENT:
                         o->cgroup_parent = optarg;
                         o->cgroup_parent_origin = "--cgroup-parent";
-                        break;
-                case OPT_CORES:
-                        if (util_parse_u64(optarg, &u) < 0 || u == 0 || u > 4096)
-                                die(SHIM_EXIT_USAGE, "--cores: '%s' is not a core count; allowed: 1 to 4096",
-                                    optarg);
-                        policy_input_set_u64(&in->cores, u, POLICY_SOURCE_FLAG, "--cores");
-                        break;
-                case OPT_MILLICORES:
-                        policy_input_set_u64(&in->millicores, parse_millicores("--millicores", optarg),
-                                             POLICY_SOURCE_FLAG, "--millicores");
-                        break;
-                case OPT_LIMIT_MILLICORES:
-                        policy_input_set_u64(&in->limit_millicores,
-                                             parse_millicores("--limit-millicores", optarg),
-                                             POLICY_SOURCE_FLAG, "--limit-millicores");
-                        break;
-                case OPT_MEMORY:
-                        policy_input_set_u64(&in->heap_bytes, parse_size("--memory", optarg, POLICY_UNIT_MIB),
-                                             POLICY_SOURCE_FLAG, "--memory");
-                        break;
-                case OPT_OVERHEAD:
-                        policy_input_set_u64(&in->overhead_bytes,
-                                             parse_size("--memory-overhead", optarg, POLICY_UNIT_MIB),
-                                             POLICY_SOURCE_FLAG, "--memory-overhead");
-                        break;
-                case OPT_OFFHEAP:
-                        policy_input_set_u64(&in->offheap_bytes,
-                                             parse_size("--offheap", optarg, POLICY_UNIT_BYTES),
-                                             POLICY_SOURCE_FLAG, "--offheap");
-                        policy_input_set_bool(&in->offheap_enabled, true, POLICY_SOURCE_FLAG, "--offheap");
-                        break;
-                case OPT_PYSPARK:
-                        policy_input_set_u64(&in->pyspark_bytes,
-                                             parse_size("--pyspark-memory", optarg, POLICY_UNIT_MIB),
-                                             POLICY_SOURCE_FLAG, "--pyspark-memory");
-                        break;
-                case OPT_BURST:
-                        if (util_parse_double(optarg, &d) < 0 || d < 0 || d > 1)
-                                die(SHIM_EXIT_USAGE, "--burst-ratio: '%s' is not a ratio; allowed: 0 to 1",
-                                    optarg);
-                        policy_input_set_double(&in->burst_ratio, d, POLICY_SOURCE_FLAG, "--burst-ratio");
                         break;
                 case OPT_INIT:
                         o->init = true;
@@ -302,56 +384,6 @@ static void parse_options(int argc, char **argv, struct options *o)
                         o->grace = (long)u;
                         o->grace_origin = "--grace";
                         break;
-                case OPT_REPORT:
-                        o->report_file = optarg;
-                        break;
-                case OPT_REPORT_SOCKET:
-                        o->report_socket = optarg;
-                        break;
-                case OPT_REPORT_STDOUT:
-                        o->report_stdout = true;
-                        break;
-                case OPT_REPORT_INTERVAL:
-                        if (util_parse_u64(optarg, &u) < 0 || u < 1 || u > 3600)
-                                die(SHIM_EXIT_USAGE, "--report-interval: '%s' is not a number of seconds; allowed: 1 to 3600",
-                                    optarg);
-                        o->report_interval = (long)u;
-                        break;
-                case OPT_PROMETHEUS:
-                        o->prometheus = optarg;
-                        break;
-                case OPT_NO_BPF:
-                        o->no_bpf = true;
-                        break;
-                case OPT_NO_TASKSTATS:
-                        o->no_taskstats = true;
-                        break;
-                case OPT_JSON:
-                        o->json = true;
-                        break;
-                case OPT_ALL:
-                        o->all = true;
-                        break;
-                case OPT_CGROUP:
-                        o->probe_cgroup = optarg;
-                        break;
-                case OPT_PID:
-                        if (util_parse_u64(optarg, &u) < 0 || u < 1 || u > 4194304)
-                                die(SHIM_EXIT_USAGE, "--pid: '%s' is not a process id", optarg);
-                        o->probe_pid = (long)u;
-                        break;
-                case OPT_INTERVAL:
-                        if (util_parse_u64(optarg, &u) < 0 || u < 1 || u > 3600)
-                                die(SHIM_EXIT_USAGE, "--interval: '%s' is not a number of seconds; allowed: 1 to 3600",
-                                    optarg);
-                        o->probe_interval = (unsigned)u;
-                        break;
-                case OPT_COUNT:
-                        if (util_parse_u64(optarg, &u) < 0 || u > 1000000)
-                                die(SHIM_EXIT_USAGE, "--count: '%s' is not a count; allowed: 0 (until the end) to 1000000",
-                                    optarg);
-                        o->probe_count = (unsigned)u;
-                        break;
                 case OPT_SIGNAL_GROUP:
                         o->signal_group = true;
                         break;
@@ -363,13 +395,6 @@ static void parse_options(int argc, char **argv, struct options *o)
                 case OPT_AGENT_PATH:
                         o->agent_path = optarg;
                         o->agent_path_origin = "--agent-path";
-                        break;
-                case OPT_FORMAT:
-                        if (strcmp(optarg, "json") != 0 && strcmp(optarg, "cgroup") != 0 &&
-                            strcmp(optarg, "k8s") != 0)
-                                die(SHIM_EXIT_USAGE, "--format: '%s' is not a format; allowed: json, cgroup, k8s",
-                                    optarg);
-                        o->format = optarg;
                         break;
                 case 'v':
                         o->verbosity++;
@@ -971,6 +996,75 @@ fail:
         return cmd;
 }
 
+/*
+ * The monitor and its sinks, opened before anything is created: one that cannot be opened
+ * stops us now (report.sink_failure refuse) or is said now.
+ */
+static struct shim_monitor *open_monitor(const struct options *o, const struct policy *policy,
+                                         bool *ret_measuring, unsigned *ret_interval)
+{
+        const char *report_file = nonempty(o->report_file, policy->report_path);
+        const char *report_socket = nonempty(o->report_socket, policy->report_socket);
+        const char *prometheus = nonempty(o->prometheus, policy->report_prometheus);
+        struct shim_monitor *monitor = NULL;
+        struct shim_error err = { 0 };
+        int r;
+
+        /* with nowhere to report, measuring would only cost the launch time */
+        *ret_measuring = report_file || report_socket || prometheus || o->report_stdout;
+        *ret_interval = o->report_interval > 0 ? (unsigned)o->report_interval
+                                               : policy->report_interval_seconds;
+        r = shim_monitor_open(&(struct shim_monitor_config){
+                                      .file = report_file,
+                                      .socket = report_socket,
+                                      .prometheus = prometheus,
+                                      .to_stdout = o->report_stdout,
+                                      .interval_seconds = *ret_interval,
+                                      .use_bpf = !o->no_bpf,
+                                      .use_taskstats = !o->no_taskstats,
+                                      .sink_failure_refuse = policy->report_sink_failure == POLICY_SINK_REFUSE,
+                                      .own_thread = true,
+                              },
+                              &monitor, &err);
+        if (r < 0)
+                die(SHIM_EXIT_REPORT, "%s", err.text);
+        return monitor;
+}
+
+/* An OOM kill in the executor's cgroup: said, and the exit status is 137 (128 + SIGKILL). */
+static int oom_status(const struct shim_memory_events *ev, int code, const char *command,
+                      const char *cgroup, const struct policy_plan *plan)
+{
+        if (ev->oom_kill == 0)
+                return code;
+        log_error("%s was OOM-killed in %s: memory.events oom %" PRIu64 " oom_kill %" PRIu64
+                  " max %" PRIu64 " high %" PRIu64 " low %" PRIu64 " (memory.max %" PRIu64 ")",
+                  command, cgroup, ev->oom, ev->oom_kill, ev->max, ev->high, ev->low,
+                  plan->memory_limit_bytes);
+        return code == 128 + SIGKILL || code == 0 ? 128 + SIGKILL : code;
+}
+
+/* The final report (before the cgroup goes: it needs the final readings), then the cleanup. */
+static void end_run(struct shim_monitor *monitor, int code, const struct shim_memory_events *ev,
+                    struct shim_cgroup *cg, const char *agent_dir)
+{
+        struct shim_error err = { 0 };
+        int r;
+
+        if (shim_monitor_finish(monitor, code, ev, &err) < 0)
+                log_warn("the final report did not reach every sink: %s", err.text);
+        shim_monitor_free(monitor);
+        if (cg->leaf_fd >= 0) {
+                r = shim_cgroup_destroy(cg);
+                if (r < 0)
+                        log_warn("cannot remove cgroup %s: %s", cg->path, strerror(-r));
+        }
+        remove_private_dir(agent_dir);
+        /* reap what is already dead */
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+                ;
+}
+
 static int cmd_run(struct options *o, int argc, char **cmd)
 {
         struct shim_cgroup cg = SHIM_CGROUP_INIT;
@@ -981,7 +1075,6 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         struct policy_plan plan;
         struct policy policy;
         char name[POLICY_NAME_MAX], reason[SHIM_ERROR_TEXT_MAX] = "", agent_dir[POLICY_PATH_MAX] = "";
-        const char *report_file, *report_socket, *prometheus;
         bool pid1 = getpid() == 1, init_mode = o->init || pid1, enforced, have_events = false, measuring;
         static struct shim_agent_run agent; /* 19 KiB: not on the stack */
         char **argv;
@@ -998,27 +1091,7 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         executor_name(o, init_mode, name, sizeof(name));
         prepare_agent(o, &policy, cmd, &agent);
 
-        /* sinks first: one that cannot be opened stops us now (report.sink_failure refuse) or is said now */
-        report_file = nonempty(o->report_file, policy.report_path);
-        report_socket = nonempty(o->report_socket, policy.report_socket);
-        prometheus = nonempty(o->prometheus, policy.report_prometheus);
-        /* with nowhere to report, measuring would only cost the launch time */
-        measuring = report_file || report_socket || prometheus || o->report_stdout;
-        interval = o->report_interval > 0 ? (unsigned)o->report_interval : policy.report_interval_seconds;
-        r = shim_monitor_open(&(struct shim_monitor_config){
-                                      .file = report_file,
-                                      .socket = report_socket,
-                                      .prometheus = prometheus,
-                                      .to_stdout = o->report_stdout,
-                                      .interval_seconds = interval,
-                                      .use_bpf = !o->no_bpf,
-                                      .use_taskstats = !o->no_taskstats,
-                                      .sink_failure_refuse = policy.report_sink_failure == POLICY_SINK_REFUSE,
-                                      .own_thread = true,
-                              },
-                              &monitor, &err);
-        if (r < 0)
-                die(SHIM_EXIT_REPORT, "%s", err.text);
+        monitor = open_monitor(o, &policy, &measuring, &interval);
 
         r = shim_signals_block();
         if (r < 0)
@@ -1071,33 +1144,13 @@ static int cmd_run(struct options *o, int argc, char **cmd)
 
         if (enforced && shim_cgroup_memory_events(&cg, &ev) == 0) {
                 have_events = true;
-                if (ev.oom_kill > 0) {
-                        log_error("%s was OOM-killed in %s: memory.events oom %" PRIu64 " oom_kill %" PRIu64
-                                  " max %" PRIu64 " high %" PRIu64 " low %" PRIu64 " (memory.max %" PRIu64 ")",
-                                  cmd[0], cg.path, ev.oom, ev.oom_kill, ev.max, ev.high, ev.low,
-                                  plan.memory_limit_bytes);
-                        if (code == 128 + SIGKILL || code == 0)
-                                code = 128 + SIGKILL;
-                }
+                code = oom_status(&ev, code, cmd[0], cg.path, &plan);
         }
-        /* the final readings need the cgroup: report before removing it */
-        memset(&err, 0, sizeof(err));
-        if (shim_monitor_finish(monitor, code, have_events ? &ev : NULL, &err) < 0)
-                log_warn("the final report did not reach every sink: %s", err.text);
-        shim_monitor_free(monitor);
-        if (cg.leaf_fd >= 0) {
-                r = shim_cgroup_destroy(&cg);
-                if (r < 0)
-                        log_warn("cannot remove cgroup %s: %s", cg.path, strerror(-r));
-        }
-        remove_private_dir(agent_dir);
+        end_run(monitor, code, have_events ? &ev : NULL, &cg, agent_dir);
         if (argv != cmd) {
                 free(argv[1]);
                 free(argv);
         }
-        /* reap what is already dead */
-        while (waitpid(-1, NULL, WNOHANG) > 0)
-                ;
         return code;
 }
 
