@@ -16,8 +16,21 @@
 #include <unistd.h>
 
 #include "agent-stats.h"
-#include "inject.h"
 #include "util.h"
+
+
+const char *shim_agent_method_name(enum shim_agent_method m)
+{
+        switch (m) {
+        case SHIM_AGENT_METHOD_AGENTPATH:
+                return "agentpath";
+        case SHIM_AGENT_METHOD_JAVA_TOOL_OPTIONS:
+                return "java_tool_options";
+        case SHIM_AGENT_METHOD_NONE:
+        default:
+                return NULL;
+        }
+}
 
 /* json_object_set_new() steals value even when it fails */
 static void put(json_t *obj, const char *key, json_t *value, bool *ok)

@@ -14,15 +14,42 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
+
+#include "policy.h"
 
 #define SHIM_AGENT_STATS_MAX (1024 * 1024) /* a larger statistics file is not read */
 #define SHIM_AGENT_NAME_MAX  256           /* operator, hook, mode, source, version */
 #define SHIM_AGENT_TEXT_MAX  4096          /* a hook's reason, a pressure source's path */
 
-struct shim_agent_run; /* shim/inject.h */
+#define SHIM_AGENT_OPTIONS_MAX 10240
+
+/* How `sparkshim run` put the agent into the launch (shim/inject.h does it). */
+enum shim_agent_method {
+        SHIM_AGENT_METHOD_NONE = 0,
+        SHIM_AGENT_METHOD_AGENTPATH,
+        SHIM_AGENT_METHOD_JAVA_TOOL_OPTIONS,
+};
+
+/* "agentpath", "java_tool_options"; NULL for none. */
+const char *shim_agent_method_name(enum shim_agent_method m);
+
+/* The injection as it went, for the report. */
+struct shim_agent_run {
+        bool enabled;  /* the policy (or --agent) asks for the agent */
+        bool injected; /* sparkshim added it to the launch */
+        char reason[512]; /* why it is not injected (or a note); "" when none */
+        enum shim_agent_method method;
+        char path[POLICY_PATH_MAX];
+        char options[SHIM_AGENT_OPTIONS_MAX];
+        uint64_t threshold_bytes;  /* 0 = none */
+        const char *threshold_of;  /* "request", "limit", "bytes", NULL */
+        char stats_path[POLICY_PATH_MAX]; /* the statistics to merge; "" = none */
+};
 
 /*
  * The report's "agent" object for a run: the injection, and what the statistics file holds

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "collect.h"
-#include "inject.h"
+#include "agent-stats.h"
 #include "monitor.h"
 #include "probe.h"
 #include "sink.h"

@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "shim.h"
+#include "shim-common.h"
 
 /* A longer line is skipped (never held in memory); a longer file or stream is an error. */
 #define SHIM_REPORT_LINE_MAX  ((size_t)16 * 1024 * 1024)

@@ -17,19 +17,6 @@
 #include "util.h"
 
 
-const char *shim_agent_method_name(enum shim_agent_method m)
-{
-        switch (m) {
-        case SHIM_AGENT_METHOD_AGENTPATH:
-                return "agentpath";
-        case SHIM_AGENT_METHOD_JAVA_TOOL_OPTIONS:
-                return "java_tool_options";
-        case SHIM_AGENT_METHOD_NONE:
-        default:
-                return NULL;
-        }
-}
-
 static const char *base_name(const char *path)
 {
         const char *slash = strrchr(path, '/');

@@ -15,21 +15,11 @@
 
 #include <jansson.h>
 
+#include "agent-stats.h" /* struct shim_agent_run, enum shim_agent_method */
 #include "policy.h"
 
 /* The variables a JVM takes options from, besides its command line. */
 #define SHIM_AGENT_ENV "JAVA_TOOL_OPTIONS"
-
-#define SHIM_AGENT_OPTIONS_MAX 10240
-
-enum shim_agent_method {
-        SHIM_AGENT_METHOD_NONE = 0,
-        SHIM_AGENT_METHOD_AGENTPATH,
-        SHIM_AGENT_METHOD_JAVA_TOOL_OPTIONS,
-};
-
-/* "agentpath", "java_tool_options"; NULL for none. */
-const char *shim_agent_method_name(enum shim_agent_method m);
 
 /* Is argv0 a java launcher (its last path component is "java")? */
 bool shim_agent_is_java_launcher(const char *argv0);
@@ -86,18 +76,5 @@ char **shim_agent_argv(char *const argv[], const char *arg);
  */
 char *shim_agent_java_tool_options(const char *existing, const char *arg);
 
-/* The injection as it went, for the report. */
-struct shim_agent_run {
-        bool enabled;  /* the policy (or --agent) asks for the agent */
-        bool injected; /* sparkshim added it to the launch */
-        char reason[512]; /* why it is not injected (or a note); "" when none */
-        enum shim_agent_method method;
-        char path[POLICY_PATH_MAX];
-        char options[SHIM_AGENT_OPTIONS_MAX];
-        uint64_t threshold_bytes;  /* 0 = none */
-        const char *threshold_of;  /* "request", "limit", "bytes", NULL */
-        char stats_path[POLICY_PATH_MAX]; /* the statistics to merge; "" = none */
-};
 
-/* shim_agent_report_json(): the run above as the report's "agent" object */
-#include "agent-stats.h"
+
