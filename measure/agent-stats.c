@@ -18,7 +18,6 @@
 #include "agent-stats.h"
 #include "util.h"
 
-
 const char *shim_agent_method_name(enum shim_agent_method m)
 {
         switch (m) {

@@ -40,14 +40,14 @@ const char *shim_agent_method_name(enum shim_agent_method m);
 
 /* The injection as it went, for the report. */
 struct shim_agent_run {
-        bool enabled;  /* the policy (or --agent) asks for the agent */
-        bool injected; /* sparkshim added it to the launch */
+        bool enabled;     /* the policy (or --agent) asks for the agent */
+        bool injected;    /* sparkshim added it to the launch */
         char reason[512]; /* why it is not injected (or a note); "" when none */
         enum shim_agent_method method;
         char path[POLICY_PATH_MAX];
         char options[SHIM_AGENT_OPTIONS_MAX];
-        uint64_t threshold_bytes;  /* 0 = none */
-        const char *threshold_of;  /* "request", "limit", "bytes", NULL */
+        uint64_t threshold_bytes;         /* 0 = none */
+        const char *threshold_of;         /* "request", "limit", "bytes", NULL */
         char stats_path[POLICY_PATH_MAX]; /* the statistics to merge; "" = none */
 };
 

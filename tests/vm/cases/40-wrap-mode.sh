@@ -26,18 +26,27 @@ grep -qw memory "$CG/yarn/nm-1/cgroup.subtree_control" || fail "memory not enabl
 [ -z "$(children_of "$CG/yarn/nm-1")" ] || fail "nested leaf left behind"
 pass "nested parent yarn/nm-1 created with controllers enabled"
 
-# a stale, empty leaf of a crashed run is replaced; a busy one is refused
+# a leaf sparkshim did not make is never removed, empty or busy: only this start fails
+# (issue 11, defect 8); a leaf marked by a sparkshim that is gone is replaced
 mkdir -p "$CG/sparkshim/stale"
+run_rc rc "$SPARKSHIM" run --name stale --memory 128m -- true 2>err.txt
+cat err.txt
+[ "$rc" = 123 ] || fail "a foreign empty leaf gave $rc, expected 123"
+grep -q "already exists and was not created by sparkshim" err.txt || fail "no clear message for a foreign leaf"
+[ -d "$CG/sparkshim/stale" ] || fail "the foreign leaf was removed"
+python3 -c 'import os, sys; os.setxattr(sys.argv[1], "trusted.sparkshim.owner", b"4194304 1")' "$CG/sparkshim/stale"
 expect_rc 0 "$SPARKSHIM" run --name stale --memory 128m -- true
+[ ! -d "$CG/sparkshim/stale" ] || fail "a dead sparkshim's leaf was not replaced"
 sleep 30 &
 busy=$!
 mkdir "$CG/sparkshim/busy"
 echo "$busy" >"$CG/sparkshim/busy/cgroup.procs"
 run_rc rc "$SPARKSHIM" run --name busy --memory 128m -- true 2>err.txt
+kill -0 "$busy" || fail "the busy leaf's process was killed"
 kill "$busy"
 wait "$busy" 2>/dev/null || true
 cat err.txt
 [ "$rc" = 123 ] || fail "a busy leaf gave $rc, expected 123"
-grep -q "already exists and is in use" err.txt || fail "no clear message for a busy leaf"
+grep -q "already exists and was not created by sparkshim" err.txt || fail "no clear message for a busy leaf"
 rmdir "$CG/sparkshim/busy"
-pass "stale leaf replaced, busy leaf refused with 123"
+pass "a foreign leaf (empty or busy) refused with 123 and kept; a dead sparkshim's leaf replaced"
