@@ -33,11 +33,12 @@ int shim_agent_choose_method(enum policy_agent_injection injection, const char *
                              enum shim_agent_method *ret);
 
 /*
- * Is a sparkshim agent already loaded by the command? Looks for -agentpath:<lib>[=...] whose
- * file name is that of agent_path (or the same file), and -agentlib:sparkshim-agent, in argv
- * (NULL-terminated) and in the JVM option variables of envp (JAVA_TOOL_OPTIONS,
- * JDK_JAVA_OPTIONS, _JAVA_OPTIONS, SPARK_JAVA_OPT_<n>). Returns 1 with ret_where ("argv[2]",
- * "JAVA_TOOL_OPTIONS") and ret_stats (its stats= value, "" when none) filled, or 0.
+ * Does the command load the policy's agent itself? Looks for -agentpath:<lib>[=...] where lib
+ * is the same file as agent_path (stat: same device and inode; a library of the same name
+ * elsewhere, or -agentlib:, is not it), in argv (NULL-terminated) and in the JVM option
+ * variables of envp (JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS, _JAVA_OPTIONS, SPARK_JAVA_OPT_<n>).
+ * Returns 1 with ret_where ("argv[2]", "JAVA_TOOL_OPTIONS") and ret_stats (its stats= value,
+ * "" when none: a path the user chose, which a root caller must not open) filled, or 0.
  */
 int shim_agent_find_loaded(const char *agent_path, char *const argv[], char *const envp[],
                            char *ret_where, size_t where_size, char *ret_stats,
