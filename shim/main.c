@@ -1001,15 +1001,24 @@ fail:
  * stops us now (report.sink_failure refuse) or is said now.
  */
 static struct shim_monitor *open_monitor(const struct options *o, const struct policy *policy,
-                                         bool *ret_measuring, unsigned *ret_interval)
+                                         const char *name, bool *ret_measuring,
+                                         unsigned *ret_interval)
 {
         const char *report_file = nonempty(o->report_file, policy->report_path);
         const char *report_socket = nonempty(o->report_socket, policy->report_socket);
         const char *prometheus = nonempty(o->prometheus, policy->report_prometheus);
         struct shim_monitor *monitor = NULL;
         struct shim_error err = { 0 };
+        struct policy_error perr = { 0 };
         int r;
 
+        /* the policy's templates were checked when it was loaded, the flags' are now */
+        if (o->report_file && policy_template_check(o->report_file, false, &perr) < 0)
+                die(SHIM_EXIT_USAGE, "--report: '%.200s' %s; allowed: a path whose file name may hold {app_id}, {executor_id}, {name}",
+                    o->report_file, perr.text);
+        if (o->prometheus && policy_template_check(o->prometheus, true, &perr) < 0)
+                die(SHIM_EXIT_USAGE, "--prometheus: '%.200s' %s; allowed: a path of a *.prom file whose name may hold {app_id}, {executor_id}, {name}",
+                    o->prometheus, perr.text);
         /* with nowhere to report, measuring would only cost the launch time */
         *ret_measuring = report_file || report_socket || prometheus || o->report_stdout;
         *ret_interval = o->report_interval > 0 ? (unsigned)o->report_interval
@@ -1024,6 +1033,9 @@ static struct shim_monitor *open_monitor(const struct options *o, const struct p
                                       .use_taskstats = !o->no_taskstats,
                                       .sink_failure_refuse = policy->report_sink_failure == POLICY_SINK_REFUSE,
                                       .own_thread = true,
+                                      .names = { .app_id = o->inputs.app_id,
+                                                 .executor_id = o->inputs.executor_id,
+                                                 .name = name },
                               },
                               &monitor, &err);
         if (r < 0)
@@ -1091,7 +1103,7 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         executor_name(o, init_mode, name, sizeof(name));
         prepare_agent(o, &policy, cmd, &agent);
 
-        monitor = open_monitor(o, &policy, &measuring, &interval);
+        monitor = open_monitor(o, &policy, name, &measuring, &interval);
 
         r = shim_signals_block();
         if (r < 0)
@@ -1115,6 +1127,7 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         if (measuring) {
                 struct shim_monitor_identity id = { .app_id = o->inputs.app_id,
                                                     .executor_id = o->inputs.executor_id,
+                                                    .name = name,
                                                     .command = cmd[0],
                                                     .mode = init_mode ? "init" : "wrap" };
                 if (shim_monitor_set_agent(monitor, &agent) < 0)
