@@ -11,9 +11,9 @@
 #   Builds the package of this source tree with scripts/package (its release build in
 #   build-package/, the .deb cached in build-package/deb/ and rebuilt only when what it
 #   would contain changed) and installs it with `dpkg -i`, unless the installed sparkshim
-#   already is that package (same md5sums, and `dpkg --verify` finds no file changed but
-#   the conffiles). dpkg never prompts: a policy a suite or the admin changed is kept
-#   (--force-confold). Sets and exports:
+#   already is that package (same md5sums and packaged conffiles, and `dpkg --verify` finds
+#   no file changed but the conffiles). dpkg never prompts: a policy a suite or the
+#   admin changed is kept (--force-confold). Sets and exports:
 #     SPARKSHIM=/usr/bin/sparkshim
 #     AGENT_LIB=the installed agent, /usr/lib/<multiarch>/sparkshim/libsparkshim-agent.so
 #     SPARKSHIM_DEB=the .deb that was installed
@@ -53,6 +53,12 @@ _sparkshim_package_is_installed() {
     return 1
   cmp -s <(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./md5sums) \
     <(dpkg-query --control-show sparkshim md5sums 2>/dev/null) || return 1
+  # the conffiles as packaged (dpkg records their md5 at installation; edits are kept)
+  local conffile want
+  while read -r conffile; do
+    want=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO ".$conffile" | md5sum | cut -d' ' -f1)
+    dpkg-query -W -f='${Conffiles}\n' sparkshim | grep -q "^ $conffile $want\$" || return 1
+  done < <(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)
   # a changed file (but the conffiles, which suites and admins edit) means reinstall
   ! dpkg --verify sparkshim 2>/dev/null | grep -v '^.\{9\} c ' | grep -q .
 }
