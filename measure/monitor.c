@@ -78,6 +78,9 @@ struct shim_monitor {
         /* the run */
         char app_id[POLICY_NAME_MAX], executor_id[POLICY_NAME_MAX], name[POLICY_NAME_MAX];
         char command[256], mode[16], host[256], reason[512], cgroup_path[4096];
+        char **argv;        /* the command line as started, bounded (ARGV_BYTES_MAX) */
+        size_t argc;
+        bool argv_truncated;
         struct policy_plan plan;
         bool has_plan, started, enforced;
         int cgroup_fd;
@@ -531,6 +534,32 @@ static size_t utf8_length(const unsigned char *s)
  * Bytes that are not UTF-8 become '?': the job's ids and command may hold anything, and
  * jansson refuses a string that is not UTF-8 (the whole report would be lost with it).
  */
+/* The report's copy of the command line: whole arguments, up to this many bytes in all. */
+#define ARGV_BYTES_MAX (64 * 1024)
+
+static void copy_argv(struct shim_monitor *m, char *const *argv)
+{
+        size_t n = 0, bytes = 0;
+
+        if (!argv)
+                return;
+        while (argv[n])
+                n++;
+        m->argv = calloc(n + 1, sizeof(char *));
+        if (!m->argv)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                size_t len = strlen(argv[i]);
+
+                if (bytes + len > ARGV_BYTES_MAX || !(m->argv[i] = strdup(argv[i]))) {
+                        m->argv_truncated = true;
+                        break;
+                }
+                bytes += len;
+                m->argc++;
+        }
+}
+
 static void utf8_sanitize(char *s)
 {
         unsigned char *p = (unsigned char *)s;
@@ -576,6 +605,9 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
         utf8_sanitize(m->command);
         utf8_sanitize(m->reason);
         utf8_sanitize(m->cgroup_path);
+        copy_argv(m, id->argv);
+        for (size_t i = 0; i < m->argc; i++)
+                utf8_sanitize(m->argv[i]);
         if (gethostname(m->host, sizeof(m->host)) < 0)
                 snprintf(m->host, sizeof(m->host), "unknown");
         if (plan)
@@ -969,15 +1001,19 @@ static json_t *identity_json(const struct report_ctx *c)
         const struct shim_monitor *m = c->m;
         struct timespec end_rt;
         char start[32], end[32];
+        json_t *argv;
 
         clock_gettime(CLOCK_REALTIME, &end_rt);
         iso8601(&m->start_rt, start, sizeof(start));
         iso8601(&end_rt, end, sizeof(end));
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:I}",
+        argv = json_array();
+        for (size_t i = 0; argv && i < m->argc; i++)
+                json_array_append_new(argv, json_string(m->argv[i]));
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o?, s:b, s:s, s:s, s:s, s:f, s:I}",
                          "app_id", m->app_id, "executor_id", m->executor_id, "name", m->name,
-                         "host", m->host,
-                         "command", m->command, "mode", m->mode, "start", start, "end", end,
-                         "wall_seconds", c->wall, "pid", (json_int_t)m->pid);
+                         "host", m->host, "command", m->command, "argv", argv,
+                         "argv_truncated", m->argv_truncated, "mode", m->mode, "start", start,
+                         "end", end, "wall_seconds", c->wall, "pid", (json_int_t)m->pid);
 }
 
 static json_t *collectors_json(const struct report_ctx *c)
@@ -1557,6 +1593,9 @@ void shim_monitor_free(struct shim_monitor *m)
         util_closep(&m->wake_fd);
         util_closep(&m->cgroup_fd);
         free(m->samples);
+        for (size_t i = 0; i < m->argc; i++)
+                free(m->argv[i]);
+        free(m->argv);
         free(m);
 }
 

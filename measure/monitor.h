@@ -67,6 +67,7 @@ struct shim_monitor_identity {
         const char *app_id, *executor_id; /* "" when unknown */
         const char *name;                 /* the executor's cgroup name; "" when unknown */
         const char *command;              /* argv[0] of the executor */
+        char *const *argv;                /* its command line as started (NULL-terminated) */
         const char *mode;                 /* "wrap" or "init" */
 };
 

@@ -1140,6 +1140,7 @@ static int cmd_run(struct options *o, int argc, char **cmd)
                                                     .executor_id = o->inputs.executor_id,
                                                     .name = name,
                                                     .command = cmd[0],
+                                                    .argv = argv,
                                                     .mode = init_mode ? "init" : "wrap" };
                 if (shim_monitor_set_agent(monitor, &agent) < 0)
                         log_warn("out of memory: the reports have no agent section");
