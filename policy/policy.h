@@ -147,6 +147,10 @@ struct policy {
         enum policy_sink_failure report_sink_failure; /* default warn */
 
         struct policy_agent agent;
+
+        /* the Kubernetes feature step makes `sparkshim run --init` the executor
+         * container's command (sparkshim-k8s(7)); default false */
+        bool kubernetes_init;
 };
 
 void policy_init_defaults(struct policy *p);

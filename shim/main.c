@@ -637,8 +637,11 @@ static int print_plan(const struct options *o, const struct policy *policy,
                                           threshold ? json_integer((json_int_t)threshold) : json_null());
                 char *text;
 
+                json_t *k8s = json_pack("{s:b}", "init", policy->kubernetes_init);
+
                 if (!j || !cg || json_object_set_new(j, "cgroup", cg) < 0 || !agent ||
-                    json_object_set_new(j, "agent", agent) < 0)
+                    json_object_set_new(j, "agent", agent) < 0 || !k8s ||
+                    json_object_set_new(j, "kubernetes", k8s) < 0)
                         die(SHIM_EXIT_INTERNAL, "out of memory");
                 text = json_dumps(j, JSON_INDENT(2));
                 json_decref(j);
