@@ -134,7 +134,7 @@ static void usage(FILE *f)
 {
         fputs("Usage: sparkshim run [OPTIONS] -- COMMAND [ARGS...]\n"
               "       sparkshim plan [OPTIONS] [--format json|cgroup|k8s] [-- COMMAND...]\n"
-              "       sparkshim check [--policy FILE]\n"
+              "       sparkshim check [--policy FILE] [--init]\n"
               "       sparkshim report [--json] [--all] FILE...\n"
               "       sparkshim probe (--cgroup PATH | --pid PID) [--interval S] [--count N] [--no-bpf]\n"
               "\n"
@@ -1208,7 +1208,7 @@ int main(int argc, char **argv)
         if (strcmp(command, "check") == 0) {
                 if (optind < argc)
                         die(SHIM_EXIT_USAGE, "check: unexpected argument '%s'", argv[optind]);
-                return shim_check(o.policy_path, o.policy_explicit, o.cgroup_root);
+                return shim_check(o.policy_path, o.policy_explicit, o.cgroup_root, o.init);
         }
         if (strcmp(command, "report") == 0)
                 return shim_cmd_report(argc - optind, argv + optind, o.json, o.all);

@@ -92,4 +92,4 @@ int shim_supervise(const struct shim_supervise_opts *opts, struct shim_error *er
 
 /* ---- check (check.c) ---- */
 
-int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root);
+int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root, bool init);
