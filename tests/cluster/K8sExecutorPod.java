@@ -11,7 +11,9 @@
 // For each case it prints one line
 //
 //   POD NAME cpu.request=<millicores> cpu.limit=<millicores|none> memory.request=<bytes>
-//       memory.limit=<bytes> command=<json> args=<json> rest=<same|changed: ...>
+//       memory.limit=<bytes> quantities=<requests/limits as Spark writes them>
+//       command=<json> args=<json> env=<json: the literal environment, blanks JSON-escaped>
+//       rest=<same|changed: ...>
 //
 // where rest compares the whole pod with the baseline pod (Spark without the step) after
 // the four resource values and the container command are put back to the baseline's, or
@@ -108,7 +110,20 @@ public class K8sExecutorPod {
         + " memory.request=" + bytes(req.get("memory")) + " memory.limit="
         + bytes(lim.get("memory")) + " quantities=" + req + "/" + lim
         + " command=" + Serialization.asJson(c.getCommand())
-        + " args=" + Serialization.asJson(c.getArgs());
+        + " args=" + Serialization.asJson(c.getArgs()) + " env=" + literalEnv(c);
+  }
+
+  /* The container's literal environment (no valueFrom) as a JSON object. */
+  static String literalEnv(Container c) {
+    Map<String, String> env = new LinkedHashMap<>();
+    if (c.getEnv() != null) {
+      for (io.fabric8.kubernetes.api.model.EnvVar e : c.getEnv()) {
+        if (e.getValue() != null && e.getValueFrom() == null) {
+          env.put(e.getName(), e.getValue());
+        }
+      }
+    }
+    return Serialization.asJson(env).replace(" ", "\\u0020");
   }
 
   static String millicores(Quantity q) {

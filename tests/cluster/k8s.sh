@@ -6,7 +6,9 @@
 # spark.kubernetes.executor.pod.featureSteps=sparkshim.k8s.SparkshimExecutorFeatureStep,
 # and for every case the container's cpu request/limit and memory request/limit must be
 # sparkshim plan's, the command `sparkshim run --init ... -- /opt/entrypoint.sh` exactly
-# when the policy has kubernetes.init, and the rest of Spark's pod unchanged. A failing
+# when the policy has kubernetes.init (and then the plan that command makes in the pod,
+# from the container's environment and its flags, is the pod's), and the rest of Spark's
+# pod unchanged. A failing
 # sparkshim (missing, or refusing the settings) must fail the pod's build with its message.
 #
 # Usage: k8s.sh SPARKSHIM SOURCE_DIR BUILD_DIR LINE   (LINE: 3.5 or 4.0)
@@ -146,6 +148,14 @@ for c in "${cases[@]}"; do
     for w in $(sed 's/--memory [^ ]* //; s/--cores [^ ]*//' <<<"$flags"); do want+="\"$w\","; done
     want+='"--","/opt/entrypoint.sh"]'
     [ "$cmd" = "$want" ] || fail "$name: container command $cmd, wanted $want"
+    # what `sparkshim run --init` plans in that container: its environment, its flags
+    mapfile -t penv < <(field env "$got" | jq -r 'to_entries[] | "\(.key)=\(.value)"')
+    mapfile -t pflags < <(jq -r '.[index("--init") + 1:index("--")][]' <<<"$cmd")
+    inpod=$(env -i "${penv[@]}" "$SHIM" plan --format json --policy "$work/$policy.json" "${pflags[@]}" |
+      jq -r '"\(.cpu.request_millicores) \(.cpu.limit_millicores // "none") \(.memory.request_bytes) \(.memory.limit_bytes)"')
+    echo "  in the pod: SPARK_EXECUTOR_MEMORY=$(field env "$got" | jq -r .SPARK_EXECUTOR_MEMORY) SPARK_EXECUTOR_CORES=$(field env "$got" | jq -r .SPARK_EXECUTOR_CORES) + ${pflags[*]}: $inpod"
+    [ "$inpod" = "$want_cpu_req $want_cpu_lim $want_mem_req $want_mem_lim" ] ||
+      fail "$name: sparkshim run --init in the pod would plan $inpod, the pod carries $want_cpu_req $want_cpu_lim $want_mem_req $want_mem_lim"
   else
     [ "$cmd" = '[]' ] || fail "$name: container command $cmd without kubernetes.init in the policy; Spark's is []"
   fi

@@ -39,7 +39,11 @@ import org.apache.spark.deploy.k8s.features.KubernetesExecutorCustomFeatureConfi
 public class SparkshimExecutorFeatureStep implements KubernetesExecutorCustomFeatureConfigStep {
   /** The sparkshim binary the driver runs to plan. */
   public static final String CONF_BINARY = "spark.sparkshim.binary";
-  /** The policy the plan is made with: the one the executor image's sparkshim uses. */
+  /**
+   * The policy the plan is made with: the one the executor image's sparkshim uses. Unset:
+   * sparkshim's own default (its build's path, the built-in defaults when that is absent),
+   * as "sparkshim run --init" in the pod takes it.
+   */
   public static final String CONF_POLICY = "spark.sparkshim.policy";
   /** The sparkshim binary inside the executor image (init mode). */
   public static final String CONF_CONTAINER_BINARY = "spark.sparkshim.container.binary";
@@ -49,7 +53,6 @@ public class SparkshimExecutorFeatureStep implements KubernetesExecutorCustomFea
   public static final String CONF_TIMEOUT = "spark.sparkshim.plan.timeoutSeconds";
 
   static final String DEFAULT_BINARY = "/usr/bin/sparkshim";
-  static final String DEFAULT_POLICY = "/etc/sparkshim/policy.json";
   static final String DEFAULT_ENTRYPOINT = "/opt/entrypoint.sh";
   static final long DEFAULT_TIMEOUT = 30;
 
@@ -117,20 +120,23 @@ public class SparkshimExecutorFeatureStep implements KubernetesExecutorCustomFea
               + "spark.kubernetes.executor.pod.featureSteps");
     }
     String binary = conf.get(CONF_BINARY, DEFAULT_BINARY);
-    String policy = conf.get(CONF_POLICY, DEFAULT_POLICY);
+    String policy = conf.get(CONF_POLICY, "").trim();
     List<String> flags = planFlags(conf);
     Container original = pod.container();
 
-    List<String> command = new ArrayList<>(Arrays.asList(binary, "plan", "--format", "json",
-        "--policy", policy));
+    List<String> command = new ArrayList<>(Arrays.asList(binary, "plan", "--format", "json"));
+    if (!policy.isEmpty()) {
+      command.add("--policy");
+      command.add(policy);
+    }
     command.addAll(flags);
     JsonNode plan = runPlan(command, original.getEnv(),
         conf.getLong(CONF_TIMEOUT, DEFAULT_TIMEOUT));
 
-    long cpuRequest = number(plan, "cpu", "request_millicores", false);
-    long cpuLimit = number(plan, "cpu", "limit_millicores", true);
-    long memoryRequest = number(plan, "memory", "request_bytes", false);
-    long memoryLimit = number(plan, "memory", "limit_bytes", false);
+    long cpuRequest = number(plan, binary, "cpu", "request_millicores", false);
+    long cpuLimit = number(plan, binary, "cpu", "limit_millicores", true);
+    long memoryRequest = number(plan, binary, "memory", "request_bytes", false);
+    long memoryLimit = number(plan, binary, "memory", "limit_bytes", false);
     JsonNode init = plan.path("kubernetes").path("init");
 
     /* a copy: the container Spark's steps built is left as it was */
@@ -178,7 +184,8 @@ public class SparkshimExecutorFeatureStep implements KubernetesExecutorCustomFea
     return bytes % mib == 0 ? new Quantity((bytes / mib) + "Mi") : new Quantity(Long.toString(bytes));
   }
 
-  private static long number(JsonNode plan, String section, String key, boolean nullable) {
+  private static long number(JsonNode plan, String binary, String section, String key,
+      boolean nullable) {
     JsonNode v = plan.path(section).path(key);
     if (nullable && v.isNull()) {
       return -1;
@@ -186,7 +193,7 @@ public class SparkshimExecutorFeatureStep implements KubernetesExecutorCustomFea
     if (!v.canConvertToLong() || !v.isIntegralNumber() || v.asLong() <= 0) {
       throw new IllegalStateException(
           "sparkshim feature step: sparkshim plan's JSON has no positive integer " + section + "."
-              + key + " (got " + v + "); is " + DEFAULT_BINARY + " a sparkshim of this release?");
+              + key + " (got " + v + "); is " + binary + " a sparkshim of this release?");
     }
     return v.asLong();
   }
