@@ -8,8 +8,8 @@
 # sparkshim plan's, the command `sparkshim run --init ... -- /opt/entrypoint.sh` exactly
 # when the policy has kubernetes.init (and then the plan that command makes in the pod,
 # from the container's environment and its flags, is the pod's), and the rest of Spark's
-# pod unchanged. A failing
-# sparkshim (missing, or refusing the settings) must fail the pod's build with its message.
+# pod unchanged. A sparkshim that is missing, refuses the settings, hangs or prints no plan
+# must fail the pod's build with one message saying so.
 #
 # Usage: k8s.sh SPARKSHIM SOURCE_DIR BUILD_DIR LINE   (LINE: 3.5 or 4.0)
 set -euo pipefail
@@ -95,13 +95,21 @@ for c in "${cases[@]}"; do
   for kv in $conf "${COMMON[@]}" "spark.sparkshim.policy=$work/$policy.json"; do line+=$'\t'$kv; done
   echo "$line" >>"$work/cases"
 done
-# failures: sparkshim missing, and sparkshim refusing a setting (burst ratio above 1)
+# failures: sparkshim missing, and sparkshim refusing a setting (burst ratio above 1) ...
 printf 'fail-no-sparkshim\tspark.executor.memory=1g\t%s\tspark.sparkshim.binary=%s\tspark.sparkshim.policy=%s\n' \
   "$STEP" "$work/no-such-sparkshim" "$work/open.json" >>"$work/cases"
 printf 'fail-refused\tspark.executor.memory=1g\tspark.executor.memoryBurst.ratio=1.5\t%s\tspark.sparkshim.binary=%s\tspark.sparkshim.policy=%s\n' \
   "$STEP" "$SHIM" "$work/open.json" >>"$work/cases"
+# ... a sparkshim that hangs (the step's timeout), and one that prints no plan
+printf '#!/bin/sh\nexec sleep 60\n' >"$work/hung-sparkshim"
+printf '#!/bin/sh\necho "sparkshim 0.0.1"\n' >"$work/old-sparkshim"
+chmod 755 "$work/hung-sparkshim" "$work/old-sparkshim"
+printf 'fail-hung\tspark.executor.memory=1g\t%s\tspark.sparkshim.binary=%s\tspark.sparkshim.plan.timeoutSeconds=1\n' \
+  "$STEP" "$work/hung-sparkshim" >>"$work/cases"
+printf 'fail-no-plan\tspark.executor.memory=1g\t%s\tspark.sparkshim.binary=%s\n' \
+  "$STEP" "$work/old-sparkshim" >>"$work/cases"
 
-echo "k8s-$LINE: building ${#cases[@]} executor pods (and 2 that must fail) with Spark's KubernetesExecutorBuilder"
+echo "k8s-$LINE: building ${#cases[@]} executor pods (and 4 that must fail) with Spark's KubernetesExecutorBuilder"
 timeout 300 java -cp "$JARS/*:$JAR:$work/classes" K8sExecutorPod "$work/cases" \
   >"$work/out" 2>"$work/err" || {
   echo "FAIL: the pod builder failed:"
@@ -161,7 +169,7 @@ for c in "${cases[@]}"; do
   fi
 done
 
-for name in fail-no-sparkshim fail-refused; do
+for name in fail-no-sparkshim fail-refused fail-hung fail-no-plan; do
   got=$(grep "^[A-Z]* $name " "$work/out" || true)
   echo "$got"
   [[ $got == "ERROR $name IllegalStateException: sparkshim feature step: "* ]] ||
@@ -171,9 +179,13 @@ grep -q "ERROR fail-no-sparkshim .*cannot run '$work/no-such-sparkshim plan" "$w
   fail "fail-no-sparkshim: the message does not say that sparkshim cannot be run"
 grep -q "ERROR fail-refused .*failed (exit [0-9]*): .*burst" "$work/out" ||
   fail "fail-refused: the message does not carry sparkshim's reason"
+grep -q "ERROR fail-hung .*took more than 1 s (spark.sparkshim.plan.timeoutSeconds)" "$work/out" ||
+  fail "fail-hung: the message does not name the timeout"
+grep -q "ERROR fail-no-plan .*printed no JSON plan" "$work/out" ||
+  fail "fail-no-plan: the message does not say that there was no plan"
 
 if [ "$fails" -gt 0 ]; then
   echo "k8s-$LINE: $fails failure(s)"
   exit 1
 fi
-echo "k8s-$LINE: ${#cases[@]} executor pods carry sparkshim's plan, nothing else of Spark's pod changed; 2 failures reported"
+echo "k8s-$LINE: ${#cases[@]} executor pods carry sparkshim's plan, nothing else of Spark's pod changed; 4 failures reported"

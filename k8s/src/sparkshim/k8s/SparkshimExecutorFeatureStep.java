@@ -225,37 +225,45 @@ public class SparkshimExecutorFeatureStep implements KubernetesExecutorCustomFea
           + e.getMessage() + " (set " + CONF_BINARY + " to the sparkshim binary on the driver)", e);
     }
     try {
-      StreamReader err = new StreamReader(p.getErrorStream());
+      /* both pipes read beside the wait, so that neither a full pipe nor a hung sparkshim
+       * holds the driver longer than the timeout */
+      StreamReader out = new StreamReader(p.getInputStream(), "sparkshim-plan-stdout");
+      StreamReader err = new StreamReader(p.getErrorStream(), "sparkshim-plan-stderr");
+      out.start();
       err.start();
-      byte[] out = readAll(p.getInputStream());
       if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
         p.destroyForcibly();
         throw new IllegalStateException("sparkshim feature step: '" + shown + "' took more than "
             + timeoutSeconds + " s (" + CONF_TIMEOUT + ")");
       }
-      err.join(TimeUnit.SECONDS.toMillis(timeoutSeconds));
+      out.join(TimeUnit.SECONDS.toMillis(5));
+      err.join(TimeUnit.SECONDS.toMillis(5));
       int code = p.exitValue();
       if (code != 0) {
         String why = err.text().trim().replace('\n', ' ');
         throw new IllegalStateException("sparkshim feature step: '" + shown + "' failed (exit "
             + code + "): " + (why.isEmpty() ? "no message" : why));
       }
+      if (out.failure() != null) {
+        throw new IllegalStateException("sparkshim feature step: cannot read the output of '"
+            + shown + "': " + out.failure());
+      }
       try {
-        return new ObjectMapper().readTree(new String(out, StandardCharsets.UTF_8));
+        return new ObjectMapper().readTree(out.text());
       } catch (IOException e) {
         throw new IllegalStateException("sparkshim feature step: '" + shown
-            + "' printed no JSON plan: " + e.getMessage(), e);
+            + "' printed no JSON plan: " + firstLine(e.getMessage()), e);
       }
     } catch (InterruptedException e) {
       p.destroyForcibly();
       Thread.currentThread().interrupt();
       throw new IllegalStateException("sparkshim feature step: interrupted while running '"
           + shown + "'", e);
-    } catch (IOException e) {
-      p.destroyForcibly();
-      throw new IllegalStateException("sparkshim feature step: cannot read the output of '"
-          + shown + "': " + e.getMessage(), e);
     }
+  }
+
+  private static String firstLine(String s) {
+    return s == null ? "no message" : s.split("\n", 2)[0];
   }
 
   private static byte[] readAll(InputStream in) throws IOException {
@@ -270,13 +278,14 @@ public class SparkshimExecutorFeatureStep implements KubernetesExecutorCustomFea
     return buf.toByteArray();
   }
 
-  /* sparkshim's standard error, read beside its output so that neither pipe fills */
+  /* one of sparkshim's pipes, read to its end in a thread of its own */
   private static final class StreamReader extends Thread {
     private final InputStream in;
     private volatile String text = "";
+    private volatile String failure;
 
-    StreamReader(InputStream in) {
-      super("sparkshim-plan-stderr");
+    StreamReader(InputStream in, String name) {
+      super(name);
       setDaemon(true);
       this.in = in;
     }
@@ -286,12 +295,17 @@ public class SparkshimExecutorFeatureStep implements KubernetesExecutorCustomFea
       try {
         text = new String(readAll(in), StandardCharsets.UTF_8);
       } catch (IOException e) {
-        text = "(cannot read its standard error: " + e.getMessage() + ")";
+        failure = e.getMessage();
+        text = "(cannot read it: " + e.getMessage() + ")";
       }
     }
 
     String text() {
       return text;
+    }
+
+    String failure() {
+      return failure;
     }
   }
 }
