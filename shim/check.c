@@ -330,9 +330,41 @@ static int own_cgroup_path(char *buf, size_t size)
         return -ENOENT;
 }
 
-static void check_init_namespace(struct init_checker *c)
+/*
+ * The root of the cgroup2 mount at mount, as /proc/self/mountinfo shows it: relative to this
+ * process's cgroup namespace root, so "/" when the mount shows the namespace's own cgroup,
+ * "/.." (and deeper) when it shows cgroups above it. -ENOENT when no such mount.
+ */
+static int mount_root(const char *mount, char *buf, size_t size)
 {
-        char link[64] = "", path[PATH_MAX];
+        _cleanup_free_ char *text = NULL;
+        ssize_t n;
+
+        n = util_read_file_at(AT_FDCWD, "/proc/self/mountinfo", 4 << 20, &text);
+        if (n < 0)
+                return (int)n;
+        for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                char root[PATH_MAX], point[PATH_MAX], *dash;
+
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl = '\0';
+                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+                dash = strstr(line, " - ");
+                if (!dash || strncmp(dash, " - cgroup2 ", 11) != 0 ||
+                    sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2)
+                        continue;
+                if (strcmp(point, mount) == 0) {
+                        snprintf(buf, size, "%s", root);
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+static void check_init_namespace(struct init_checker *c, const char *mount)
+{
+        char link[64] = "", path[PATH_MAX], root[PATH_MAX];
         unsigned long long ino = 0;
         ssize_t n = readlink("/proc/self/ns/cgroup", link, sizeof(link) - 1);
         int r;
@@ -340,7 +372,7 @@ static void check_init_namespace(struct init_checker *c)
         if (n < 0 || sscanf(link, "cgroup:[%llu]", &ino) != 1) {
                 init_row(c, "init: cgroup namespace", false,
                          "cannot read /proc/self/ns/cgroup (%s): the kernel has no cgroup namespaces "
-                         "(CONFIG_CGROUPS >= 4.6 needed)", n < 0 ? strerror(errno) : link);
+                         "(Linux 4.6 or later needed)", n < 0 ? strerror(errno) : link);
                 return;
         }
         r = own_cgroup_path(path, sizeof(path));
@@ -354,6 +386,13 @@ static void check_init_namespace(struct init_checker *c)
                 init_row(c, "init: cgroup namespace", false,
                          "own cgroup namespace %s, but /proc/self/cgroup has no cgroup v2 line (0::): no "
                          "cgroup2 hierarchy on this kernel's host", link);
+        else if (mount_root(mount, root, sizeof(root)) == 0 && strcmp(root, "/") != 0)
+                init_row(c, "init: cgroup namespace", false,
+                         "own cgroup namespace %s, but the cgroup2 mount at %s shows %s of it, not its root "
+                         "(a bind mount of another hierarchy, as some runtimes give privileged containers): "
+                         "fix: a cgroup2 mount made in the container's namespace (what runtimes do for "
+                         "unprivileged containers, made writable as below)",
+                         link, mount, root);
         else if (strncmp(path, "/..", 3) == 0)
                 init_row(c, "init: cgroup namespace", false,
                          "own cgroup namespace %s, but this process is outside its root (0::%s): run "
@@ -414,7 +453,7 @@ static void check_init(struct init_checker *c, const char *root, const struct sh
         else
                 init_row(c, "init: writable mount", true, "%s is mounted read-write", mount);
 
-        check_init_namespace(c);
+        check_init_namespace(c, mount);
 
         /* the controllers the plan needs, available at the namespace's root */
         if (p->pids_max)

@@ -4,6 +4,7 @@
 # as this host's layout, found here independently, implies; and the ones a container would
 # change, made here with namespaces of our own (nothing of the host is modified):
 #   - a private cgroup namespace (unshare --cgroup): "own cgroup namespace ... 0::/";
+#   - a namespace whose root is below the mount's root (a bind of the node's hierarchy);
 #   - a read-only cgroup2 mount (a private mount namespace, the mount remounted ro in it);
 #   - a uid that cannot write the hierarchy (setpriv to nobody);
 # and `check --init` fails (exit 1) while any is missing, `check` without it prints "miss"
@@ -103,6 +104,18 @@ wrap_rc=$(grep -q 'sparkshim run cannot enforce' "$work/plain" && echo 1 || echo
 # A private cgroup namespace, as a container has.
 run cgroupns unshare --cgroup "$shim" check --policy "$work/policy.json" --init
 expect_row "$work/cgroupns" "cgroup namespace" ok "own cgroup namespace cgroup:\[[0-9]+\], this process at 0::/ \(its root\)" "cgroupns"
+
+# A cgroup namespace whose root is below the mount's: the mount shows the hierarchy above
+# the container's cgroup, as a bind of the node's hierarchy into a privileged container
+# does. The child cgroup is ours, made for this and removed.
+child=$mount/sparkshim-k8s-check.$$
+mkdir "$child"
+trap 'rmdir "$child" 2>/dev/null || true; rm -rf "$work"' EXIT
+run boundmount sh -c "echo \$\$ >'$child/cgroup.procs' && exec unshare --cgroup '$shim' check --policy '$work/policy.json' --init"
+expect_row "$work/boundmount" "cgroup namespace" FAIL "own cgroup namespace cgroup:\[[0-9]+\], but the cgroup2 mount at $mount shows /\.\. of it, not its root.*fix: a cgroup2 mount made in the container's namespace" "boundmount"
+# the kernel may report the cgroup busy for a moment after its last process exited
+for _ in $(seq 50); do rmdir "$child" 2>/dev/null && break; sleep 0.1; done
+[ ! -d "$child" ] || fail "cannot remove $child"
 
 # A read-only mount, as unprivileged containers get.
 run readonly unshare --mount sh -c "mount -o remount,bind,ro '$mount' && exec '$shim' check --policy '$work/policy.json' --init"
