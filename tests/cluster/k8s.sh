@@ -34,8 +34,9 @@ if [ "$USE_PACKAGE" = 1 ] && [ -f "$SRC/tests/cluster/lib.sh" ]; then
   . "$SRC/tests/cluster/lib.sh"
   echo "k8s-$LINE: installing the package"
   install_package
-  SHIM=/usr/bin/sparkshim
+  SHIM=${SPARKSHIM:-/usr/bin/sparkshim}
   JAR=/usr/share/java/sparkshim-k8s.jar
+  [ -f "$JAR" ] || skip "the installed package has no $JAR (scripts/package could not build it here)"
 fi
 [ -x "$SHIM" ] || skip "no sparkshim at $SHIM"
 command -v javac >/dev/null || skip "no JDK (javac) installed"
