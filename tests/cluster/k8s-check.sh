@@ -10,9 +10,14 @@
 # and `check --init` fails (exit 1) while any is missing, `check` without it prints "miss"
 # rows and keeps its verdict.
 #
-# Usage: k8s-check.sh SPARKSHIM
+# With SPARKSHIM_TEST (the build's sparkshim-test, which takes SPARKSHIM_CGROUP_ROOT), the
+# cgroup2 mount is also looked at as a container on a cgroup v2 node sees it: cgroup2 at
+# the root it is given, in a cgroup namespace of its own.
+#
+# Usage: k8s-check.sh SPARKSHIM [SPARKSHIM_TEST]
 set -euo pipefail
 shim=$1
+shim_test=${2:-}
 [ "$(id -u)" = 0 ] || { echo "SKIP: not root (namespaces and remounts need it)"; exit 77; }
 for tool in unshare setpriv; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
@@ -127,6 +132,19 @@ grep -q "$mount.* rw," /proc/self/mountinfo || grep -q "$mount rw" /proc/self/mo
 # A uid that may not write the hierarchy.
 run nobody setpriv --reuid=65534 --regid=65534 --clear-groups "$shim" check --policy "$work/policy.json" --init
 expect_row "$work/nobody" "writable by uid" FAIL "not writable by uid 65534 \(Permission denied\): fix: run sparkshim as root" "nobody"
+
+# cgroup2 as the root: the unified layout's rows (the controllers this host has in v2)
+if [ -n "$shim_test" ]; then
+  run unified unshare --cgroup env SPARKSHIM_CGROUP_ROOT="$mount" "$shim_test" check --policy "$work/policy.json" --init
+  expect_row "$work/unified" "cgroup2 mount" ok "cgroup2 is mounted at $mount" "unified"
+  expect_row "$work/unified" "cgroup namespace" ok "own cgroup namespace .* at 0::/ \(its root\)" "unified"
+  if [ $controllers = yes ]; then
+    expect_row "$work/unified" controllers ok "has" "unified"
+  else
+    expect_row "$work/unified" controllers FAIL "lacks .*not delegated to the container: fix: the parent's cgroup.subtree_control" "unified"
+  fi
+  grep -q '^init: (hierarchy)' "$work/unified" && fail "unified: the hybrid note printed for a cgroup2 root"
+fi
 
 if [ "$fails" -gt 0 ]; then
   echo "k8s-check: $fails failure(s)"
