@@ -109,8 +109,10 @@ printf 'fail-hung\tspark.executor.memory=1g\t%s\tspark.sparkshim.binary=%s\tspar
   "$STEP" "$work/hung-sparkshim" >>"$work/cases"
 printf 'fail-no-plan\tspark.executor.memory=1g\t%s\tspark.sparkshim.binary=%s\n' \
   "$STEP" "$work/old-sparkshim" >>"$work/cases"
+printf 'fail-no-output\tspark.executor.memory=1g\t%s\tspark.sparkshim.binary=%s\n' \
+  "$STEP" "$(type -P true)" >>"$work/cases"
 
-echo "k8s-$LINE: building ${#cases[@]} executor pods (and 4 that must fail) with Spark's KubernetesExecutorBuilder"
+echo "k8s-$LINE: building ${#cases[@]} executor pods (and 5 that must fail) with Spark's KubernetesExecutorBuilder"
 timeout 300 java -cp "$JARS/*:$JAR:$work/classes" K8sExecutorPod "$work/cases" \
   >"$work/out" 2>"$work/err" || {
   echo "FAIL: the pod builder failed:"
@@ -170,7 +172,7 @@ for c in "${cases[@]}"; do
   fi
 done
 
-for name in fail-no-sparkshim fail-refused fail-hung fail-no-plan; do
+for name in fail-no-sparkshim fail-refused fail-hung fail-no-plan fail-no-output; do
   got=$(grep "^[A-Z]* $name " "$work/out" || true)
   echo "$got"
   [[ $got == "ERROR $name IllegalStateException: sparkshim feature step: "* ]] ||
@@ -184,9 +186,11 @@ grep -q "ERROR fail-hung .*took more than 1 s (spark.sparkshim.plan.timeoutSecon
   fail "fail-hung: the message does not name the timeout"
 grep -q "ERROR fail-no-plan .*printed no JSON plan" "$work/out" ||
   fail "fail-no-plan: the message does not say that there was no plan"
+grep -q "ERROR fail-no-output .*printed no JSON plan (no output)" "$work/out" ||
+  fail "fail-no-output: the message does not say that there was no output"
 
 if [ "$fails" -gt 0 ]; then
   echo "k8s-$LINE: $fails failure(s)"
   exit 1
 fi
-echo "k8s-$LINE: ${#cases[@]} executor pods carry sparkshim's plan, nothing else of Spark's pod changed; 4 failures reported"
+echo "k8s-$LINE: ${#cases[@]} executor pods carry sparkshim's plan, nothing else of Spark's pod changed; 5 failures reported"

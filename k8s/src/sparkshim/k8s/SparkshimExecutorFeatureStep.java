@@ -249,7 +249,13 @@ public class SparkshimExecutorFeatureStep implements KubernetesExecutorCustomFea
             + shown + "': " + out.failure());
       }
       try {
-        return new ObjectMapper().readTree(out.text());
+        JsonNode plan = new ObjectMapper().readTree(out.text());
+        if (plan == null || !plan.isObject()) {
+          throw new IllegalStateException("sparkshim feature step: '" + shown
+              + "' printed no JSON plan (" + (out.text().isEmpty() ? "no output" : "not an object")
+              + ")");
+        }
+        return plan;
       } catch (IOException e) {
         throw new IllegalStateException("sparkshim feature step: '" + shown
             + "' printed no JSON plan: " + firstLine(e.getMessage()), e);
