@@ -1020,8 +1020,10 @@ static int parse_root(struct parser *ps, json_t *root, struct policy *p)
         static const char *const keys[] = { "version",   "cgroup",        "cpu",
                                             "memory",    "pids",          "io",
                                             "overrides", "out_of_bounds", "fail_mode",
-                                            "grace_seconds", "report", "agent", "java" };
+                                            "grace_seconds", "report", "agent", "java",
+                                            "kubernetes" };
         static const char *const pids_keys[] = { "max" };
+        static const char *const kubernetes_keys[] = { "init" };
         static const char *const io_keys[] = { "weight" };
         static const char *const bounds[] = { "reject", "clamp" };
         static const char *const fail_modes[] = { "closed", "open" };
@@ -1095,6 +1097,16 @@ static int parse_root(struct parser *ps, json_t *root, struct policy *p)
                 return r;
         if (r > 0)
                 p->grace_seconds = (unsigned)u;
+
+        /* read by sparkshim's Kubernetes feature step (sparkshim-k8s(7)) through `plan` */
+        r = section(ps, root, "kubernetes", kubernetes_keys, ELEMENTSOF(kubernetes_keys), &sub);
+        if (r > 0) {
+                push_key(ps, "kubernetes");
+                r = field_bool(ps, sub, "init", &p->kubernetes_init);
+                pop(ps);
+        }
+        if (r < 0)
+                return r;
 
         r = parse_report(ps, root, p);
         if (r < 0)

@@ -155,6 +155,10 @@ struct policy {
         struct policy_agent agent;
 
         enum policy_java_executors java_executors; /* default run */
+
+        /* the Kubernetes feature step makes `sparkshim run --init` the executor
+         * container's command (sparkshim-k8s(7)); default false */
+        bool kubernetes_init;
 };
 
 void policy_init_defaults(struct policy *p);

@@ -137,7 +137,7 @@ static void usage(FILE *f)
 {
         fputs("Usage: sparkshim run [OPTIONS] -- COMMAND [ARGS...]\n"
               "       sparkshim plan [OPTIONS] [--format json|cgroup|k8s] [-- COMMAND...]\n"
-              "       sparkshim check [--policy FILE]\n"
+              "       sparkshim check [--policy FILE] [--init]\n"
               "       sparkshim report [--json] [--all] FILE...\n"
               "       sparkshim probe (--cgroup PATH | --pid PID) [--interval S] [--count N] [--no-bpf]\n"
               "       sparkshim java-home --jdk JDK_DIR DIR\n"
@@ -648,8 +648,11 @@ static int print_plan(const struct options *o, const struct policy *policy,
                                           threshold ? json_integer((json_int_t)threshold) : json_null());
                 char *text;
 
+                json_t *k8s = json_pack("{s:b}", "init", policy->kubernetes_init);
+
                 if (!j || !cg || json_object_set_new(j, "cgroup", cg) < 0 || !agent ||
-                    json_object_set_new(j, "agent", agent) < 0)
+                    json_object_set_new(j, "agent", agent) < 0 || !k8s ||
+                    json_object_set_new(j, "kubernetes", k8s) < 0)
                         die(SHIM_EXIT_INTERNAL, "out of memory");
                 text = json_dumps(j, JSON_INDENT(2));
                 json_decref(j);
@@ -1277,7 +1280,7 @@ int main(int argc, char **argv)
         if (strcmp(command, "check") == 0) {
                 if (optind < argc)
                         die(SHIM_EXIT_USAGE, "check: unexpected argument '%s'", argv[optind]);
-                return shim_check(o.policy_path, o.policy_explicit, o.cgroup_root);
+                return shim_check(o.policy_path, o.policy_explicit, o.cgroup_root, o.init);
         }
         if (strcmp(command, "report") == 0)
                 return shim_cmd_report(argc - optind, argv + optind, o.json, o.all);

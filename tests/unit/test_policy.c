@@ -76,6 +76,7 @@ static const struct {
         FIELD(agent.heap_threshold, F_DOUBLE),
         { "agent.log", F_ENUM, offsetof(struct policy, agent.log),
           (const char *const[]){ "error", "warn", "info", "debug", NULL } },
+        FIELD(kubernetes_init, F_BOOL),
 #undef FIELD
 };
 
@@ -214,6 +215,7 @@ Test(policy, defaults)
         cr_expect_eq(p.agent.max_spills, 32, "max spills %" PRIu64, p.agent.max_spills);
         cr_expect_eq(p.agent.log, POLICY_AGENT_LOG_WARN, "log %d", (int)p.agent.log);
         cr_expect_str_eq(policy_override_name(POLICY_OVERRIDE_AGENT), "agent", "override name");
+        cr_expect(!p.kubernetes_init, "kubernetes.init on by default");
 }
 
 Test(policy, valid_fixtures)
