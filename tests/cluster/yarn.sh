@@ -383,11 +383,21 @@ sleep 1 # a report that should not be there (a third one, the ApplicationMaster'
 # --- checks -------------------------------------------------------------------------------
 progress "checking"
 python3 - "$WORK" "$JDK" "$JH" "$SPARKSHIM" "$PLAIN_APP" "$WRAPPED_APP" <<'PY' || fail "see above"
-import glob, json, os, re, sys
+import filecmp, glob, json, os, re, sys
 
 work, jdk, jh, shim, plain_app, app = sys.argv[1:7]
 real_java = os.path.realpath(jdk + "/bin/java")
 shim = os.path.realpath(shim)
+
+def is_shim(path):
+    """path is sparkshim: the binary itself or the wrapper's java, if that is a copy of it"""
+    path = os.path.realpath(path)
+    if path == shim:
+        return True
+    try:
+        return path == os.path.realpath(jh + "/bin/java") and filecmp.cmp(path, shim, shallow=False)
+    except OSError:
+        return False
 failures = 0
 
 def fail(msg):
@@ -479,8 +489,8 @@ for label, app_id, wrapped in (("plain", plain_app, False), ("wrapped", app, Tru
             fail(f"{app_id}: the AM's JAVA_HOME is {p['java_home']}, want the wrapper's {jh}")
 if len(am_seen) == 2:
     plain_am, am = am_seen["plain"], am_seen["wrapped"]
-    # argv[0] is the JDK's java in both runs, and so are the arguments and the environment
-    if normalized(plain_am["cmdline"]) != normalized(am["cmdline"]):
+    # the same arguments and environment as the AM that the NodeManager's JDK started
+    if normalized(plain_am["cmdline"])[1:] != normalized(am["cmdline"])[1:]:
         fail(f"the AM's command lines differ:\n  plain:   {plain_am['cmdline']}\n  wrapped: {am['cmdline']}")
     if plain_am["env"] != am["env"]:
         fail(f"the AM's environments differ: {sorted(set(plain_am['env']) ^ set(am['env']))}")
@@ -502,7 +512,7 @@ for label, app_id, wrapped in (("plain", plain_app, False), ("wrapped", app, Tru
             continue
         if arg(p["cmdline"], "--executor-id") != eid or arg(p["cmdline"], "--app-id") != app_id:
             fail(f"{app_id}/{eid}: pid {pid}'s command line says executor {arg(p['cmdline'], '--executor-id')} of {arg(p['cmdline'], '--app-id')}")
-        under_shim = os.path.realpath(pexe) == shim and os.path.realpath(p["pexe"]) == shim
+        under_shim = is_shim(pexe) and is_shim(p["pexe"])
         if wrapped and not under_shim:
             fail(f"{app_id}/{eid}: the executor (pid {pid}) is a child of {pexe}, not of sparkshim {shim}")
         if not wrapped and os.path.basename(pexe) != "bash":
@@ -527,11 +537,13 @@ for path in sorted(glob.glob(f"{work}/reports/*")):
 templated = not any("{app_id}" in os.path.basename(p) for p in docs)
 execs = executor_lines("wrapped")
 finals = {}
+stray = 0
 for path, ds in docs.items():
     for d in ds:
         ident = d["identity"]
         key = (ident["app_id"], ident["executor_id"])
         if key[0] != app or key[1] not in execs:
+            stray += 1
             fail(f"{path}: a report for app {key[0]!r} executor {key[1]!r} ({ident['command']}, pid "
                  f"{ident['pid']}): only the executors of {app} ({', '.join(sorted(execs))}) were wrapped")
             continue
@@ -541,6 +553,8 @@ for path, ds in docs.items():
             if key in finals:
                 fail(f"{app}/{key[1]}: more than one final report ({finals[key][0]}, {path})")
             finals[key] = (path, d)
+if stray == 0:
+    print(f"reports: only from the executors of {app}; none from its AM, the driver or {plain_app}")
 if not templated:
     print("NOTE: this sparkshim does not expand {app_id}/{executor_id} in report.path: "
           "the reports share one file, checked per app id and executor id")
