@@ -2,7 +2,7 @@
 // The Spark driver of tests/cluster/yarn.sh, in yarn client mode (its Spark configuration
 // comes from -Dspark.* system properties):
 //
-//   java ... YarnHarnessJob LABEL WORKDIR
+//   java ... YarnHarnessJob LABEL WORKDIR WATCH_PID
 //
 // It waits for every executor it asked for, then runs
 // 1. an identity job: every executor says, from inside its own JVM, its executor id, pid,
@@ -12,7 +12,8 @@
 //    rows written to WORKDIR/LABEL.result (the file compared between runs).
 // Then, with the application (its ApplicationMaster and executors) still running, it
 // writes WORKDIR/LABEL.running (the application id) and waits up to 120 s for
-// WORKDIR/LABEL.inspected, so that the test can look at the live processes.
+// WORKDIR/LABEL.inspected, so that the test can look at the live processes. The JVM exits
+// when process WATCH_PID (the test script) ends.
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -76,12 +77,26 @@ public final class YarnHarnessJob {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 2) {
-            System.err.println("usage: YarnHarnessJob LABEL WORKDIR");
+        if (args.length != 3) {
+            System.err.println("usage: YarnHarnessJob LABEL WORKDIR WATCH_PID");
             System.exit(2);
         }
         String label = args[0];
         Path work = Paths.get(args[1]);
+        long watch = Long.parseLong(args[2]);
+        Thread watcher = new Thread(() -> {
+            while (ProcessHandle.of(watch).map(ProcessHandle::isAlive).orElse(false)) {
+                try {
+                    Thread.sleep(500);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+            System.err.println("YarnHarnessJob: process " + watch + " ended");
+            System.exit(3);
+        });
+        watcher.setDaemon(true);
+        watcher.start();
         SparkSession spark = SparkSession.builder().appName("sparkshim-yarn-" + label).getOrCreate();
         try {
             JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());

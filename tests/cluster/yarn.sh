@@ -60,6 +60,14 @@ command -v python3 >/dev/null || skip "python3 is missing"
 command -v mvn >/dev/null || skip "mvn is missing (scripts/deps installs maven)"
 SPARKSHIM=$(cd "$(dirname "$SPARKSHIM")" && pwd)/$(basename "$SPARKSHIM")
 
+# /etc/sparkshim/policy.json is the test's from installing the package (its conffile) to
+# the end: other suites that install a policy or the package take the same lock.
+exec 9>/run/lock/sparkshim-test-policy.lock
+if ! flock -n 9; then
+  progress "waiting for /run/lock/sparkshim-test-policy.lock (another suite holds /etc/sparkshim/policy.json)"
+  flock -w 900 9 || { echo "FAIL: /run/lock/sparkshim-test-policy.lock: still held after 900 s"; exit 1; }
+fi
+
 # --- the sparkshim under test ------------------------------------------------------------
 # Switch: the installed package (tests/cluster/lib.sh's install_package) when lib.sh is
 # there, else the build tree's sparkshim.
@@ -243,9 +251,7 @@ progress "MiniYARNCluster ready (pid $HARNESS_PID), ResourceManager at $(cat "$W
 # --- the policy ---------------------------------------------------------------------------
 
 # The java personality reads /etc/sparkshim/policy.json only: install the test's policy
-# for the run (other suites do the same: take the lock), restore the previous one at exit.
-exec 9>/run/lock/sparkshim-test-policy.lock
-flock -w 900 9 || { echo "FAIL: /run/lock/sparkshim-test-policy.lock: still held after 900 s"; exit 1; }
+# for the run (the lock is held since the start), restore the previous one at exit.
 if [ -e "$POLICY" ]; then
   cp -a "$POLICY" "$WORK/policy.saved"
   POLICY_STATE=replaced
@@ -333,7 +339,7 @@ run() {
     -Dspark.driver.host=127.0.0.1 -Dspark.driver.bindAddress=127.0.0.1 \
     -Dspark.ui.enabled=false -Dspark.sql.shuffle.partitions=4 \
     -Dspark.local.dir="$WORK/driver-local" \
-    "${conf[@]}" YarnHarnessJob "$label" "$WORK" >"$WORK/$label.out" 2>"$WORK/$label.err" &
+    "${conf[@]}" YarnHarnessJob "$label" "$WORK" $$ >"$WORK/$label.out" 2>"$WORK/$label.err" &
   DRIVER_PID=$!
   # the driver holds the application while the test looks at its live processes
   for ((i = 0; ; i++)); do
@@ -355,10 +361,10 @@ run() {
   if [ "$rc" != 0 ] || [ ! -s "$WORK/$label.result" ] || [ -z "$APP" ]; then
     echo "FAIL: $label: the driver exited $rc:"
     grep -vE '^\s+at ' "$WORK/$label.err" | tail -n 25
-    for f in $(find "$WORK/yarn" -path '*containerlogs*' -name stderr 2>/dev/null) \
-      $(find "$WORK/yarn" -path '*userlogs*' -name stderr 2>/dev/null); do
-      echo "--- $f:"
-      grep -vE '^\s+at ' "$f" | tail -n 10
+    # the containers' logs (the NodeManager's log directory holds APP/CONTAINER/stderr)
+    for f in $(find "$WORK/yarn" -path '*logDir*/application_*/container_*' -name stderr | sort); do
+      echo "--- ${f#"$WORK"/yarn/*/application_}:"
+      grep -vE '^\s+at ' "$f" | tail -n 6
     done
     return 1
   fi
