@@ -6,7 +6,8 @@
 //
 // It waits for every executor it asked for, then runs
 // 1. an identity job: every executor says, from inside its own JVM, its executor id, pid,
-//    parent pid and the parent's executable, JAVA_HOME, java.home and command line;
+//    parent pid and the parent's executable, JAVA_HOME, java.home and command line (its
+//    arguments separated by U+001F);
 //    written to WORKDIR/LABEL.executors, one tab-separated line per executor;
 // 2. the result job: a grouped aggregation across a shuffle between the executors, its
 //    rows written to WORKDIR/LABEL.result (the file compared between runs).
@@ -34,14 +35,14 @@ public final class YarnHarnessJob {
     private YarnHarnessJob() {
     }
 
+    /** The JVM's own command line, its arguments separated by U+001F. */
     static String cmdline() {
         try {
-            byte[] raw = Files.readAllBytes(Paths.get("/proc/self/cmdline"));
-            StringBuilder sb = new StringBuilder();
-            for (byte b : raw) {
-                sb.append(b == 0 ? ' ' : (char) (b & 0xff));
+            String raw = new String(Files.readAllBytes(Paths.get("/proc/self/cmdline")), StandardCharsets.UTF_8);
+            if (raw.endsWith("\0")) {
+                raw = raw.substring(0, raw.length() - 1);
             }
-            return sb.toString().trim();
+            return raw.replace('\0', '\u001f');
         } catch (IOException e) {
             return "?";
         }

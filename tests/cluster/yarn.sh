@@ -60,14 +60,6 @@ command -v python3 >/dev/null || skip "python3 is missing"
 command -v mvn >/dev/null || skip "mvn is missing (scripts/deps installs maven)"
 SPARKSHIM=$(cd "$(dirname "$SPARKSHIM")" && pwd)/$(basename "$SPARKSHIM")
 
-# /etc/sparkshim/policy.json is the test's from installing the package (its conffile) to
-# the end: other suites that install a policy or the package take the same lock.
-exec 9>/run/lock/sparkshim-test-policy.lock
-if ! flock -n 9; then
-  progress "waiting for /run/lock/sparkshim-test-policy.lock (another suite holds /etc/sparkshim/policy.json)"
-  flock -w 900 9 || { echo "FAIL: /run/lock/sparkshim-test-policy.lock: still held after 900 s"; exit 1; }
-fi
-
 # --- the sparkshim under test ------------------------------------------------------------
 # Switch: the installed package (tests/cluster/lib.sh's install_package) when lib.sh is
 # there, else the build tree's sparkshim.
@@ -137,9 +129,7 @@ JH=$WORK/java-home
 rc=0
 "$SPARKSHIM" java-home --jdk "$JDK" "$JH" >"$WORK/java-home.err" 2>&1 || rc=$?
 if [ "$rc" != 0 ]; then
-  "$SPARKSHIM" --help 2>&1 | grep -q 'java-home' ||
-    skip "$SPARKSHIM has no java-home command (issue 12, section 1)"
-  echo "FAIL: sparkshim java-home --jdk $JDK $JH exited $rc: $(cat "$WORK/java-home.err")"
+  echo "FAIL: $SPARKSHIM java-home --jdk $JDK $JH exited $rc: $(cat "$WORK/java-home.err")"
   exit 1
 fi
 [ -x "$JH/bin/java" ] || { echo "FAIL: sparkshim java-home made no $JH/bin/java"; exit 1; }
@@ -251,7 +241,17 @@ progress "MiniYARNCluster ready (pid $HARNESS_PID), ResourceManager at $(cat "$W
 # --- the policy ---------------------------------------------------------------------------
 
 # The java personality reads /etc/sparkshim/policy.json only: install the test's policy
-# for the run (the lock is held since the start), restore the previous one at exit.
+# for the run (other suites do the same: take the lock), restore the previous one at exit.
+# The lock comes after install_package's (a shared lock on the installed package, held
+# to the end), as in every suite: the other order deadlocks with a suite that waits for
+# this lock while holding the package's.
+exec 9>/run/lock/sparkshim-test-policy.lock
+waited=0
+until flock -w 60 9; do
+  waited=$((waited + 60))
+  [ "$waited" -lt 900 ] || { echo "FAIL: /run/lock/sparkshim-test-policy.lock: still held after $waited s"; exit 1; }
+  progress "waiting for /run/lock/sparkshim-test-policy.lock (another suite holds /etc/sparkshim/policy.json)"
+done
 if [ -e "$POLICY" ]; then
   cp -a "$POLICY" "$WORK/policy.saved"
   POLICY_STATE=replaced
@@ -417,7 +417,7 @@ def executor_lines(label):
     out = {}
     for line in open(f"{work}/{label}.executors"):
         f = line.rstrip("\n").split("\t")
-        out[f[0]] = (int(f[1]), int(f[2]) if f[2] != "?" else None, f[3], f[4], f[5], f[6])
+        out[f[0]] = (int(f[1]), int(f[2]) if f[2] != "?" else None, f[3], f[4], f[5], f[6].split("\x1f"))
     return out
 
 def processes(label):
@@ -516,6 +516,8 @@ for label, app_id, wrapped in (("plain", plain_app, False), ("wrapped", app, Tru
         if p is None:
             fail(f"{app_id}/{eid}: the executor's pid {pid} is not a live process of the application")
             continue
+        if p["cmdline"].strip() != " ".join(cmdline):
+            fail(f"{app_id}/{eid}: pid {pid} runs {p['cmdline']}, the executor said {' '.join(cmdline)}")
         if arg(p["cmdline"], "--executor-id") != eid or arg(p["cmdline"], "--app-id") != app_id:
             fail(f"{app_id}/{eid}: pid {pid}'s command line says executor {arg(p['cmdline'], '--executor-id')} of {arg(p['cmdline'], '--app-id')}")
         under_shim = is_shim(pexe) and is_shim(p["pexe"])
@@ -562,8 +564,8 @@ for path, ds in docs.items():
 if stray == 0:
     print(f"reports: only from the executors of {app}; none from its AM, the driver or {plain_app}")
 if not templated:
-    print("NOTE: this sparkshim does not expand {app_id}/{executor_id} in report.path: "
-          "the reports share one file, checked per app id and executor id")
+    fail("report.path's {app_id}.{executor_id}.jsonl was not expanded: "
+         + ", ".join(os.path.basename(p) for p in docs))
 print(f"executors launched through sparkshim ({app}):")
 for eid, (pid, ppid, pexe, home, java_home, cmdline) in sorted(execs.items()):
     key = (app, eid)
@@ -577,13 +579,17 @@ for eid, (pid, ppid, pexe, home, java_home, cmdline) in sorted(execs.items()):
           f"enforced {d['enforcement']['enforced']} ({d['enforcement']['reason']}) -> {os.path.basename(path)}")
     if ident["pid"] != pid:
         fail(f"{app}/{eid}: report pid {ident['pid']}, the executor JVM's own pid is {pid}")
-    if ident["command"] != cmdline.split(" ")[0] or os.path.realpath(ident["command"]) != real_java:
-        fail(f"{app}/{eid}: report command {ident['command']}, the executor's argv[0] is {cmdline.split(' ')[0]}")
+    if ident["command"] != cmdline[0] or os.path.realpath(ident["command"]) != real_java:
+        fail(f"{app}/{eid}: report command {ident['command']}, the executor's argv[0] is {cmdline[0]}")
+    if ident.get("argv") != cmdline or ident.get("argv_truncated"):
+        fail(f"{app}/{eid}: report argv {ident.get('argv')} (truncated: {ident.get('argv_truncated')}), "
+             f"the executor's command line is {cmdline}")
     if ident["mode"] != "wrap":
         fail(f"{app}/{eid}: mode {ident['mode']}, want wrap")
     if d["enforcement"]["enforced"]:
         fail(f"{app}/{eid}: enforced on a host whose cgroup v2 has no controllers?")
-    print(f"    its command line: {cmdline[:160]}{' ...' if len(cmdline) > 160 else ''}")
+    line = " ".join(cmdline)
+    print(f"    argv ({len(cmdline)} arguments, as in the report): {line[:150]}{' ...' if len(line) > 150 else ''}")
 
 # 4. the results
 plain = open(f"{work}/plain.result").read().splitlines()
