@@ -16,13 +16,14 @@
 #                /etc/sparkshim/policy.json for the run (fail_mode open: this host's cgroup
 #                v2 has no controllers, so measurement is real and enforcement is reported
 #                as not possible) and the previous file restored at exit.
-# Checks: the NodeManager's launch_container.sh of every executor of run 2 exports
-# JAVA_HOME=DIR and runs $JAVA_HOME/bin/java; the live executor JVMs are children of
-# sparkshim, the live ApplicationMaster JVM is the real java under the container's shell
-# with no sparkshim above it and nothing injected; one final report per executor (app id
-# application_..., executor ids 1 and 2), named after them, with the pid and command the
-# executor JVM itself saw; no report for the ApplicationMaster, the driver or run 1; both
-# runs return the same rows.
+# Checks: the NodeManager's launch_container.sh of every container of run 2 exports
+# JAVA_HOME=DIR and runs $JAVA_HOME/bin/java; with the application still running (the
+# driver waits for the test), its executor JVMs are children of sparkshim (run 1's of the
+# container's shell), and its ApplicationMaster is the real java under the container's
+# shell with the arguments and environment names of run 1's AM (nothing added); one final
+# report per executor (app id application_..., executor ids 1 and 2), in a file named
+# after them, with the pid and the argv the executor JVM itself saw; no report for the
+# ApplicationMaster, the driver or run 1; both runs return the same rows.
 #
 # Usage: yarn.sh SOURCE_ROOT SPARKSHIM JDK_HOME
 # (SPARKSHIM is the build tree's; the installed package replaces it when
