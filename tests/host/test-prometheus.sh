@@ -24,9 +24,9 @@ JSON
 chmod 0644 policy.json
 run="$shim run -q --policy $tmp/policy.json --memory 256m"
 
-# wait_for FILE: until FILE exists (the first second of its executor), at most 5 s
+# wait_for FILE: until FILE exists (the first second of its executor), at most 60 s (a guard for a loaded machine, not a timing)
 wait_for() {
-	for _ in $(seq 50); do [ -f "$1" ] && return 0; sleep 0.1; done
+	for _ in $(seq 600); do [ -f "$1" ] && return 0; sleep 0.1; done
 	ls -la textfile
 	fail "$1 did not appear"
 }

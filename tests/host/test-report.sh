@@ -56,7 +56,7 @@ f = finals[0]
 # every field the schema page documents is present
 required = {
   "": ["schema", "kind", "identity", "plan", "enforcement", "collectors", "usage", "utilization", "exit", "agent", "spills", "samples"],
-  "identity": ["app_id", "executor_id", "host", "command", "mode", "start", "end", "wall_seconds", "pid"],
+  "identity": ["app_id", "executor_id", "name", "host", "command", "mode", "start", "end", "wall_seconds", "pid"],
   "enforcement": ["enforced", "reason", "cgroup"],
   "collectors": ["bpf", "bpf_attached", "taskstats"],
   "usage.cpu": ["seconds", "user_seconds", "system_seconds", "throttled_seconds", "nr_throttled", "bpf_oncpu_seconds", "runq_wait", "psi"],
