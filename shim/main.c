@@ -1265,6 +1265,18 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return SHIM_EXIT_USAGE;
         }
+        {
+                static const char *const commands[] = { "run", "plan", "check", "report", "probe", "java-home" };
+                bool known = false;
+
+                for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                        known = known || strcmp(command, commands[i]) == 0;
+                if (!known) {
+                        log_error("'%s' is not a command; allowed: run, plan, check, report, probe, java-home (see sparkshim --help)",
+                                  command);
+                        return SHIM_EXIT_USAGE;
+                }
+        }
         optind = 2;
         parse_options(argc, argv, &o);
         shim_log_set_level(o.verbosity < 0 ? SHIM_LOG_ERROR
@@ -1301,7 +1313,5 @@ int main(int argc, char **argv)
                             "java-home: %s", err.text);
                 return 0;
         }
-        log_error("'%s' is not a command; allowed: run, plan, check, report, probe, java-home (see sparkshim --help)",
-                  command);
-        return SHIM_EXIT_USAGE;
+        return SHIM_EXIT_USAGE; /* not reached: the command was checked above */
 }

@@ -21,6 +21,7 @@ chmod 0644 bad.json open.json strict.json closed.json
 expect 120 "\-\-bogus: unknown option" "$shim" run --bogus -- true
 expect 120 "\-\-memory: needs a value" "$shim" plan --memory
 expect 120 "not a command; allowed: run, plan, check, report, probe" "$shim" frobnicate
+expect 120 "not a command; allowed: run, plan, check, report, probe, java-home" "$shim" frobnicate --help
 expect 120 "run: no command given" "$shim" run --memory 1g
 expect 120 "\-\-memory: '12x' is not a size" "$shim" plan --memory 12x
 expect 120 "\-\-millicores: 'abc' is not a CPU amount" "$shim" plan --millicores abc
