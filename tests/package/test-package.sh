@@ -10,7 +10,8 @@
 #   dpkg -r: every file gone but the conffiles; dpkg -P: the conffiles and
 #     /var/log/sparkshim gone too.
 # Root only (77 otherwise). It waits for the cluster suites that use the installed package
-# (tests/cluster/lib.sh's lock), and leaves the machine as it found it: a sparkshim that was
+# or their own /etc/sparkshim/policy.json (the locks of tests/cluster/lib.sh and of
+# tests/cluster/standalone.sh), and leaves the machine as it found it: a sparkshim that was
 # installed is installed again (this build), with the policy it had.
 #
 # Usage: test-package.sh SOURCE_ROOT
@@ -61,6 +62,16 @@ fi
 . "$SRC/tests/cluster/lib.sh"
 progress "waiting for suites that use the installed package ($SPARKSHIM_PACKAGE_LOCK)"
 _sparkshim_package_lock -x || exit 1
+# and for the suites that install a policy of their own at /etc/sparkshim/policy.json for
+# their run (tests/cluster/standalone.sh's lock), since this test replaces that file
+POLICY_LOCK=/run/lock/sparkshim-test-policy.lock
+exec {policy_fd}>>"$POLICY_LOCK"
+waited=0
+until flock -w 60 "$policy_fd"; do
+  waited=$((waited + 60))
+  [ "$waited" -lt 900 ] || { echo "FAIL: $POLICY_LOCK still held after $waited s"; exit 1; }
+  progress "waiting for $POLICY_LOCK (a suite has its policy installed; ${waited}s)"
+done
 
 WORK=$(mktemp -d /tmp/sparkshim-package.XXXXXX)
 WAS_INSTALLED=0
