@@ -6,7 +6,8 @@
 # Master and a Worker on the loopback (`spark-class ...deploy.master.Master` and
 # `...deploy.worker.Worker spark://...`, ephemeral ports, work dir and logs in the test's
 # temporary directory). The same sort job (tests/agent/SortJob.java, 2 executors of 1 core
-# and 512m) is submitted twice with spark-submit, in client mode:
+# and 512m) is submitted twice with spark-submit, in client mode, the executors' JAVA_HOME
+# set by the admin's one line in spark-defaults.conf:
 #   1. plain:    spark.executorEnv.JAVA_HOME=the JDK            -> no sparkshim anywhere;
 #   2. wrapped:  spark.executorEnv.JAVA_HOME=`sparkshim java-home --jdk JDK DIR`, and the
 #                driver started with JAVA_HOME=DIR too; the policy installed at
@@ -218,10 +219,12 @@ progress "Worker registered (pid ${PIDS[1]})"
 submit() {
   local name=$1 ejh=$2 djh=$3 before after rc=0
   before=$(ls "$WORK/worker")
-  progress "$name: submitting the sort of $ROWS rows (executors' JAVA_HOME=$ejh, driver's $djh)"
-  JAVA_HOME=$djh timeout 300 "$SPARK_HOME/bin/spark-submit" \
+  progress "$name: submitting the sort of $ROWS rows (spark-defaults.conf: spark.executorEnv.JAVA_HOME $ejh; the driver's JAVA_HOME $djh)"
+  # the admin's one line, in the spark-defaults.conf of the submitting side
+  mkdir -p "$WORK/conf-$name"
+  printf 'spark.executorEnv.JAVA_HOME %s\n' "$ejh" >"$WORK/conf-$name/spark-defaults.conf"
+  SPARK_CONF_DIR=$WORK/conf-$name JAVA_HOME=$djh timeout 300 "$SPARK_HOME/bin/spark-submit" \
     --master "$MASTER" --deploy-mode client --class SortJob \
-    --conf spark.executorEnv.JAVA_HOME="$ejh" \
     --conf spark.cores.max=2 --conf spark.executor.cores=1 --conf spark.executor.memory=512m \
     --conf spark.driver.memory=512m \
     --conf spark.scheduler.minRegisteredResourcesRatio=1.0 \
@@ -311,14 +314,13 @@ for path in sorted(glob.glob(f"{work}/reports/*")):
             continue
         docs.setdefault(path, []).append(d)
 templated = not any("{app_id}" in os.path.basename(p) for p in docs)
-finals = {}
+finals, foreign = {}, {}
 for path, ds in docs.items():
     for d in ds:
         ident = d["identity"]
         key = (ident["app_id"], ident["executor_id"])
         if key[0] != app or key[1] not in ex:
-            fail(f"{path}: a report for app {key[0]!r} executor {key[1]!r} ({ident['command']}, pid "
-                 f"{ident['pid']}): only the executors of {app} ({', '.join(sorted(ex))}) were wrapped")
+            foreign.setdefault((path, key[0], key[1], ident["command"], ident["pid"]), []).append(d["kind"])
             continue
         if templated and os.path.basename(path) != f"{key[0]}.{key[1]}.jsonl":
             fail(f"{path}: holds the report of {key[0]}/{key[1]}")
@@ -326,6 +328,9 @@ for path, ds in docs.items():
             if key in finals:
                 fail(f"{app}/{key[1]}: more than one final report ({finals[key][0]}, {path})")
             finals[key] = (path, d)
+for (path, aid, eid, command, pid), kinds in sorted(foreign.items()):
+    fail(f"{path}: {len(kinds)} report(s) ({kinds.count('final')} final) for app {aid!r} executor {eid!r} "
+         f"({command}, pid {pid}): only the executors of {app} ({', '.join(sorted(ex))}) were wrapped")
 if not templated:
     print("NOTE: this sparkshim does not expand {app_id}/{executor_id} in report.path: "
           "the reports share one file, checked per app id and executor id")
