@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,10 +36,17 @@ static inline void util_fclosep(FILE **f)
                 fclose(*f);
 }
 
+static inline void util_closedirp(DIR **d)
+{
+        if (*d)
+                closedir(*d);
+}
+
 #define _cleanup_(f)     __attribute__((cleanup(f)))
 #define _cleanup_free_   _cleanup_(util_freep)
 #define _cleanup_close_  _cleanup_(util_closep)
 #define _cleanup_fclose_ _cleanup_(util_fclosep)
+#define _cleanup_closedir_ _cleanup_(util_closedirp)
 
 /* Steal ownership: returns the value and leaves the variable empty. */
 #define TAKE_PTR(p)                                                                                \

@@ -978,12 +978,31 @@ out:
         return r < 0 ? r : 0;
 }
 
+/* "java": what the java personality of a `sparkshim java-home` does with an executor. */
+static int parse_java(struct parser *ps, json_t *root, struct policy *p)
+{
+        static const char *const keys[] = { "executors" };
+        static const char *const modes[] = { "run", "exec" };
+        json_t *obj;
+        int r, choice = -1;
+
+        r = section(ps, root, "java", keys, ELEMENTSOF(keys), &obj);
+        if (r <= 0)
+                return r;
+        push_key(ps, "java");
+        r = field_choice(ps, obj, "executors", modes, ELEMENTSOF(modes), &choice);
+        if (r > 0)
+                p->java_executors = (enum policy_java_executors)choice;
+        pop(ps);
+        return r < 0 ? r : 0;
+}
+
 static int parse_root(struct parser *ps, json_t *root, struct policy *p)
 {
         static const char *const keys[] = { "version",   "cgroup",        "cpu",
                                             "memory",    "pids",          "io",
                                             "overrides", "out_of_bounds", "fail_mode",
-                                            "grace_seconds", "report", "agent" };
+                                            "grace_seconds", "report", "agent", "java" };
         static const char *const pids_keys[] = { "max" };
         static const char *const io_keys[] = { "weight" };
         static const char *const bounds[] = { "reject", "clamp" };
@@ -1062,7 +1081,10 @@ static int parse_root(struct parser *ps, json_t *root, struct policy *p)
         r = parse_report(ps, root, p);
         if (r < 0)
                 return r;
-        return parse_agent(ps, root, p);
+        r = parse_agent(ps, root, p);
+        if (r < 0)
+                return r;
+        return parse_java(ps, root, p);
 }
 
 int policy_parse(const char *text, size_t len, const char *source, struct policy *ret,

@@ -107,6 +107,12 @@ struct policy_agent {
         enum policy_agent_log log;   /* default warn */
 };
 
+/* What the java personality (a `sparkshim java-home`'s bin/java) does with an executor. */
+enum policy_java_executors {
+        POLICY_JAVA_RUN = 0, /* as `sparkshim run -- JDK/bin/java ARGS` */
+        POLICY_JAVA_EXEC,    /* exec the JDK's java, nothing added */
+};
+
 /*
  * The cluster policy. policy_init_defaults() gives the built-in defaults, which are also
  * what a key absent from the file means.
@@ -147,6 +153,8 @@ struct policy {
         enum policy_sink_failure report_sink_failure; /* default warn */
 
         struct policy_agent agent;
+
+        enum policy_java_executors java_executors; /* default run */
 };
 
 void policy_init_defaults(struct policy *p);
@@ -414,3 +422,29 @@ struct policy_utilization {
  */
 void policy_utilization(const struct policy_plan *plan, double cpu_seconds, double wall_seconds,
                         double peak_bytes, struct policy_utilization *ret);
+
+/* What a java command line runs (policy/java-command.c). */
+enum policy_java_main {
+        POLICY_JAVA_MAIN_NONE = 0, /* nothing: -version, --help, no class given */
+        POLICY_JAVA_MAIN_CLASS,    /* a class (also the class of -m MODULE/CLASS) */
+        POLICY_JAVA_MAIN_JAR,      /* -jar FILE: the manifest's */
+        POLICY_JAVA_MAIN_MODULE,   /* -m MODULE: the module's */
+        POLICY_JAVA_MAIN_UNKNOWN,  /* an @argfile before the main class: the launcher's to read */
+};
+
+/*
+ * Read argv (argv[0] is java) as the JDK's launcher reads its options; *ret_class is the
+ * main class with POLICY_JAVA_MAIN_CLASS (a pointer into argv), else NULL.
+ */
+enum policy_java_main policy_java_main_class(int argc, char *const argv[], const char **ret_class);
+
+/* True when class_name is one of the executor backends of Spark 3.3 to 4.x. */
+bool policy_java_is_backend(const char *class_name);
+
+/*
+ * True when the command runs a Spark executor: its main class is a backend. When the
+ * launcher reads options argv does not show (an @argfile; env_options: JDK_JAVA_OPTIONS is
+ * set), a backend's name as one of the arguments counts: a reading that errs wraps a
+ * command, it never lets an executor through.
+ */
+bool policy_java_runs_executor(int argc, char *const argv[], bool env_options);

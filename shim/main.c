@@ -41,6 +41,7 @@ struct options {
         long report_interval; /* -1 = policy */
         bool report_stdout, no_bpf, no_taskstats;
         bool json, all;                /* report */
+        const char *jdk;               /* java-home */
         const char *probe_cgroup;      /* probe */
         long probe_pid;
         unsigned probe_interval, probe_count;
@@ -88,6 +89,7 @@ enum {
         OPT_AGENT,
         OPT_NO_AGENT,
         OPT_AGENT_PATH,
+        OPT_JDK,
 };
 
 static const struct option long_options[] = {
@@ -123,6 +125,7 @@ static const struct option long_options[] = {
         { "agent", no_argument, NULL, OPT_AGENT },
         { "no-agent", no_argument, NULL, OPT_NO_AGENT },
         { "agent-path", required_argument, NULL, OPT_AGENT_PATH },
+        { "jdk", required_argument, NULL, OPT_JDK },
         { "verbose", no_argument, NULL, 'v' },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
@@ -137,6 +140,8 @@ static void usage(FILE *f)
               "       sparkshim check [--policy FILE]\n"
               "       sparkshim report [--json] [--all] FILE...\n"
               "       sparkshim probe (--cgroup PATH | --pid PID) [--interval S] [--count N] [--no-bpf]\n"
+              "       sparkshim java-home --jdk JDK_DIR DIR\n"
+              "       DIR/bin/java ARGS...   (the java personality: an executor as by run, else the JDK's java)\n"
               "\n"
               "Enforce a Spark executor's CPU (millicores) and memory (memoryBurst) plan\n"
               "through cgroup v2, as its launch wrapper or as its container's PID 1.\n"
@@ -169,6 +174,7 @@ static void usage(FILE *f)
               "  --agent-path FILE      the agent library (default " SPARKSHIM_AGENT_PATH ")\n"
               "  --json, --all          report: re-emit the reports as JSON lines; include samples\n"
               "  --cgroup PATH, --pid PID  probe: the cgroup v2 directory, or a process's cgroup\n"
+              "  --jdk JDK_DIR          java-home: the JDK that DIR mirrors, but for bin/java\n"
               "  --interval S, --count N   probe: seconds between samples (default 1); stop after N\n"
               "  -v, --verbose          more log output (repeat for debug)\n"
               "  -q, --quiet            errors only\n"
@@ -395,6 +401,9 @@ static void parse_options(int argc, char **argv, struct options *o)
                 case OPT_AGENT_PATH:
                         o->agent_path = optarg;
                         o->agent_path_origin = "--agent-path";
+                        break;
+                case OPT_JDK:
+                        o->jdk = optarg;
                         break;
                 case 'v':
                         o->verbosity++;
@@ -1167,6 +1176,51 @@ static int cmd_plan(struct options *o, int argc, char **cmd)
         return print_plan(o, &policy, &plan, policy.cgroup_parent, name);
 }
 
+/* Was this program executed as "java" (bin/java of a java home)? */
+static bool is_java(const char *argv0)
+{
+        const char *slash = strrchr(argv0, '/');
+
+        return strcmp(slash ? slash + 1 : argv0, "java") == 0;
+}
+
+/*
+ * The java personality: this program as bin/java of a `sparkshim java-home`. An executor
+ * backend runs as `sparkshim run -- JDK/bin/java ARGS` would (unless the policy's
+ * java.executors is "exec"); anything else is the JDK's java at once, nothing added.
+ */
+static int java_personality(struct options *o, int argc, char **argv)
+{
+        char real[PATH_MAX];
+        struct shim_error err = { 0 };
+        struct policy policy;
+
+        shim_log_set_level(SHIM_LOG_WARN);
+        if (shim_java_locate(argv[0], real, sizeof(real), &err) < 0) {
+                log_error("java: %s", err.text);
+                return SHIM_EXIT_NOT_FOUND;
+        }
+        argv[0] = real;
+#ifdef SPARKSHIM_TEST_HOOKS
+        /* sparkshim-test only: the suites' own policy (the installed binary reads the default) */
+        if (getenv_nonempty("SPARKSHIM_TEST_POLICY")) {
+                o->policy_path = getenv_nonempty("SPARKSHIM_TEST_POLICY");
+                o->policy_explicit = true;
+        }
+#endif
+        if (policy_java_runs_executor(argc, argv, getenv_nonempty("JDK_JAVA_OPTIONS") != NULL)) {
+                apply_environment(o);
+                load_policy(o, &policy);
+                if (policy.java_executors == POLICY_JAVA_RUN)
+                        return cmd_run(o, argc, argv);
+                log_info("java: policy %s has java.executors \"exec\": the executor runs as the JDK's java",
+                         o->policy_path);
+        }
+        execv(real, argv);
+        log_error("java: cannot execute %s: %s", real, strerror(errno));
+        return errno == ENOENT ? SHIM_EXIT_NOT_FOUND : SHIM_EXIT_CANNOT_RUN;
+}
+
 int main(int argc, char **argv)
 {
         struct options o = {
@@ -1179,6 +1233,8 @@ int main(int argc, char **argv)
         const char *command;
 
         policy_inputs_init(&o.inputs);
+        if (argc >= 1 && is_java(argv[0]))
+                return java_personality(&o, argc, argv);
         if (argc < 2) {
                 usage(stderr);
                 return SHIM_EXIT_USAGE;
@@ -1215,7 +1271,18 @@ int main(int argc, char **argv)
                 return shim_cmd_probe(o.probe_cgroup, (pid_t)o.probe_pid, o.cgroup_root,
                                       o.probe_interval ? o.probe_interval : 1, o.probe_count, !o.no_bpf);
         }
-        log_error("'%s' is not a command; allowed: run, plan, check, report, probe (see sparkshim --help)",
+        if (strcmp(command, "java-home") == 0) {
+                struct shim_error err = { 0 };
+
+                if (!o.jdk || argc - optind != 1)
+                        die(SHIM_EXIT_USAGE, "java-home: give --jdk JDK_DIR and one DIR; see sparkshim --help");
+                if (shim_java_home(o.jdk, argv[optind], &err) < 0)
+                        die(err.error == EINVAL || err.error == EEXIST || err.error == ENOENT ? SHIM_EXIT_USAGE
+                                                                                              : SHIM_EXIT_INTERNAL,
+                            "java-home: %s", err.text);
+                return 0;
+        }
+        log_error("'%s' is not a command; allowed: run, plan, check, report, probe, java-home (see sparkshim --help)",
                   command);
         return SHIM_EXIT_USAGE;
 }

@@ -93,3 +93,16 @@ int shim_supervise(const struct shim_supervise_opts *opts, struct shim_error *er
 /* ---- check (check.c) ---- */
 
 int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root);
+
+/*
+ * `sparkshim java-home --jdk JDK DIR` (shim/java.c): make or refresh DIR, a java home that
+ * mirrors JDK but for bin/java, which is this program. Returns 0 or -errno with err set.
+ */
+int shim_java_home(const char *jdk, const char *dir, struct shim_error *err);
+
+/*
+ * The java personality: the JDK's java (into real) of the java home this program was
+ * executed from (AT_EXECFN, else argv0). As root the home must be root's and the JDK's java
+ * a trusted file. Returns 0 or -errno with err set.
+ */
+int shim_java_locate(const char *argv0, char *real, size_t size, struct shim_error *err);

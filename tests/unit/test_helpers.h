@@ -91,3 +91,33 @@ static inline void sibling_path(const char *path, const char *old_suffix, const 
         cr_assert(len >= olen, "%s has no suffix %s", path, old_suffix);
         snprintf(buf, size, "%.*s%s", (int)(len - olen), path, new_suffix);
 }
+
+#ifndef ARGV_MAX
+#define ARGV_MAX 256
+#endif
+
+/* An .argv fixture: one argv element per line, kept verbatim (spaces included). */
+struct argv_file {
+        char *text;
+        int argc;
+        char *argv[ARGV_MAX + 1];
+};
+
+static inline void load_argv(const char *path, struct argv_file *a)
+{
+        char *line;
+
+        a->text = read_text(path, NULL);
+        cr_assert(a->text, "cannot read %s", path);
+        a->argc = 0;
+        line = a->text;
+        while (*line) {
+                char *nl = strchr(line, '\n');
+                cr_assert(nl, "%s: the last line has no newline", path);
+                *nl = '\0';
+                cr_assert(a->argc < ARGV_MAX, "%s: too many arguments", path);
+                a->argv[a->argc++] = line;
+                line = nl + 1;
+        }
+        a->argv[a->argc] = NULL;
+}

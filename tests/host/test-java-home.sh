@@ -1,0 +1,143 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# sparkshim java-home and its java personality, with the real JDK: the home mirrors the JDK,
+# a refresh is idempotent and atomic, a non-executor java is the JDK's java with nothing
+# added, an executor backend runs as `sparkshim run` does (report, exit status), the
+# policy's java.executors "exec" turns wrapping off, and bad homes are refused.
+#   $1: sparkshim-test (built with the suites' hooks: SPARKSHIM_TEST_POLICY), $2: JDK home
+set -eu
+SHIM=$(readlink -f "$1")
+JDK=${2:-}
+. "$(dirname "$0")/lib.sh"
+if [ -z "$JDK" ] || [ ! -x "$JDK/bin/javac" ]; then
+	echo "SKIP: no JDK with javac (scripts/deps installs openjdk-17-jdk-headless)"
+	exit 77
+fi
+WORK=$(mktemp -d /tmp/sparkshim-java-home.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+
+# --- the home -----------------------------------------------------------------------
+"$SHIM" java-home --jdk "$JDK" "$WORK/jh"
+[ "$(readlink "$WORK/jh/bin/java")" = "$(readlink -f "$SHIM")" ] || fail "bin/java is not sparkshim"
+real_jdk=$(readlink -f "$JDK")
+for e in "$real_jdk"/*; do
+	n=$(basename "$e")
+	[ "$n" = bin ] && continue
+	[ "$(readlink "$WORK/jh/$n")" = "$e" ] || fail "jh/$n does not point at $e"
+done
+for e in "$real_jdk"/bin/*; do
+	n=$(basename "$e")
+	[ "$n" = java ] && continue
+	[ "$(readlink "$WORK/jh/bin/$n")" = "$e" ] || fail "jh/bin/$n does not point at $e"
+done
+echo "ok: the home mirrors $real_jdk ($(ls "$WORK/jh/bin" | wc -l) tools in bin), bin/java is sparkshim"
+
+# a refresh gives the same tree and leaves nothing beside it
+listing() { (cd "$WORK/jh" && find . -printf '%p %y %l\n' | sort); }
+listing >before.txt
+"$SHIM" java-home --jdk "$JDK" "$WORK/jh/"
+listing >after.txt
+cmp -s before.txt after.txt || { diff before.txt after.txt; fail "a refresh changed the home"; }
+[ -z "$(find "$WORK" -maxdepth 1 -name '.jh.*')" ] || fail "a refresh left a temporary home"
+echo "ok: a refresh is idempotent and leaves no temporary home"
+
+# a refresh never deletes what it did not make
+echo keep >"$WORK/jh/notes.txt"
+"$SHIM" java-home --jdk "$JDK" "$WORK/jh" 2>err.txt
+[ -f "$WORK"/.jh.*/notes.txt ] || fail "the admin's file in the old home was lost"
+grep -q "was not removed" err.txt || fail "no warning about the old home kept"
+rm -rf "$WORK"/.jh.*
+echo "ok: a file the home did not have is kept with the old home, and said"
+
+# --- refusals ------------------------------------------------------------------------
+mkdir "$WORK/busy" && echo x >"$WORK/busy/file"
+expect 120 "not made by sparkshim java-home" "$SHIM" java-home --jdk "$JDK" "$WORK/busy"
+[ "$(ls "$WORK/busy")" = file ] || fail "a foreign directory was changed"
+expect 120 "has no release file" "$SHIM" java-home --jdk /usr "$WORK/x"
+expect 120 "has no executable bin/java" "$SHIM" java-home --jdk "$WORK" "$WORK/x"
+expect 120 "is a java home made by sparkshim java-home" "$SHIM" java-home --jdk "$WORK/jh" "$WORK/x"
+expect 120 "give --jdk JDK_DIR and one DIR" "$SHIM" java-home "$WORK/x"
+[ ! -e "$WORK/x" ] || fail "a refused java-home left $WORK/x"
+
+# --- the personality: not an executor -------------------------------------------------
+mkdir -p src/org/apache/spark/executor classes
+cat >src/Tool.java <<'JAVA'
+public class Tool {
+    public static void main(String[] a) {
+        System.out.println("tool " + String.join(" ", a) + " " + System.getProperty("java.home"));
+        System.exit(7);
+    }
+}
+JAVA
+cat >src/org/apache/spark/executor/CoarseGrainedExecutorBackend.java <<'JAVA'
+package org.apache.spark.executor;
+public class CoarseGrainedExecutorBackend {
+    public static void main(String[] a) {
+        System.out.println("executor " + ProcessHandle.current().pid());
+        System.exit(3);
+    }
+}
+JAVA
+"$JDK/bin/javac" -d classes src/Tool.java src/org/apache/spark/executor/CoarseGrainedExecutorBackend.java
+"$JDK/bin/java" -version >v.real 2>&1
+"$WORK/jh/bin/java" -version >v.shim 2>&1
+cmp -s v.real v.shim || fail "java -version differs through the home"
+set +e
+"$WORK/jh/bin/java" -cp classes Tool a b >out.txt 2>err.txt
+rc=$?
+set -e
+[ $rc = 7 ] || fail "Tool exited $rc through the home, expected 7"
+grep -q "^tool a b $real_jdk\$" out.txt || { cat out.txt err.txt; fail "Tool did not run as the JDK's java"; }
+[ ! -s err.txt ] || { cat err.txt; fail "sparkshim said something about a non-executor"; }
+echo "ok: java -version and a tool run as the JDK's java, exit status kept, nothing added"
+
+# --- the personality: an executor -----------------------------------------------------
+cat >policy.json <<JSON
+{ "version": 1, "fail_mode": "open",
+  "report": { "path": "$WORK/reports.jsonl" } }
+JSON
+set +e
+SPARKSHIM_TEST_POLICY=$WORK/policy.json "$WORK/jh/bin/java" -Xmx64m -cp classes \
+	org.apache.spark.executor.CoarseGrainedExecutorBackend --driver-url spark://d:1 \
+	--executor-id 4 --hostname h --cores 1 --app-id app-20261203000000-0001 >out.txt 2>err.txt
+rc=$?
+set -e
+[ $rc = 3 ] || { cat err.txt; fail "the executor exited $rc through the home, expected 3"; }
+pid=$(sed -n 's/^executor //p' out.txt)
+[ -s reports.jsonl ] || { cat err.txt; fail "no report for the executor"; }
+python3 - "$WORK/reports.jsonl" "$pid" "$real_jdk/bin/java" <<'PY' || fail "the executor's report is not as expected"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+final = [l for l in lines if l.get("type") == "final"] or lines[-1:]
+r = final[-1]
+text = json.dumps(r)
+assert "app-20261203000000-0001" in text, "no app id"
+assert '"4"' in text or "-4" in text, "no executor id"
+assert sys.argv[3] in text, "the JDK's java is not the command"
+assert str(r.get("exit_code", r.get("exit", {}))).find("3") >= 0 or '"exit_code": 3' in text, "no exit code 3"
+PY
+echo "ok: an executor backend ran under sparkshim run: exit 3 kept, report for app-20261203000000-0001 executor 4 (pid $pid)"
+
+cat >policy-exec.json <<JSON
+{ "version": 1, "fail_mode": "open", "java": { "executors": "exec" },
+  "report": { "path": "$WORK/reports-exec.jsonl" } }
+JSON
+set +e
+SPARKSHIM_TEST_POLICY=$WORK/policy-exec.json "$WORK/jh/bin/java" -cp classes \
+	org.apache.spark.executor.CoarseGrainedExecutorBackend --executor-id 5 --app-id app-x >out.txt 2>err.txt
+rc=$?
+set -e
+[ $rc = 3 ] || fail "java.executors exec: exited $rc, expected 3"
+[ ! -e reports-exec.jsonl ] || fail "java.executors exec: the executor was wrapped"
+echo "ok: the policy's java.executors \"exec\" runs the executor as the JDK's java"
+
+# --- homes the personality refuses ----------------------------------------------------
+mkdir -p lone/bin && ln -s "$(readlink -f "$SHIM")" lone/bin/java
+expect 127 "not in a java home made by sparkshim java-home" "$WORK/lone/bin/java" -version
+if [ "$(id -u)" = 0 ]; then
+	"$SHIM" java-home --jdk "$JDK" "$WORK/open"
+	chmod 0777 "$WORK/open"
+	expect 127 "refused: a java home root runs must be root's" "$WORK/open/bin/java" -version
+fi
+echo "all checks passed"
