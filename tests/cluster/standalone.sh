@@ -79,6 +79,7 @@ fi
 # --- the distribution ---------------------------------------------------------------------
 WORK=$(mktemp -d /tmp/sparkshim-standalone.XXXXXX)
 chmod 0755 "$WORK"
+cd "$WORK" # every process of the test runs in $WORK: the cleanup finds any that is left
 PIDS=()
 POLICY=/etc/sparkshim/policy.json
 CGROUP_PARENT=sparkshim-test-standalone
@@ -89,6 +90,7 @@ POLICY_STATE=untouched # untouched | created-dir | created-file | replaced
 cleanup() {
   local rc=$? pid left=()
   set +e
+  cd /
   for pid in "${PIDS[@]}"; do
     kill -TERM "$pid" 2>/dev/null
   done
@@ -350,7 +352,7 @@ for eid, (java, pid) in sorted(ex.items()):
     totals = agent.get("totals") or {}
     forced = totals.get("forced_spills") or 0
     spilled += forced
-    print(f"  app {app} executor {eid}: pid {ident['pid']} command {ident['command']} mode {ident['mode']} "
+    print(f"  app {app} executor {eid}: pid {ident['pid']} (Spark's executor log: {pid}) command {ident['command']} mode {ident['mode']} "
           f"exit {d['exit']['status'] if d.get('exit') else None} enforced {d['enforcement']['enforced']} "
           f"({d['enforcement']['reason']}) agent injected {agent.get('injected')} forced spills {forced} "
           f"-> {os.path.basename(path)}")
