@@ -80,7 +80,8 @@ fi
 WORK=$(mktemp -d /tmp/sparkshim-standalone.XXXXXX)
 chmod 0755 "$WORK"
 cd "$WORK" # every process of the test runs in $WORK: the cleanup finds any that is left
-PIDS=()
+PIDS=()   # the Master and the Worker
+SUBMIT=   # spark-submit while it runs
 POLICY=/etc/sparkshim/policy.json
 CGROUP_PARENT=sparkshim-test-standalone
 POLICY_STATE=untouched # untouched | created-dir | created-file | replaced
@@ -91,7 +92,7 @@ cleanup() {
   local rc=$? pid left=()
   set +e
   cd /
-  for pid in "${PIDS[@]}"; do
+  for pid in ${SUBMIT:-} "${PIDS[@]}"; do
     kill -TERM "$pid" 2>/dev/null
   done
   for pid in "${PIDS[@]}"; do
@@ -157,10 +158,10 @@ fi
 LOCK=/run/lock/sparkshim-test-policy.lock
 exec 9>>"$LOCK"
 waited=0
-until flock -w 60 9; do
-  waited=$((waited + 60))
+until flock -w 5 9; do # short waits: a TERM is handled between them
+  waited=$((waited + 5))
   [ "$waited" -lt 900 ] || { echo "FAIL: $LOCK: still held after $waited s"; exit 1; }
-  progress "waiting for $LOCK: another suite has its policy installed (${waited}s)"
+  [ $((waited % 60)) != 0 ] || progress "waiting for $LOCK: another suite has its policy installed (${waited}s)"
 done
 if [ -e "$POLICY" ]; then
   cp -a "$POLICY" "$WORK/policy.saved"
@@ -237,7 +238,11 @@ submit() {
     --conf spark.scheduler.maxRegisteredResourcesWaitingTime=120s \
     --conf spark.local.dir="$SPARK_LOCAL_DIRS" \
     "$WORK/sortjob.jar" "$ROWS" spark.master="$MASTER" spark.app.name="sparkshim-standalone-$name" \
-    >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
+    >"$WORK/$name.out" 2>"$WORK/$name.err" &
+  # in the background: bash runs the TERM trap (the cleanup) only between commands
+  SUBMIT=$!
+  wait "$SUBMIT" || rc=$?
+  SUBMIT=
   after=$(ls "$WORK/worker")
   APP=$(comm -13 <(echo "$before") <(echo "$after") | head -n 1)
   if [ "$rc" != 0 ] || ! grep -q '^sortjob ' "$WORK/$name.out"; then
