@@ -112,17 +112,14 @@ static int write_all(int fd, const char *p, size_t len)
         return 0;
 }
 
-int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, char *why,
-                           size_t why_size)
+int util_write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len,
+                              mode_t mode, struct stat *ret_st, char *why, size_t why_size)
 {
-        _cleanup_close_ int dirfd = -1, fd = -1;
+        _cleanup_close_ int fd = -1;
+        struct stat st = {0};
         char tmp[300];
-        const char *name;
         int r;
 
-        dirfd = util_open_dir_of(path, &name, why, why_size);
-        if (dirfd < 0)
-                return dirfd;
         for (int attempt = 0; fd < 0 && attempt < 8; attempt++) {
                 uint64_t suffix;
 
@@ -141,6 +138,8 @@ int util_write_file_atomic(const char *path, const void *data, size_t len, mode_
         if (fd < 0)
                 return refuse(why, why_size, EEXIST, "no free temporary name");
         r = write_all(fd, data, len);
+        if (r == 0 && ret_st && fstat(fd, &st) < 0)
+                r = -errno;
         if (r == 0) {
                 int closing = fd;
                 fd = -1;
@@ -153,5 +152,30 @@ int util_write_file_atomic(const char *path, const void *data, size_t len, mode_
                 unlinkat(dirfd, tmp, 0);
                 return refuse(why, why_size, -r, "%s", strerror(-r));
         }
+        if (ret_st)
+                *ret_st = st;
         return 0;
+}
+
+int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, char *why,
+                           size_t why_size)
+{
+        _cleanup_close_ int dirfd = -1;
+        const char *name;
+
+        dirfd = util_open_dir_of(path, &name, why, why_size);
+        if (dirfd < 0)
+                return dirfd;
+        return util_write_file_atomic_at(dirfd, name, data, len, mode, NULL, why, why_size);
+}
+
+int util_unlink_if_same(int dirfd, const char *name, const struct stat *st)
+{
+        struct stat now;
+
+        if (fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        if (now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+                return -ESTALE;
+        return unlinkat(dirfd, name, 0) < 0 ? -errno : 0;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
@@ -133,3 +134,16 @@ int util_open_append_safe(const char *path, mode_t mode, char *why, size_t why_s
  */
 int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
                            char *why, size_t why_size);
+
+/*
+ * The same in a directory already opened (util_open_dir_of): name is a file name. With
+ * ret_st, the new file's stat (its device and inode, for util_unlink_if_same).
+ */
+int util_write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len,
+                              mode_t mode, struct stat *ret_st, char *why, size_t why_size);
+
+/*
+ * Remove name from dirfd when it is still the file st describes (same device and inode),
+ * not one another writer renamed over it since. Returns 0, -ESTALE (another file) or -errno.
+ */
+int util_unlink_if_same(int dirfd, const char *name, const struct stat *st);

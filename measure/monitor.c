@@ -4,6 +4,7 @@
  * files) and runs once a second so that averages and percentiles of short runs mean
  * something; sample lines go to the sinks at the policy's interval.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
@@ -42,7 +43,13 @@ struct sample {
 
 struct shim_monitor {
         struct shim_monitor_config cfg;
-        char prometheus[4096]; /* "" = none */
+        char file[4096];       /* the report file, its template expanded */
+        char prometheus[4096]; /* the Prometheus file, its template expanded; "" = none */
+        int prometheus_dirfd;  /* its directory, held for the run (nothing swapped in is followed) */
+        const char *prometheus_name; /* its file name, in prometheus */
+        struct stat prometheus_st;   /* the file this run renamed there last */
+        bool prometheus_written;     /* ... and not removed yet */
+        char owner[192];             /* its first line: which sparkshim writes it (sweep_stale) */
         uint64_t prometheus_failed; /* updates of the Prometheus file that failed */
         char prometheus_error[256];
         struct sink sinks[SINKS_MAX];
@@ -69,8 +76,11 @@ struct shim_monitor {
         atomic_uint lines;
 
         /* the run */
-        char app_id[POLICY_NAME_MAX], executor_id[POLICY_NAME_MAX];
+        char app_id[POLICY_NAME_MAX], executor_id[POLICY_NAME_MAX], name[POLICY_NAME_MAX];
         char command[256], mode[16], host[256], reason[512], cgroup_path[4096];
+        char **argv;        /* the command line as started, bounded (ARGV_BYTES_MAX) */
+        size_t argc;
+        bool argv_truncated;
         struct policy_plan plan;
         bool has_plan, started, enforced;
         int cgroup_fd;
@@ -105,19 +115,188 @@ static int start_thread(struct shim_monitor *m);
 
 /* ---------------------------------------------------------------- sinks */
 
-/* The Prometheus file is written next to its final name and renamed: check that now. */
-static int check_prometheus(const char *path, struct shim_error *err)
+/* ---------------------------------------------------------------- the Prometheus file */
+
+/*
+ * Who writes a Prometheus file, as its first line (a comment to Prometheus): the pid, its
+ * start time (clock ticks after boot, /proc/PID/stat field 22), the pid namespace the pid
+ * means something in, and the boot. A file whose writer is gone is stale (sweep_stale).
+ */
+#define OWNER_FORMAT "# sparkshim-owner pid=%d start=%llu pidns=%llu boot=%36s"
+
+static int process_start(pid_t pid, unsigned long long *ret)
+{
+        char path[64], text[1024], *p;
+        ssize_t len;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        len = read(fd, text, sizeof(text) - 1);
+        close(fd);
+        if (len <= 0)
+                return len < 0 ? -errno : -EIO;
+        text[len] = '\0';
+        /* the command name may hold anything: fields start after its last ')' */
+        p = strrchr(text, ')');
+        if (!p)
+                return -EIO;
+        for (int field = 2; field < 22 && p; field++)
+                p = strchr(p + 1, ' ');
+        if (!p || sscanf(p + 1, "%llu", ret) != 1)
+                return -EIO;
+        return 0;
+}
+
+static void boot_id(char *buf, size_t size)
+{
+        char text[64] = "";
+        int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+        ssize_t len = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+
+        if (fd >= 0)
+                close(fd);
+        text[len > 0 ? len : 0] = '\0';
+        text[strcspn(text, "\n")] = '\0';
+        snprintf(buf, size, "%s", text[0] ? text : "unknown");
+}
+
+static unsigned long long pid_namespace(void)
+{
+        struct stat st;
+
+        return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
+static void owner_line(char *buf, size_t size)
+{
+        unsigned long long start = 0;
+        char boot[64];
+
+        process_start(getpid(), &start);
+        boot_id(boot, sizeof(boot));
+        snprintf(buf, size, "# sparkshim-owner pid=%d start=%llu pidns=%llu boot=%s", (int)getpid(),
+                 start, pid_namespace(), boot);
+}
+
+/*
+ * Whether the file dirfd/name is a Prometheus file of a sparkshim that is gone: its first
+ * line is an owner line (OWNER_FORMAT) of another boot, or of this boot and pid namespace
+ * naming a pid that is not running or started at another time. Owners in another pid
+ * namespace (another container) cannot be told from here: never stale.
+ */
+static bool stale(int dirfd, const char *name, uid_t uid, const char *our_boot,
+                  unsigned long long our_pidns)
+{
+        char text[256], boot[40];
+        unsigned long long start, pidns, now;
+        struct stat st;
+        ssize_t len;
+        int pid, fd;
+
+        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid || st.st_nlink != 1) {
+                close(fd);
+                return false;
+        }
+        len = read(fd, text, sizeof(text) - 1);
+        close(fd);
+        if (len <= 0)
+                return false;
+        text[len] = '\0';
+        if (sscanf(text, OWNER_FORMAT, &pid, &start, &pidns, boot) != 4 || pid <= 0)
+                return false;
+        if (strcmp(boot, our_boot) != 0)
+                return true;
+        if (pidns != our_pidns)
+                return false;
+        return process_start(pid, &now) == -ENOENT || (process_start(pid, &now) == 0 && now != start);
+}
+
+/*
+ * Remove the *.prom files of dirfd that a sparkshim which is gone left (it was killed before
+ * it could remove its own): their series would otherwise stay on the node for good. Only
+ * regular files of our user with one link and an owner line are looked at; bounded.
+ */
+static void sweep_stale(int dirfd, const char *dir, const char *own_name)
+{
+        unsigned long long pidns = pid_namespace();
+        char boot[64];
+        unsigned seen = 0;
+        struct dirent *de;
+        DIR *d;
+        int fd;
+
+        boot_id(boot, sizeof(boot));
+        fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return;
+        }
+        while ((de = readdir(d)) && seen++ < 4096) {
+                size_t len = strlen(de->d_name);
+
+                if (de->d_name[0] == '.' || len < 6 || strcmp(de->d_name + len - 5, ".prom") != 0 ||
+                    strcmp(de->d_name, own_name) == 0 || (de->d_type != DT_REG && de->d_type != DT_UNKNOWN))
+                        continue;
+                if (stale(dirfd, de->d_name, geteuid(), boot, pidns) && unlinkat(dirfd, de->d_name, 0) == 0)
+                        log_info("removed %s/%s, the Prometheus file of a sparkshim that is gone", dir,
+                                 de->d_name);
+        }
+        closedir(d);
+}
+
+/* The Prometheus file is written next to its final name and renamed: its directory is held now. */
+static int open_prometheus(struct shim_monitor *m, struct shim_error *err)
 {
         _cleanup_close_ int dirfd = -1;
         const char *name;
-        char why[512];
+        char why[512], dir[4096];
 
-        dirfd = util_open_dir_of(path, &name, why, sizeof(why));
+        dirfd = util_open_dir_of(m->prometheus, &name, why, sizeof(why));
         if (dirfd < 0)
-                return shim_error_set(err, dirfd, "prometheus file %s: %s", path, why);
+                return shim_error_set(err, dirfd, "prometheus file %s: %s", m->prometheus, why);
         if (faccessat(dirfd, ".", W_OK, 0) < 0)
                 return shim_error_set(err, errno, "prometheus file %s: its directory is not writable: %s",
-                                      path, strerror(errno));
+                                      m->prometheus, strerror(errno));
+        snprintf(dir, sizeof(dir), "%.*s", name > m->prometheus ? (int)(name - m->prometheus - 1) : 1,
+                 name > m->prometheus ? m->prometheus : ".");
+        sweep_stale(dirfd, dir[0] ? dir : "/", name);
+        owner_line(m->owner, sizeof(m->owner));
+        m->prometheus_name = name;
+        m->prometheus_dirfd = dirfd;
+        dirfd = -1;
+        return 0;
+}
+
+/* The run is over (or never started): its series go with it, unless another run replaced the file. */
+static void remove_prometheus(struct shim_monitor *m)
+{
+        int r;
+
+        if (!m->prometheus_written)
+                return;
+        m->prometheus_written = false;
+        r = util_unlink_if_same(m->prometheus_dirfd, m->prometheus_name, &m->prometheus_st);
+        if (r < 0 && r != -ENOENT && r != -ESTALE)
+                log_warn("prometheus file %s: cannot remove it: %s", m->prometheus, strerror(-r));
+}
+
+/* A template (report.path, report.prometheus_path, or a flag) for this executor. */
+static int expand(const struct shim_monitor_config *cfg, const char *what, const char *template,
+                  char *buf, size_t size, struct shim_error *err)
+{
+        struct policy_error perr = { 0 };
+
+        if (policy_template_expand(template, &cfg->names, buf, size, &perr) < 0)
+                return shim_error_set(err, perr.error, "%s %s: %s", what, template, perr.text);
         return 0;
 }
 
@@ -154,12 +333,18 @@ int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor
         if (!m)
                 return shim_error_set(err, ENOMEM, "out of memory");
         m->cfg = *cfg;
-        m->cgroup_fd = m->wake_fd = -1;
+        m->cgroup_fd = m->wake_fd = m->prometheus_dirfd = -1;
         pthread_mutex_init(&m->lock, NULL);
         if (m->cfg.interval_seconds == 0)
                 m->cfg.interval_seconds = 10;
-        if (cfg->file)
-                add_sink(m, SINK_FILE, cfg->file);
+        if (cfg->file) {
+                r = expand(cfg, "report file", cfg->file, m->file, sizeof(m->file), err);
+                if (r < 0) {
+                        shim_monitor_free(m);
+                        return r;
+                }
+                add_sink(m, SINK_FILE, m->file);
+        }
         if (cfg->socket)
                 add_sink(m, SINK_SOCKET, cfg->socket);
         if (cfg->to_stdout)
@@ -168,8 +353,12 @@ int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor
                 if (sink_open(&m->sinks[i], err) < 0)
                         r = sink_unusable(cfg, m->sinks[i].refused, m->sinks[i].kind == SINK_SOCKET, err);
         if (r >= 0 && cfg->prometheus) {
-                snprintf(m->prometheus, sizeof(m->prometheus), "%s", cfg->prometheus);
-                r = check_prometheus(cfg->prometheus, err);
+                r = expand(cfg, "prometheus file", cfg->prometheus, m->prometheus, sizeof(m->prometheus), err);
+                if (r < 0) {
+                        shim_monitor_free(m);
+                        return r;
+                }
+                r = open_prometheus(m, err);
                 if (r < 0) {
                         snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s", err->text);
                         r = sink_unusable(cfg, r == -EPERM, false, err);
@@ -319,6 +508,71 @@ static void sample(struct shim_monitor *m)
         m->last_sample_ns = s.t_ns;
 }
 
+/* The length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
+static size_t utf8_length(const unsigned char *s)
+{
+        size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
+                 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+        uint32_t cp;
+
+        if (n <= 1)
+                return n;
+        cp = s[0] & (0x7f >> n);
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = cp << 6 | (s[i] & 0x3f);
+        }
+        /* overlong forms, surrogates and what lies past U+10FFFF */
+        if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+            (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+                return 0;
+        return n;
+}
+
+/*
+ * Bytes that are not UTF-8 become '?': the job's ids and command may hold anything, and
+ * jansson refuses a string that is not UTF-8 (the whole report would be lost with it).
+ */
+/* The report's copy of the command line: whole arguments, up to this many bytes in all. */
+#define ARGV_BYTES_MAX (64 * 1024)
+
+static void copy_argv(struct shim_monitor *m, char *const *argv)
+{
+        size_t n = 0, bytes = 0;
+
+        if (!argv)
+                return;
+        while (argv[n])
+                n++;
+        m->argv = calloc(n + 1, sizeof(char *));
+        if (!m->argv)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                size_t len = strlen(argv[i]);
+
+                if (bytes + len > ARGV_BYTES_MAX || !(m->argv[i] = strdup(argv[i]))) {
+                        m->argv_truncated = true;
+                        break;
+                }
+                bytes += len;
+                m->argc++;
+        }
+}
+
+static void utf8_sanitize(char *s)
+{
+        unsigned char *p = (unsigned char *)s;
+
+        while (*p) {
+                size_t len = utf8_length(p);
+                if (len == 0)
+                        *p++ = '?';
+                else
+                        p += len;
+        }
+}
+
 int shim_monitor_set_agent(struct shim_monitor *m, const struct shim_agent_run *run)
 {
         struct shim_agent_run *copy = malloc(sizeof(*copy));
@@ -340,10 +594,20 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
 
         snprintf(m->app_id, sizeof(m->app_id), "%s", id->app_id ? id->app_id : "");
         snprintf(m->executor_id, sizeof(m->executor_id), "%s", id->executor_id ? id->executor_id : "");
+        snprintf(m->name, sizeof(m->name), "%s", id->name ? id->name : "");
         snprintf(m->command, sizeof(m->command), "%s", id->command ? id->command : "");
         snprintf(m->mode, sizeof(m->mode), "%s", id->mode ? id->mode : "wrap");
         snprintf(m->reason, sizeof(m->reason), "%s", reason ? reason : "");
         snprintf(m->cgroup_path, sizeof(m->cgroup_path), "%s", cgroup_path ? cgroup_path : "");
+        utf8_sanitize(m->app_id);
+        utf8_sanitize(m->executor_id);
+        utf8_sanitize(m->name);
+        utf8_sanitize(m->command);
+        utf8_sanitize(m->reason);
+        utf8_sanitize(m->cgroup_path);
+        copy_argv(m, id->argv);
+        for (size_t i = 0; i < m->argc; i++)
+                utf8_sanitize(m->argv[i]);
         if (gethostname(m->host, sizeof(m->host)) < 0)
                 snprintf(m->host, sizeof(m->host), "unknown");
         if (plan)
@@ -737,14 +1001,19 @@ static json_t *identity_json(const struct report_ctx *c)
         const struct shim_monitor *m = c->m;
         struct timespec end_rt;
         char start[32], end[32];
+        json_t *argv;
 
         clock_gettime(CLOCK_REALTIME, &end_rt);
         iso8601(&m->start_rt, start, sizeof(start));
         iso8601(&end_rt, end, sizeof(end));
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:I}",
-                         "app_id", m->app_id, "executor_id", m->executor_id, "host", m->host,
-                         "command", m->command, "mode", m->mode, "start", start, "end", end,
-                         "wall_seconds", c->wall, "pid", (json_int_t)m->pid);
+        argv = json_array();
+        for (size_t i = 0; argv && i < m->argc; i++)
+                json_array_append_new(argv, json_string(m->argv[i]));
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o?, s:b, s:s, s:s, s:s, s:f, s:I}",
+                         "app_id", m->app_id, "executor_id", m->executor_id, "name", m->name,
+                         "host", m->host, "command", m->command, "argv", argv,
+                         "argv_truncated", m->argv_truncated, "mode", m->mode, "start", start,
+                         "end", end, "wall_seconds", c->wall, "pid", (json_int_t)m->pid);
 }
 
 static json_t *collectors_json(const struct report_ctx *c)
@@ -836,18 +1105,31 @@ static json_t *build_report(struct shim_monitor *m, const char *kind, int exit_c
 
 /* ---------------------------------------------------------------- prometheus */
 
-/* A label value in the exposition format: backslash, quote and newline escaped. */
+/*
+ * A label value in the exposition format: backslash, quote and newline escaped; other
+ * control characters and bytes that are not UTF-8 (the job's ids may hold anything, and one
+ * bad byte makes node_exporter drop the whole file) become '?'.
+ */
 static void label_value(const char *s, char *buf, size_t size)
 {
+        const unsigned char *p = (const unsigned char *)s;
         size_t n = 0;
 
-        for (; *s && n + 3 < size; s++) {
-                if (*s == '\\' || *s == '"' || *s == '\n') {
+        while (*p && n + 5 < size) {
+                size_t len = utf8_length(p);
+
+                if (*p == '\\' || *p == '"' || *p == '\n') {
                         buf[n++] = '\\';
-                        buf[n++] = *s == '\n' ? 'n' : *s;
+                        buf[n++] = *p == '\n' ? 'n' : (char)*p;
+                } else if (len == 0 || *p < ' ' || *p == 0x7f) {
+                        buf[n++] = '?';
                 } else {
-                        buf[n++] = *s;
+                        memcpy(buf + n, p, len);
+                        n += len;
+                        p += len;
+                        continue;
                 }
+                p++;
         }
         buf[n] = '\0';
 }
@@ -864,8 +1146,7 @@ static void write_agent_metrics(FILE *f, json_t *operators, const char *labels)
         size_t i;
         json_t *op;
 
-        if (json_array_size(operators) == 0)
-                return;
+        /* declared without samples when the agent made no operator spill (or is off) */
         for (size_t k = 0; k < ELEMENTSOF(metrics); k++) {
                 fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", metrics[k].name, metrics[k].help,
                         metrics[k].name);
@@ -883,35 +1164,80 @@ static void write_agent_metrics(FILE *f, json_t *operators, const char *labels)
         }
 }
 
+/* The value of doc.a.b.c (c may be NULL), or NULL when absent. */
+static json_t *at(json_t *doc, const char *a, const char *b, const char *c)
+{
+        json_t *v = json_object_get(json_object_get(doc, a), b);
+
+        return c ? json_object_get(v, c) : v;
+}
+
+/* A PSI total in microseconds as seconds (a new reference), NULL when unknown. */
+static json_t *psi_seconds(json_t *doc, const char *resource, const char *key)
+{
+        json_t *v = json_object_get(at(doc, "usage", resource, "psi"), key);
+
+        return json_is_integer(v) ? json_real((double)json_integer_value(v) / 1e6) : NULL;
+}
+
+static json_t *real_if(bool known, double v)
+{
+        return known && isfinite(v) ? json_real(v) : NULL;
+}
+
+/*
+ * The metrics of docs/sparkshim-report.5.md (PROMETHEUS), in Prometheus' conventions: base
+ * units (seconds, bytes, cores), counters ending in _total, every series labelled app_id,
+ * executor_id and name. Values that are unknown are left out, never written as 0.
+ */
 static void write_prometheus(struct shim_monitor *m, json_t *doc)
 {
-        json_t *cpu = json_object_get(json_object_get(doc, "usage"), "cpu");
-        json_t *mem = json_object_get(json_object_get(doc, "usage"), "memory");
-        json_t *disk = json_object_get(json_object_get(doc, "usage"), "disk");
-        json_t *util = json_object_get(doc, "utilization");
+        const struct sample *last = m->nsamples ? &m->samples[m->nsamples - 1] : NULL;
+        struct timespec now;
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        char labels[1536], why[512];
+        char labels[1024], why[512];
         FILE *f;
         struct {
                 const char *name, *help, *type;
-                json_t *value;
+                json_t *value; /* a new reference, or NULL */
         } metrics[] = {
-                { "sparkshim_container_cpu_usage_seconds_total", "CPU time of the executor's cgroup.", "counter", json_object_get(cpu, "seconds") },
-                { "sparkshim_container_cpu_cfs_throttled_seconds_total", "Time the executor was throttled by cpu.max.", "counter", json_object_get(cpu, "throttled_seconds") },
-                { "sparkshim_container_cpu_cfs_throttled_periods_total", "Periods in which the executor was throttled.", "counter", json_object_get(cpu, "nr_throttled") },
-                { "sparkshim_container_memory_max_usage_bytes", "Peak memory of the executor.", "gauge", json_object_get(mem, "peak_bytes") },
-                { "sparkshim_container_memory_average_bytes", "Average memory of the executor.", "gauge", json_object_get(mem, "average_bytes") },
-                { "sparkshim_container_oom_events_total", "OOM kills in the executor's cgroup.", "counter", json_object_get(mem, "oom_kills") },
-                { "sparkshim_container_fs_reads_bytes_total", "Bytes read from block devices.", "counter", json_object_get(disk, "read_bytes") },
-                { "sparkshim_container_fs_writes_bytes_total", "Bytes written to block devices.", "counter", json_object_get(disk, "write_bytes") },
-                { "sparkshim_container_spec_cpu_request_millicores", "Planned CPU request.", "gauge", m->has_plan ? json_integer((json_int_t)m->plan.cpu_request_millicores) : NULL },
+                { "sparkshim_container_cpu_usage_seconds_total", "CPU time of the executor's cgroup.", "counter", json_incref(at(doc, "usage", "cpu", "seconds")) },
+                { "sparkshim_container_cpu_cfs_throttled_seconds_total", "Time the executor was throttled by cpu.max.", "counter", json_incref(at(doc, "usage", "cpu", "throttled_seconds")) },
+                { "sparkshim_container_cpu_cfs_throttled_periods_total", "Periods in which the executor was throttled.", "counter", json_incref(at(doc, "usage", "cpu", "nr_throttled")) },
+                { "sparkshim_container_memory_usage_bytes", "Memory of the executor now (memory.current, else the sum of its processes' VmRSS).", "gauge", last && last->mem_bytes != COLLECT_UNSET ? json_integer((json_int_t)last->mem_bytes) : NULL },
+                { "sparkshim_container_memory_max_usage_bytes", "Peak memory of the executor.", "gauge", json_incref(at(doc, "usage", "memory", "peak_bytes")) },
+                { "sparkshim_container_memory_average_bytes", "Average memory of the executor.", "gauge", json_incref(at(doc, "usage", "memory", "average_bytes")) },
+                { "sparkshim_container_oom_events_total", "OOM kills in the executor's cgroup.", "counter", json_incref(at(doc, "usage", "memory", "oom_kills")) },
+                { "sparkshim_container_memory_high_events_total", "Times the executor's cgroup went over memory.high.", "counter", json_incref(at(doc, "usage", "memory", "high_events")) },
+                { "sparkshim_container_fs_reads_bytes_total", "Bytes read from block devices.", "counter", json_incref(at(doc, "usage", "disk", "read_bytes")) },
+                { "sparkshim_container_fs_writes_bytes_total", "Bytes written to block devices.", "counter", json_incref(at(doc, "usage", "disk", "write_bytes")) },
+                { "sparkshim_container_pressure_cpu_waiting_seconds_total", "Time some tasks of the executor waited for a CPU (cpu.pressure some).", "counter", psi_seconds(doc, "cpu", "some_total_us") },
+                { "sparkshim_container_pressure_cpu_stalled_seconds_total", "Time all tasks of the executor waited for a CPU (cpu.pressure full).", "counter", psi_seconds(doc, "cpu", "full_total_us") },
+                { "sparkshim_container_pressure_memory_waiting_seconds_total", "Time some tasks of the executor waited for memory (memory.pressure some).", "counter", psi_seconds(doc, "memory", "some_total_us") },
+                { "sparkshim_container_pressure_memory_stalled_seconds_total", "Time all tasks of the executor waited for memory (memory.pressure full).", "counter", psi_seconds(doc, "memory", "full_total_us") },
+                { "sparkshim_container_pressure_io_waiting_seconds_total", "Time some tasks of the executor waited for I/O (io.pressure some).", "counter", psi_seconds(doc, "disk", "some_total_us") },
+                { "sparkshim_container_pressure_io_stalled_seconds_total", "Time all tasks of the executor waited for I/O (io.pressure full).", "counter", psi_seconds(doc, "disk", "full_total_us") },
+                { "sparkshim_container_spec_cpu_request_cores", "Planned CPU request, in cores.", "gauge", real_if(m->has_plan, (double)m->plan.cpu_request_millicores / 1000.0) },
+                { "sparkshim_container_spec_cpu_limit_cores", "Planned CPU limit (cpu.max), in cores; absent when unlimited.", "gauge", real_if(m->has_plan && m->plan.cpu_limit_millicores > 0, (double)m->plan.cpu_limit_millicores / 1000.0) },
                 { "sparkshim_container_spec_memory_limit_bytes", "Planned memory limit (memory.max).", "gauge", m->has_plan ? json_integer((json_int_t)m->plan.memory_limit_bytes) : NULL },
                 { "sparkshim_container_spec_memory_request_bytes", "Planned memory request.", "gauge", m->has_plan ? json_integer((json_int_t)m->plan.memory_request_bytes) : NULL },
-                { "sparkshim_cpu_utilization_ratio", "CPU seconds / (request cores x wall time).", "gauge", json_object_get(util, "cpu") },
-                { "sparkshim_memory_utilization_ratio", "Memory peak / memory request.", "gauge", json_object_get(util, "memory") },
+                { "sparkshim_cpu_utilization_ratio", "CPU seconds / (request cores x wall time).", "gauge", json_incref(json_object_get(json_object_get(doc, "utilization"), "cpu")) },
+                { "sparkshim_memory_utilization_ratio", "Memory peak / memory request.", "gauge", json_incref(json_object_get(json_object_get(doc, "utilization"), "memory")) },
+                { "sparkshim_enforced", "1 when the plan is enforced in the executor's cgroup, 0 when it runs unconstrained (fail_mode open).", "gauge", json_integer(m->enforced) },
+                { "sparkshim_start_time_seconds", "When the executor started, in seconds since the epoch.", "gauge", json_real((double)m->start_rt.tv_sec + (double)m->start_rt.tv_nsec / 1e9) },
+                { "sparkshim_last_update_timestamp_seconds", "When sparkshim wrote this file, in seconds since the epoch (older than a few intervals: the file is stale).", "gauge", NULL },
         };
+        struct shim_error err = { 0 };
+        int r;
 
+        clock_gettime(CLOCK_REALTIME, &now);
+        metrics[ELEMENTSOF(metrics) - 1].value = json_real((double)now.tv_sec + (double)now.tv_nsec / 1e9);
+        if (m->prometheus_dirfd < 0 && open_prometheus(m, &err) < 0) {
+                m->prometheus_failed++;
+                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s", err.text);
+                goto out;
+        }
         /* composed in memory, then written under an exclusive random name and renamed */
         f = open_memstream(&text, &len);
         if (!f) {
@@ -921,35 +1247,41 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
         }
         {
                 /* every label value escaped, as the agent's operator label is */
-                char app[256], executor[256], cgroup[1024];
+                char app[256], executor[256], name[256];
 
                 label_value(m->app_id, app, sizeof(app));
                 label_value(m->executor_id, executor, sizeof(executor));
-                label_value(m->cgroup_path, cgroup, sizeof(cgroup));
-                snprintf(labels, sizeof(labels), "app_id=\"%s\",executor_id=\"%s\",cgroup=\"%s\"",
-                         app, executor, cgroup);
+                label_value(m->name, name, sizeof(name));
+                snprintf(labels, sizeof(labels), "app_id=\"%s\",executor_id=\"%s\",name=\"%s\"",
+                         app, executor, name);
         }
+        fprintf(f, "%s\n", m->owner);
         for (size_t i = 0; i < ELEMENTSOF(metrics); i++) {
-                if (!json_is_number(metrics[i].value))
-                        continue;
-                fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %.17g\n", metrics[i].name, metrics[i].help,
-                        metrics[i].name, metrics[i].type, metrics[i].name, labels,
-                        json_number_value(metrics[i].value));
+                /* every family is declared, with no sample when its value is unknown here */
+                fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", metrics[i].name, metrics[i].help,
+                        metrics[i].name, metrics[i].type);
+                if (json_is_number(metrics[i].value))
+                        fprintf(f, "%s{%s} %.17g\n", metrics[i].name, labels,
+                                json_number_value(metrics[i].value));
         }
         write_agent_metrics(f, json_object_get(json_object_get(doc, "agent"), "operators"), labels);
         if (fclose(f) != 0) {
                 m->prometheus_failed++;
                 snprintf(m->prometheus_error, sizeof(m->prometheus_error), "out of memory");
-        } else if (util_write_file_atomic(m->prometheus, text, len, 0644, why, sizeof(why)) < 0) {
+                goto out;
+        }
+        r = util_write_file_atomic_at(m->prometheus_dirfd, m->prometheus_name, text, len, 0644,
+                                      &m->prometheus_st, why, sizeof(why));
+        if (r < 0) {
                 m->prometheus_failed++;
                 snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s: %s", m->prometheus, why);
         } else {
+                m->prometheus_written = true;
                 m->prometheus_error[0] = '\0';
         }
 out:
-        json_decref(metrics[8].value);
-        json_decref(metrics[9].value);
-        json_decref(metrics[10].value);
+        for (size_t i = 0; i < ELEMENTSOF(metrics); i++)
+                json_decref(metrics[i].value);
 }
 
 /* ---------------------------------------------------------------- ticks and the end */
@@ -984,8 +1316,15 @@ static void tick(struct shim_monitor *m)
         if (m->cfg.use_bpf && m->cgroup_id && !m->probe_tried)
                 attach_probes(m, now);
         sample(m);
-        if (now - m->last_line_ns < (uint64_t)m->cfg.interval_seconds * 1000000000ULL)
+        if (now - m->last_line_ns < (uint64_t)m->cfg.interval_seconds * 1000000000ULL) {
+                /* the executor's series appear at its first second, not at its first interval */
+                if (m->prometheus[0] && !m->prometheus_written && m->prometheus_failed == 0 &&
+                    (doc = build_report(m, "sample", 0, NULL))) {
+                        write_prometheus(m, doc);
+                        json_decref(doc);
+                }
                 return;
+        }
         m->last_line_ns = now;
         atomic_fetch_add(&m->lines, 1);
         doc = build_report(m, "sample", 0, NULL);
@@ -1014,9 +1353,9 @@ static void final_report(struct shim_monitor *m, int exit_code, const struct shi
         }
         doc = build_report(m, "final", exit_code, ev);
         emit(m, doc, true);
-        if (doc && m->prometheus[0])
-                write_prometheus(m, doc);
         json_decref(doc);
+        /* node_exporter's textfile convention: the executor's series end with it */
+        remove_prometheus(m);
 }
 
 /* What the supervisor handed over since the last look. Returns true once the final report is queued. */
@@ -1243,6 +1582,8 @@ void shim_monitor_free(struct shim_monitor *m)
                 wake(m);
                 pthread_join(m->thread, NULL);
         }
+        remove_prometheus(m); /* a run that ended without its final report */
+        util_closep(&m->prometheus_dirfd);
         probe_close(m->probe);
         free(m->agent);
         if (m->taskstats)
@@ -1252,6 +1593,9 @@ void shim_monitor_free(struct shim_monitor *m)
         util_closep(&m->wake_fd);
         util_closep(&m->cgroup_fd);
         free(m->samples);
+        for (size_t i = 0; i < m->argc; i++)
+                free(m->argv[i]);
+        free(m->argv);
         free(m);
 }
 

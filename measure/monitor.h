@@ -32,7 +32,13 @@
 struct shim_monitor_config {
         const char *file;       /* JSON lines, appended; NULL = none */
         const char *socket;     /* unix stream socket; NULL = none */
-        const char *prometheus; /* text-exposition file, replaced atomically; NULL = none */
+        /*
+         * Text-exposition file in node_exporter's textfile directory, replaced atomically at
+         * every sample line (and once at the start), removed when the run ends; NULL = none.
+         * file and prometheus are templates (policy_template_expand). Opening the monitor
+         * also removes the Prometheus files of that directory whose sparkshim is gone.
+         */
+        const char *prometheus;
         bool to_stdout;         /* also write every line to stdout */
         unsigned interval_seconds;
         bool use_bpf;           /* try the eBPF probes */
@@ -50,11 +56,18 @@ struct shim_monitor_config {
          * with shim_monitor_tick (sparkshim probe, which supervises nothing).
          */
         bool own_thread;
+        /*
+         * What the file name templates of file and prometheus expand to
+         * (policy_template_expand): the executor's app id, executor id and cgroup name.
+         */
+        struct policy_template_values names;
 };
 
 struct shim_monitor_identity {
         const char *app_id, *executor_id; /* "" when unknown */
+        const char *name;                 /* the executor's cgroup name; "" when unknown */
         const char *command;              /* argv[0] of the executor */
+        char *const *argv;                /* its command line as started (NULL-terminated) */
         const char *mode;                 /* "wrap" or "init" */
 };
 

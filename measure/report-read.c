@@ -137,12 +137,18 @@ static void add_spills(struct shim_report_totals *t, int64_t v)
         t->have_spills = true;
 }
 
-static void print_row(struct shim_report_reader *r, json_t *doc)
+/*
+ * One row per report; only final reports are executors and add to the totals (a sample line
+ * of --all is a row marked "(sample)": its figures are part of its executor's final report).
+ */
+static void print_row(struct shim_report_reader *r, json_t *doc, bool final)
 {
         struct shim_report_totals *t = &r->totals;
         json_t *id = json_object_get(doc, "identity");
         const char *app = json_string_value(json_object_get(id, "app_id"));
         const char *exec = json_string_value(json_object_get(id, "executor_id"));
+        /* the executor's cgroup name (--name), the label of a run without an app id */
+        const char *cgroup_name = json_string_value(json_object_get(id, "name"));
         double wall = number(doc, "identity", "wall_seconds", NULL);
         double req_m = number(doc, "plan", "cpu", "request_millicores");
         double cpu = number(doc, "usage", "cpu", "seconds");
@@ -152,11 +158,14 @@ static void print_row(struct shim_report_reader *r, json_t *doc)
         double status = number(doc, "exit", "status", NULL);
         json_t *spills = json_object_get(json_object_get(doc, "spills"), "forced_spills");
         char forced[24] = "-", app_text[64], exec_text[32];
-        char name[96], c1[16], c2[16], c3[16], m1[16], m2[16], m3[16], obj[16], w[16], ex[16];
+        char name[112], c1[16], c2[16], c3[16], m1[16], m2[16], m3[16], obj[16], w[16], ex[16];
 
-        snprintf(name, sizeof(name), "%s%s%s",
+        if (!(app && *app) && cgroup_name && *cgroup_name)
+                app = cgroup_name, exec = NULL;
+        snprintf(name, sizeof(name), "%s%s%s%s",
                  app && *app ? printable(app, app_text, sizeof(app_text)) : "-",
-                 exec && *exec ? "/" : "", printable(exec, exec_text, sizeof(exec_text)));
+                 exec && *exec ? "/" : "", printable(exec, exec_text, sizeof(exec_text)),
+                 final ? "" : " (sample)");
         fixed(wall, 1, w, sizeof(w));
         fixed(req_m / 1000.0, 2, c1, sizeof(c1));
         fixed(cpu, 1, c2, sizeof(c2));
@@ -169,7 +178,8 @@ static void print_row(struct shim_report_reader *r, json_t *doc)
         if (json_is_integer(spills)) {
                 snprintf(forced, sizeof(forced), "%" JSON_INTEGER_FORMAT,
                          json_integer_value(spills));
-                add_spills(t, json_integer_value(spills));
+                if (final)
+                        add_spills(t, json_integer_value(spills));
         }
         if (!r->header_done)
                 shim_report_print_header(r);
@@ -181,6 +191,8 @@ static void print_row(struct shim_report_reader *r, json_t *doc)
                     : "no",
                 forced);
         print_spills(r->out, doc);
+        if (!final)
+                return;
         if (isfinite(cpu) && isfinite(req_m) && isfinite(wall)) {
                 t->cpu_seconds += cpu;
                 t->cpu_capacity += req_m / 1000.0 * wall;
@@ -318,7 +330,7 @@ int shim_report_reader_line(struct shim_report_reader *r, const char *line, size
                         goto out;
                 }
         } else {
-                print_row(r, doc);
+                print_row(r, doc, strcmp(kind, "final") == 0);
         }
         r->taken++;
         ret = 1;

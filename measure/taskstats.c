@@ -526,7 +526,7 @@ int collect_taskstats_query(struct collect_taskstats *t, pid_t tgid,
                 return set_error(err, -errno, "%s: %s", path, strerror(errno));
         }
         for (struct dirent *de; (errno = 0, de = readdir(d));) {
-                struct record rec;
+                struct record rec = { 0 }; /* -O3 (the release build) cannot see query_task() fill it */
                 int tid, r;
 
                 if (de->d_name[0] == '.' || util_parse_int(de->d_name, &tid) < 0)

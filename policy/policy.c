@@ -723,22 +723,40 @@ out:
         return r;
 }
 
+enum report_path_kind {
+        REPORT_PATH_PLAIN,      /* report.socket: one path */
+        REPORT_PATH_TEMPLATE,   /* report.path: a file name template (policy_template_check) */
+        REPORT_PATH_PROMETHEUS, /* report.prometheus_path: a template ending in .prom */
+};
+
 /* An absolute path or "" at report.<key>. */
-static int report_path(struct parser *ps, json_t *obj, const char *key, char *dest, size_t size)
+static int report_path(struct parser *ps, json_t *obj, const char *key, enum report_path_kind kind,
+                       char *dest, size_t size)
 {
-        static const char allowed[] = "an absolute path, or \"\" for none";
+        static const char *const allowed[] = {
+                [REPORT_PATH_PLAIN] = "an absolute path, or \"\" for none",
+                [REPORT_PATH_TEMPLATE] = "an absolute path whose file name may hold {app_id}, "
+                                         "{executor_id}, {name}, or \"\" for none",
+                [REPORT_PATH_PROMETHEUS] = "an absolute path of a *.prom file whose name may hold "
+                                           "{app_id}, {executor_id}, {name}, or \"\" for none",
+        };
         json_t *v = json_object_get(obj, key);
+        struct policy_error terr = { 0 };
         int r = 0;
 
         if (!v)
                 return 0;
         push_key(ps, key);
         if (!json_is_string(v))
-                r = fail_value(ps, "is not a string", allowed);
+                r = fail_value(ps, "is not a string", allowed[kind]);
         else if (json_string_length(v) > 0 && json_string_value(v)[0] != '/')
-                r = fail_value(ps, "is not an absolute path", allowed);
+                r = fail_value(ps, "is not an absolute path", allowed[kind]);
         else if (json_string_length(v) >= size)
-                r = fail_value(ps, "is too long", allowed);
+                r = fail_value(ps, "is too long", allowed[kind]);
+        else if (kind != REPORT_PATH_PLAIN && json_string_length(v) > 0 &&
+                 policy_template_check(json_string_value(v), kind == REPORT_PATH_PROMETHEUS,
+                                       &terr) < 0)
+                r = fail_value(ps, terr.text, allowed[kind]);
         else
                 memcpy(dest, json_string_value(v), json_string_length(v) + 1);
         pop(ps);
@@ -759,11 +777,11 @@ static int parse_report(struct parser *ps, json_t *root, struct policy *p)
         if (r <= 0)
                 return r;
         push_key(ps, "report");
-        r = report_path(ps, obj, "path", p->report_path, sizeof(p->report_path));
+        r = report_path(ps, obj, "path", REPORT_PATH_TEMPLATE, p->report_path, sizeof(p->report_path));
         if (r >= 0)
-                r = report_path(ps, obj, "socket", p->report_socket, sizeof(p->report_socket));
+                r = report_path(ps, obj, "socket", REPORT_PATH_PLAIN, p->report_socket, sizeof(p->report_socket));
         if (r >= 0)
-                r = report_path(ps, obj, "prometheus_path", p->report_prometheus,
+                r = report_path(ps, obj, "prometheus_path", REPORT_PATH_PROMETHEUS, p->report_prometheus,
                                 sizeof(p->report_prometheus));
         if (r >= 0)
                 r = field_uint(ps, obj, "interval_seconds", 1, 3600, &interval);
@@ -1002,8 +1020,10 @@ static int parse_root(struct parser *ps, json_t *root, struct policy *p)
         static const char *const keys[] = { "version",   "cgroup",        "cpu",
                                             "memory",    "pids",          "io",
                                             "overrides", "out_of_bounds", "fail_mode",
-                                            "grace_seconds", "report", "agent", "java" };
+                                            "grace_seconds", "report", "agent", "java",
+                                            "kubernetes" };
         static const char *const pids_keys[] = { "max" };
+        static const char *const kubernetes_keys[] = { "init" };
         static const char *const io_keys[] = { "weight" };
         static const char *const bounds[] = { "reject", "clamp" };
         static const char *const fail_modes[] = { "closed", "open" };
@@ -1077,6 +1097,16 @@ static int parse_root(struct parser *ps, json_t *root, struct policy *p)
                 return r;
         if (r > 0)
                 p->grace_seconds = (unsigned)u;
+
+        /* read by sparkshim's Kubernetes feature step (sparkshim-k8s(7)) through `plan` */
+        r = section(ps, root, "kubernetes", kubernetes_keys, ELEMENTSOF(kubernetes_keys), &sub);
+        if (r > 0) {
+                push_key(ps, "kubernetes");
+                r = field_bool(ps, sub, "init", &p->kubernetes_init);
+                pop(ps);
+        }
+        if (r < 0)
+                return r;
 
         r = parse_report(ps, root, p);
         if (r < 0)

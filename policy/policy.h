@@ -155,6 +155,10 @@ struct policy {
         struct policy_agent agent;
 
         enum policy_java_executors java_executors; /* default run */
+
+        /* the Kubernetes feature step makes `sparkshim run --init` the executor
+         * container's command (sparkshim-k8s(7)); default false */
+        bool kubernetes_init;
 };
 
 void policy_init_defaults(struct policy *p);
@@ -448,3 +452,43 @@ bool policy_java_is_backend(const char *class_name);
  * command, it never lets an executor through.
  */
 bool policy_java_runs_executor(int argc, char *const argv[], bool env_options);
+
+/* ---------------------------------------------------------------------------------- */
+/* Report file name templates (template.c)                                             */
+
+/*
+ * report.path, report.prometheus_path, --report and --prometheus may name {app_id},
+ * {executor_id} and {name} (the executor's cgroup name) in their file name, never in the
+ * directory part: one file per executor in the admin's directory. The values are the job
+ * user's; each expands to at most POLICY_TEMPLATE_FIELD_MAX bytes of [A-Za-z0-9_.-].
+ */
+#define POLICY_TEMPLATE_FIELD_MAX 64
+/* the expanded file name (last component); its temporary twin (.NAME.<16 hex>.tmp) fits NAME_MAX */
+#define POLICY_TEMPLATE_NAME_MAX 200
+
+struct policy_template_values {
+        const char *app_id, *executor_id, *name; /* NULL or "" when unknown: expand to "" */
+};
+
+/*
+ * Check a template: fields only in the file name, no other '{' or '}', a file name that is
+ * not "", ".", ".." and does not start with '.', at most POLICY_TEMPLATE_NAME_MAX bytes
+ * however long the values; with prometheus, a name ending in ".prom". Returns 1 when it
+ * has a field, 0 when it names one file, -EINVAL or -ENAMETOOLONG with err.
+ */
+int policy_template_check(const char *template, bool prometheus, struct policy_error *err);
+
+/*
+ * One value as it goes into a file name: bytes of [A-Za-z0-9_.-] kept, any other '_'; a
+ * value longer than POLICY_TEMPLATE_FIELD_MAX is cut and ends in '-' and 16 hex digits of
+ * a hash of the whole value. buf holds POLICY_TEMPLATE_FIELD_MAX + 1 bytes or is cut.
+ */
+void policy_template_escape(const char *value, char *buf, size_t size);
+
+/*
+ * The path for these values: the directory part as written, the file name with every field
+ * escaped (policy_template_escape) and a '_' in front when it would start with '.' or be
+ * empty. Returns 0, or -EINVAL (policy_template_check) / -ENAMETOOLONG with err.
+ */
+int policy_template_expand(const char *template, const struct policy_template_values *v,
+                           char *buf, size_t size, struct policy_error *err);

@@ -57,7 +57,7 @@ int shim_cgroup_detect(const char *root, struct shim_cgroup_host *ret)
 {
         struct shim_cgroup_host h = { .layout = SHIM_CGROUP_NONE };
         char unified[sizeof(h.mount)];
-        long magic;
+        long magic = 0; /* -O3 (the release build) cannot see dir_magic() set it */
         int r;
 
         r = dir_magic(root, &magic);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sparkshim check: a host preflight. Reads only; never creates or writes a cgroup.
+ * Its "init:" rows are the requirements of init mode (`sparkshim run --init` as a
+ * container's command, sparkshim-k8s(7)), one a line with the fix when one is missing.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -8,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <sys/utsname.h>
 #include <linux/magic.h>
@@ -277,9 +280,252 @@ static void check_sinks(struct checker *c, const struct policy *p)
         check_sink(c, p, "prometheus file", p->report_prometheus, file_writable);
 }
 
-int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root)
+/* ------------------------------------------------------------ init mode in a container */
+
+/* The initial cgroup namespace's inode (PROC_CGROUP_INIT_INO): the host's. */
+#define CGROUP_NS_INIT_INO 0xEFFFFFFBu
+
+struct init_checker {
+        bool required;      /* check --init: a missing requirement fails the check */
+        unsigned missing;
+        char names[256];    /* the missing requirements' names */
+};
+
+static void init_row(struct init_checker *c, const char *check, bool ok, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static void init_row(struct init_checker *c, const char *check, bool ok, const char *fmt, ...)
+{
+        char detail[768];
+        size_t used = strlen(c->names);
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(detail, sizeof(detail), fmt, ap);
+        va_end(ap);
+        printf("%-22s %-6s %s\n", check, ok ? "ok" : c->required ? "FAIL" : "miss", detail);
+        if (ok)
+                return;
+        c->missing++;
+        snprintf(c->names + used, sizeof(c->names) - used, "%s%s", used ? ", " : "", check + strlen("init: "));
+}
+
+/* The cgroup v2 path of this process ("0::PATH" in /proc/self/cgroup); -ENOENT without one. */
+static int own_cgroup_path(char *buf, size_t size)
+{
+        char text[4096];
+        ssize_t n;
+
+        n = util_read_at(AT_FDCWD, "/proc/self/cgroup", text, sizeof(text));
+        if (n < 0)
+                return (int)n;
+        for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl = '\0';
+                if (strncmp(line, "0::", 3) == 0) {
+                        snprintf(buf, size, "%s", line + 3);
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+/*
+ * The root of the cgroup2 mount at mount, as /proc/self/mountinfo shows it: relative to this
+ * process's cgroup namespace root, so "/" when the mount shows the namespace's own cgroup,
+ * "/.." (and deeper) when it shows cgroups above it. -ENOENT when no such mount.
+ */
+static int mount_root(const char *mount, char *buf, size_t size)
+{
+        _cleanup_free_ char *text = NULL;
+        ssize_t n;
+
+        n = util_read_file_at(AT_FDCWD, "/proc/self/mountinfo", 4 << 20, &text);
+        if (n < 0)
+                return (int)n;
+        for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                char root[PATH_MAX], point[PATH_MAX], *dash;
+
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl = '\0';
+                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+                dash = strstr(line, " - ");
+                if (!dash || strncmp(dash, " - cgroup2 ", 11) != 0 ||
+                    sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2)
+                        continue;
+                if (strcmp(point, mount) == 0) {
+                        snprintf(buf, size, "%s", root);
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+static void check_init_namespace(struct init_checker *c, const char *mount)
+{
+        char link[64] = "", path[PATH_MAX], root[PATH_MAX];
+        unsigned long long ino = 0;
+        ssize_t n = readlink("/proc/self/ns/cgroup", link, sizeof(link) - 1);
+        int r;
+
+        if (n < 0 || sscanf(link, "cgroup:[%llu]", &ino) != 1) {
+                init_row(c, "init: cgroup namespace", false,
+                         "cannot read /proc/self/ns/cgroup (%s): the kernel has no cgroup namespaces "
+                         "(Linux 4.6 or later needed)", n < 0 ? strerror(errno) : link);
+                return;
+        }
+        r = own_cgroup_path(path, sizeof(path));
+        if (ino == CGROUP_NS_INIT_INO)
+                init_row(c, "init: cgroup namespace", false,
+                         "this is the host's cgroup namespace (%s), /proc/self/cgroup shows 0::%s: fix: "
+                         "a private cgroup namespace for the container (containerd and CRI-O give one on "
+                         "cgroup v2 nodes; docker run --cgroupns=private)",
+                         link, r == 0 ? path : "(none)");
+        else if (r < 0)
+                init_row(c, "init: cgroup namespace", false,
+                         "own cgroup namespace %s, but /proc/self/cgroup has no cgroup v2 line (0::): no "
+                         "cgroup2 hierarchy on this kernel's host", link);
+        else if (mount_root(mount, root, sizeof(root)) == 0 && strcmp(root, "/") != 0)
+                init_row(c, "init: cgroup namespace", false,
+                         "own cgroup namespace %s, but the cgroup2 mount at %s shows %s of it, not its root "
+                         "(a bind mount of another hierarchy, as some runtimes give privileged containers): "
+                         "fix: a cgroup2 mount made in the container's namespace (what runtimes do for "
+                         "unprivileged containers, made writable as below)",
+                         link, mount, root);
+        else if (strncmp(path, "/..", 3) == 0)
+                init_row(c, "init: cgroup namespace", false,
+                         "own cgroup namespace %s, but this process is outside its root (0::%s): run "
+                         "sparkshim as the container's command, not through nsenter or exec from the host",
+                         link, path);
+        else
+                init_row(c, "init: cgroup namespace", true, "own cgroup namespace %s, this process at 0::%s%s",
+                         link, path, strcmp(path, "/") == 0 ? " (its root)" : " (below its root)");
+}
+
+static void check_init(struct init_checker *c, const char *root, const struct shim_cgroup_host *host,
+                       const struct policy *p)
+{
+        const char *needed[4] = { "cpu", "memory" }, *mount = host->mount;
+        char have[512] = "", missing[64] = "", v1[512] = "", padded[520];
+        size_t nneeded = 2;
+        _cleanup_close_ int fd = -1;
+        struct statvfs vfs;
+        bool rdonly = false;
+        ssize_t n;
+
+        printf("%-22s %-6s %s\n", "init: policy", "info",
+               p->kubernetes_init ? "kubernetes.init is true: the feature step makes `sparkshim run --init` "
+                                    "the executor container's command"
+                                  : "kubernetes.init is false: pods run sparkshim only if their command says so");
+        if (host->layout == SHIM_CGROUP_UNIFIED)
+                init_row(c, "init: cgroup2 mount", true, "cgroup2 is mounted at %s", root);
+        else if (host->layout == SHIM_CGROUP_HYBRID)
+                init_row(c, "init: cgroup2 mount", false,
+                         "%s holds cgroup v1 hierarchies, cgroup2 is at %s (a hybrid host): init mode needs "
+                         "cgroup2 at %s: fix: a cgroup v2 node (boot with systemd.unified_cgroup_hierarchy=1 "
+                         "or cgroup_no_v1=all)",
+                         root, mount, root);
+        else if (host->layout == SHIM_CGROUP_LEGACY)
+                init_row(c, "init: cgroup2 mount", false,
+                         "%s holds only cgroup v1 hierarchies: fix: a cgroup v2 node (boot with "
+                         "systemd.unified_cgroup_hierarchy=1 or cgroup_no_v1=all)", root);
+        else
+                init_row(c, "init: cgroup2 mount", false,
+                         "no cgroup file system at %s: fix: mount cgroup2 there (container runtimes do, on "
+                         "cgroup v2 nodes)", root);
+        if (!mount[0])
+                return;
+        if (host->layout != SHIM_CGROUP_UNIFIED)
+                printf("%-22s %-6s %s\n", "init: (hierarchy)", "info",
+                       "the rows below look at the cgroup2 hierarchy this host has");
+
+        /* a writable mount */
+        if (statvfs(mount, &vfs) < 0)
+                init_row(c, "init: writable mount", false, "cannot inspect %s: %s", mount, strerror(errno));
+        else if ((rdonly = vfs.f_flag & ST_RDONLY))
+                init_row(c, "init: writable mount", false,
+                         "%s is mounted read-only (as runtimes mount it in unprivileged containers): fix: a "
+                         "writable cgroup mount: privileged: true, containerd >= 2.1's cgroup_writable = true "
+                         "for the runtime handler, CRI-O's io.kubernetes.cri-o.cgroup2-mount-hierarchy-rw "
+                         "annotation (sparkshim-k8s(7))",
+                         mount);
+        else
+                init_row(c, "init: writable mount", true, "%s is mounted read-write", mount);
+
+        check_init_namespace(c, mount);
+
+        /* the controllers the plan needs, available at the namespace's root */
+        if (p->pids_max)
+                needed[nneeded++] = "pids";
+        if (p->io_weight)
+                needed[nneeded++] = "io";
+        fd = open(mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        n = fd < 0 ? -errno : util_read_at(fd, "cgroup.controllers", have, sizeof(have));
+        if (n < 0) {
+                init_row(c, "init: controllers", false, "cannot read %s/cgroup.controllers: %s", mount,
+                         strerror((int)-n));
+        } else {
+                have[strcspn(have, "\n")] = '\0';
+                snprintf(padded, sizeof(padded), " %s ", have);
+                for (size_t i = 0; i < nneeded; i++) {
+                        char pattern[32], where[PATH_MAX];
+                        snprintf(pattern, sizeof(pattern), " %s ", needed[i]);
+                        if (strstr(padded, pattern))
+                                continue;
+                        snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
+                                 missing[0] ? " " : "", needed[i]);
+                        if (bound_to_v1(root, needed[i], where, sizeof(where)))
+                                snprintf(v1 + strlen(v1), sizeof(v1) - strlen(v1), "%s%s", v1[0] ? ", " : "",
+                                         where);
+                }
+                if (!missing[0])
+                        init_row(c, "init: controllers", true, "%s/cgroup.controllers has %s", mount, have);
+                else if (v1[0])
+                        init_row(c, "init: controllers", false,
+                                 "%s/cgroup.controllers lacks %s (has '%s'): bound to cgroup v1 at %s: fix: a "
+                                 "cgroup v2 node", mount, missing, have, v1);
+                else
+                        init_row(c, "init: controllers", false,
+                                 "%s/cgroup.controllers lacks %s (has '%s'): not delegated to the container: "
+                                 "fix: the parent's cgroup.subtree_control must enable them (the kubelet and "
+                                 "systemd's Delegate=yes do)", mount, missing, have);
+        }
+
+        /* writable by this uid: create cgroups, move processes, enable controllers */
+        {
+                static const char *const files[] = { ".", "cgroup.procs", "cgroup.subtree_control" };
+                char denied[256] = "";
+                int error = 0;
+
+                for (size_t i = 0; fd >= 0 && i < ELEMENTSOF(files); i++)
+                        if (faccessat(fd, files[i], W_OK, AT_EACCESS) < 0) {
+                                error = error ? error : errno;
+                                snprintf(denied + strlen(denied), sizeof(denied) - strlen(denied), "%s%s",
+                                         denied[0] ? ", " : "", i == 0 ? "the directory" : files[i]);
+                        }
+                if (fd < 0)
+                        init_row(c, "init: writable by uid", false, "cannot open %s", mount);
+                else if (!denied[0])
+                        init_row(c, "init: writable by uid", true,
+                                 "uid %u may create cgroups in %s and write its cgroup.procs and "
+                                 "cgroup.subtree_control", (unsigned)geteuid(), mount);
+                else if (error == EROFS || rdonly)
+                        init_row(c, "init: writable by uid", false,
+                                 "%s: %s not writable: the mount is read-only (above)", mount, denied);
+                else
+                        init_row(c, "init: writable by uid", false,
+                                 "%s: %s not writable by uid %u (%s): fix: run sparkshim as root in the "
+                                 "container (runAsUser: 0), or delegate the cgroup to this uid (systemd "
+                                 "Delegate=yes chowns it)",
+                                 mount, denied, (unsigned)geteuid(), strerror(error));
+        }
+}
+
+int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root, bool init)
 {
         struct checker c = { .can_enforce = true };
+        struct init_checker ic = { .required = init };
         struct shim_cgroup_host host = { 0 };
         struct policy_error perr = { 0 };
         struct policy p;
@@ -324,7 +570,17 @@ int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup
         check_java(&c);
         check_agent(&c, &p);
         check_sinks(&c, &p);
+        if (r >= 0)
+                check_init(&ic, cgroup_root, &host, &p);
 
+        if (ic.missing)
+                printf("\nsparkshim run --init (a container's command) cannot set up its cgroups here: "
+                       "%u requirement%s missing: %s.\n",
+                       ic.missing, ic.missing == 1 ? "" : "s", ic.names);
+        else if (r >= 0)
+                printf("\nsparkshim run --init (a container's command) can set up its cgroups here.\n");
+        if (init && (ic.missing || r < 0))
+                return 1;
         if (c.refused_sink[0]) {
                 printf("\nsparkshim run refuses to start on this host: %s (report.sink_failure refuse, exit 125).\n",
                        c.refused_sink);

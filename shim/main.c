@@ -137,7 +137,7 @@ static void usage(FILE *f)
 {
         fputs("Usage: sparkshim run [OPTIONS] -- COMMAND [ARGS...]\n"
               "       sparkshim plan [OPTIONS] [--format json|cgroup|k8s] [-- COMMAND...]\n"
-              "       sparkshim check [--policy FILE]\n"
+              "       sparkshim check [--policy FILE] [--init]\n"
               "       sparkshim report [--json] [--all] FILE...\n"
               "       sparkshim probe (--cgroup PATH | --pid PID) [--interval S] [--count N] [--no-bpf]\n"
               "       sparkshim java-home --jdk JDK_DIR DIR\n"
@@ -163,11 +163,13 @@ static void usage(FILE *f)
               "  --grace SECONDS        after TERM, wait this long before killing the cgroup\n"
               "  --signal-group         forward signals to the command's process group\n"
               "  --format FMT           plan output: json (default), cgroup or k8s\n"
-              "  --report FILE          append the run's reports (JSON lines) to FILE\n"
+              "  --report FILE          append the run's reports (JSON lines) to FILE, whose name\n"
+              "                         may hold {app_id}, {executor_id}, {name}\n"
               "  --report-socket PATH   send them to a unix stream socket too\n"
               "  --report-stdout        write them to standard output too\n"
               "  --report-interval S    seconds between sample lines (policy default 10)\n"
-              "  --prometheus FILE      keep a Prometheus text-exposition file up to date\n"
+              "  --prometheus FILE      a Prometheus textfile (*.prom, same fields) kept up to date\n"
+              "                         while the executor runs, removed when it ends\n"
               "  --no-bpf               measure without the eBPF probes\n"
               "  --no-taskstats         measure without taskstats\n"
               "  --agent, --no-agent    inject the JVMTI spill agent into the executor JVM, or not\n"
@@ -646,8 +648,11 @@ static int print_plan(const struct options *o, const struct policy *policy,
                                           threshold ? json_integer((json_int_t)threshold) : json_null());
                 char *text;
 
+                json_t *k8s = json_pack("{s:b}", "init", policy->kubernetes_init);
+
                 if (!j || !cg || json_object_set_new(j, "cgroup", cg) < 0 || !agent ||
-                    json_object_set_new(j, "agent", agent) < 0)
+                    json_object_set_new(j, "agent", agent) < 0 || !k8s ||
+                    json_object_set_new(j, "kubernetes", k8s) < 0)
                         die(SHIM_EXIT_INTERNAL, "out of memory");
                 text = json_dumps(j, JSON_INDENT(2));
                 json_decref(j);
@@ -1010,15 +1015,24 @@ fail:
  * stops us now (report.sink_failure refuse) or is said now.
  */
 static struct shim_monitor *open_monitor(const struct options *o, const struct policy *policy,
-                                         bool *ret_measuring, unsigned *ret_interval)
+                                         const char *name, bool *ret_measuring,
+                                         unsigned *ret_interval)
 {
         const char *report_file = nonempty(o->report_file, policy->report_path);
         const char *report_socket = nonempty(o->report_socket, policy->report_socket);
         const char *prometheus = nonempty(o->prometheus, policy->report_prometheus);
         struct shim_monitor *monitor = NULL;
         struct shim_error err = { 0 };
+        struct policy_error perr = { 0 };
         int r;
 
+        /* the policy's templates were checked when it was loaded, the flags' are now */
+        if (o->report_file && policy_template_check(o->report_file, false, &perr) < 0)
+                die(SHIM_EXIT_USAGE, "--report: '%.200s' %s; allowed: a path whose file name may hold {app_id}, {executor_id}, {name}",
+                    o->report_file, perr.text);
+        if (o->prometheus && policy_template_check(o->prometheus, true, &perr) < 0)
+                die(SHIM_EXIT_USAGE, "--prometheus: '%.200s' %s; allowed: a path of a *.prom file whose name may hold {app_id}, {executor_id}, {name}",
+                    o->prometheus, perr.text);
         /* with nowhere to report, measuring would only cost the launch time */
         *ret_measuring = report_file || report_socket || prometheus || o->report_stdout;
         *ret_interval = o->report_interval > 0 ? (unsigned)o->report_interval
@@ -1033,6 +1047,9 @@ static struct shim_monitor *open_monitor(const struct options *o, const struct p
                                       .use_taskstats = !o->no_taskstats,
                                       .sink_failure_refuse = policy->report_sink_failure == POLICY_SINK_REFUSE,
                                       .own_thread = true,
+                                      .names = { .app_id = o->inputs.app_id,
+                                                 .executor_id = o->inputs.executor_id,
+                                                 .name = name },
                               },
                               &monitor, &err);
         if (r < 0)
@@ -1100,7 +1117,7 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         executor_name(o, init_mode, name, sizeof(name));
         prepare_agent(o, &policy, cmd, &agent);
 
-        monitor = open_monitor(o, &policy, &measuring, &interval);
+        monitor = open_monitor(o, &policy, name, &measuring, &interval);
 
         r = shim_signals_block();
         if (r < 0)
@@ -1124,7 +1141,9 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         if (measuring) {
                 struct shim_monitor_identity id = { .app_id = o->inputs.app_id,
                                                     .executor_id = o->inputs.executor_id,
+                                                    .name = name,
                                                     .command = cmd[0],
+                                                    .argv = argv,
                                                     .mode = init_mode ? "init" : "wrap" };
                 if (shim_monitor_set_agent(monitor, &agent) < 0)
                         log_warn("out of memory: the reports have no agent section");
@@ -1261,7 +1280,7 @@ int main(int argc, char **argv)
         if (strcmp(command, "check") == 0) {
                 if (optind < argc)
                         die(SHIM_EXIT_USAGE, "check: unexpected argument '%s'", argv[optind]);
-                return shim_check(o.policy_path, o.policy_explicit, o.cgroup_root);
+                return shim_check(o.policy_path, o.policy_explicit, o.cgroup_root, o.init);
         }
         if (strcmp(command, "report") == 0)
                 return shim_cmd_report(argc - optind, argv + optind, o.json, o.all);

@@ -92,7 +92,7 @@ int shim_supervise(const struct shim_supervise_opts *opts, struct shim_error *er
 
 /* ---- check (check.c) ---- */
 
-int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root);
+int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root, bool init);
 
 /*
  * `sparkshim java-home --jdk JDK DIR` (shim/java.c): make or refresh DIR, a java home that

@@ -115,6 +115,9 @@ text = json.dumps(r)
 assert "app-20261203000000-0001" in text, "no app id"
 assert '"4"' in text or "-4" in text, "no executor id"
 assert sys.argv[3] in text, "the JDK's java is not the command"
+ident = r["identity"]
+assert ident["pid"] == int(sys.argv[2]), "not the executor's own pid"
+assert ident["argv"][0] == sys.argv[3] and "--executor-id" in ident["argv"], "no command line"
 assert str(r.get("exit_code", r.get("exit", {}))).find("3") >= 0 or '"exit_code": 3' in text, "no exit code 3"
 PY
 echo "ok: an executor backend ran under sparkshim run: exit 3 kept, report for app-20261203000000-0001 executor 4 (pid $pid)"

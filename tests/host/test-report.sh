@@ -34,7 +34,12 @@ for _ in $(seq 50); do [ -S collector.sock ] && break; sleep 0.1; done
 
 "$shim" run -q --policy open.json --memory 512m --cores 1 --name "report-test-$$" \
 	--report r.jsonl --report-socket "$tmp/collector.sock" --prometheus "$tmp/metrics.prom" \
-	--report-interval 1 -- "$burn" 1 2.5c || fail "run failed"
+	--report-interval 1 -- "$burn" 1 2.5c &
+runner=$!
+# the Prometheus file lives as long as the executor: keep its last version
+while kill -0 $runner 2>/dev/null; do cp metrics.prom seen.prom 2>/dev/null || true; sleep 0.2; done
+wait $runner || fail "run failed"
+[ ! -e metrics.prom ] || fail "metrics.prom was not removed at the end of the run"
 wait $listener || true
 listener=
 
@@ -51,7 +56,7 @@ f = finals[0]
 # every field the schema page documents is present
 required = {
   "": ["schema", "kind", "identity", "plan", "enforcement", "collectors", "usage", "utilization", "exit", "agent", "spills", "samples"],
-  "identity": ["app_id", "executor_id", "host", "command", "mode", "start", "end", "wall_seconds", "pid"],
+  "identity": ["app_id", "executor_id", "name", "host", "command", "mode", "start", "end", "wall_seconds", "pid"],
   "enforcement": ["enforced", "reason", "cgroup"],
   "collectors": ["bpf", "bpf_attached", "taskstats"],
   "usage.cpu": ["seconds", "user_seconds", "system_seconds", "throttled_seconds", "nr_throttled", "bpf_oncpu_seconds", "runq_wait", "psi"],
@@ -94,8 +99,8 @@ assert f["usage"]["sources"]["memory.peak"], "memory peak has no source"
 print(f"ok: final report complete: cpu {cpu:.2f} s from {src}, peak {peak} from {f['usage']['sources']['memory.peak']}, "
       f"util cpu {u['cpu']:.2f} mem {u['memory']:.4f}, {len(samples)} samples, enforced {f['enforcement']['enforced']}")
 PY
-grep -q '^sparkshim_container_cpu_usage_seconds_total{app_id="",executor_id="",cgroup=' metrics.prom ||
-	{ cat metrics.prom; fail "prometheus file lacks the CPU counter"; }
+grep -q "^sparkshim_container_cpu_usage_seconds_total{app_id=\"\",executor_id=\"\",name=\"report-test-$$\"} " seen.prom ||
+	{ cat seen.prom; fail "prometheus file lacks the CPU counter"; }
 echo "ok: prometheus file"
 
 "$shim" report r.jsonl >table.txt

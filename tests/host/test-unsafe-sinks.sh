@@ -35,14 +35,19 @@ mkdir prom
 for pid in $(seq 2 64); do ln -s "$tmp/target" "prom/m.prom.tmp.$pid"; done
 echo precious >target2
 ln -s "$tmp/target2" prom/m.prom
-unshare -p -f sh -c "$run --prometheus $tmp/prom/m.prom -- true; rc=\$?; exit \$rc" ||
-	fail "run with planted temporary names failed"
-untouched target "symlinks at predictable temporary names"
-untouched target2 "a symlink at the Prometheus path"
+# (the file is written at the executor's first second and removed at its end: look at it
+# while the executor runs)
+unshare -p -f sh -c "$run --prometheus $tmp/prom/m.prom -- sleep 2.5; rc=\$?; exit \$rc" &
+runner=$!
+for _ in $(seq 40); do [ -f prom/m.prom ] && [ ! -L prom/m.prom ] && break; sleep 0.1; done
 [ -f prom/m.prom ] && [ ! -L prom/m.prom ] || fail "prom/m.prom was not replaced by a regular file"
 grep -q '^sparkshim_container_spec_memory_limit_bytes' prom/m.prom || fail "prom/m.prom lacks the metrics"
+wait $runner || fail "run with planted temporary names failed"
+untouched target "symlinks at predictable temporary names"
+untouched target2 "a symlink at the Prometheus path"
+[ ! -e prom/m.prom ] || fail "prom/m.prom was not removed at the end of the run"
 [ -z "$(find prom -name '.m.prom.*')" ] || fail "temporary files left behind: $(ls -a prom)"
-echo "ok: no write through symlinks; the Prometheus file replaced atomically"
+echo "ok: no write through symlinks; the Prometheus file replaced atomically, removed at the end"
 
 # a directory others may write without the sticky bit: refused (also under sink_failure warn)
 mkdir open-dir

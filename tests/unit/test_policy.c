@@ -76,6 +76,7 @@ static const struct {
         FIELD(agent.heap_threshold, F_DOUBLE),
         { "agent.log", F_ENUM, offsetof(struct policy, agent.log),
           (const char *const[]){ "error", "warn", "info", "debug", NULL } },
+        FIELD(kubernetes_init, F_BOOL),
 #undef FIELD
 };
 
@@ -214,6 +215,7 @@ Test(policy, defaults)
         cr_expect_eq(p.agent.max_spills, 32, "max spills %" PRIu64, p.agent.max_spills);
         cr_expect_eq(p.agent.log, POLICY_AGENT_LOG_WARN, "log %d", (int)p.agent.log);
         cr_expect_str_eq(policy_override_name(POLICY_OVERRIDE_AGENT), "agent", "override name");
+        cr_expect(!p.kubernetes_init, "kubernetes.init on by default");
 }
 
 Test(policy, valid_fixtures)
@@ -535,4 +537,132 @@ Test(policy, overrides)
         r = policy_check_override(&p, POLICY_OVERRIDE_FAIL_MODE, POLICY_SOURCE_ENV,
                                   "SPARKSHIM_FAIL_MODE", &err);
         cr_expect_eq(r, 0, "fail_mode is allowed: rc %d", r);
+}
+
+/* ---- report file name templates (policy/template.c) ---- */
+
+static const struct policy_template_values template_values = {
+        .app_id = "app-20261203-0001", .executor_id = "3", .name = "app-20261203-0001-3"
+};
+
+static void expect_expansion(const char *template, const struct policy_template_values *v,
+                             const char *want)
+{
+        struct policy_error err = { 0 };
+        char out[POLICY_PATH_MAX];
+        int r = policy_template_expand(template, v, out, sizeof(out), &err);
+
+        cr_assert_eq(r, 0, "expand '%s': rc %d (%s)", template, r, err.text);
+        cr_expect_str_eq(out, want, "expand '%s': '%s', expected '%s'", template, out, want);
+}
+
+Test(template, fields_expand_in_the_file_name)
+{
+        expect_expansion("/var/lib/node_exporter/textfile/sparkshim-{name}.prom", &template_values,
+                         "/var/lib/node_exporter/textfile/sparkshim-app-20261203-0001-3.prom");
+        expect_expansion("/var/log/sparkshim/{app_id}.{executor_id}.jsonl", &template_values,
+                         "/var/log/sparkshim/app-20261203-0001.3.jsonl");
+        expect_expansion("/t/{name}-{name}.prom", &template_values,
+                         "/t/app-20261203-0001-3-app-20261203-0001-3.prom");
+        /* no field: the path as written */
+        expect_expansion("/var/lib/node_exporter/textfile/sparkshim.prom", &template_values,
+                         "/var/lib/node_exporter/textfile/sparkshim.prom");
+        expect_expansion("relative-{executor_id}.jsonl", &template_values, "relative-3.jsonl");
+}
+
+Test(template, hostile_values_stay_one_file_name)
+{
+        static const struct {
+                const char *app_id, *want;
+        } cases[] = {
+                { "../x", "/t/_.._x.prom" },         /* no '/', no leading '.' */
+                { "a/b", "/t/a_b.prom" },
+                { "..", "/t/_...prom" },
+                { ".", "/t/_..prom" },
+                { "", "/t/_.prom" },                 /* an empty name is refused: '_' */
+                { "a\nb\x01\x7f\xff", "/t/a_b___.prom" },
+                { "sp\xc3\xa4rk", "/t/sp__rk.prom" }, /* UTF-8 too: bytes of a file name only */
+                { "{name}", "/t/_name_.prom" },      /* a value is never expanded again */
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                expect_expansion("/t/{app_id}.prom",
+                                 &(struct policy_template_values){ .app_id = cases[i].app_id },
+                                 cases[i].want);
+        /* NULL values are unknown: "" */
+        expect_expansion("/t/x{app_id}{executor_id}{name}.prom", &(struct policy_template_values){ 0 },
+                         "/t/x.prom");
+}
+
+Test(template, long_values_are_cut_with_a_hash)
+{
+        char a[128], b[128], ea[POLICY_TEMPLATE_FIELD_MAX + 1], eb[POLICY_TEMPLATE_FIELD_MAX + 1];
+
+        memset(a, 'a', sizeof(a) - 1);
+        a[sizeof(a) - 1] = '\0';
+        memcpy(b, a, sizeof(b));
+        b[100] = 'b';
+        policy_template_escape(a, ea, sizeof(ea));
+        policy_template_escape(b, eb, sizeof(eb));
+        cr_expect_eq(strlen(ea), POLICY_TEMPLATE_FIELD_MAX, "escaped length %zu", strlen(ea));
+        cr_expect_eq(strspn(ea, "a"), POLICY_TEMPLATE_FIELD_MAX - 17, "kept %zu", strspn(ea, "a"));
+        cr_expect_eq(ea[POLICY_TEMPLATE_FIELD_MAX - 17], '-', "no '-' before the hash: %s", ea);
+        cr_expect_str_neq(ea, eb, "two long values that share a beginning: both %s", ea);
+        /* exactly the limit: kept whole */
+        a[POLICY_TEMPLATE_FIELD_MAX] = '\0';
+        policy_template_escape(a, ea, sizeof(ea));
+        cr_expect_str_eq(ea, a, "a value of %d bytes was changed: %s", POLICY_TEMPLATE_FIELD_MAX, ea);
+        /* a small buffer is cut, never overrun */
+        policy_template_escape("abcdef", ea, 4);
+        cr_expect_str_eq(ea, "abc", "cut to '%s'", ea);
+}
+
+Test(template, bad_templates_are_refused)
+{
+        static const struct {
+                const char *template;
+                bool prometheus;
+                int error;
+                const char *says;
+        } cases[] = {
+                { "/t/{app_id}/x.prom", true, EINVAL, "in its directory part" },
+                { "/t{name}/x.jsonl", false, EINVAL, "in its directory part" },
+                { "/t/{nope}.prom", true, EINVAL, "'{nope}.prom', which is not a field" },
+                { "/t/x}.jsonl", false, EINVAL, "which is not a field" },
+                { "/t/{name.prom", true, EINVAL, "which is not a field" },
+                { "/t/x.txt", true, EINVAL, "does not end in .prom" },
+                { "/t/{name}.prom.tmp", true, EINVAL, "does not end in .prom" },
+                { "/t/.x.prom", true, EINVAL, "starting with '.'" },
+                { "/t/", false, EINVAL, "names a directory" },
+                { "/t/..", false, EINVAL, "names a directory" },
+                { "/t/{name}{name}{name}{name}.prom", true, ENAMETOOLONG, "may expand to 262 bytes" },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct policy_error err = { 0 };
+                char out[POLICY_PATH_MAX];
+                int r = policy_template_check(cases[i].template, cases[i].prometheus, &err);
+
+                cr_expect_eq(r, -cases[i].error, "'%s': rc %d (%s)", cases[i].template, r, err.text);
+                cr_expect(strstr(err.text, cases[i].says), "'%s': '%s' does not say '%s'",
+                          cases[i].template, err.text, cases[i].says);
+                if (!cases[i].prometheus)
+                        cr_expect_lt(policy_template_expand(cases[i].template, &template_values, out,
+                                                            sizeof(out), &err),
+                                     0, "'%s' expanded to '%s'", cases[i].template, out);
+        }
+        cr_expect_eq(policy_template_check("/t/sparkshim-{name}.prom", true, NULL), 1);
+        cr_expect_eq(policy_template_check("/t/sparkshim.prom", true, NULL), 0);
+        cr_expect_eq(policy_template_check("/t/{name}{name}{name}.jsonl", false, NULL), 1,
+                     "three fields fit");
+}
+
+Test(template, a_small_buffer_is_an_error)
+{
+        struct policy_error err = { 0 };
+        char out[16];
+
+        cr_expect_eq(policy_template_expand("/var/lib/x/{name}.prom", &template_values, out,
+                                            sizeof(out), &err),
+                     -ENAMETOOLONG, "%s", err.text);
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // Drives the stand-in classes: `StubJob ok` inserts pages and reports the spills the agent
 // forced; `StubJob fail` makes the first forced spill throw and reports what the task saw.
+// A second argument, seconds, keeps the JVM alive that long after the spills (so that a
+// sample line and the Prometheus file of the run can see them).
 import org.apache.spark.memory.TaskMemoryManager;
 import org.apache.spark.util.collection.unsafe.sort.UnsafeExternalSorter;
 
 public final class StubJob {
-    public static void main(String[] args) {
+    public static void main(String[] args) throws InterruptedException {
         TaskMemoryManager manager = new TaskMemoryManager();
         UnsafeExternalSorter sorter = new UnsafeExternalSorter(manager);
         String outcome = "none";
@@ -20,5 +22,8 @@ public final class StubJob {
         System.out.println("stubjob spills=" + sorter.spills + " without_lock=" + sorter.spillsWithoutLock
                 + " other_threads=" + sorter.spillsFromOtherThreads + " used=" + sorter.getUsed()
                 + " thrown=" + outcome);
+        if (args.length > 1) {
+            Thread.sleep(Long.parseLong(args[1]) * 1000);
+        }
     }
 }

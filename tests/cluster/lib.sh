@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
+# Shared by the cluster suites (standalone, YARN, Kubernetes): they test the installed
+# Debian package, not the build tree. Source this file, then call install_package:
+#
+#   . "$SRC/tests/cluster/lib.sh"
+#   install_package                # under set -e: a 77 ends the suite as skipped
+#   "$SPARKSHIM" java-home ...     # /usr/bin/sparkshim
+#
+# install_package
+#   Builds the package of this source tree with scripts/package (its release build in
+#   build-package/, the .deb cached in build-package/deb/ and rebuilt only when what it
+#   would contain changed) and installs it with `dpkg -i`, unless the installed sparkshim
+#   already is that package (same md5sums and packaged conffiles, and `dpkg --verify` finds
+#   no file changed but the conffiles). dpkg never prompts: a policy a suite or the
+#   admin changed is kept (--force-confold). Sets and exports:
+#     SPARKSHIM=/usr/bin/sparkshim
+#     AGENT_LIB=the installed agent, /usr/lib/<multiarch>/sparkshim/libsparkshim-agent.so
+#     SPARKSHIM_DEB=the .deb that was installed
+#   Returns 0; 77 after printing "SKIP: reason" when not root or dpkg is missing; 1 after
+#   printing "FAIL: reason" when the package cannot be built or installed.
+#
+#   It also takes a shared lock on /run/lock/sparkshim-package.lock, held until the
+#   calling shell exits (and by the processes it starts, which inherit the descriptor):
+#   concurrent suites share one installed package, and installing a different build, or
+#   the package suite's dpkg -r/-P, waits until no suite uses the installed one (at most
+#   SPARKSHIM_PACKAGE_LOCK_WAIT seconds, default 900, with a progress line a minute).
+
+SPARKSHIM_PACKAGE_LOCK=/run/lock/sparkshim-package.lock
+SPARKSHIM_PACKAGE_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# _sparkshim_package_lock MODE (-s or -x): wait for the lock, saying so every minute
+_sparkshim_package_lock() {
+  local mode=$1 waited=0 limit=${SPARKSHIM_PACKAGE_LOCK_WAIT:-900}
+  if [ -z "${SPARKSHIM_PACKAGE_LOCK_FD:-}" ]; then
+    exec {SPARKSHIM_PACKAGE_LOCK_FD}>>"$SPARKSHIM_PACKAGE_LOCK" || return 1
+  fi
+  until flock "$mode" -w 60 "$SPARKSHIM_PACKAGE_LOCK_FD"; do
+    waited=$((waited + 60))
+    if [ "$waited" -ge "$limit" ]; then
+      echo "FAIL: $SPARKSHIM_PACKAGE_LOCK: still held after $waited s (another suite using the installed package?)"
+      return 1
+    fi
+    echo "install_package: waiting for $SPARKSHIM_PACKAGE_LOCK (another suite uses the installed package; ${waited}s)"
+  done
+}
+
+# _sparkshim_package_is_installed DEB: the installed sparkshim is DEB, unchanged
+_sparkshim_package_is_installed() {
+  local deb=$1 version
+  version=$(dpkg-deb -f "$deb" Version) || return 1
+  [ "$(dpkg-query -W -f='${db:Status-Status} ${Version}' sparkshim 2>/dev/null)" = "installed $version" ] ||
+    return 1
+  cmp -s <(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./md5sums) \
+    <(dpkg-query --control-show sparkshim md5sums 2>/dev/null) || return 1
+  # the conffiles as packaged (dpkg records their md5 at installation; edits are kept)
+  local conffile want
+  while read -r conffile; do
+    want=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO ".$conffile" | md5sum | cut -d' ' -f1)
+    dpkg-query -W -f='${Conffiles}\n' sparkshim | grep -q "^ $conffile $want\$" || return 1
+  done < <(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)
+  # a changed file (but the conffiles, which suites and admins edit) means reinstall
+  ! dpkg --verify sparkshim 2>/dev/null | grep -v '^.\{9\} c ' | grep -q .
+}
+
+install_package() {
+  local deb rc=0 try tool ok=0
+  if [ "$(id -u)" != 0 ]; then
+    echo "SKIP: not root: installing the sparkshim package (dpkg -i) needs root"
+    return 77
+  fi
+  for tool in dpkg dpkg-deb dpkg-query; do
+    if ! command -v "$tool" >/dev/null; then
+      echo "SKIP: $tool is missing: the suite tests the installed Debian package"
+      return 77
+    fi
+  done
+
+  echo "install_package: building the package (scripts/package; a few seconds when cached)"
+  deb=$("$SPARKSHIM_PACKAGE_SRC/scripts/package") || rc=$?
+  if [ "$rc" -eq 77 ]; then
+    echo "SKIP: scripts/package cannot build the package here (exit 77)"
+    return 77
+  fi
+  if [ "$rc" -ne 0 ] || [ ! -f "$deb" ]; then
+    echo "FAIL: scripts/package exited $rc"
+    return 1
+  fi
+
+  # Shared while the installed package is the one wanted; exclusive to replace it. A
+  # lock converted between the two may be lost for an instant (flock(2)): check again.
+  for try in 1 2 3 4; do
+    _sparkshim_package_lock -s || return 1
+    if _sparkshim_package_is_installed "$deb"; then
+      ok=1
+      break
+    fi
+    [ "$try" -lt 4 ] || break
+    flock -u "$SPARKSHIM_PACKAGE_LOCK_FD"
+    _sparkshim_package_lock -x || return 1
+    if ! _sparkshim_package_is_installed "$deb"; then
+      echo "install_package: dpkg -i $deb"
+      if ! dpkg -i --force-confdef --force-confold "$deb" </dev/null >/dev/null; then
+        echo "FAIL: dpkg -i $deb failed"
+        flock -u "$SPARKSHIM_PACKAGE_LOCK_FD"
+        return 1
+      fi
+    fi
+  done
+  if [ "$ok" -ne 1 ]; then
+    echo "FAIL: the installed sparkshim keeps being replaced by another build"
+    flock -u "$SPARKSHIM_PACKAGE_LOCK_FD"
+    return 1
+  fi
+
+  SPARKSHIM=/usr/bin/sparkshim
+  AGENT_LIB=$(dpkg-query -L sparkshim | grep '/sparkshim/libsparkshim-agent\.so$' | head -1)
+  SPARKSHIM_DEB=$deb
+  if [ ! -x "$SPARKSHIM" ] || [ ! -f "$AGENT_LIB" ]; then
+    echo "FAIL: the installed package has no $SPARKSHIM or agent library"
+    return 1
+  fi
+  echo "install_package: using $("$SPARKSHIM" --version) from $deb (agent $AGENT_LIB)"
+  export SPARKSHIM AGENT_LIB SPARKSHIM_DEB
+}

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The Debian package (issue 12, section 3): scripts/package builds it, lintian passes
+# (--fail-on error,warning, with the overrides of packaging/lintian-overrides), and on this
+# machine it installs, works and goes away:
+#   dpkg -i: sparkshim --version, man -w for every page, the conffiles registered with the
+#     shipped contents, dpkg --verify clean, sparkshim check reading the installed policy,
+#     the built-in agent path being the installed agent (and a JVM loading it), the
+#     default policy refusing a user's millicores and taking a burst ratio;
+#   dpkg -r: every file gone but the conffiles; dpkg -P: the conffiles and
+#     /var/log/sparkshim gone too.
+# Root only (77 otherwise). It waits for the cluster suites that use the installed package
+# (tests/cluster/lib.sh's lock), and leaves the machine as it found it: a sparkshim that was
+# installed is installed again (this build), with the policy it had.
+#
+# Usage: test-package.sh SOURCE_ROOT
+set -euo pipefail
+
+SRC=${1:?usage: test-package.sh SOURCE_ROOT}
+T0=$(date +%s)
+progress() { echo "[package +$(($(date +%s) - T0))s] $*"; }
+skip() {
+  echo "SKIP: $*"
+  exit 77
+}
+FAILURES=0
+fail() {
+  echo "FAIL: $*"
+  FAILURES=$((FAILURES + 1))
+}
+
+[ "$(id -u)" = 0 ] || skip "not root: the test installs the package (dpkg -i)"
+for tool in dpkg dpkg-deb dpkg-query man; do
+  command -v "$tool" >/dev/null || skip "$tool is missing"
+done
+command -v lintian >/dev/null || skip "lintian is missing (scripts/deps installs it)"
+
+# --- build and lintian ------------------------------------------------------------------
+progress "building the package (scripts/package)"
+rc=0
+DEB=$("$SRC/scripts/package") || rc=$?
+[ "$rc" -eq 77 ] && skip "scripts/package cannot build here"
+[ "$rc" -eq 0 ] || { echo "FAIL: scripts/package exited $rc"; exit 1; }
+progress "built $DEB ($(stat -c %s "$DEB") bytes)"
+dpkg-deb -f "$DEB" Package Version Architecture Depends Built-Using | sed 's/^/  /'
+dpkg-deb -c "$DEB" | awk '{print "  " $1 " " $6}'
+
+progress "lintian --fail-on error,warning $(basename "$DEB")"
+lrc=0
+# (lintian says it should not run as root: what it inspects is an archive, not the system)
+lintian --fail-on error,warning "$DEB" 2>/dev/null | sed 's/^/  /' || lrc=$?
+if [ "$lrc" -eq 0 ]; then
+  progress "lintian: no error, no warning; overridden (each with its reason in packaging/lintian-overrides):"
+  lintian --show-overrides "$DEB" 2>/dev/null | awk '$1 == "O:" { print $3 }' | sort | uniq -c | sed 's/^/  /' || true
+else
+  fail "lintian found errors or warnings (exit $lrc)"
+fi
+
+# --- the machine's state, kept and restored ---------------------------------------------
+# shellcheck source=../cluster/lib.sh
+. "$SRC/tests/cluster/lib.sh"
+progress "waiting for suites that use the installed package ($SPARKSHIM_PACKAGE_LOCK)"
+_sparkshim_package_lock -x || exit 1
+
+WORK=$(mktemp -d /tmp/sparkshim-package.XXXXXX)
+WAS_INSTALLED=0
+if [ "$(dpkg-query -W -f='${db:Status-Status}' sparkshim 2>/dev/null)" = installed ]; then
+  WAS_INSTALLED=1
+fi
+if [ -e /etc/sparkshim/policy.json ]; then
+  cp -a /etc/sparkshim/policy.json "$WORK/policy.saved"
+fi
+cleanup() {
+  if [ "$WAS_INSTALLED" = 1 ]; then
+    dpkg -i --force-confdef --force-confold "$DEB" </dev/null >/dev/null || echo "FAIL: reinstalling $DEB"
+  fi
+  if [ -e "$WORK/policy.saved" ]; then
+    mkdir -p /etc/sparkshim
+    cp -a "$WORK/policy.saved" /etc/sparkshim/policy.json
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+if [ "$(dpkg-query -W -f='${db:Status-Status}' sparkshim 2>/dev/null)" != not-installed ] &&
+  dpkg-query -W sparkshim >/dev/null 2>&1; then
+  progress "purging the sparkshim installed before (restored at the end)"
+  dpkg -P sparkshim </dev/null >/dev/null
+fi
+# a policy no package owns (left by a suite): put aside, so that the package's is installed
+rm -f /etc/sparkshim/policy.json
+
+# --- dpkg -i ------------------------------------------------------------------------------
+progress "dpkg -i $(basename "$DEB")"
+dpkg -i "$DEB" </dev/null >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log"; fail "dpkg -i failed"; exit 1; }
+
+upstream=$(dpkg-deb -f "$DEB" Version)
+upstream=${upstream%-*}
+out=$(/usr/bin/sparkshim --version)
+[ "$out" = "sparkshim $upstream" ] || fail "sparkshim --version printed '$out', expected 'sparkshim $upstream'"
+progress "sparkshim --version: $out"
+
+for page in sparkshim sparkshim-policy sparkshim-report sparkshim-agent; do
+  where=$(man -w "$page" 2>/dev/null) || where=
+  case "$where" in
+  /usr/share/man/man[157]/"$page".[157].gz) progress "man -w $page: $where" ;;
+  *) fail "man -w $page: '$where'" ;;
+  esac
+done
+
+conffiles=$(dpkg-query -W -f='${Conffiles}' sparkshim)
+for c in "/etc/sparkshim/policy.json $SRC/conf/policy-default.json" \
+  "/etc/logrotate.d/sparkshim $SRC/packaging/logrotate"; do
+  set -- $c
+  want=$(md5sum <"$2" | cut -d' ' -f1)
+  if grep -q "^ $1 $want\$" <<<"$conffiles"; then
+    progress "conffile $1 registered ($want)"
+  else
+    fail "conffile $1 with md5 $want not registered: $(tr '\n' ';' <<<"$conffiles")"
+  fi
+done
+cmp -s /etc/sparkshim/policy.json "$SRC/conf/policy-default.json" ||
+  fail "/etc/sparkshim/policy.json is not conf/policy-default.json"
+verify=$(dpkg --verify sparkshim 2>&1) || true
+[ -z "$verify" ] || fail "dpkg --verify sparkshim: $verify"
+
+agent=$(dpkg-query -L sparkshim | grep '/sparkshim/libsparkshim-agent\.so$' || true)
+[ -f "$agent" ] || fail "no agent library in the package"
+builtin=$(/usr/bin/sparkshim run --help 2>&1 | sed -n 's/.*--agent-path FILE.*(default \(.*\))$/\1/p')
+[ "$builtin" = "$agent" ] || fail "sparkshim's built-in agent is '$builtin', the package installs '$agent'"
+progress "built-in agent path: $builtin"
+if command -v java >/dev/null; then
+  if java -agentpath:"$agent" -version >"$WORK/java.log" 2>&1; then
+    progress "java -agentpath:$agent -version: the JVM loads the installed agent"
+  else
+    fail "java -agentpath:$agent -version: $(tail -3 "$WORK/java.log")"
+  fi
+fi
+
+# the Kubernetes feature step, when scripts/package could build it
+if dpkg-deb -c "$DEB" | grep -q '/usr/share/java/sparkshim-k8s.jar'; then
+  if python3 -m zipfile -l /usr/share/java/sparkshim-k8s.jar | grep -q 'sparkshim/k8s/.*\.class'; then
+    progress "/usr/share/java/sparkshim-k8s.jar -> $(readlink /usr/share/java/sparkshim-k8s.jar): the feature step's classes"
+  else
+    fail "/usr/share/java/sparkshim-k8s.jar holds no sparkshim/k8s class"
+  fi
+else
+  progress "the package was built without the Kubernetes feature step (scripts/package said why)"
+fi
+
+# sparkshim check with the installed policy: it is read and valid, the report directory
+# the package made is usable. (This host cannot enforce, so check itself exits 1 here.)
+/usr/bin/sparkshim check >"$WORK/check.txt" 2>&1 || true
+sed 's/^/  /' "$WORK/check.txt"
+grep -q '^policy  *ok  *\/etc\/sparkshim\/policy.json (fail_mode closed' "$WORK/check.txt" ||
+  fail "sparkshim check did not accept /etc/sparkshim/policy.json"
+grep -q '^report file  *ok  *\/var\/log\/sparkshim\/reports.jsonl' "$WORK/check.txt" ||
+  fail "sparkshim check: the report file /var/log/sparkshim/reports.jsonl is not usable"
+
+# the default policy: users may not set their CPU; they may choose a burst ratio
+cmd=(java -Xmx1g org.apache.spark.executor.CoarseGrainedExecutorBackend --cores 1)
+if /usr/bin/sparkshim plan --millicores 500 -- "${cmd[@]}" >"$WORK/plan.txt" 2>&1; then
+  fail "the default policy let a user set millicores: $(cat "$WORK/plan.txt")"
+else
+  progress "plan --millicores 500 refused: $(head -1 "$WORK/plan.txt")"
+fi
+/usr/bin/sparkshim plan --burst-ratio 0.5 -- "${cmd[@]}" >"$WORK/plan.txt" 2>&1 ||
+  fail "the default policy refused a burst ratio: $(cat "$WORK/plan.txt")"
+
+# --- dpkg -r, dpkg -P ---------------------------------------------------------------------
+files=$(dpkg-query -L sparkshim | while read -r f; do if [ -f "$f" ]; then echo "$f"; fi; done)
+progress "dpkg -r sparkshim"
+dpkg -r sparkshim </dev/null >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log"; fail "dpkg -r failed"; }
+if grep -i 'warning' "$WORK/dpkg.log"; then fail "dpkg -r warned"; fi
+status=$(dpkg-query -W -f='${db:Status-Abbrev}' sparkshim 2>/dev/null || true)
+[ "$status" = "rc " ] || fail "after dpkg -r the status is '$status', expected 'rc' (config-files)"
+left=0
+while read -r f; do
+  case "$f" in
+  /etc/sparkshim/policy.json | /etc/logrotate.d/sparkshim)
+    [ -f "$f" ] || fail "dpkg -r removed the conffile $f"
+    ;;
+  *) if [ -e "$f" ]; then
+    fail "dpkg -r left $f"
+    left=1
+  fi ;;
+  esac
+done <<<"$files"
+[ "$left" = 1 ] || progress "dpkg -r: $(($(wc -l <<<"$files") - 2)) files removed, the 2 conffiles kept; status rc"
+
+progress "dpkg -P sparkshim"
+dpkg -P sparkshim </dev/null >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log"; fail "dpkg -P failed"; }
+for f in /etc/sparkshim/policy.json /etc/sparkshim /etc/logrotate.d/sparkshim /var/log/sparkshim; do
+  [ ! -e "$f" ] || fail "dpkg -P left $f"
+done
+if dpkg-query -W sparkshim >/dev/null 2>&1; then
+  fail "dpkg still knows sparkshim after dpkg -P: $(dpkg-query -W -f='${db:Status-Abbrev}' sparkshim)"
+fi
+progress "dpkg -P: conffiles, /etc/sparkshim and /var/log/sparkshim gone"
+
+if [ "$FAILURES" -gt 0 ]; then
+  echo "package: $FAILURES failure(s)"
+  exit 1
+fi
+progress "package: OK"
