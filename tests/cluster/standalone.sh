@@ -17,21 +17,21 @@
 #                force threshold.
 # Checks: the Worker started every executor of run 2 with DIR/bin/java, and sparkshim
 # reported each exactly once, named after its application and executor id, with the
-# executor's own pid (the pid Spark's executor logs as its process name) and command; the
+# executor's own pid (the pid Spark's executor logs as its process name) and command line
+# (the Worker's, with the real java and the agent's -agentpath: that sparkshim added); the
 # driver, spark-submit's launcher and run 1 left no report; Spark's spill metrics are 0 in
 # run 1 and > 0 in run 2, the agent's forced spills > 0, and both runs return the same rows
 # in the same order (order-sensitive checksum).
 #
-# Usage: standalone.sh LINE SOURCE_ROOT SPARKSHIM AGENT JDK_HOME
-# (SPARKSHIM and AGENT are the build tree's; the installed package replaces them when
-# tests/cluster/lib.sh can install it.)
+# The sparkshim tested is the Debian package of this tree, installed by
+# tests/cluster/lib.sh's install_package (/usr/bin/sparkshim, the agent it installs).
+#
+# Usage: standalone.sh LINE SOURCE_ROOT JDK_HOME
 set -euo pipefail
 
-LINE=${1:?usage: standalone.sh LINE SOURCE_ROOT SPARKSHIM AGENT JDK_HOME}
+LINE=${1:?usage: standalone.sh LINE SOURCE_ROOT JDK_HOME}
 SRC=${2:?}
-SPARKSHIM=${3:?}
-AGENT=${4:-}
-JDK=${5:-}
+JDK=${3:-}
 ROWS=${SPARKSHIM_STANDALONE_ROWS:-1000000}
 T0=$(date +%s)
 
@@ -57,24 +57,14 @@ for tool in java javac jar; do
 done
 command -v python3 >/dev/null || skip "python3 is missing"
 
-# --- the sparkshim under test ------------------------------------------------------------
-# Switch: the installed package (tests/cluster/lib.sh's install_package) when lib.sh is
-# there, else the build tree's sparkshim and agent.
-if [ -f "$SRC/tests/cluster/lib.sh" ]; then
-  # shellcheck source=/dev/null
-  . "$SRC/tests/cluster/lib.sh"
-  rc=0
-  install_package || rc=$?
-  [ "$rc" = 77 ] && skip "the package cannot be installed here (install_package: 77)"
-  [ "$rc" = 0 ] || { echo "FAIL: install_package exited $rc"; exit 1; }
-  SPARKSHIM=/usr/bin/sparkshim
-  AGENT= # the policy's "" is the installed agent
-  progress "testing the installed package: $SPARKSHIM"
-else
-  SPARKSHIM=$(realpath "$SPARKSHIM")
-  [ -n "$AGENT" ] || skip "no JDK headers (jvmti.h) were found when configuring: the agent was not built"
-  progress "testing the build tree: $SPARKSHIM, agent $AGENT"
-fi
+# --- the sparkshim under test: the installed package ----------------------------------------
+# shellcheck source=/dev/null
+. "$SRC/tests/cluster/lib.sh"
+rc=0
+install_package || rc=$?
+[ "$rc" = 77 ] && exit 77 # install_package said why
+[ "$rc" = 0 ] || { echo "FAIL: install_package exited $rc"; exit 1; }
+progress "testing the installed package: $SPARKSHIM, agent $AGENT_LIB"
 
 # --- the distribution ---------------------------------------------------------------------
 WORK=$(mktemp -d /tmp/sparkshim-standalone.XXXXXX)
@@ -172,16 +162,16 @@ else
   mkdir -m 0755 /etc/sparkshim
   POLICY_STATE=created-dir
 fi
-python3 - "$WORK/policy.new" "$WORK/reports" "$AGENT" "$CGROUP_PARENT" <<'PY'
+python3 - "$WORK/policy.new" "$WORK/reports" "$CGROUP_PARENT" <<'PY'
 import json, sys
-out, reports, agent, parent = sys.argv[1:5]
+out, reports, parent = sys.argv[1:4]
 policy = {
     "version": 1,
     "fail_mode": "open",
     "grace_seconds": 5,
     "cgroup": {"parent": parent},
     "report": {"path": reports + "/{app_id}.{executor_id}.jsonl", "interval_seconds": 2},
-    "agent": {"enabled": True, "path": agent, "force_bytes": "4m", "log": "warn"},
+    "agent": {"enabled": True, "force_bytes": "4m", "log": "warn"}, # the installed agent
 }
 with open(out, "w") as f:
     json.dump(policy, f, indent=2)
@@ -296,10 +286,14 @@ def executors(app_id):
     for d in sorted(glob.glob(f"{work}/worker/{app_id}/*/")):
         eid = os.path.basename(d.rstrip("/"))
         text = open(d + "stderr", errors="replace").read()
-        m = re.search(r'^Spark Executor Command: "([^"]*)"', text, re.M)
+        m = re.search(r'^Spark Executor Command: "(.*)"$', text, re.M)
         p = re.search(r"Started daemon with process name: (\d+)@", text)
-        out[eid] = (m.group(1) if m else None, int(p.group(1)) if p else None)
+        # ExecutorRunner writes the command as "arg" "arg" ..., unescaped
+        argv = m.group(1).split('" "') if m else [None]
+        out[eid] = (argv[0], int(p.group(1)) if p else None)
+        commands[(app_id, eid)] = argv
     return out
+commands = {}
 
 # 1. the Worker started run 1's executors with the JDK, run 2's with the wrapper
 plain_ex, ex = executors(plain_app), executors(app)
@@ -343,8 +337,7 @@ for (path, aid, eid, command, pid), kinds in sorted(foreign.items()):
     fail(f"{path}: {len(kinds)} report(s) ({kinds.count('final')} final) for app {aid!r} executor {eid!r} "
          f"({command}, pid {pid}): only the executors of {app} ({', '.join(sorted(ex))}) were wrapped")
 if not templated:
-    print("NOTE: this sparkshim does not expand {app_id}/{executor_id} in report.path: "
-          "the reports share one file, checked per app id and executor id")
+    fail("report.path's {app_id}/{executor_id} were not expanded: the executors share one file")
 spilled = 0
 print(f"executors launched through sparkshim ({app}):")
 for eid, (java, pid) in sorted(ex.items()):
@@ -365,6 +358,17 @@ for eid, (java, pid) in sorted(ex.items()):
         fail(f"{app}/{eid}: report pid {ident['pid']}, the executor logged pid {pid}")
     if ident["command"] != jdk + "/bin/java":
         fail(f"{app}/{eid}: report command {ident['command']}, want the real {jdk}/bin/java")
+    # the command line as started: the Worker's, but the real java for the wrapper's, and
+    # the agent's -agentpath: that sparkshim added
+    want = [jdk + "/bin/java"] + commands[key][1:]
+    argv = ident.get("argv")
+    got = [a for a in argv if not a.startswith("-agentpath:")] if argv is not None else None
+    if got != want or ident.get("argv_truncated"):
+        fail(f"{app}/{eid}: report argv {argv} (truncated: {ident.get('argv_truncated')}), "
+             f"the Worker started {commands[key]}")
+    else:
+        print(f"  app {app} executor {eid}: report argv = the Worker's command ({len(argv)} arguments, "
+              f"{sum(a.startswith('-agentpath:') for a in argv)} -agentpath: added)")
     if ident["mode"] != "wrap":
         fail(f"{app}/{eid}: mode {ident['mode']}, want wrap")
     if d["enforcement"]["enforced"]:
