@@ -48,6 +48,22 @@ bool policy_java_is_backend(const char *class_name)
         return class_name && IN(backends, class_name);
 }
 
+/* A backend's name, also as the launcher takes it with '/' for '.' (org/apache/...). */
+static bool names_backend(const char *arg)
+{
+        for (size_t b = 0; b < sizeof(backends) / sizeof(backends[0]); b++) {
+                const char *n = backends[b], *a = arg;
+
+                while (*n && (*a == *n || (*a == '/' && *n == '.'))) {
+                        a++;
+                        n++;
+                }
+                if (!*n && !*a)
+                        return true;
+        }
+        return false;
+}
+
 enum policy_java_main policy_java_main_class(int argc, char *const argv[], const char **ret_class)
 {
         *ret_class = NULL;
@@ -77,8 +93,15 @@ enum policy_java_main policy_java_main_class(int argc, char *const argv[], const
                 }
                 if (IN(no_main, a))
                         return POLICY_JAVA_MAIN_NONE;
-                if (IN(with_value, a))
+                /* the launcher splits "--source N --opt" at its spaces */
+                if (strncmp(a, "--source", 8) == 0 && strpbrk(a, " \t\n"))
+                        return POLICY_JAVA_MAIN_UNKNOWN;
+                if (IN(with_value, a)) {
+                        /* and expands an @argfile in a value's place too */
+                        if (i + 1 < argc && argv[i + 1][0] == '@')
+                                return POLICY_JAVA_MAIN_UNKNOWN;
                         i++;
+                }
         }
         return POLICY_JAVA_MAIN_NONE;
 }
@@ -91,13 +114,23 @@ bool policy_java_runs_executor(int argc, char *const argv[], bool env_options)
         if (m == POLICY_JAVA_MAIN_CLASS && policy_java_is_backend(main_class))
                 return true;
         /*
-         * The launcher reads more than argv here (an @argfile, JDK_JAVA_OPTIONS): what runs
-         * cannot be known before it does. A backend's name as a whole argument counts then,
-         * so that a reading that errs wraps a command, and never lets an executor through.
+         * Spark's launcher (spark-class runs it first, with the class to run as its
+         * argument) prints a command and runs none: not an executor, when nothing the
+         * command line does not show can have changed what the launcher reads.
          */
-        if (m == POLICY_JAVA_MAIN_UNKNOWN || env_options)
-                for (int i = 1; i < argc; i++)
-                        if (policy_java_is_backend(argv[i]))
-                                return true;
+        if (m == POLICY_JAVA_MAIN_CLASS && !env_options &&
+            strcmp(main_class, "org.apache.spark.launcher.Main") == 0)
+                return false;
+        /*
+         * Spark passes the backend's class as an argument of its own, and no option of the
+         * job's can take that argument away; what the job's options can change is how the
+         * launcher reads the rest (an @argfile, "--source" split at spaces, -jar or -m of a
+         * file the job put in the working directory that then calls the backend). So the
+         * backend's name anywhere counts: a reading that errs wraps a command, and never
+         * lets an executor through unwrapped.
+         */
+        for (int i = 1; i < argc; i++)
+                if (names_backend(argv[i]))
+                        return true;
         return false;
 }

@@ -446,10 +446,12 @@ enum policy_java_main policy_java_main_class(int argc, char *const argv[], const
 bool policy_java_is_backend(const char *class_name);
 
 /*
- * True when the command runs a Spark executor: its main class is a backend. When the
- * launcher reads options argv does not show (an @argfile; env_options: JDK_JAVA_OPTIONS is
- * set), a backend's name as one of the arguments counts: a reading that errs wraps a
- * command, it never lets an executor through.
+ * True when the command runs a Spark executor: its main class is a backend, or a backend's
+ * name (also spelt with '/') is any of its arguments, unless the command is certainly
+ * Spark's launcher (org.apache.spark.launcher.Main, with env_options false: JDK_JAVA_OPTIONS
+ * unset). A job's options can change how the JDK's launcher reads a command line, never
+ * remove the backend's name that Spark passes: a reading that errs wraps a command, it
+ * never lets an executor through.
  */
 bool policy_java_runs_executor(int argc, char *const argv[], bool env_options);
 

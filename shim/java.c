@@ -162,6 +162,12 @@ int shim_java_home(const char *jdk_arg, const char *dir, struct shim_error *err)
         parentfd = open(dirname(parent_copy), O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (parentfd < 0)
                 return shim_error_set(err, errno, "'%s': %s", parent_copy, strerror(errno));
+        if (fstat(parentfd, &st) < 0)
+                return shim_error_set(err, errno, "'%s': %s", parent_copy, strerror(errno));
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+                return shim_error_set(err, EPERM,
+                                      "'%s': writable by group or others without the sticky bit: anyone could swap the home; allowed: a directory only its owner may change",
+                                      parent_copy);
         r = check_target(parentfd, name, dir, &exists, err);
         if (r < 0)
                 return r;
@@ -231,6 +237,34 @@ static bool root_only(int fd, const char *name, bool link)
         return st.st_uid == 0 && (link || !(st.st_mode & (S_IWGRP | S_IWOTH)));
 }
 
+/*
+ * Can only root change which home the absolute, resolved path dir names: each of its
+ * directories root's, and not writable by group or others unless sticky (/tmp)? Else
+ * anyone who may rename an entry on the way could swap in another home (another JDK).
+ */
+static bool root_only_path(const char *dir, char *bad, size_t size)
+{
+        char prefix[PATH_MAX];
+        size_t len = strlen(dir);
+
+        if (len >= sizeof(prefix) || dir[0] != '/')
+                return false;
+        for (size_t i = 0; i <= len; i++) {
+                struct stat st;
+
+                if (i > 0 && dir[i] != '/' && dir[i] != '\0')
+                        continue;
+                memcpy(prefix, dir, i);
+                prefix[i] = '\0';
+                if (lstat(i == 0 ? "/" : prefix, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+                    ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
+                        snprintf(bad, size, "%s", prefix);
+                        return false;
+                }
+        }
+        return true;
+}
+
 int shim_java_locate(const char *argv0, char *real, size_t size, struct shim_error *err)
 {
         const char *execfn = (const char *)getauxval(AT_EXECFN);
@@ -263,6 +297,15 @@ int shim_java_locate(const char *argv0, char *real, size_t size, struct shim_err
                 return shim_error_set(err, EPERM,
                                       "%s: refused: a java home root runs must be root's and not writable by group or others",
                                       bin);
+        if (geteuid() == 0) {
+                char home[PATH_MAX], bad[PATH_MAX];
+
+                snprintf(home, sizeof(home), "%s", bin);
+                if (!root_only_path(dirname(home), bad, sizeof(bad)))
+                        return shim_error_set(err, EPERM,
+                                              "%s: refused: a directory on the way to a java home root runs must be root's and not writable by group or others (or sticky)",
+                                              bad);
+        }
         if ((size_t)snprintf(path, sizeof(path), "%s/bin/java", jdk) >= sizeof(path))
                 return shim_error_set(err, ENAMETOOLONG, "%s/bin/java: path too long", jdk);
         if (geteuid() == 0) {

@@ -1308,7 +1308,9 @@ int main(int argc, char **argv)
                 if (!o.jdk || argc - optind != 1)
                         die(SHIM_EXIT_USAGE, "java-home: give --jdk JDK_DIR and one DIR; see sparkshim --help");
                 if (shim_java_home(o.jdk, argv[optind], &err) < 0)
-                        die(err.error == EINVAL || err.error == EEXIST || err.error == ENOENT ? SHIM_EXIT_USAGE
+                        die(err.error == EINVAL || err.error == EEXIST || err.error == ENOENT ||
+                                            err.error == EPERM
+                                    ? SHIM_EXIT_USAGE
                                                                                               : SHIM_EXIT_INTERNAL,
                             "java-home: %s", err.text);
                 return 0;

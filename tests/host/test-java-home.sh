@@ -142,5 +142,14 @@ if [ "$(id -u)" = 0 ]; then
 	"$SHIM" java-home --jdk "$JDK" "$WORK/open"
 	chmod 0777 "$WORK/open"
 	expect 127 "refused: a java home root runs must be root's" "$WORK/open/bin/java" -version
+	# a directory on the way that others may change: they could swap in another home
+	mkdir -m 0755 "$WORK/shared"
+	"$SHIM" java-home --jdk "$JDK" "$WORK/shared/jh"
+	chmod 0777 "$WORK/shared"
+	expect 127 "$WORK/shared: refused: a directory on the way to a java home" "$WORK/shared/jh/bin/java" -version
+	expect 120 "writable by group or others without the sticky bit" "$SHIM" java-home --jdk "$JDK" "$WORK/shared/jh2"
+	[ ! -e "$WORK/shared/jh2" ] || fail "a refused java-home made $WORK/shared/jh2"
+	chmod 1777 "$WORK/shared"
+	"$WORK/shared/jh/bin/java" -version 2>/dev/null || fail "a home in a sticky directory was refused"
 fi
 echo "all checks passed"

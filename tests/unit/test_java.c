@@ -63,7 +63,9 @@ Test(java, no_main_class)
         cr_expect_eq(policy_java_main_class(2, bare, &main_class), POLICY_JAVA_MAIN_NONE);
         cr_expect_eq(policy_java_main_class(3, jar, &main_class), POLICY_JAVA_MAIN_JAR);
         cr_expect_eq(policy_java_main_class(2, module, &main_class), POLICY_JAVA_MAIN_MODULE);
-        cr_expect_not(policy_java_runs_executor(4, version, false));
+        /* -version runs no class; the backend's name wraps it all the same (harmless) */
+        cr_expect(policy_java_runs_executor(4, version, false));
+        cr_expect_not(policy_java_runs_executor(2, help, false));
         cr_expect_not(policy_java_runs_executor(3, jar, false));
 }
 
@@ -80,20 +82,42 @@ Test(java, module_main_class)
         cr_expect_str_eq(main_class, "org.example.Main");
 }
 
-/* An @argfile before the main class: the launcher reads it, so a backend's name counts. */
-Test(java, argfile_errs_towards_wrapping)
+/* What the launcher reads differently from argv: the backend's name decides. */
+Test(java, launcher_rewrites_err_towards_wrapping)
 {
         char *hidden[] = { "java", "@/home/u/opts", "org.example.Tool", "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL };
         char *plain[] = { "java", "@/home/u/opts", "org.example.Tool", NULL };
-        char *after[] = { "java", "org.example.Tool", "@x", "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL };
+        char *value[] = { "java", "--add-modules", "@/tmp/f", "ALL-DEFAULT", "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL };
+        char *source[] = { "java", "--source 17 --add-modules", "ALL-DEFAULT", "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL };
+        char *jar[] = { "java", "-jar", "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend", "--executor-id", "1", NULL };
+        char *slash[] = { "java", "-cp", "x", "org/apache/spark/executor/CoarseGrainedExecutorBackend", NULL };
+        char *near[] = { "java", "-cp", "x", "org/apache/spark/executor/CoarseGrainedExecutorBackendX", NULL };
         const char *main_class;
 
         cr_expect_eq(policy_java_main_class(4, hidden, &main_class), POLICY_JAVA_MAIN_UNKNOWN);
         cr_expect(policy_java_runs_executor(4, hidden, false));
         cr_expect_not(policy_java_runs_executor(3, plain, false));
-        /* after the main class, arguments are the program's: the class decides */
-        cr_expect_not(policy_java_runs_executor(4, after, false));
-        cr_expect(policy_java_runs_executor(4, after, true));
+        cr_expect_eq(policy_java_main_class(5, value, &main_class), POLICY_JAVA_MAIN_UNKNOWN);
+        cr_expect(policy_java_runs_executor(5, value, false));
+        cr_expect_eq(policy_java_main_class(4, source, &main_class), POLICY_JAVA_MAIN_UNKNOWN);
+        cr_expect(policy_java_runs_executor(4, source, false));
+        cr_expect(policy_java_runs_executor(5, jar, false));
+        cr_expect(policy_java_runs_executor(4, slash, false));
+        cr_expect_not(policy_java_runs_executor(4, near, false));
+}
+
+/* spark-class runs Spark's launcher with the class as its argument: that is not one. */
+Test(java, sparks_launcher_is_not_an_executor)
+{
+        char *launcher[] = { "java", "-Xmx128m", "-cp", "/opt/spark/jars/*", "org.apache.spark.launcher.Main",
+                             "org.apache.spark.executor.CoarseGrainedExecutorBackend", "--executor-id", "1", NULL };
+        char *hidden[] = { "java", "-cp", "@/tmp/f", "org.apache.spark.launcher.Main",
+                           "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL };
+
+        cr_expect_not(policy_java_runs_executor(8, launcher, false));
+        /* unless the launcher may read something else: JDK_JAVA_OPTIONS, an @argfile */
+        cr_expect(policy_java_runs_executor(8, launcher, true));
+        cr_expect(policy_java_runs_executor(5, hidden, false));
 }
 
 Test(java, backends)
