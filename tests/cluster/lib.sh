@@ -123,3 +123,69 @@ install_package() {
   echo "install_package: using $("$SPARKSHIM" --version) from $deb (agent $AGENT_LIB)"
   export SPARKSHIM AGENT_LIB SPARKSHIM_DEB
 }
+
+# install_test_policy CGROUP_PARENT REPORT_DIR AGENT_JSON SAVE_DIR
+#   The java personality reads /etc/sparkshim/policy.json only: a suite installs its own
+#   for the run (fail_mode open, grace 5 s, CGROUP_PARENT, one report file per executor
+#   in REPORT_DIR named after its app and executor id, the "agent" section AGENT_JSON)
+#   under an exclusive lock on /run/lock/sparkshim-test-policy.lock, held until the
+#   calling shell exits. Take it after install_package (the other order deadlocks with a
+#   suite that waits for this lock while holding the package's). What was there is saved
+#   in SAVE_DIR; restore_test_policy (from the suite's EXIT trap) puts it back. Waits in
+#   5 s steps (a TERM is handled between them), saying so every minute, at most 900 s.
+SPARKSHIM_TEST_POLICY_STATE=untouched # untouched | created-dir | created-file | replaced
+_sparkshim_say() {
+  if declare -F progress >/dev/null; then progress "$*"; else echo "$*"; fi
+}
+install_test_policy() {
+  local parent=$1 reports=$2 agent=$3 save=$4 waited=0
+  local policy=/etc/sparkshim/policy.json lock=/run/lock/sparkshim-test-policy.lock
+  exec {SPARKSHIM_TEST_POLICY_FD}>>"$lock" || return 1
+  until flock -w 5 "$SPARKSHIM_TEST_POLICY_FD"; do
+    waited=$((waited + 5))
+    if [ "$waited" -ge 900 ]; then
+      echo "FAIL: $lock: still held after $waited s"
+      return 1
+    fi
+    [ $((waited % 60)) != 0 ] || _sparkshim_say "waiting for $lock: another suite has its policy installed (${waited}s)"
+  done
+  SPARKSHIM_TEST_POLICY_SAVE=$save/policy.saved
+  if [ -e "$policy" ]; then
+    cp -a "$policy" "$SPARKSHIM_TEST_POLICY_SAVE"
+    SPARKSHIM_TEST_POLICY_STATE=replaced
+  elif [ -d /etc/sparkshim ]; then
+    SPARKSHIM_TEST_POLICY_STATE=created-file
+  else
+    mkdir -m 0755 /etc/sparkshim
+    SPARKSHIM_TEST_POLICY_STATE=created-dir
+  fi
+  python3 - "$save/policy.new" "$reports" "$parent" "$agent" <<'PY' || return 1
+import json, sys
+out, reports, parent, agent = sys.argv[1:5]
+policy = {
+    "version": 1,
+    "fail_mode": "open",
+    "grace_seconds": 5,
+    "cgroup": {"parent": parent},
+    "report": {"path": reports + "/{app_id}.{executor_id}.jsonl", "interval_seconds": 2},
+    "agent": json.loads(agent),
+}
+with open(out, "w") as f:
+    json.dump(policy, f, indent=2)
+    f.write("\n")
+PY
+  install -m 0644 -o root -g root "$save/policy.new" "$policy.tmp.$$" || return 1
+  mv -f "$policy.tmp.$$" "$policy" || return 1
+  _sparkshim_say "installed the test policy at $policy: $(tr -d '\n ' <"$policy")"
+}
+
+# restore_test_policy: what install_test_policy replaced, back as it was (or nothing there).
+restore_test_policy() {
+  local policy=/etc/sparkshim/policy.json
+  case "$SPARKSHIM_TEST_POLICY_STATE" in
+    replaced) mv -f "$SPARKSHIM_TEST_POLICY_SAVE" "$policy" ;;
+    created-file) rm -f "$policy" ;;
+    created-dir) rm -f "$policy"; rmdir /etc/sparkshim 2>/dev/null ;;
+  esac
+  SPARKSHIM_TEST_POLICY_STATE=untouched
+}

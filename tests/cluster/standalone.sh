@@ -72,9 +72,7 @@ chmod 0755 "$WORK"
 cd "$WORK" # every process of the test runs in $WORK: the cleanup finds any that is left
 PIDS=()   # the Master and the Worker
 SUBMIT=   # spark-submit while it runs
-POLICY=/etc/sparkshim/policy.json
 CGROUP_PARENT=sparkshim-test-standalone
-POLICY_STATE=untouched # untouched | created-dir | created-file | replaced
 
 # Every process this test started, and any executor left behind (found by its working
 # directory, which is in $WORK), is killed; the policy is restored; $WORK goes.
@@ -102,11 +100,7 @@ cleanup() {
   for cg in $(awk '$3 == "cgroup2" { print $2 }' /proc/self/mounts); do
     [ -d "$cg/$CGROUP_PARENT" ] && rmdir "$cg/$CGROUP_PARENT" 2>/dev/null
   done
-  case "$POLICY_STATE" in
-    replaced) mv -f "$WORK/policy.saved" "$POLICY" ;;
-    created-file) rm -f "$POLICY" ;;
-    created-dir) rm -f "$POLICY"; rmdir /etc/sparkshim ;;
-  esac
+  restore_test_policy
   [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" || rm -rf "$WORK"
   exit "$rc"
 }
@@ -143,43 +137,9 @@ if ! "$SPARKSHIM" java-home --jdk "$JDK" "$JH" >"$WORK/java-home.out" 2>&1; then
 fi
 [ -x "$JH/bin/java" ] || { echo "FAIL: sparkshim java-home made no $JH/bin/java"; exit 1; }
 
-# The java personality reads /etc/sparkshim/policy.json only: install the test's policy
-# for the run (other suites do the same: take the lock), restore the previous one at exit.
-LOCK=/run/lock/sparkshim-test-policy.lock
-exec 9>>"$LOCK"
-waited=0
-until flock -w 5 9; do # short waits: a TERM is handled between them
-  waited=$((waited + 5))
-  [ "$waited" -lt 900 ] || { echo "FAIL: $LOCK: still held after $waited s"; exit 1; }
-  [ $((waited % 60)) != 0 ] || progress "waiting for $LOCK: another suite has its policy installed (${waited}s)"
-done
-if [ -e "$POLICY" ]; then
-  cp -a "$POLICY" "$WORK/policy.saved"
-  POLICY_STATE=replaced
-elif [ -d /etc/sparkshim ]; then
-  POLICY_STATE=created-file
-else
-  mkdir -m 0755 /etc/sparkshim
-  POLICY_STATE=created-dir
-fi
-python3 - "$WORK/policy.new" "$WORK/reports" "$CGROUP_PARENT" <<'PY'
-import json, sys
-out, reports, parent = sys.argv[1:4]
-policy = {
-    "version": 1,
-    "fail_mode": "open",
-    "grace_seconds": 5,
-    "cgroup": {"parent": parent},
-    "report": {"path": reports + "/{app_id}.{executor_id}.jsonl", "interval_seconds": 2},
-    "agent": {"enabled": True, "force_bytes": "4m", "log": "warn"}, # the installed agent
-}
-with open(out, "w") as f:
-    json.dump(policy, f, indent=2)
-    f.write("\n")
-PY
-install -m 0644 -o root -g root "$WORK/policy.new" "$POLICY.tmp.$$"
-mv -f "$POLICY.tmp.$$" "$POLICY"
-progress "installed the test policy at $POLICY: $(tr -d '\n ' <"$POLICY")"
+# The java personality reads /etc/sparkshim/policy.json only: the test's own for the run
+# (lib.sh install_test_policy, after install_package), the previous one back at exit.
+install_test_policy "$CGROUP_PARENT" "$WORK/reports" '{"enabled": true, "force_bytes": "4m", "log": "warn"}' "$WORK" || exit 1
 
 # --- the cluster ------------------------------------------------------------------------------
 # wait_log FILE REGEX SECONDS PID: the first match of REGEX in FILE (the process must live)

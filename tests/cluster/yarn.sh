@@ -62,27 +62,20 @@ command -v mvn >/dev/null || skip "mvn is missing (scripts/deps installs maven)"
 SPARKSHIM=$(cd "$(dirname "$SPARKSHIM")" && pwd)/$(basename "$SPARKSHIM")
 
 # --- the sparkshim under test ------------------------------------------------------------
-# Switch: the installed package (tests/cluster/lib.sh's install_package) when lib.sh is
-# there, else the build tree's sparkshim.
-if [ -f "$SRC/tests/cluster/lib.sh" ]; then
-  # shellcheck source=/dev/null
-  . "$SRC/tests/cluster/lib.sh"
-  rc=0
-  install_package || rc=$?
-  [ "$rc" = 77 ] && skip "the package cannot be installed here (install_package: 77)"
-  [ "$rc" = 0 ] || { echo "FAIL: install_package exited $rc"; exit 1; }
-  SPARKSHIM=/usr/bin/sparkshim
-  progress "testing the installed package: $SPARKSHIM"
-else
-  progress "testing the build tree: $SPARKSHIM"
-fi
+# The installed package (tests/cluster/lib.sh's install_package), as every cluster suite.
+# shellcheck source=/dev/null
+. "$SRC/tests/cluster/lib.sh"
+rc=0
+install_package || rc=$?
+[ "$rc" = 77 ] && skip "the package cannot be installed here (install_package: 77)"
+[ "$rc" = 0 ] || { echo "FAIL: install_package exited $rc"; exit 1; }
+SPARKSHIM=/usr/bin/sparkshim
+progress "testing the installed package: $SPARKSHIM"
 WORK=$(mktemp -d /tmp/sparkshim-yarn.XXXXXX)
 chmod 0755 "$WORK"
 HARNESS_PID=
 DRIVER_PID=
-POLICY=/etc/sparkshim/policy.json
 CGROUP_PARENT=sparkshim-test-yarn
-POLICY_STATE=untouched # untouched | created-dir | created-file | replaced
 
 # The driver and the MiniYARNCluster are stopped (the cluster stops its containers), any
 # process left with its working directory in $WORK (a container) is killed, the policy is
@@ -114,11 +107,7 @@ cleanup() {
   for cg in $(awk '$3 == "cgroup2" { print $2 }' /proc/self/mounts); do
     [ -d "$cg/$CGROUP_PARENT" ] && rmdir "$cg/$CGROUP_PARENT" 2>/dev/null
   done
-  case "$POLICY_STATE" in
-    replaced) mv -f "$WORK/policy.saved" "$POLICY" ;;
-    created-file) rm -f "$POLICY" ;;
-    created-dir) rm -f "$POLICY"; rmdir /etc/sparkshim 2>/dev/null ;;
-  esac
+  restore_test_policy
   [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" || rm -rf "$WORK"
   exit "$rc"
 }
@@ -241,45 +230,9 @@ progress "MiniYARNCluster ready (pid $HARNESS_PID), ResourceManager at $(cat "$W
 
 # --- the policy ---------------------------------------------------------------------------
 
-# The java personality reads /etc/sparkshim/policy.json only: install the test's policy
-# for the run (other suites do the same: take the lock), restore the previous one at exit.
-# The lock comes after install_package's (a shared lock on the installed package, held
-# to the end), as in every suite: the other order deadlocks with a suite that waits for
-# this lock while holding the package's.
-exec 9>/run/lock/sparkshim-test-policy.lock
-waited=0
-until flock -w 60 9; do
-  waited=$((waited + 60))
-  [ "$waited" -lt 900 ] || { echo "FAIL: /run/lock/sparkshim-test-policy.lock: still held after $waited s"; exit 1; }
-  progress "waiting for /run/lock/sparkshim-test-policy.lock (another suite holds /etc/sparkshim/policy.json)"
-done
-if [ -e "$POLICY" ]; then
-  cp -a "$POLICY" "$WORK/policy.saved"
-  POLICY_STATE=replaced
-elif [ -d /etc/sparkshim ]; then
-  POLICY_STATE=created-file
-else
-  mkdir -m 0755 /etc/sparkshim
-  POLICY_STATE=created-dir
-fi
-python3 - "$WORK/policy.new" "$WORK/reports" "$CGROUP_PARENT" <<'PY'
-import json, sys
-out, reports, parent = sys.argv[1:4]
-policy = {
-    "version": 1,
-    "fail_mode": "open",
-    "grace_seconds": 5,
-    "cgroup": {"parent": parent},
-    "report": {"path": reports + "/{app_id}.{executor_id}.jsonl", "interval_seconds": 5},
-    "agent": {"enabled": False},
-}
-with open(out, "w") as f:
-    json.dump(policy, f, indent=2)
-    f.write("\n")
-PY
-install -m 0644 -o root -g root "$WORK/policy.new" "$POLICY.tmp.$$"
-mv -f "$POLICY.tmp.$$" "$POLICY"
-progress "installed the test policy at $POLICY: $(tr -d '\n ' <"$POLICY")"
+# The java personality reads /etc/sparkshim/policy.json only: the test's own for the run
+# (lib.sh install_test_policy, after install_package), the previous one back at exit.
+install_test_policy "$CGROUP_PARENT" "$WORK/reports" '{"enabled": false}' "$WORK" || exit 1
 
 # --- the jobs -----------------------------------------------------------------------------
 cp "$WORK/yarn/conf/yarn-site.xml" "$WORK/yarn/conf/core-site.xml" "$WORK/driver-conf/"
