@@ -11,26 +11,46 @@
 
 /* The executor backends that Spark 3.3 to 4.x start (standalone, YARN, Kubernetes, Mesos). */
 static const char *const backends[] = {
-        "org.apache.spark.executor.CoarseGrainedExecutorBackend",
-        "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend",
-        "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend",
-        "org.apache.spark.executor.MesosExecutorBackend",
+    "org.apache.spark.executor.CoarseGrainedExecutorBackend",
+    "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend",
+    "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend",
+    "org.apache.spark.executor.MesosExecutorBackend",
 };
 
 /* The launcher's options whose value is the next argument (java.c's IsWhiteSpaceOption). */
 static const char *const with_value[] = {
-        "-cp",           "-classpath",    "--class-path",    "-p",
-        "--module-path", "--upgrade-module-path", "--add-modules", "--limit-modules",
-        "--add-exports", "--add-opens",   "--add-reads",     "--patch-module",
-        "--enable-native-access", "--source", "--illegal-native-access",
+    "-cp",
+    "-classpath",
+    "--class-path",
+    "-p",
+    "--module-path",
+    "--upgrade-module-path",
+    "--add-modules",
+    "--limit-modules",
+    "--add-exports",
+    "--add-opens",
+    "--add-reads",
+    "--patch-module",
+    "--enable-native-access",
+    "--source",
+    "--illegal-native-access",
 };
 
 /* Options after which the launcher runs no main class: it prints and exits. */
 static const char *const no_main[] = {
-        "-version",       "--version",        "-h",              "-help",
-        "--help",         "-?",               "-X",              "--help-extra",
-        "--list-modules", "-d",               "--describe-module", "--validate-modules",
-        "--dry-run",
+    "-version",
+    "--version",
+    "-h",
+    "-help",
+    "--help",
+    "-?",
+    "-X",
+    "--help-extra",
+    "--list-modules",
+    "-d",
+    "--describe-module",
+    "--validate-modules",
+    "--dry-run",
 };
 
 static bool in(const char *const list[], size_t n, const char *s)
@@ -82,8 +102,8 @@ enum policy_java_main policy_java_main_class(int argc, char *const argv[], const
                 if (strcmp(a, "-m") == 0 || strcmp(a, "--module") == 0 ||
                     strncmp(a, "--module=", 9) == 0) {
                         const char *m = strncmp(a, "--module=", 9) == 0 ? a + 9
-                                        : i + 1 < argc               ? argv[i + 1]
-                                                                     : NULL;
+                                        : i + 1 < argc                  ? argv[i + 1]
+                                                                        : NULL;
                         const char *slash = m ? strchr(m, '/') : NULL;
 
                         if (!slash)

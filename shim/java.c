@@ -41,10 +41,13 @@ static int mirror_entries(const char *src, int dirfd, const char *skip, struct s
                 if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
                     strcmp(e->d_name, skip) == 0 || strcmp(e->d_name, JDK_LINK) == 0)
                         continue;
-                if ((size_t)snprintf(target, sizeof(target), "%s/%s", src, e->d_name) >= sizeof(target))
-                        return shim_error_set(err, ENAMETOOLONG, "%s/%s: path too long", src, e->d_name);
+                if ((size_t)snprintf(target, sizeof(target), "%s/%s", src, e->d_name) >=
+                    sizeof(target))
+                        return shim_error_set(err, ENAMETOOLONG, "%s/%s: path too long", src,
+                                              e->d_name);
                 if (symlinkat(target, dirfd, e->d_name) < 0)
-                        return shim_error_set(err, errno, "cannot link %s: %s", target, strerror(errno));
+                        return shim_error_set(err, errno, "cannot link %s: %s", target,
+                                              strerror(errno));
         }
         if (errno)
                 return shim_error_set(err, errno, "%s: %s", src, strerror(errno));
@@ -54,7 +57,8 @@ static int mirror_entries(const char *src, int dirfd, const char *skip, struct s
 /* Remove a java home that this program built: symlinks, bin/ of symlinks, the directory. */
 static int remove_home(int parentfd, const char *name)
 {
-        _cleanup_close_ int fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int fd =
+            openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *e;
         struct stat st;
@@ -99,8 +103,10 @@ static int check_target(int parentfd, const char *name, const char *path, bool *
         if (fd < 0) {
                 if (errno == ENOENT)
                         return 0;
-                return shim_error_set(err, errno, "%s: %s; allowed: a new or empty directory, or one made by sparkshim java-home",
-                                      path, errno == ENOTDIR || errno == ELOOP ? "not a directory" : strerror(errno));
+                return shim_error_set(
+                    err, errno,
+                    "%s: %s; allowed: a new or empty directory, or one made by sparkshim java-home",
+                    path, errno == ENOTDIR || errno == ELOOP ? "not a directory" : strerror(errno));
         }
         *ret_exists = true;
         if (readlinkat(fd, JDK_LINK, buf, sizeof(buf)) >= 0)
@@ -111,9 +117,11 @@ static int check_target(int parentfd, const char *name, const char *path, bool *
         fd = -1;
         while ((e = readdir(d)))
                 if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-                        return shim_error_set(err, EEXIST,
-                                              "%s: not empty and not made by sparkshim java-home (no %s); allowed: a new or empty directory, or one made by sparkshim java-home",
-                                              path, JDK_LINK);
+                        return shim_error_set(
+                            err, EEXIST,
+                            "%s: not empty and not made by sparkshim java-home (no %s); allowed: a "
+                            "new or empty directory, or one made by sparkshim java-home",
+                            path, JDK_LINK);
         return 0;
 }
 
@@ -129,24 +137,31 @@ int shim_java_home(const char *jdk_arg, const char *dir, struct shim_error *err)
         int r;
 
         if (!realpath(jdk_arg, jdk))
-                return shim_error_set(err, errno, "--jdk: '%s': %s; allowed: a JDK's home directory",
-                                      jdk_arg, strerror(errno));
+                return shim_error_set(err, errno,
+                                      "--jdk: '%s': %s; allowed: a JDK's home directory", jdk_arg,
+                                      strerror(errno));
         snprintf(java, sizeof(java), "%s/bin/java", jdk);
         if (stat(java, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR))
-                return shim_error_set(err, ENOENT, "--jdk: '%s' has no executable bin/java; allowed: a JDK's home directory",
-                                      jdk_arg);
+                return shim_error_set(
+                    err, ENOENT,
+                    "--jdk: '%s' has no executable bin/java; allowed: a JDK's home directory",
+                    jdk_arg);
         /* every JDK since 7 has its release file: /usr, with its bin/java, is not a JDK */
         snprintf(tmp, sizeof(tmp), "%s/release", jdk);
         if (stat(tmp, &st) < 0 || !S_ISREG(st.st_mode))
-                return shim_error_set(err, ENOENT, "--jdk: '%s' has no release file; allowed: a JDK's home directory",
-                                      jdk_arg);
+                return shim_error_set(
+                    err, ENOENT, "--jdk: '%s' has no release file; allowed: a JDK's home directory",
+                    jdk_arg);
         if (snprintf(tmp, sizeof(tmp), "%s/%s", jdk, JDK_LINK) < (int)sizeof(tmp) &&
             readlink(tmp, buf, sizeof(buf)) >= 0)
-                return shim_error_set(err, EINVAL, "--jdk: '%s' is a java home made by sparkshim java-home; allowed: the JDK it mirrors",
+                return shim_error_set(err, EINVAL,
+                                      "--jdk: '%s' is a java home made by sparkshim java-home; "
+                                      "allowed: the JDK it mirrors",
                                       jdk_arg);
         n = readlink("/proc/self/exe", self, sizeof(self) - 1);
         if (n < 0)
-                return shim_error_set(err, errno, "cannot read /proc/self/exe: %s", strerror(errno));
+                return shim_error_set(err, errno, "cannot read /proc/self/exe: %s",
+                                      strerror(errno));
         self[n] = '\0';
 
         if (strlen(dir) >= sizeof(dir_copy) - 32 || !dir[0])
@@ -165,9 +180,11 @@ int shim_java_home(const char *jdk_arg, const char *dir, struct shim_error *err)
         if (fstat(parentfd, &st) < 0)
                 return shim_error_set(err, errno, "'%s': %s", parent_copy, strerror(errno));
         if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
-                return shim_error_set(err, EPERM,
-                                      "'%s': writable by group or others without the sticky bit: anyone could swap the home; allowed: a directory only its owner may change",
-                                      parent_copy);
+                return shim_error_set(
+                    err, EPERM,
+                    "'%s': writable by group or others without the sticky bit: anyone could swap "
+                    "the home; allowed: a directory only its owner may change",
+                    parent_copy);
         r = check_target(parentfd, name, dir, &exists, err);
         if (r < 0)
                 return r;
@@ -178,7 +195,8 @@ int shim_java_home(const char *jdk_arg, const char *dir, struct shim_error *err)
                 if (mkdirat(parentfd, tmp, 0755) == 0)
                         break;
                 if (errno != EEXIST || attempt > 100)
-                        return shim_error_set(err, errno, "cannot create %s/%s: %s", parent_copy, tmp, strerror(errno));
+                        return shim_error_set(err, errno, "cannot create %s/%s: %s", parent_copy,
+                                              tmp, strerror(errno));
         }
         tmpfd = openat(parentfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (tmpfd < 0 || fchmod(tmpfd, 0755) < 0) {
@@ -202,20 +220,22 @@ int shim_java_home(const char *jdk_arg, const char *dir, struct shim_error *err)
         if (r < 0)
                 goto fail;
         if (symlinkat(self, binfd, "java") < 0) {
-                r = shim_error_set(err, errno, "cannot link bin/java to %s: %s", self, strerror(errno));
+                r = shim_error_set(err, errno, "cannot link bin/java to %s: %s", self,
+                                   strerror(errno));
                 goto fail;
         }
 
         if (exists) {
                 if (syscall(SYS_renameat2, parentfd, tmp, parentfd, name, RENAME_EXCHANGE) < 0) {
-                        r = shim_error_set(err, errno, "cannot put %s in place: %s", dir, strerror(errno));
+                        r = shim_error_set(err, errno, "cannot put %s in place: %s", dir,
+                                           strerror(errno));
                         goto fail;
                 }
                 /* tmp is the old home now */
                 r = remove_home(parentfd, tmp);
                 if (r < 0)
-                        log_warn("the previous java home, now %s/%s, was not removed: %s", parent_copy, tmp,
-                                 strerror(-r));
+                        log_warn("the previous java home, now %s/%s, was not removed: %s",
+                                 parent_copy, tmp, strerror(-r));
         } else if (renameat(parentfd, tmp, parentfd, name) < 0) {
                 r = shim_error_set(err, errno, "cannot put %s in place: %s", dir, strerror(errno));
                 goto fail;
@@ -256,7 +276,8 @@ static bool root_only_path(const char *dir, char *bad, size_t size)
                         continue;
                 memcpy(prefix, dir, i);
                 prefix[i] = '\0';
-                if (lstat(i == 0 ? "/" : prefix, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+                if (lstat(i == 0 ? "/" : prefix, &st) < 0 || !S_ISDIR(st.st_mode) ||
+                    st.st_uid != 0 ||
                     ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
                         snprintf(bad, size, "%s", prefix);
                         return false;
@@ -287,24 +308,29 @@ int shim_java_locate(const char *argv0, char *real, size_t size, struct shim_err
         n = readlinkat(homefd, JDK_LINK, jdk, sizeof(jdk) - 1);
         if (n < 0)
                 return shim_error_set(err, errno,
-                                      "%s/../%s: %s: this java is sparkshim, but not in a java home made by sparkshim java-home",
+                                      "%s/../%s: %s: this java is sparkshim, but not in a java "
+                                      "home made by sparkshim java-home",
                                       bin, JDK_LINK, strerror(errno));
         jdk[n] = '\0';
         if (jdk[0] != '/')
-                return shim_error_set(err, EINVAL, "%s/../%s: '%s' is not an absolute path", bin, JDK_LINK, jdk);
-        if (geteuid() == 0 &&
-            (!root_only(homefd, "", false) || !root_only(binfd, "", false) || !root_only(homefd, JDK_LINK, true)))
+                return shim_error_set(err, EINVAL, "%s/../%s: '%s' is not an absolute path", bin,
+                                      JDK_LINK, jdk);
+        if (geteuid() == 0 && (!root_only(homefd, "", false) || !root_only(binfd, "", false) ||
+                               !root_only(homefd, JDK_LINK, true)))
                 return shim_error_set(err, EPERM,
-                                      "%s: refused: a java home root runs must be root's and not writable by group or others",
+                                      "%s: refused: a java home root runs must be root's and not "
+                                      "writable by group or others",
                                       bin);
         if (geteuid() == 0) {
                 char home[PATH_MAX], bad[PATH_MAX];
 
                 snprintf(home, sizeof(home), "%s", bin);
                 if (!root_only_path(dirname(home), bad, sizeof(bad)))
-                        return shim_error_set(err, EPERM,
-                                              "%s: refused: a directory on the way to a java home root runs must be root's and not writable by group or others (or sticky)",
-                                              bad);
+                        return shim_error_set(
+                            err, EPERM,
+                            "%s: refused: a directory on the way to a java home root runs must be "
+                            "root's and not writable by group or others (or sticky)",
+                            bad);
         }
         if ((size_t)snprintf(path, sizeof(path), "%s/bin/java", jdk) >= sizeof(path))
                 return shim_error_set(err, ENAMETOOLONG, "%s/bin/java: path too long", jdk);

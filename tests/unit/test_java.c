@@ -2,7 +2,8 @@
 /*
  * The java personality's reading of a command line (policy/java-command.c): over the
  * command lines that Spark 3.3 to 4.0 build on YARN, standalone and Kubernetes
- * (the .argv files of fixtures/java: a name ending in "-executor.argv" is an executor, any other is not).
+ * (the .argv files of fixtures/java: a name ending in "-executor.argv" is an executor, any other is
+ * not).
  */
 #include <criterion/criterion.h>
 
@@ -34,14 +35,25 @@ Test(java, command_fixtures)
                 free(a.text);
                 free(names[i]);
         }
-        cr_expect_geq(executors, 9, "%zu executor fixtures; want YARN, standalone and k8s of 3.3, 3.5, 4.0",
+        cr_expect_geq(executors, 9,
+                      "%zu executor fixtures; want YARN, standalone and k8s of 3.3, 3.5, 4.0",
                       executors);
 }
 
 Test(java, main_class_after_options_with_values)
 {
-        char *argv[] = { "java", "-cp", "a.jar", "--add-opens", "java.base/java.lang=ALL-UNNAMED",
-                         "-p", "mods", "--class-path=b.jar", "-Dx=y", "org.example.Main", "arg", NULL };
+        char *argv[] = {"java",
+                        "-cp",
+                        "a.jar",
+                        "--add-opens",
+                        "java.base/java.lang=ALL-UNNAMED",
+                        "-p",
+                        "mods",
+                        "--class-path=b.jar",
+                        "-Dx=y",
+                        "org.example.Main",
+                        "arg",
+                        NULL};
         const char *main_class;
 
         cr_assert_eq(policy_java_main_class(11, argv, &main_class), POLICY_JAVA_MAIN_CLASS);
@@ -50,11 +62,12 @@ Test(java, main_class_after_options_with_values)
 
 Test(java, no_main_class)
 {
-        char *version[] = { "java", "-Xmx1g", "-version", "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL };
-        char *help[] = { "java", "--help", NULL };
-        char *bare[] = { "java", "-cp", NULL };
-        char *jar[] = { "java", "-jar", "x.jar", NULL };
-        char *module[] = { "java", "--module=spark.core", NULL };
+        char *version[] = {"java", "-Xmx1g", "-version",
+                           "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL};
+        char *help[] = {"java", "--help", NULL};
+        char *bare[] = {"java", "-cp", NULL};
+        char *jar[] = {"java", "-jar", "x.jar", NULL};
+        char *module[] = {"java", "--module=spark.core", NULL};
         const char *main_class;
 
         cr_expect_eq(policy_java_main_class(4, version, &main_class), POLICY_JAVA_MAIN_NONE);
@@ -71,8 +84,10 @@ Test(java, no_main_class)
 
 Test(java, module_main_class)
 {
-        char *eq[] = { "java", "--module=spark.core/org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL };
-        char *sp[] = { "java", "--module", "spark.core/org.example.Main", NULL };
+        char *eq[] = {"java",
+                      "--module=spark.core/org.apache.spark.executor.CoarseGrainedExecutorBackend",
+                      NULL};
+        char *sp[] = {"java", "--module", "spark.core/org.example.Main", NULL};
         const char *main_class;
 
         cr_assert_eq(policy_java_main_class(2, eq, &main_class), POLICY_JAVA_MAIN_CLASS);
@@ -85,13 +100,24 @@ Test(java, module_main_class)
 /* What the launcher reads differently from argv: the backend's name decides. */
 Test(java, launcher_rewrites_err_towards_wrapping)
 {
-        char *hidden[] = { "java", "@/home/u/opts", "org.example.Tool", "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL };
-        char *plain[] = { "java", "@/home/u/opts", "org.example.Tool", NULL };
-        char *value[] = { "java", "--add-modules", "@/tmp/f", "ALL-DEFAULT", "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL };
-        char *source[] = { "java", "--source 17 --add-modules", "ALL-DEFAULT", "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL };
-        char *jar[] = { "java", "-jar", "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend", "--executor-id", "1", NULL };
-        char *slash[] = { "java", "-cp", "x", "org/apache/spark/executor/CoarseGrainedExecutorBackend", NULL };
-        char *near[] = { "java", "-cp", "x", "org/apache/spark/executor/CoarseGrainedExecutorBackendX", NULL };
+        char *hidden[] = {"java", "@/home/u/opts", "org.example.Tool",
+                          "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL};
+        char *plain[] = {"java", "@/home/u/opts", "org.example.Tool", NULL};
+        char *value[] = {"java",
+                         "--add-modules",
+                         "@/tmp/f",
+                         "ALL-DEFAULT",
+                         "org.apache.spark.executor.CoarseGrainedExecutorBackend",
+                         NULL};
+        char *source[] = {"java", "--source 17 --add-modules", "ALL-DEFAULT",
+                          "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL};
+        char *jar[] = {
+            "java",          "-jar", "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend",
+            "--executor-id", "1",    NULL};
+        char *slash[] = {"java", "-cp", "x",
+                         "org/apache/spark/executor/CoarseGrainedExecutorBackend", NULL};
+        char *near[] = {"java", "-cp", "x",
+                        "org/apache/spark/executor/CoarseGrainedExecutorBackendX", NULL};
         const char *main_class;
 
         cr_expect_eq(policy_java_main_class(4, hidden, &main_class), POLICY_JAVA_MAIN_UNKNOWN);
@@ -109,10 +135,21 @@ Test(java, launcher_rewrites_err_towards_wrapping)
 /* spark-class runs Spark's launcher with the class as its argument: that is not one. */
 Test(java, sparks_launcher_is_not_an_executor)
 {
-        char *launcher[] = { "java", "-Xmx128m", "-cp", "/opt/spark/jars/*", "org.apache.spark.launcher.Main",
-                             "org.apache.spark.executor.CoarseGrainedExecutorBackend", "--executor-id", "1", NULL };
-        char *hidden[] = { "java", "-cp", "@/tmp/f", "org.apache.spark.launcher.Main",
-                           "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL };
+        char *launcher[] = {"java",
+                            "-Xmx128m",
+                            "-cp",
+                            "/opt/spark/jars/*",
+                            "org.apache.spark.launcher.Main",
+                            "org.apache.spark.executor.CoarseGrainedExecutorBackend",
+                            "--executor-id",
+                            "1",
+                            NULL};
+        char *hidden[] = {"java",
+                          "-cp",
+                          "@/tmp/f",
+                          "org.apache.spark.launcher.Main",
+                          "org.apache.spark.executor.CoarseGrainedExecutorBackend",
+                          NULL};
 
         cr_expect_not(policy_java_runs_executor(8, launcher, false));
         /* unless the launcher may read something else: JDK_JAVA_OPTIONS, an @argfile */
@@ -123,9 +160,12 @@ Test(java, sparks_launcher_is_not_an_executor)
 Test(java, backends)
 {
         cr_expect(policy_java_is_backend("org.apache.spark.executor.CoarseGrainedExecutorBackend"));
-        cr_expect(policy_java_is_backend("org.apache.spark.executor.YarnCoarseGrainedExecutorBackend"));
-        cr_expect(policy_java_is_backend("org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend"));
-        cr_expect_not(policy_java_is_backend("org.apache.spark.executor.CoarseGrainedExecutorBackendX"));
+        cr_expect(
+            policy_java_is_backend("org.apache.spark.executor.YarnCoarseGrainedExecutorBackend"));
+        cr_expect(policy_java_is_backend(
+            "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend"));
+        cr_expect_not(
+            policy_java_is_backend("org.apache.spark.executor.CoarseGrainedExecutorBackendX"));
         cr_expect_not(policy_java_is_backend("org.apache.spark.deploy.yarn.ExecutorLauncher"));
         cr_expect_not(policy_java_is_backend(NULL));
 }
