@@ -11,6 +11,11 @@ tmp=$(mktemp -d)
 victim=
 trap 'rm -rf "$tmp"; [ -z "$victim" ] || find "$victim" -depth -type d -exec rmdir {} + 2>/dev/null' EXIT
 cd "$tmp"
+# the built-in defaults as a file: the default path (/etc/sparkshim/policy.json) is the
+# machine's, and an installed package puts a restrictive policy there
+defaults=$tmp/defaults.json
+printf '{ "version": 1 }\n' >"$defaults"
+chmod 0644 "$defaults"
 
 printf '{ "version": 1,\n  "cpu": { "overcommit": 0.5 } }\n' >bad.json
 printf '{ "version": 1, "fail_mode": "open", "memory": { "burst_ratio": { "max": 0.5 } } }\n' >open.json
@@ -18,15 +23,15 @@ printf '{ "version": 1, "fail_mode": "closed", "overrides": [] }\n' >strict.json
 printf '{ "version": 1, "fail_mode": "closed" }\n' >closed.json
 chmod 0644 bad.json open.json strict.json closed.json
 
-expect 120 "\-\-bogus: unknown option" "$shim" run --bogus -- true
-expect 120 "\-\-memory: needs a value" "$shim" plan --memory
+expect 120 "\-\-bogus: unknown option" "$shim" run --policy "$defaults" --bogus -- true
+expect 120 "\-\-memory: needs a value" "$shim" plan --policy "$defaults" --memory
 expect 120 "not a command; allowed: run, plan, check, report, probe" "$shim" frobnicate
 expect 120 "not a command; allowed: run, plan, check, report, probe, java-home" "$shim" frobnicate --help
-expect 120 "run: no command given" "$shim" run --memory 1g
-expect 120 "\-\-memory: '12x' is not a size" "$shim" plan --memory 12x
-expect 120 "\-\-millicores: 'abc' is not a CPU amount" "$shim" plan --millicores abc
-expect 120 "\-\-fail-mode: 'maybe' is not a fail mode; allowed: open, closed" "$shim" plan --memory 1g --fail-mode maybe
-expect 120 "\-\-name: '../x' is not a valid cgroup name" "$shim" plan --memory 1g --name ../x
+expect 120 "run: no command given" "$shim" run --policy "$defaults" --memory 1g
+expect 120 "\-\-memory: '12x' is not a size" "$shim" plan --policy "$defaults" --memory 12x
+expect 120 "\-\-millicores: 'abc' is not a CPU amount" "$shim" plan --policy "$defaults" --millicores abc
+expect 120 "\-\-fail-mode: 'maybe' is not a fail mode; allowed: open, closed" "$shim" plan --policy "$defaults" --memory 1g --fail-mode maybe
+expect 120 "\-\-name: '../x' is not a valid cgroup name" "$shim" plan --policy "$defaults" --memory 1g --name ../x
 expect 121 "missing.json: cannot open" "$shim" plan --policy "$tmp/missing.json" --memory 1g
 expect 121 "bad.json:2:26: cpu.overcommit: 0.5" "$shim" plan --policy bad.json --memory 1g
 if [ "$(id -u)" = 0 ]; then
@@ -42,13 +47,13 @@ SPARKSHIM_GRACE=3600 expect 122 "SPARKSHIM_GRACE: set by the user, but the polic
 expect 122 "\-\-grace: set by the user, but the policy does not allow overriding grace" \
 	"$shim" plan --policy strict.json --grace 3600 -- java -Xmx1g Main
 SPARKSHIM_GRACE=0 "$shim" plan --policy strict.json -- java -Xmx1g Main >/dev/null || fail "a shorter grace was refused"
-expect 120 "no executor memory" "$shim" plan
+expect 120 "no executor memory" "$shim" plan --policy "$defaults"
 # issue 11, defect 11: a heap that is not the JVM's would plan memory.max for the wrong heap
 expect 120 "\-\-memory: 4294967296 bytes of heap, but the JVM will use 8589934592 bytes (-Xmx in the command)" \
-	"$shim" plan --memory 4g -- java -Xmx8g Main
+	"$shim" plan --policy "$defaults" --memory 4g -- java -Xmx8g Main
 SPARKSHIM_MEMORY=2g expect 120 "SPARKSHIM_MEMORY: 2147483648 bytes of heap, but the JVM will use 8589934592 bytes" \
-	"$shim" plan -- java -Xmx8g Main
-"$shim" plan --memory 8g --format cgroup -- java -Xmx8192m Main >/dev/null || fail "the same heap twice was refused"
+	"$shim" plan --policy "$defaults" -- java -Xmx8g Main
+"$shim" plan --policy "$defaults" --memory 8g --format cgroup -- java -Xmx8192m Main >/dev/null || fail "the same heap twice was refused"
 
 # issue 11, defect 1: SPARK_JAVA_OPT_0, _00, _000... all name index 0 (a heap overflow before)
 i=0 names=
@@ -57,7 +62,7 @@ while [ $i -lt 300 ]; do
 	names="${names}0"
 	export "SPARK_JAVA_OPT_$names=-Xmx${i}m"
 done
-"$shim" plan --format cgroup >out.txt 2>err.txt || { cat err.txt; fail "300 SPARK_JAVA_OPT_0... entries"; }
+"$shim" plan --policy "$defaults" --format cgroup >out.txt 2>err.txt || { cat err.txt; fail "300 SPARK_JAVA_OPT_0... entries"; }
 grep -qx "memory.max 403701760" out.txt || { cat out.txt; fail "SPARK_JAVA_OPT_0 (-Xmx1m) is not the heap entrypoint.sh gives"; }
 for v in $(env | sed -n 's/^\(SPARK_JAVA_OPT_[0-9]*\)=.*/\1/p'); do unset "$v"; done
 echo "ok: 300 SPARK_JAVA_OPT_0... entries, the heap is entrypoint.sh's (-Xmx1m, last in its order)"
@@ -75,9 +80,15 @@ grep -qx ran out.txt || fail "open mode did not run the command"
 # user's choice (say an installed permissive example) must not change the plan.
 printf '{ "version": 1, "cpu": { "overcommit": 8, "millicores": { "max": 64000 } } }\n' >permissive.json
 chmod 0644 permissive.json
-"$shim" plan --memory 1g --millicores 2000 --format cgroup >plain.txt
+# (the default path, whatever this machine has there: both runs must give the same)
+set +e
+"$shim" plan --memory 1g --millicores 2000 --format cgroup >plain.txt 2>/dev/null
+plain_rc=$?
 SPARKSHIM_POLICY=$tmp/permissive.json "$shim" plan --memory 1g --millicores 2000 --format cgroup \
-	>out.txt 2>err.txt || { cat err.txt; fail "plan with SPARKSHIM_POLICY set failed"; }
+	>out.txt 2>err.txt
+rc=$?
+set -e
+[ $rc = $plain_rc ] || { cat err.txt; fail "SPARKSHIM_POLICY changed the exit status: $rc, not $plain_rc"; }
 cmp -s plain.txt out.txt || { cat out.txt; fail "SPARKSHIM_POLICY changed the plan"; }
 grep -q "SPARKSHIM_POLICY is not read" err.txt || { cat err.txt; fail "SPARKSHIM_POLICY set: no warning"; }
 echo "ok: SPARKSHIM_POLICY does not choose the policy: $(cat err.txt)"

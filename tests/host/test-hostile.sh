@@ -9,6 +9,11 @@ shim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
+# the built-in defaults as a file: the default path (/etc/sparkshim/policy.json) is the
+# machine's, and an installed package puts a restrictive policy there
+defaults=$tmp/defaults.json
+printf '{ "version": 1 }\n' >"$defaults"
+chmod 0644 "$defaults"
 
 # bounded: 20 s and (without a sanitizer, which reserves terabytes of address space) 512 MiB
 bounded() {
@@ -32,7 +37,7 @@ expect 121 "long.json:1:.*cgroup.parent" bounded "$shim" plan --policy long.json
 # (short ones: the kernel takes about 2 MiB of arguments and their pointers)
 yes -- -Dx | head -n 100000 >args.txt
 # shellcheck disable=SC2046
-bounded "$shim" plan --format cgroup -- java -Xmx1g $(cat args.txt) Main >out.txt 2>err.txt ||
+bounded "$shim" plan --policy "$defaults" --format cgroup -- java -Xmx1g $(cat args.txt) Main >out.txt 2>err.txt ||
 	{ cat err.txt; fail "100000 arguments"; }
 grep -q "^memory.max " out.txt || fail "100000 arguments: no plan"
 echo "ok: 100000 arguments"
@@ -40,9 +45,9 @@ echo "ok: 100000 arguments"
 # ids: 10000 characters; '/', '..' and a newline in them
 long=$(head -c 10000 /dev/zero | tr '\0' a)
 expect 120 "command: --app-id aaaa.*: too long; allowed: up to 127 characters" \
-	bounded "$shim" plan -- java -Xmx1g Backend --app-id "$long" --executor-id 1
-expect 120 "\-\-name: 'aaaa.*' is not a valid cgroup name" bounded "$shim" plan --memory 1g --name "$long"
-bounded "$shim" plan -- java -Xmx1g Backend --app-id "../../etc" --executor-id "$(printf '1\n2/3')" >out.txt
+	bounded "$shim" plan --policy "$defaults" -- java -Xmx1g Backend --app-id "$long" --executor-id 1
+expect 120 "\-\-name: 'aaaa.*' is not a valid cgroup name" bounded "$shim" plan --policy "$defaults" --memory 1g --name "$long"
+bounded "$shim" plan --policy "$defaults" -- java -Xmx1g Backend --app-id "../../etc" --executor-id "$(printf '1\n2/3')" >out.txt
 python3 - out.txt <<'PY'
 import json, sys
 name = json.load(open(sys.argv[1]))["cgroup"]["name"]
@@ -51,5 +56,5 @@ assert not name.startswith("."), name
 print(f"ok: ids with '/', '..' and a newline make the leaf {name!r}")
 PY
 expect 120 "\-\-name: '\\\\x0asparkshim\[1\]: error: forged' is not a valid cgroup name" \
-	bounded "$shim" plan --memory 1g --name "$(printf '\nsparkshim[1]: error: forged')"
+	bounded "$shim" plan --policy "$defaults" --memory 1g --name "$(printf '\nsparkshim[1]: error: forged')"
 echo "ok: all"
