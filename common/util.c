@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -187,4 +188,29 @@ ssize_t util_read_file_at(int dirfd, const char *name, size_t max, char **ret)
         *ret = buf;
         buf = NULL;
         return (ssize_t)len;
+}
+
+int util_process_start_time(pid_t pid, uint64_t *ret)
+{
+        char path[64], buf[1024], *p;
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return n < 0 ? -errno : -EIO;
+        buf[n] = '\0';
+        /* the command name may hold anything: fields start after its last ')' */
+        p = strrchr(buf, ')');
+        if (!p)
+                return -EIO;
+        for (int field = 2; p && field < 22; field++)
+                p = strchr(p + 1, ' ');
+        if (!p || sscanf(p + 1, "%" SCNu64, ret) != 1)
+                return -EIO;
+        return 0;
 }

@@ -91,6 +91,9 @@ int util_write_at(int dirfd, const char *name, const char *value);
 /* Read a "key value" file (memory.events, cpu.stat) and return the value of key. */
 int util_read_keyed_u64_at(int dirfd, const char *name, const char *key, uint64_t *ret);
 
+/* The start time of a process: field 22 of /proc/PID/stat, in clock ticks after boot. */
+int util_process_start_time(pid_t pid, uint64_t *ret);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t util_now_ns(void);
 

@@ -124,32 +124,6 @@ static int start_thread(struct shim_monitor *m);
  */
 #define OWNER_FORMAT "# sparkshim-owner pid=%d start=%llu pidns=%llu boot=%36s"
 
-static int process_start(pid_t pid, unsigned long long *ret)
-{
-        char path[64], text[1024], *p;
-        ssize_t len;
-        int fd;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        len = read(fd, text, sizeof(text) - 1);
-        close(fd);
-        if (len <= 0)
-                return len < 0 ? -errno : -EIO;
-        text[len] = '\0';
-        /* the command name may hold anything: fields start after its last ')' */
-        p = strrchr(text, ')');
-        if (!p)
-                return -EIO;
-        for (int field = 2; field < 22 && p; field++)
-                p = strchr(p + 1, ' ');
-        if (!p || sscanf(p + 1, "%llu", ret) != 1)
-                return -EIO;
-        return 0;
-}
-
 static void boot_id(char *buf, size_t size)
 {
         char text[64] = "";
@@ -172,13 +146,13 @@ static unsigned long long pid_namespace(void)
 
 static void owner_line(char *buf, size_t size)
 {
-        unsigned long long start = 0;
+        uint64_t start = 0;
         char boot[64];
 
-        process_start(getpid(), &start);
+        util_process_start_time(getpid(), &start);
         boot_id(boot, sizeof(boot));
         snprintf(buf, size, "# sparkshim-owner pid=%d start=%llu pidns=%llu boot=%s", (int)getpid(),
-                 start, pid_namespace(), boot);
+                 (unsigned long long)start, pid_namespace(), boot);
 }
 
 /*
@@ -191,10 +165,11 @@ static bool stale(int dirfd, const char *name, uid_t uid, const char *our_boot,
                   unsigned long long our_pidns)
 {
         char text[256], boot[40];
-        unsigned long long start, pidns, now;
+        unsigned long long start, pidns;
+        uint64_t now;
         struct stat st;
         ssize_t len;
-        int pid, fd;
+        int pid, fd, r;
 
         fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         if (fd < 0)
@@ -214,7 +189,8 @@ static bool stale(int dirfd, const char *name, uid_t uid, const char *our_boot,
                 return true;
         if (pidns != our_pidns)
                 return false;
-        return process_start(pid, &now) == -ENOENT || (process_start(pid, &now) == 0 && now != start);
+        r = util_process_start_time(pid, &now);
+        return r == -ENOENT || (r == 0 && now != start);
 }
 
 /*

@@ -264,39 +264,13 @@ static int check_available(int mount_fd, const char *mount, const char *needed,
  */
 #define OWNER_XATTR "trusted.sparkshim.owner"
 
-/* The start time of a process (field 22 of /proc/PID/stat, in clock ticks). */
-static int process_start_time(pid_t pid, uint64_t *ret)
-{
-        char path[64], buf[1024], *p;
-        _cleanup_close_ int fd = -1;
-        ssize_t n;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return n < 0 ? -errno : -EIO;
-        buf[n] = '\0';
-        /* the command name may hold anything: fields start after its last ')' */
-        p = strrchr(buf, ')');
-        if (!p)
-                return -EIO;
-        for (int field = 2; p && field < 22; field++)
-                p = strchr(p + 1, ' ');
-        if (!p || sscanf(p + 1, "%" SCNu64, ret) != 1)
-                return -EIO;
-        return 0;
-}
-
 static int owner_mark(int leaf_fd)
 {
         char value[64];
         uint64_t start;
         int r;
 
-        r = process_start_time(getpid(), &start);
+        r = util_process_start_time(getpid(), &start);
         if (r < 0)
                 return r;
         snprintf(value, sizeof(value), "%d %" PRIu64, (int)getpid(), start);
@@ -324,7 +298,7 @@ static enum owner leaf_owner(int leaf_fd, pid_t *ret_pid)
                 return OWNER_NONE;
         *ret_pid = pid;
         /* the pid alone could have been reused: the start time tells */
-        if (process_start_time(pid, &now) == 0 && now == start)
+        if (util_process_start_time(pid, &now) == 0 && now == start)
                 return OWNER_ALIVE;
         return OWNER_DEAD;
 }

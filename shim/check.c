@@ -65,6 +65,29 @@ static bool bound_to_v1(const char *root, const char *controller, char *where, s
         return statfs(where, &fs) == 0 && fs.f_type == CGROUP_SUPER_MAGIC;
 }
 
+/*
+ * Which of needed[] a cgroup.controllers text (have) lacks, space-separated into missing,
+ * and where those that cgroup v1 holds are mounted, comma-separated into v1.
+ */
+static void missing_controllers(const char *root, const char *have, const char *const needed[],
+                                size_t nneeded, char *missing, size_t msize, char *v1, size_t vsize)
+{
+        char padded[520];
+
+        snprintf(padded, sizeof(padded), " %.*s ", (int)strcspn(have, "\n"), have);
+        for (size_t i = 0; i < nneeded; i++) {
+                char pattern[32], where[PATH_MAX];
+
+                snprintf(pattern, sizeof(pattern), " %s ", needed[i]);
+                if (strstr(padded, pattern))
+                        continue;
+                snprintf(missing + strlen(missing), msize - strlen(missing), "%s%s", missing[0] ? " " : "",
+                         needed[i]);
+                if (bound_to_v1(root, needed[i], where, sizeof(where)))
+                        snprintf(v1 + strlen(v1), vsize - strlen(v1), "%s%s", v1[0] ? ", " : "", where);
+        }
+}
+
 static void check_controllers(struct checker *c, const char *root,
                               const struct shim_cgroup_host *host, const struct policy *p)
 {
@@ -89,19 +112,7 @@ static void check_controllers(struct checker *c, const char *root,
                     host->mount, strerror((int)-r));
                 return;
         }
-        for (size_t i = 0; i < nneeded; i++) {
-                char pattern[32], where[PATH_MAX];
-                snprintf(pattern, sizeof(pattern), " %s ", needed[i]);
-                char padded[520];
-                snprintf(padded, sizeof(padded), " %s ", have);
-                if (strstr(padded, pattern))
-                        continue;
-                snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
-                         missing[0] ? " " : "", needed[i]);
-                if (bound_to_v1(root, needed[i], where, sizeof(where)))
-                        snprintf(v1 + strlen(v1), sizeof(v1) - strlen(v1), "%s%s", v1[0] ? ", " : "",
-                                 where);
-        }
+        missing_controllers(root, have, needed, nneeded, missing, sizeof(missing), v1, sizeof(v1));
         if (!missing[0])
                 row(c, "controllers", RESULT_OK, "%s/cgroup.controllers has what the plan needs: %s",
                     host->mount, have);
@@ -407,7 +418,7 @@ static void check_init(struct init_checker *c, const char *root, const struct sh
                        const struct policy *p)
 {
         const char *needed[4] = { "cpu", "memory" }, *mount = host->mount;
-        char have[512] = "", missing[64] = "", v1[512] = "", padded[520];
+        char have[512] = "", missing[64] = "", v1[512] = "";
         size_t nneeded = 2;
         _cleanup_close_ int fd = -1;
         struct statvfs vfs;
@@ -467,18 +478,7 @@ static void check_init(struct init_checker *c, const char *root, const struct sh
                          strerror((int)-n));
         } else {
                 have[strcspn(have, "\n")] = '\0';
-                snprintf(padded, sizeof(padded), " %s ", have);
-                for (size_t i = 0; i < nneeded; i++) {
-                        char pattern[32], where[PATH_MAX];
-                        snprintf(pattern, sizeof(pattern), " %s ", needed[i]);
-                        if (strstr(padded, pattern))
-                                continue;
-                        snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
-                                 missing[0] ? " " : "", needed[i]);
-                        if (bound_to_v1(root, needed[i], where, sizeof(where)))
-                                snprintf(v1 + strlen(v1), sizeof(v1) - strlen(v1), "%s%s", v1[0] ? ", " : "",
-                                         where);
-                }
+                missing_controllers(root, have, needed, nneeded, missing, sizeof(missing), v1, sizeof(v1));
                 if (!missing[0])
                         init_row(c, "init: controllers", true, "%s/cgroup.controllers has %s", mount, have);
                 else if (v1[0])
