@@ -26,6 +26,23 @@
 #   the package suite's dpkg -r/-P, waits until no suite uses the installed one (at most
 #   SPARKSHIM_PACKAGE_LOCK_WAIT seconds, default 900, with a progress line a minute).
 
+# suite_helpers NAME: defines progress (a line "[NAME +Ns] ..."), skip (prints SKIP: and
+# exits 77) and fail (prints FAIL: and counts in FAILURES) for a suite that has none of its own.
+suite_helpers() {
+  SUITE_NAME=$1
+  T0=$(date +%s)
+  FAILURES=0
+  progress() { echo "[$SUITE_NAME +$(($(date +%s) - T0))s] $*"; }
+  skip() {
+    echo "SKIP: $*"
+    exit 77
+  }
+  fail() {
+    echo "FAIL: $*"
+    FAILURES=$((FAILURES + 1))
+  }
+}
+
 SPARKSHIM_PACKAGE_LOCK=/run/lock/sparkshim-package.lock
 SPARKSHIM_PACKAGE_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 

@@ -33,22 +33,9 @@ LINE=${1:?usage: standalone.sh LINE SOURCE_ROOT JDK_HOME}
 SRC=${2:?}
 JDK=${3:-}
 ROWS=${SPARKSHIM_STANDALONE_ROWS:-1000000}
-T0=$(date +%s)
-
-progress() {
-  echo "[standalone-$LINE +$(($(date +%s) - T0))s] $*"
-}
-
-skip() {
-  echo "SKIP: $*"
-  exit 77
-}
-
-FAILURES=0
-fail() {
-  echo "FAIL: $*"
-  FAILURES=$((FAILURES + 1))
-}
+# shellcheck source=/dev/null
+. "$SRC/tests/cluster/lib.sh"
+suite_helpers "standalone-$LINE"
 
 [ "$(id -u)" = 0 ] || skip "not root: the test installs its policy at /etc/sparkshim/policy.json"
 [ -n "$JDK" ] || skip "no JDK was found when configuring"
@@ -58,8 +45,6 @@ done
 command -v python3 >/dev/null || skip "python3 is missing"
 
 # --- the sparkshim under test: the installed package ----------------------------------------
-# shellcheck source=/dev/null
-. "$SRC/tests/cluster/lib.sh"
 rc=0
 install_package || rc=$?
 [ "$rc" = 77 ] && exit 77 # install_package said why

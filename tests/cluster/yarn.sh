@@ -35,22 +35,9 @@ SPARKSHIM=${2:?}
 JDK=${3:-}
 SPARK_VERSION=3.5.9
 HADOOP_VERSION=3.3.4 # what spark-yarn_2.12:3.5.9's hadoop-client-api/runtime are
-T0=$(date +%s)
-
-progress() {
-  echo "[yarn-3.5 +$(($(date +%s) - T0))s] $*"
-}
-
-skip() {
-  echo "SKIP: $*"
-  exit 77
-}
-
-FAILURES=0
-fail() {
-  echo "FAIL: $*"
-  FAILURES=$((FAILURES + 1))
-}
+# shellcheck source=/dev/null
+. "$SRC/tests/cluster/lib.sh"
+suite_helpers "yarn-3.5"
 
 [ "$(id -u)" = 0 ] || skip "not root: the test installs its policy at /etc/sparkshim/policy.json"
 [ -n "$JDK" ] || skip "no JDK was found when configuring"
@@ -63,8 +50,6 @@ SPARKSHIM=$(cd "$(dirname "$SPARKSHIM")" && pwd)/$(basename "$SPARKSHIM")
 
 # --- the sparkshim under test ------------------------------------------------------------
 # The installed package (tests/cluster/lib.sh's install_package), as every cluster suite.
-# shellcheck source=/dev/null
-. "$SRC/tests/cluster/lib.sh"
 rc=0
 install_package || rc=$?
 [ "$rc" = 77 ] && skip "the package cannot be installed here (install_package: 77)"
