@@ -206,3 +206,26 @@ restore_test_policy() {
   esac
   SPARKSHIM_TEST_POLICY_STATE=untouched
 }
+
+# cleanup_suite WORK CGROUP_PARENT: the end of a suite's EXIT trap, after it stopped what
+# it started: any process left with its working directory in WORK (an executor, a
+# container) is killed, the suite's parent cgroup removed (sparkshim removes each leaf),
+# the policy restored, WORK removed (kept with KEEP_WORK=1).
+cleanup_suite() {
+  local work=$1 parent=$2 pid cg left=()
+  for pid in $(ls /proc | grep -E '^[0-9]+$'); do
+    case "$(readlink "/proc/$pid/cwd" 2>/dev/null)" in
+      "$work"/*) left+=("$pid") ;;
+    esac
+  done
+  if [ ${#left[@]} -gt 0 ]; then
+    echo "cleanup: killing processes left in $work: ${left[*]}"
+    kill -KILL "${left[@]}" 2>/dev/null
+    sleep 1
+  fi
+  for cg in $(awk '$3 == "cgroup2" { print $2 }' /proc/self/mounts); do
+    [ -d "$cg/$parent" ] && rmdir "$cg/$parent" 2>/dev/null
+  done
+  restore_test_policy
+  if [ -n "${KEEP_WORK:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
+}

@@ -62,7 +62,7 @@ CGROUP_PARENT=sparkshim-test-standalone
 # Every process this test started, and any executor left behind (found by its working
 # directory, which is in $WORK), is killed; the policy is restored; $WORK goes.
 cleanup() {
-  local rc=$? pid left=()
+  local rc=$? pid
   set +e
   cd /
   for pid in ${SUBMIT:-} "${PIDS[@]}"; do
@@ -72,21 +72,7 @@ cleanup() {
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
     kill -KILL "$pid" 2>/dev/null
   done
-  for pid in $(ls /proc | grep -E '^[0-9]+$'); do
-    case "$(readlink "/proc/$pid/cwd" 2>/dev/null)" in
-      "$WORK"/*) left+=("$pid") ;;
-    esac
-  done
-  if [ ${#left[@]} -gt 0 ]; then
-    echo "cleanup: killing processes left in $WORK: ${left[*]}"
-    kill -KILL "${left[@]}" 2>/dev/null
-  fi
-  # sparkshim removes each executor's leaf; the test's parent cgroup is the test's to remove
-  for cg in $(awk '$3 == "cgroup2" { print $2 }' /proc/self/mounts); do
-    [ -d "$cg/$CGROUP_PARENT" ] && rmdir "$cg/$CGROUP_PARENT" 2>/dev/null
-  done
-  restore_test_policy
-  [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" || rm -rf "$WORK"
+  cleanup_suite "$WORK" "$CGROUP_PARENT"
   exit "$rc"
 }
 trap cleanup EXIT

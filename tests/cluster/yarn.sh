@@ -66,7 +66,7 @@ CGROUP_PARENT=sparkshim-test-yarn
 # process left with its working directory in $WORK (a container) is killed, the policy is
 # restored and $WORK goes, whatever happened.
 cleanup() {
-  local rc=$? pid left=()
+  local rc=$? pid
   set +e
   if [ -n "$DRIVER_PID" ]; then
     kill -TERM "$DRIVER_PID" 2>/dev/null
@@ -78,22 +78,7 @@ cleanup() {
     for _ in $(seq 150); do kill -0 "$HARNESS_PID" 2>/dev/null || break; sleep 0.2; done
     kill -KILL "$HARNESS_PID" 2>/dev/null
   fi
-  for pid in $(ls /proc | grep -E '^[0-9]+$'); do
-    case "$(readlink "/proc/$pid/cwd" 2>/dev/null)" in
-      "$WORK"/*) left+=("$pid") ;;
-    esac
-  done
-  if [ ${#left[@]} -gt 0 ]; then
-    echo "cleanup: killing processes left in $WORK: ${left[*]}"
-    kill -KILL "${left[@]}" 2>/dev/null
-    sleep 1
-  fi
-  # sparkshim removes each executor's leaf; the test's parent cgroup is the test's to remove
-  for cg in $(awk '$3 == "cgroup2" { print $2 }' /proc/self/mounts); do
-    [ -d "$cg/$CGROUP_PARENT" ] && rmdir "$cg/$CGROUP_PARENT" 2>/dev/null
-  done
-  restore_test_policy
-  [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" || rm -rf "$WORK"
+  cleanup_suite "$WORK" "$CGROUP_PARENT"
   exit "$rc"
 }
 trap cleanup EXIT
