@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The tuner's shared data model (issue 13, docs/tuner.md): what one run of a recurring
+ * Spark job asked for and used, assembled from the history store, and what the next run
+ * should ask for. The stages (rules.h, bo.h), the store (store.h) and the event-log reader
+ * (eventlog.h) all speak these structs; none of them logs (the executable does).
+ *
+ * Units: bytes, millicores, seconds (double), milliseconds since the epoch (int64_t).
+ * Utilisations are fractions (0.8 = 80 %). A figure that is unknown is NAN (doubles) or
+ * TUNER_UNKNOWN (integers), never 0: a 0 is a measurement.
+ *
+ * Nothing here is thread-safe beyond "one thread per struct".
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shim-common.h"
+
+#define TUNER_UNKNOWN    UINT64_MAX
+#define TUNER_APP_ID_MAX 128
+#define TUNER_JOB_MAX    256
+#define TUNER_EXEC_ID_MAX 64
+#define TUNER_REASON_MAX 512
+
+/* The settings of one run that the tuner reads and recommends (one executor's worth). */
+struct tuner_params {
+        uint32_t cores;              /* spark.executor.cores: task slots per executor */
+        uint64_t millicores;         /* CPU request per executor */
+        uint64_t heap_bytes;         /* spark.executor.memory */
+        uint64_t overhead_bytes;     /* spark.executor.memoryOverhead (as the plan made it) */
+        double burst_ratio;          /* spark.executor.memoryBurst.ratio, [0,1] */
+        double spill_fraction;       /* the agent's threshold, x the memory request; NAN = unset */
+        uint32_t shuffle_partitions; /* spark.sql.shuffle.partitions; 0 = not set (Spark: 200) */
+};
+
+/* Why a run counts as failed (most severe first); TUNER_OK for a success. */
+enum tuner_failure {
+        TUNER_OK = 0,
+        TUNER_FAIL_OOM,           /* an executor OOM-killed (kernel) or java.lang.OutOfMemoryError */
+        TUNER_FAIL_EXECUTOR_LOST, /* an executor lost mid-application (not ended by the app's end) */
+        TUNER_FAIL_TASKS,         /* failed task attempts (other reasons) */
+        TUNER_FAIL_APP,           /* the application failed or never ended */
+        TUNER_FAIL_RUNTIME,       /* ran longer than the job's allowance (tuner.runtime_allowance) */
+};
+
+const char *tuner_failure_name(enum tuner_failure f); /* "ok", "oom", "executor_lost", ... */
+
+/* What the event log of one application says (eventlog.h fills it, store.h keeps it). */
+struct tuner_stage {
+        int32_t stage_id, attempt;
+        uint32_t tasks;        /* "Number of Tasks" */
+        uint32_t failed_tasks; /* task attempts that ended in failure (killed ones not counted) */
+        uint64_t input_bytes, shuffle_read_bytes, shuffle_write_bytes;
+        uint64_t memory_spill_bytes, disk_spill_bytes;
+        double run_seconds;      /* sum of Executor Run Time */
+        double cpu_seconds;      /* sum of Executor CPU Time */
+        double gc_seconds;       /* sum of JVM GC Time */
+        double task_max_seconds; /* longest successful task (duration), for skew */
+        double task_median_seconds;
+        int64_t submit_ms, complete_ms;
+        bool failed; /* the stage attempt failed */
+};
+
+struct tuner_app_executor {
+        char executor_id[TUNER_EXEC_ID_MAX];
+        uint32_t cores;
+        int64_t added_ms, removed_ms; /* removed_ms 0 = not removed before the app's end */
+        char removed_reason[TUNER_REASON_MAX];
+        bool lost; /* removed before the application ended, for a reason other than the app's end
+                      or dynamic allocation's idle release */
+        /* peaks over the run from the executor metrics Spark logs (TUNER_UNKNOWN if none) */
+        uint64_t jvm_heap_peak, jvm_offheap_peak, rss_peak;
+};
+
+struct tuner_app {
+        char app_id[TUNER_APP_ID_MAX];
+        char app_name[TUNER_JOB_MAX];
+        char spark_version[32];
+        int64_t start_ms, end_ms; /* end_ms 0: no ApplicationEnd */
+        bool ended;
+        /* "Spark Properties" of the environment update, as a JSON object text (owned, malloc) */
+        char *conf_json;
+        struct tuner_stage *stages; /* owned */
+        size_t n_stages;
+        struct tuner_app_executor *executors; /* owned */
+        size_t n_executors;
+        uint32_t jobs, failed_jobs;
+        uint32_t tasks, failed_tasks, killed_tasks;
+        uint32_t oom_task_failures;  /* ExceptionFailure with java.lang.OutOfMemoryError */
+        uint32_t lost_task_failures; /* ExecutorLostFailure */
+        double gc_seconds;
+};
+
+void tuner_app_free(struct tuner_app *app); /* frees what it owns; app itself is the caller's */
+
+/* One executor of one run, from its sparkshim report (the store keeps it). */
+struct tuner_executor {
+        char app_id[TUNER_APP_ID_MAX];
+        char executor_id[TUNER_EXEC_ID_MAX];
+        char host[256];
+        int64_t start_ms, end_ms;
+        double wall_seconds;
+        uint32_t cores; /* --cores of the backend's argv; 0 when absent */
+        uint64_t request_millicores, limit_millicores;
+        uint64_t heap_bytes, offheap_bytes, pyspark_bytes, overhead_bytes;
+        double burst_ratio;
+        uint64_t request_bytes, limit_bytes;
+        bool enforced;
+        double cpu_seconds, throttled_seconds, runq_wait_seconds; /* NAN when unknown */
+        uint64_t memory_peak_bytes, memory_average_bytes, memory_p95_bytes, anon_peak_bytes;
+        uint64_t oom_kills, high_events;
+        int exit_status;  /* -1 when killed by a signal */
+        int exit_signal;  /* 0 when it exited */
+        bool oom_killed;
+        double cpu_peak_util; /* highest sample-to-sample CPU use / request; NAN if < 2 samples */
+        int64_t forced_spills; /* agent; -1 unknown */
+        double spill_threshold_fraction; /* the agent's threshold / the memory request; NAN */
+};
+
+/*
+ * One run of a job as the stages see it: the history store assembles it from the run's
+ * executor reports and its event log (either may be missing).
+ */
+struct tuner_run {
+        char app_id[TUNER_APP_ID_MAX];
+        char job[TUNER_JOB_MAX];
+        int64_t start_ms;
+        double duration_seconds; /* application wall time; NAN unknown */
+        struct tuner_params params; /* what the run asked for */
+        uint32_t executors;         /* executors with a report */
+
+        /*
+         * Utilisation, over the executors with a report:
+         *   cpu    = sum cpu_seconds / sum (wall_seconds x request_millicores / 1000)
+         *   memory = sum memory_peak_bytes / sum request_bytes
+         *   objective = 1 / (cpu x memory), ByteDance's f(x); NAN when a term is unknown or 0
+         */
+        double cpu_util, mem_util, objective;
+        double cpu_peak_util;       /* max over executors */
+        double throttled_fraction;  /* sum throttled_seconds / sum wall_seconds */
+        double runq_wait_per_cpu;   /* sum runq_wait_seconds / sum cpu_seconds */
+        uint64_t memory_peak_bytes; /* max over executors */
+        uint64_t heap_peak_bytes;   /* max JVM heap peak (event log); TUNER_UNKNOWN */
+        uint64_t offheap_peak_bytes;
+        uint64_t high_events, oom_kills;
+        int64_t forced_spills;
+
+        /* event log (zero when there is none; has_eventlog says which) */
+        bool has_eventlog, has_reports;
+        uint32_t stages, tasks, failed_tasks, oom_task_failures, executors_lost;
+        uint32_t max_stage_tasks;   /* most tasks of one stage */
+        double max_stage_skew;      /* max over stages of task_max / task_median; NAN */
+        uint64_t memory_spill_bytes, disk_spill_bytes, shuffle_read_bytes, shuffle_write_bytes;
+        double gc_seconds, executor_run_seconds;
+
+        enum tuner_failure failure;
+        char failure_detail[TUNER_REASON_MAX];
+};
+
+/*
+ * Admin bounds of the policy's "tuner" section (and of its plan bounds) that no
+ * recommendation exceeds, and the tuner's knobs. tuner_bounds_default() fills the
+ * built-in values.
+ */
+struct tuner_bounds {
+        uint64_t millicores_min, millicores_max;   /* per executor */
+        uint64_t heap_min_bytes, heap_max_bytes;
+        uint64_t overhead_min_bytes, overhead_max_bytes;
+        uint64_t memory_limit_max;                 /* heap + overhead; 0 = none */
+        double burst_ratio_max;
+        double spill_fraction_min, spill_fraction_max;
+        uint32_t partitions_min, partitions_max;
+        double failure_bound;       /* stage 2 proposes only P(failure) below this; default 0.1 */
+        double runtime_allowance;   /* a run longer than this x the first successful run's time
+                                       is a failure (TUNER_FAIL_RUNTIME); default 1.1 */
+        double cpu_target, mem_target; /* utilisation the rules aim at; default 0.85, 0.7 */
+        unsigned history_runs;      /* runs read per job, newest first; default 20 */
+        uint64_t seed;              /* stage 2's random stream */
+};
+
+void tuner_bounds_default(struct tuner_bounds *b);
+
+/* What one recommended value is and why. */
+struct tuner_reason {
+        char source[32]; /* "rule:<name>", "bo", "hold", "bound", "unchanged" */
+        char text[TUNER_REASON_MAX]; /* the numbers: "cpu_util 0.31 < 0.85 over 3 runs: ..." */
+};
+
+enum tuner_param_index {
+        TUNER_P_CORES = 0,
+        TUNER_P_MILLICORES,
+        TUNER_P_HEAP,
+        TUNER_P_OVERHEAD,
+        TUNER_P_BURST_RATIO,
+        TUNER_P_SPILL_FRACTION,
+        TUNER_P_PARTITIONS,
+        TUNER_P_COUNT,
+};
+
+enum tuner_stage_used {
+        TUNER_STAGE_NONE = 0, /* no usable history: the last run's settings, unchanged */
+        TUNER_STAGE_RULES,
+        TUNER_STAGE_BO,
+};
+
+struct tuner_recommendation {
+        struct tuner_params params;
+        struct tuner_reason reasons[TUNER_P_COUNT];
+        enum tuner_stage_used stage;
+        bool converged;              /* stage 1 had nothing more to change */
+        double predicted_objective;  /* stage 2's GP mean; NAN for stage 1 */
+        double failure_probability;  /* stage 2's failure model; NAN for stage 1 */
+        unsigned runs_used;
+};
