@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sparkshim-tuner: the tuner's executable (sparkshim-tune(1)). `sparkshim ingest ARGS`,
+ * `sparkshim tune ARGS` and `sparkshim report --job ...` exec it with argv
+ * { "sparkshim-tuner", COMMAND, ARGS... }; it may also be run as itself.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "shim-common.h"
+
+static int usage(FILE *f, int status)
+{
+        fputs("usage: sparkshim ingest [--db DB] [--policy FILE] [--job KEY] FILE...\n"
+              "       sparkshim tune --job KEY [--db DB] [--policy FILE] [--format conf|properties|json]\n"
+              "       sparkshim report --job KEY [--db DB] [--json]\n"
+              "DB is a SQLite file (default " TUNER_DEFAULT_DB ") or a postgresql:// URL.\n"
+              "See sparkshim-tune(1).\n",
+              f);
+        return status;
+}
+
+int main(int argc, char **argv)
+{
+        shim_log_set_level(SHIM_LOG_WARN);
+        if (argc < 2)
+                return usage(stderr, SHIM_EXIT_USAGE);
+        const char *command = argv[1];
+        if (strcmp(command, "--help") == 0 || strcmp(command, "-h") == 0)
+                return usage(stdout, 0);
+        if (strcmp(command, "ingest") == 0)
+                return tuner_cli_ingest(argc - 1, argv + 1);
+        if (strcmp(command, "tune") == 0)
+                return tuner_cli_tune(argc - 1, argv + 1);
+        if (strcmp(command, "report") == 0)
+                return tuner_cli_report(argc - 1, argv + 1);
+        log_error("%s: unknown command; allowed: ingest, tune, report", command);
+        return SHIM_EXIT_USAGE;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Spark event logs (docs/tuner.md): the JSON lines that Spark's EventLoggingListener writes
+ * (spark.eventLog.enabled), read into a struct tuner_app. They are the job's user's files:
+ * every line is bounded, every count saturates, nothing in them names a file to open.
+ *
+ * Forms: a single file, plain or compressed as Spark writes it (the codec from the file
+ * name's suffix: .zstd, .lz4, .snappy, .lzf), possibly ".inprogress"; or a rolling event log
+ * directory "eventlog_v2_<app id>" whose "events_<n>_<app id>[.<codec>]" files are read in
+ * index order. Unknown events and fields are ignored (Spark adds them across versions); a line
+ * that is not a JSON object, or a known event with a field of the wrong type, is an error
+ * naming the file and the line. The last line of an in-progress log may be cut short by the
+ * writer and is then ignored.
+ *
+ * Not thread-safe; one reader per thread.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "shim-common.h"
+#include "tuner.h"
+
+/* true when path looks like an event log: a rolling directory, or a file whose first line is
+ * SparkListenerLogStart (after decompression by its suffix). Never fails; false on errors. */
+bool tuner_eventlog_detect(const char *path);
+
+/*
+ * Read the event log at path into *ret (zeroed first; free it with tuner_app_free()).
+ * 0 on success; -EINVAL for malformed content with err "<file>:<line>: <reason>", -EFBIG
+ * past the size bounds, -errno for I/O ("<file>: <strerror>"). On error *ret is unchanged.
+ */
+int tuner_eventlog_read(const char *path, struct tuner_app *ret, struct shim_error *err);
+
+/* The same, line by line (the fuzz harness and tests use it). */
+struct tuner_eventlog;
+struct tuner_eventlog *tuner_eventlog_new(void); /* NULL only for ENOMEM */
+void tuner_eventlog_free(struct tuner_eventlog *el);
+/* One line without its newline (need not be NUL-terminated); 0 or -EINVAL/-ENOMEM, err says why
+ * (the caller adds file and line). */
+int tuner_eventlog_line(struct tuner_eventlog *el, const char *line, size_t len,
+                        struct shim_error *err);
+/* Move what was read into *ret (zeroed first); el is left empty. */
+int tuner_eventlog_finish(struct tuner_eventlog *el, struct tuner_app *ret, struct shim_error *err);
