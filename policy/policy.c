@@ -106,6 +106,23 @@ void policy_init_defaults(struct policy *p)
                         .psi_window_ms = 1000,
                         .log = POLICY_AGENT_LOG_WARN,
                 },
+                .tuner = {
+                        .db = "/var/lib/sparkshim/history.db",
+                        .job_key = "spark.app.name",
+                        .history_runs = 20,
+                        .failure_bound = 0.1,
+                        .runtime_allowance = 1.5,
+                        .cpu_target = 0.85,
+                        .memory_target = 0.7,
+                        .seed = 1,
+                        .heap_min = 256 * POLICY_MIB,
+                        .heap_max = 64 * 1024 * POLICY_MIB,
+                        .overhead_max = 16 * 1024 * POLICY_MIB,
+                        .spill_fraction_min = 0.5,
+                        .spill_fraction_max = 1.0,
+                        .partitions_min = 1,
+                        .partitions_max = 100000,
+                },
         };
 }
 
@@ -1015,13 +1032,141 @@ static int parse_java(struct parser *ps, json_t *root, struct policy *p)
         return r < 0 ? r : 0;
 }
 
+/* A Spark property name: [A-Za-z0-9._-], starting with a letter. */
+static bool is_property_name(const char *s)
+{
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+                      (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' || *s == '-'))
+                        return false;
+        return true;
+}
+
+/* "min" <= "max" of one of the tuner's ranges, both optional. */
+static int tuner_range(struct parser *ps, json_t *obj, const char *key, bool sizes, uint64_t lo,
+                       uint64_t hi, uint64_t *min, uint64_t *max)
+{
+        static const char *const range_keys[] = { "min", "max" };
+        json_t *sub;
+        int r;
+
+        r = section(ps, obj, key, range_keys, ELEMENTSOF(range_keys), &sub);
+        if (r <= 0)
+                return r;
+        push_key(ps, key);
+        r = sizes ? field_size(ps, sub, "min", min) : field_uint(ps, sub, "min", lo, hi, min);
+        if (r >= 0)
+                r = sizes ? field_size(ps, sub, "max", max) : field_uint(ps, sub, "max", lo, hi, max);
+        if (r >= 0 && *min > *max) {
+                push_key(ps, json_object_get(sub, "max") ? "max" : "min");
+                r = fail_value(ps, "is out of range",
+                               "min <= max");
+                pop(ps);
+        }
+        pop(ps);
+        return r < 0 ? r : 0;
+}
+
+/* "tuner": the history store and the bounds of `sparkshim tune` (sparkshim-tune(1)). */
+static int parse_tuner(struct parser *ps, json_t *root, struct policy *p)
+{
+        static const char *const keys[] = { "db",          "job_key",       "history_runs",
+                                            "failure_bound", "runtime_allowance", "cpu_target",
+                                            "memory_target", "seed",         "heap",
+                                            "overhead_max", "spill_fraction", "partitions" };
+        static const char *const fraction_keys[] = { "min", "max" };
+        static const char db_allowed[] = "an absolute path of a SQLite file, or a postgresql:// URL";
+        static const char key_allowed[] =
+                "a Spark property name: a letter, then letters, digits, '.', '_', '-'";
+        struct policy_tuner t = p->tuner;
+        json_t *obj, *v, *sub;
+        uint64_t u;
+        int r = 0;
+
+        r = section(ps, root, "tuner", keys, ELEMENTSOF(keys), &obj);
+        if (r <= 0)
+                return r;
+        push_key(ps, "tuner");
+
+        if ((v = json_object_get(obj, "db"))) {
+                const char *s = json_string_value(v);
+
+                push_key(ps, "db");
+                if (!s)
+                        r = fail_value(ps, "is not a string", db_allowed);
+                else if (s[0] != '/' && strncmp(s, "postgresql://", 13) != 0 &&
+                         strncmp(s, "postgres://", 11) != 0)
+                        r = fail_value(ps, "is neither an absolute path nor a PostgreSQL URL",
+                                       db_allowed);
+                else if (strlen(s) >= sizeof(t.db))
+                        r = fail_value(ps, "is too long", db_allowed);
+                else
+                        snprintf(t.db, sizeof(t.db), "%s", s);
+                pop(ps);
+                if (r < 0)
+                        goto out;
+        }
+        if ((v = json_object_get(obj, "job_key"))) {
+                const char *s = json_string_value(v);
+
+                push_key(ps, "job_key");
+                if (!s || strlen(s) >= sizeof(t.job_key) || !is_property_name(s))
+                        r = fail_value(ps, "is not a Spark property name", key_allowed);
+                else
+                        snprintf(t.job_key, sizeof(t.job_key), "%s", s);
+                pop(ps);
+                if (r < 0)
+                        goto out;
+        }
+        r = field_uint(ps, obj, "history_runs", 1, 1000, &u);
+        if (r < 0)
+                goto out;
+        if (r > 0)
+                t.history_runs = (unsigned)u;
+        if ((r = field_number(ps, obj, "failure_bound", 0.001, 0.999, &t.failure_bound)) < 0 ||
+            (r = field_number(ps, obj, "runtime_allowance", 1.0, 100.0, &t.runtime_allowance)) < 0 ||
+            (r = field_number(ps, obj, "cpu_target", 0.05, 1.0, &t.cpu_target)) < 0 ||
+            (r = field_number(ps, obj, "memory_target", 0.05, 1.0, &t.memory_target)) < 0 ||
+            (r = field_uint(ps, obj, "seed", 0, JAVA_LONG_MAX, &t.seed)) < 0 ||
+            (r = tuner_range(ps, obj, "heap", true, 0, 0, &t.heap_min, &t.heap_max)) < 0 ||
+            (r = field_size(ps, obj, "overhead_max", &t.overhead_max)) < 0 ||
+            (r = tuner_range(ps, obj, "partitions", false, 1, 1000000, &t.partitions_min,
+                             &t.partitions_max)) < 0)
+                goto out;
+
+        r = section(ps, obj, "spill_fraction", fraction_keys, ELEMENTSOF(fraction_keys), &sub);
+        if (r < 0)
+                goto out;
+        if (sub) {
+                push_key(ps, "spill_fraction");
+                r = field_number(ps, sub, "min", 0.05, 1.0, &t.spill_fraction_min);
+                if (r >= 0)
+                        r = field_number(ps, sub, "max", 0.05, 1.0, &t.spill_fraction_max);
+                if (r >= 0 && t.spill_fraction_min > t.spill_fraction_max) {
+                        push_key(ps, json_object_get(sub, "max") ? "max" : "min");
+                        r = fail_value(ps, "is out of range", "min <= max, each in [0.05, 1]");
+                        pop(ps);
+                }
+                pop(ps);
+                if (r < 0)
+                        goto out;
+        }
+        p->tuner = t;
+        r = 0;
+out:
+        pop(ps);
+        return r < 0 ? r : 0;
+}
+
 static int parse_root(struct parser *ps, json_t *root, struct policy *p)
 {
         static const char *const keys[] = { "version",   "cgroup",        "cpu",
                                             "memory",    "pids",          "io",
                                             "overrides", "out_of_bounds", "fail_mode",
                                             "grace_seconds", "report", "agent", "java",
-                                            "kubernetes" };
+                                            "kubernetes", "tuner" };
         static const char *const pids_keys[] = { "max" };
         static const char *const kubernetes_keys[] = { "init" };
         static const char *const io_keys[] = { "weight" };
@@ -1112,6 +1257,9 @@ static int parse_root(struct parser *ps, json_t *root, struct policy *p)
         if (r < 0)
                 return r;
         r = parse_agent(ps, root, p);
+        if (r < 0)
+                return r;
+        r = parse_tuner(ps, root, p);
         if (r < 0)
                 return r;
         return parse_java(ps, root, p);

@@ -114,6 +114,27 @@ enum policy_java_executors {
 };
 
 /*
+ * The tuner (`sparkshim ingest` / `sparkshim tune`, sparkshim-tune(1)): where the history is,
+ * which Spark property names a recurring job, and the admin's bounds on what it recommends
+ * (beside the plan's own: cpu.millicores, memory.burst_ratio.max, memory.limit_max,
+ * memory.overhead.min).
+ */
+struct policy_tuner {
+        char db[POLICY_PATH_MAX];  /* absolute SQLite path or postgresql:// URL */
+        char job_key[256];         /* Spark property naming the job; default spark.app.name */
+        unsigned history_runs;     /* newest runs read per job, 1..1000; default 20 */
+        double failure_bound;      /* stage 2 proposes P(failure) below it, (0,1); default 0.1 */
+        double runtime_allowance;  /* failure past this x the first good run's time; default 1.5 */
+        double cpu_target;         /* utilisation the rules aim at, (0,1]; default 0.85 */
+        double memory_target;      /* (0,1]; default 0.7 */
+        uint64_t seed;             /* stage 2's random stream; default 1 */
+        uint64_t heap_min, heap_max;   /* bytes; default 256 MiB, 64 GiB */
+        uint64_t overhead_max;         /* bytes; default 16 GiB */
+        double spill_fraction_min, spill_fraction_max; /* default 0.5, 1 */
+        uint64_t partitions_min, partitions_max;       /* default 1, 100000 */
+};
+
+/*
  * The cluster policy. policy_init_defaults() gives the built-in defaults, which are also
  * what a key absent from the file means.
  */
@@ -159,6 +180,8 @@ struct policy {
         /* the Kubernetes feature step makes `sparkshim run --init` the executor
          * container's command (sparkshim-k8s(7)); default false */
         bool kubernetes_init;
+
+        struct policy_tuner tuner;
 };
 
 void policy_init_defaults(struct policy *p);

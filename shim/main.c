@@ -1240,6 +1240,29 @@ static int java_personality(struct options *o, int argc, char **argv)
         return errno == ENOENT ? SHIM_EXIT_NOT_FOUND : SHIM_EXIT_CANNOT_RUN;
 }
 
+/* `sparkshim report --job KEY`: the per-job view over the tuner's history (sparkshim-tune(1)). */
+static bool wants_history(int argc, char **argv)
+{
+        for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
+                if (strcmp(argv[i], "--job") == 0 || strncmp(argv[i], "--job=", 6) == 0)
+                        return true;
+        return false;
+}
+
+/*
+ * ingest, tune and report --job are sparkshim-tuner's (tuner/): that program links SQLite,
+ * libpq and OpenBLAS, which the launch wrapper around every executor must not load. Its path
+ * is fixed at build time (docs/security.md).
+ */
+static int exec_tuner(char **argv)
+{
+        argv[0] = (char *)"sparkshim-tuner";
+        execv(SPARKSHIM_TUNER_PATH, argv);
+        log_error("%s: cannot execute %s (sparkshim's tuner, installed with it): %s", argv[1],
+                  SPARKSHIM_TUNER_PATH, strerror(errno));
+        return errno == ENOENT ? SHIM_EXIT_NOT_FOUND : SHIM_EXIT_CANNOT_RUN;
+}
+
 int main(int argc, char **argv)
 {
         struct options o = {
@@ -1265,14 +1288,18 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return SHIM_EXIT_USAGE;
         }
+        if (strcmp(command, "ingest") == 0 || strcmp(command, "tune") == 0 ||
+            (strcmp(command, "report") == 0 && wants_history(argc, argv)))
+                return exec_tuner(argv);
         {
-                static const char *const commands[] = { "run", "plan", "check", "report", "probe", "java-home" };
+                static const char *const commands[] = { "run", "plan", "check", "report", "probe", "java-home",
+                                                        "ingest", "tune" };
                 bool known = false;
 
                 for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                         known = known || strcmp(command, commands[i]) == 0;
                 if (!known) {
-                        log_error("'%s' is not a command; allowed: run, plan, check, report, probe, java-home (see sparkshim --help)",
+                        log_error("'%s' is not a command; allowed: run, plan, check, report, probe, java-home, ingest, tune (see sparkshim --help)",
                                   command);
                         return SHIM_EXIT_USAGE;
                 }

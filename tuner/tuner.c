@@ -54,7 +54,7 @@ void tuner_bounds_default(struct tuner_bounds *b)
                 .partitions_min = 1,
                 .partitions_max = 100000,
                 .failure_bound = 0.1,
-                .runtime_allowance = 1.1,
+                .runtime_allowance = 1.5,
                 .cpu_target = 0.85,
                 .mem_target = 0.7,
                 .history_runs = 20,

@@ -175,7 +175,7 @@ struct tuner_bounds {
         uint32_t partitions_min, partitions_max;
         double failure_bound;       /* stage 2 proposes only P(failure) below this; default 0.1 */
         double runtime_allowance;   /* a run longer than this x the first successful run's time
-                                       is a failure (TUNER_FAIL_RUNTIME); default 1.1 */
+                                       is a failure (TUNER_FAIL_RUNTIME); default 1.5 */
         double cpu_target, mem_target; /* utilisation the rules aim at; default 0.85, 0.7 */
         unsigned history_runs;      /* runs read per job, newest first; default 20 */
         uint64_t seed;              /* stage 2's random stream */

@@ -77,6 +77,21 @@ static const struct {
         { "agent.log", F_ENUM, offsetof(struct policy, agent.log),
           (const char *const[]){ "error", "warn", "info", "debug", NULL } },
         FIELD(kubernetes_init, F_BOOL),
+        FIELD(tuner.db, F_STRING),
+        FIELD(tuner.job_key, F_STRING),
+        FIELD(tuner.history_runs, F_UNSIGNED),
+        FIELD(tuner.failure_bound, F_DOUBLE),
+        FIELD(tuner.runtime_allowance, F_DOUBLE),
+        FIELD(tuner.cpu_target, F_DOUBLE),
+        FIELD(tuner.memory_target, F_DOUBLE),
+        FIELD(tuner.seed, F_U64),
+        FIELD(tuner.heap_min, F_U64),
+        FIELD(tuner.heap_max, F_U64),
+        FIELD(tuner.overhead_max, F_U64),
+        FIELD(tuner.spill_fraction_min, F_DOUBLE),
+        FIELD(tuner.spill_fraction_max, F_DOUBLE),
+        FIELD(tuner.partitions_min, F_U64),
+        FIELD(tuner.partitions_max, F_U64),
 #undef FIELD
 };
 
