@@ -205,6 +205,7 @@ enum target {
         T_OFFHEAP_SIZE,
         T_PYSPARK,
         T_BURST_RATIO,
+        T_SPILL_FRACTION,
         T_COUNT,
 };
 
@@ -224,6 +225,7 @@ static const struct {
         { "spark.memory.offHeap.size", KIND_SPARK_BYTES, T_OFFHEAP_SIZE },
         { "spark.executor.pyspark.memory", KIND_SPARK_MIB, T_PYSPARK },
         { "spark.executor.memoryBurst.ratio", KIND_RATIO, T_BURST_RATIO },
+        { "spark.executor.sparkshim.spillFraction", KIND_RATIO, T_SPILL_FRACTION },
 };
 
 /* What the command said for each target; the last occurrence wins, as in the JVM. */
@@ -420,6 +422,9 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
         if (seen[T_BURST_RATIO].set)
                 policy_input_set_double(&in->burst_ratio, seen[T_BURST_RATIO].value.d, src,
                                         seen[T_BURST_RATIO].origin);
+        if (seen[T_SPILL_FRACTION].set)
+                policy_input_set_double(&in->spill_fraction, seen[T_SPILL_FRACTION].value.d, src,
+                                        seen[T_SPILL_FRACTION].origin);
 
         if (app_id[0])
                 memcpy(in->app_id, app_id, sizeof(app_id));

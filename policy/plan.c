@@ -111,6 +111,7 @@ static int check_overrides(const struct policy *p, const struct policy_inputs *i
                 { in->offheap_bytes.source, in->offheap_bytes.origin, POLICY_OVERRIDE_MEMORY },
                 { in->pyspark_bytes.source, in->pyspark_bytes.origin, POLICY_OVERRIDE_MEMORY },
                 { in->burst_ratio.source, in->burst_ratio.origin, POLICY_OVERRIDE_BURST_RATIO },
+                { in->spill_fraction.source, in->spill_fraction.origin, POLICY_OVERRIDE_AGENT },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(checks); i++) {
@@ -319,6 +320,36 @@ static int plan_memory(const struct policy *p, const struct policy_inputs *in,
         return 0;
 }
 
+/* The user's agent threshold fraction (what `sparkshim tune` recommends), within the
+ * policy's tuner.spill_fraction range. */
+static int plan_agent(const struct policy *p, const struct policy_inputs *in,
+                      struct policy_plan *plan, struct policy_error *err)
+{
+        double f, lo = p->tuner.spill_fraction_min, hi = p->tuner.spill_fraction_max;
+
+        if (in->spill_fraction.source == POLICY_SOURCE_NONE)
+                return 0;
+        f = in->spill_fraction.value;
+        if (!(f >= lo && f <= hi)) {
+                double to = f > hi ? hi : lo;
+                char a[32], b[32];
+
+                if (p->out_of_bounds == POLICY_BOUNDS_REJECT)
+                        return policy_error_set(err, EINVAL,
+                                                "%s: %g is out of range; allowed: >= %g and <= %g "
+                                                "(tuner.spill_fraction in the policy)",
+                                                origin_of(in->spill_fraction.origin,
+                                                          in->spill_fraction.source),
+                                                f, lo, hi);
+                snprintf(a, sizeof(a), "%g", f);
+                snprintf(b, sizeof(b), "%g", to);
+                note_clamp(plan, "agent.spill_fraction", a, b);
+                f = to;
+        }
+        plan->agent_spill_fraction = f;
+        return 0;
+}
+
 int policy_plan_compute(const struct policy *p, const struct policy_inputs *in,
                         struct policy_plan *ret, struct policy_error *err)
 {
@@ -332,6 +363,9 @@ int policy_plan_compute(const struct policy *p, const struct policy_inputs *in,
         if (r < 0)
                 return r;
         r = plan_memory(p, in, &plan, err);
+        if (r < 0)
+                return r;
+        r = plan_agent(p, in, &plan, err);
         if (r < 0)
                 return r;
         plan.pids_max = p->pids_max;
@@ -502,7 +536,10 @@ uint64_t policy_agent_threshold_bytes(const struct policy_agent *agent,
                 base = agent->threshold == POLICY_AGENT_THRESHOLD_LIMIT
                                ? plan->memory_limit_bytes
                                : plan->memory_request_bytes;
-                bytes = policy_floor_u64(agent->threshold_fraction * (double)base);
+                bytes = policy_floor_u64((plan->agent_spill_fraction > 0.0
+                                                  ? plan->agent_spill_fraction
+                                                  : agent->threshold_fraction) *
+                                         (double)base);
                 if (bytes > base)
                         bytes = base;
                 return bytes > 0 ? bytes : 1;

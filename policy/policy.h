@@ -298,6 +298,9 @@ struct policy_inputs {
         struct policy_u64_input offheap_bytes;
         struct policy_u64_input pyspark_bytes;
         struct policy_double_input burst_ratio;
+        /* spark.executor.sparkshim.spillFraction: the agent's threshold as a fraction of the
+         * memory request or limit (agent.threshold), within tuner.spill_fraction */
+        struct policy_double_input spill_fraction;
         char app_id[POLICY_NAME_MAX];      /* --app-id of the executor backend, "" if none */
         char executor_id[POLICY_NAME_MAX]; /* --executor-id, "" if none */
 };
@@ -378,6 +381,7 @@ struct policy_plan {
         uint64_t memory_request_bytes; /* heap + offheap + pyspark + overhead x (1 - ratio) */
         enum policy_protection protection;
         uint64_t memory_high_bytes; /* 0 = not written */
+        double agent_spill_fraction; /* the user's agent threshold fraction; 0 = the policy's */
 
         uint64_t pids_max;  /* 0 = not written */
         unsigned io_weight; /* 0 = not written */

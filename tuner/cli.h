@@ -8,6 +8,8 @@
  */
 #pragma once
 
+#include <stdbool.h>
+
 #include "shim-common.h"
 
 enum {
@@ -22,3 +24,8 @@ enum {
 int tuner_cli_ingest(int argc, char **argv);
 int tuner_cli_tune(int argc, char **argv);
 int tuner_cli_report(int argc, char **argv);
+
+/* Load the policy (the built-in defaults when the default path is missing and path was not
+ * given); 0, or SHIM_EXIT_POLICY after logging why. */
+struct policy;
+int tuner_cli_load_policy(const char *path, bool explicit, struct policy *p);

@@ -183,6 +183,7 @@ struct tuner_bounds {
 
 void tuner_bounds_default(struct tuner_bounds *b);
 
+
 /* What one recommended value is and why. */
 struct tuner_reason {
         char source[32]; /* "rule:<name>", "bo", "hold", "bound", "unchanged" */
@@ -215,3 +216,29 @@ struct tuner_recommendation {
         double failure_probability;  /* stage 2's failure model; NAN for stage 1 */
         unsigned runs_used;
 };
+
+struct policy;
+/* The bounds of a policy: its "tuner" section and its plan bounds (cpu.millicores,
+ * memory.burst_ratio.max, memory.limit_max, memory.overhead.min). */
+void tuner_bounds_from_policy(const struct policy *p, struct tuner_bounds *b);
+
+/*
+ * Mark the successful runs (newest first) that ran longer than allowance x the oldest
+ * successful run's duration as TUNER_FAIL_RUNTIME (the job's allowance). Runs without a
+ * duration are left alone.
+ */
+void tuner_mark_runtime(struct tuner_run *runs, size_t n, double allowance);
+
+/* Clamp every value of rec->params into b; a clamped value's reason becomes source "bound"
+ * with the bound named. Returns how many values were clamped. */
+unsigned tuner_clamp(struct tuner_params *params, struct tuner_reason reasons[TUNER_P_COUNT],
+                     const struct tuner_bounds *b);
+
+/*
+ * The two stages: stage 1 (rules) for the job's runs (newest first); when the rules have
+ * converged and there are enough successful runs, stage 2 (safe BO) within the rules' safety
+ * floor. The result is clamped into b. 0, or -ENODATA for no runs, or -ENOMEM / -EINVAL with
+ * err filled.
+ */
+int tuner_recommend(struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
+                    struct tuner_recommendation *ret, struct shim_error *err);

@@ -611,3 +611,26 @@ Test(inputs, heap_conflicts_with_the_jvm)
         cr_assert_eq(policy_inputs_from_command(&in, 3, cmd, &err), 0, "error: %s", err.text);
         cr_assert_eq(policy_inputs_check(&in, &err), 0, "the same heap twice: %s", err.text);
 }
+
+/* the agent's threshold fraction that `sparkshim tune` recommends, as a -D of the command */
+Test(inputs, spill_fraction_from_the_command)
+{
+        char *argv[] = { "java", "-Xmx1g", "-Dspark.executor.sparkshim.spillFraction=0.75", "B",
+                         NULL };
+        char *bad[] = { "java", "-Xmx1g", "-Dspark.executor.sparkshim.spillFraction=1.5", "B",
+                        NULL };
+        struct policy_error err = { 0 };
+        struct policy_inputs in;
+
+        policy_inputs_init(&in);
+        cr_assert_eq(policy_inputs_from_command(&in, 4, argv, &err), 0, "%s", err.text);
+        cr_expect_eq(in.spill_fraction.source, POLICY_SOURCE_COMMAND, "source %d",
+                     (int)in.spill_fraction.source);
+        cr_expect_eq(in.spill_fraction.value, 0.75, "value %g", in.spill_fraction.value);
+        cr_expect_str_eq(in.spill_fraction.origin, "-Dspark.executor.sparkshim.spillFraction",
+                         "origin %s", in.spill_fraction.origin);
+
+        policy_inputs_init(&in);
+        cr_expect_lt(policy_inputs_from_command(&in, 4, bad, &err), 0, "1.5 refused");
+        cr_expect(strstr(err.text, "spillFraction=1.5") != NULL, "error \"%s\"", err.text);
+}

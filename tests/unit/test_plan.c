@@ -823,3 +823,54 @@ Test(plan, agent_threshold_from_the_plan)
         cr_expect_eq(policy_agent_threshold_bytes(&p.agent, &plan), 1, "tiny %" PRIu64,
                      policy_agent_threshold_bytes(&p.agent, &plan));
 }
+
+/* spark.executor.sparkshim.spillFraction, what `sparkshim tune` recommends: within the policy's
+ * tuner.spill_fraction, only with the "agent" override, and only for fraction thresholds. */
+Test(plan, agent_spill_fraction)
+{
+        struct policy_error err = { 0 };
+        struct policy_inputs in;
+        struct policy_plan plan;
+        struct policy p;
+        int r;
+
+        policy_init_defaults(&p);
+        inputs_with_heap(&in, 4 * GiB);
+        plan = compute_ok(&p, &in);
+        cr_expect_eq(plan.agent_spill_fraction, 0.0, "unset %g", plan.agent_spill_fraction);
+
+        policy_input_set_double(&in.spill_fraction, 0.8, POLICY_SOURCE_COMMAND,
+                                "-Dspark.executor.sparkshim.spillFraction");
+        plan = compute_ok(&p, &in);
+        cr_expect_eq(plan.agent_spill_fraction, 0.8, "taken %g", plan.agent_spill_fraction);
+        cr_expect_eq(policy_agent_threshold_bytes(&p.agent, &plan),
+                     (uint64_t)(0.8 * (double)plan.memory_request_bytes),
+                     "0.8 x request = %" PRIu64, policy_agent_threshold_bytes(&p.agent, &plan));
+        p.agent.threshold = POLICY_AGENT_THRESHOLD_BYTES;
+        p.agent.threshold_bytes = GiB;
+        cr_expect_eq(policy_agent_threshold_bytes(&p.agent, &plan), GiB,
+                     "bytes thresholds ignore it: %" PRIu64,
+                     policy_agent_threshold_bytes(&p.agent, &plan));
+        p.agent.threshold = POLICY_AGENT_THRESHOLD_REQUEST;
+
+        /* below the policy's range: refused, or clamped */
+        policy_input_set_double(&in.spill_fraction, 0.2, POLICY_SOURCE_COMMAND,
+                                "-Dspark.executor.sparkshim.spillFraction");
+        r = policy_plan_compute(&p, &in, &plan, &err);
+        cr_expect_eq(r, -EINVAL, "rc %d", r);
+        cr_expect_str_eq(err.text,
+                         "-Dspark.executor.sparkshim.spillFraction: 0.2 is out of range; allowed: "
+                         ">= 0.5 and <= 1 (tuner.spill_fraction in the policy)",
+                         "error \"%s\"", err.text);
+        p.out_of_bounds = POLICY_BOUNDS_CLAMP;
+        plan = compute_ok(&p, &in);
+        cr_expect_eq(plan.agent_spill_fraction, 0.5, "clamped %g", plan.agent_spill_fraction);
+        cr_expect_str_eq(plan.clamped, "agent.spill_fraction: 0.2 -> 0.5", "clamped \"%s\"",
+                         plan.clamped);
+
+        /* the job may not touch the agent when the policy says so */
+        p.overrides &= ~(unsigned)POLICY_OVERRIDE_AGENT;
+        r = policy_plan_compute(&p, &in, &plan, &err);
+        cr_expect_eq(r, -EPERM, "rc %d", r);
+        cr_expect(strstr(err.text, "overriding agent") != NULL, "error \"%s\"", err.text);
+}
