@@ -111,7 +111,7 @@ out=$(/usr/bin/sparkshim --version)
 [ "$out" = "sparkshim $upstream" ] || fail "sparkshim --version printed '$out', expected 'sparkshim $upstream'"
 progress "sparkshim --version: $out"
 
-for page in sparkshim sparkshim-policy sparkshim-report sparkshim-agent sparkshim-k8s; do
+for page in sparkshim sparkshim-policy sparkshim-report sparkshim-agent sparkshim-k8s sparkshim-tune; do
   where=$(man -w "$page" 2>/dev/null) || where=
   case "$where" in
   /usr/share/man/man[157]/"$page".[157].gz) progress "man -w $page: $where" ;;
