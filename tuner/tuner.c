@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The tuner's shared model (tuner.h): names, defaults, and freeing an event log's app. */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,4 +200,177 @@ unsigned tuner_clamp(struct tuner_params *params, struct tuner_reason reasons[TU
                 n++;
         }
         return n;
+}
+
+/* ---- a run as JSON ---- */
+
+enum field_kind { F_U32, F_U64, F_I64, F_DOUBLE, F_BOOL };
+
+static const struct run_field {
+        const char *name;
+        enum field_kind kind;
+        size_t offset;
+} run_fields[] = {
+#define RF(name, kind, member) { name, kind, offsetof(struct tuner_run, member) }
+        RF("start_ms", F_I64, start_ms),
+        RF("duration_seconds", F_DOUBLE, duration_seconds),
+        RF("cores", F_U32, params.cores),
+        RF("millicores", F_U64, params.millicores),
+        RF("heap_bytes", F_U64, params.heap_bytes),
+        RF("overhead_bytes", F_U64, params.overhead_bytes),
+        RF("burst_ratio", F_DOUBLE, params.burst_ratio),
+        RF("spill_fraction", F_DOUBLE, params.spill_fraction),
+        RF("shuffle_partitions", F_U32, params.shuffle_partitions),
+        RF("executors", F_U32, executors),
+        RF("cpu_util", F_DOUBLE, cpu_util),
+        RF("mem_util", F_DOUBLE, mem_util),
+        RF("objective", F_DOUBLE, objective),
+        RF("cpu_peak_util", F_DOUBLE, cpu_peak_util),
+        RF("throttled_fraction", F_DOUBLE, throttled_fraction),
+        RF("runq_wait_per_cpu", F_DOUBLE, runq_wait_per_cpu),
+        RF("memory_peak_bytes", F_U64, memory_peak_bytes),
+        RF("heap_peak_bytes", F_U64, heap_peak_bytes),
+        RF("offheap_peak_bytes", F_U64, offheap_peak_bytes),
+        RF("high_events", F_U64, high_events),
+        RF("oom_kills", F_U64, oom_kills),
+        RF("forced_spills", F_I64, forced_spills),
+        RF("has_eventlog", F_BOOL, has_eventlog),
+        RF("has_reports", F_BOOL, has_reports),
+        RF("stages", F_U32, stages),
+        RF("tasks", F_U32, tasks),
+        RF("failed_tasks", F_U32, failed_tasks),
+        RF("oom_task_failures", F_U32, oom_task_failures),
+        RF("executors_lost", F_U32, executors_lost),
+        RF("max_stage_tasks", F_U32, max_stage_tasks),
+        RF("max_stage_skew", F_DOUBLE, max_stage_skew),
+        RF("memory_spill_bytes", F_U64, memory_spill_bytes),
+        RF("disk_spill_bytes", F_U64, disk_spill_bytes),
+        RF("shuffle_read_bytes", F_U64, shuffle_read_bytes),
+        RF("shuffle_write_bytes", F_U64, shuffle_write_bytes),
+        RF("gc_seconds", F_DOUBLE, gc_seconds),
+        RF("executor_run_seconds", F_DOUBLE, executor_run_seconds),
+#undef RF
+};
+
+json_t *tuner_run_to_json(const struct tuner_run *run)
+{
+        json_t *doc = json_object();
+        bool ok = doc != NULL;
+
+        if (ok)
+                ok = json_object_set_new(doc, "app_id", json_string(run->app_id)) == 0 &&
+                     json_object_set_new(doc, "job", json_string(run->job)) == 0;
+        for (size_t i = 0; ok && i < sizeof(run_fields) / sizeof(run_fields[0]); i++) {
+                const void *at = (const char *)run + run_fields[i].offset;
+                json_t *v = NULL;
+                uint64_t u;
+                double d;
+
+                switch (run_fields[i].kind) {
+                case F_U32:
+                        v = json_integer(*(const uint32_t *)at);
+                        break;
+                case F_U64:
+                        u = *(const uint64_t *)at;
+                        v = u == TUNER_UNKNOWN || u > (uint64_t)INT64_MAX ? json_null()
+                                                                          : json_integer((json_int_t)u);
+                        break;
+                case F_I64:
+                        v = json_integer(*(const int64_t *)at);
+                        break;
+                case F_DOUBLE:
+                        d = *(const double *)at;
+                        v = isfinite(d) ? json_real(d) : json_null();
+                        break;
+                case F_BOOL:
+                        v = json_boolean(*(const bool *)at);
+                        break;
+                }
+                ok = json_object_set_new(doc, run_fields[i].name, v) == 0;
+        }
+        if (ok)
+                ok = json_object_set_new(doc, "failure", json_string(tuner_failure_name(run->failure))) == 0 &&
+                     json_object_set_new(doc, "failure_detail", json_string(run->failure_detail)) == 0;
+        if (!ok) {
+                json_decref(doc);
+                return NULL;
+        }
+        return doc;
+}
+
+static int copy_string(const json_t *doc, const char *key, char *dest, size_t size,
+                       struct shim_error *err)
+{
+        const char *s = json_string_value(json_object_get(doc, key));
+
+        if (!s || strlen(s) >= size)
+                return shim_error_set(err, EINVAL, "%s: not a string of at most %zu bytes", key,
+                                      size - 1);
+        memcpy(dest, s, strlen(s) + 1);
+        return 0;
+}
+
+int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct shim_error *err)
+{
+        struct tuner_run run = { 0 };
+        const char *failure;
+        int r;
+
+        if (!json_is_object(doc))
+                return shim_error_set(err, EINVAL, "a run is a JSON object");
+        if ((r = copy_string(doc, "app_id", run.app_id, sizeof(run.app_id), err)) < 0 ||
+            (r = copy_string(doc, "job", run.job, sizeof(run.job), err)) < 0 ||
+            (r = copy_string(doc, "failure_detail", run.failure_detail, sizeof(run.failure_detail),
+                             err)) < 0)
+                return r;
+        for (size_t i = 0; i < sizeof(run_fields) / sizeof(run_fields[0]); i++) {
+                const json_t *v = json_object_get(doc, run_fields[i].name);
+                void *at = (char *)&run + run_fields[i].offset;
+                bool null_ok = run_fields[i].kind == F_U64 || run_fields[i].kind == F_DOUBLE;
+                json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
+
+                if (!v || (json_is_null(v) && !null_ok))
+                        return shim_error_set(err, EINVAL, "%s: missing", run_fields[i].name);
+                switch (run_fields[i].kind) {
+                case F_U32:
+                        if (!json_is_integer(v) || n < 0 || n > UINT32_MAX)
+                                return shim_error_set(err, EINVAL, "%s: not a 32-bit count", run_fields[i].name);
+                        *(uint32_t *)at = (uint32_t)n;
+                        break;
+                case F_U64:
+                        if (json_is_null(v))
+                                *(uint64_t *)at = TUNER_UNKNOWN;
+                        else if (!json_is_integer(v) || n < 0)
+                                return shim_error_set(err, EINVAL, "%s: not a count", run_fields[i].name);
+                        else
+                                *(uint64_t *)at = (uint64_t)n;
+                        break;
+                case F_I64:
+                        if (!json_is_integer(v))
+                                return shim_error_set(err, EINVAL, "%s: not an integer", run_fields[i].name);
+                        *(int64_t *)at = (int64_t)n;
+                        break;
+                case F_DOUBLE:
+                        if (json_is_null(v))
+                                *(double *)at = NAN;
+                        else if (!json_is_number(v))
+                                return shim_error_set(err, EINVAL, "%s: not a number", run_fields[i].name);
+                        else
+                                *(double *)at = json_number_value(v);
+                        break;
+                case F_BOOL:
+                        if (!json_is_boolean(v))
+                                return shim_error_set(err, EINVAL, "%s: not a boolean", run_fields[i].name);
+                        *(bool *)at = json_is_true(v);
+                        break;
+                }
+        }
+        failure = json_string_value(json_object_get(doc, "failure"));
+        for (int f = TUNER_OK; failure && f <= TUNER_FAIL_RUNTIME; f++)
+                if (strcmp(failure, tuner_failure_name((enum tuner_failure)f)) == 0) {
+                        run.failure = (enum tuner_failure)f;
+                        *ret = run;
+                        return 0;
+                }
+        return shim_error_set(err, EINVAL, "failure: not one of ok, oom, executor_lost, failed_tasks, app_failed, runtime");
 }

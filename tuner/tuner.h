@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "shim-common.h"
 
 #define TUNER_UNKNOWN    UINT64_MAX
@@ -242,3 +244,9 @@ unsigned tuner_clamp(struct tuner_params *params, struct tuner_reason reasons[TU
  */
 int tuner_recommend(struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                     struct tuner_recommendation *ret, struct shim_error *err);
+
+/* A run as one JSON object (`sparkshim report --job --json`, the offline benchmark's data):
+ * every field of struct tuner_run, unknown figures as null. NULL only for ENOMEM. */
+json_t *tuner_run_to_json(const struct tuner_run *run);
+/* The inverse; -EINVAL with err naming the field for a document it did not write. */
+int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct shim_error *err);

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The tuner's shared model (tuner/tuner.h): bounds, the runtime allowance, clamping, and a
+ * run's JSON form. The stages and the store have suites of their own. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "policy.h"
+#include "tuner.h"
+
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+
+static struct tuner_run good_run(const char *app, double seconds)
+{
+        struct tuner_run r = { 0 };
+
+        snprintf(r.app_id, sizeof(r.app_id), "%s", app);
+        snprintf(r.job, sizeof(r.job), "nightly");
+        r.duration_seconds = seconds;
+        r.params = (struct tuner_params){ .cores = 4, .millicores = 2000, .heap_bytes = 4 * GiB,
+                                          .overhead_bytes = 512 * MiB, .burst_ratio = 0.5,
+                                          .spill_fraction = NAN, .shuffle_partitions = 64 };
+        r.cpu_util = 0.5;
+        r.mem_util = 0.25;
+        r.objective = 8.0;
+        r.heap_peak_bytes = TUNER_UNKNOWN;
+        r.max_stage_skew = NAN;
+        r.failure = TUNER_OK;
+        return r;
+}
+
+Test(tuner, failure_names)
+{
+        cr_expect_str_eq(tuner_failure_name(TUNER_OK), "ok");
+        cr_expect_str_eq(tuner_failure_name(TUNER_FAIL_OOM), "oom");
+        cr_expect_str_eq(tuner_failure_name(TUNER_FAIL_EXECUTOR_LOST), "executor_lost");
+        cr_expect_str_eq(tuner_failure_name(TUNER_FAIL_RUNTIME), "runtime");
+}
+
+Test(tuner, bounds_from_the_policy)
+{
+        struct policy p;
+        struct tuner_bounds b;
+
+        policy_init_defaults(&p);
+        p.millicores_min = 250;
+        p.burst_ratio_max = 0.6;
+        p.memory_limit_max = 16 * GiB;
+        p.tuner.heap_max = 8 * GiB;
+        p.tuner.failure_bound = 0.05;
+        p.tuner.seed = 7;
+        tuner_bounds_from_policy(&p, &b);
+        cr_expect_eq(b.millicores_min, 250, "millicores_min %" PRIu64, b.millicores_min);
+        cr_expect_eq(b.burst_ratio_max, 0.6, "burst %g", b.burst_ratio_max);
+        cr_expect_eq(b.memory_limit_max, 16 * GiB, "limit %" PRIu64, b.memory_limit_max);
+        cr_expect_eq(b.heap_max_bytes, 8 * GiB, "heap_max %" PRIu64, b.heap_max_bytes);
+        cr_expect_eq(b.overhead_min_bytes, 384 * MiB, "overhead_min %" PRIu64, b.overhead_min_bytes);
+        cr_expect_eq(b.failure_bound, 0.05, "failure_bound %g", b.failure_bound);
+        cr_expect_eq(b.seed, 7, "seed %" PRIu64, b.seed);
+        cr_expect_eq(b.history_runs, 20, "history_runs %u", b.history_runs);
+}
+
+/* newest first: the oldest good run is the base; failed runs are never the base */
+Test(tuner, runtime_allowance)
+{
+        struct tuner_run runs[4] = { good_run("d", 160), good_run("c", 140), good_run("b", 100),
+                                     good_run("a", 50) };
+
+        runs[3].failure = TUNER_FAIL_OOM;
+        tuner_mark_runtime(runs, 4, 1.5);
+        cr_expect_eq(runs[0].failure, TUNER_FAIL_RUNTIME, "160 s > 1.5 x 100 s");
+        cr_expect(strstr(runs[0].failure_detail, "160.0 s") != NULL, "detail \"%s\"",
+                  runs[0].failure_detail);
+        cr_expect_eq(runs[1].failure, TUNER_OK, "140 s <= 150 s");
+        cr_expect_eq(runs[2].failure, TUNER_OK, "the base itself");
+        cr_expect_eq(runs[3].failure, TUNER_FAIL_OOM, "a failure stays what it was");
+}
+
+Test(tuner, clamp_into_the_bounds)
+{
+        struct tuner_bounds b;
+        struct tuner_params p = { .cores = 4, .millicores = 50, .heap_bytes = 100 * GiB,
+                                  .overhead_bytes = 100 * MiB, .burst_ratio = 0.9,
+                                  .spill_fraction = 0.1, .shuffle_partitions = 500000 };
+        struct tuner_reason reasons[TUNER_P_COUNT] = { 0 };
+        unsigned n;
+
+        tuner_bounds_default(&b);
+        b.burst_ratio_max = 0.5;
+        n = tuner_clamp(&p, reasons, &b);
+        cr_expect_eq(n, 6, "clamped %u", n);
+        cr_expect_eq(p.millicores, 100, "millicores %" PRIu64, p.millicores);
+        cr_expect_eq(p.heap_bytes, 64 * GiB, "heap %" PRIu64, p.heap_bytes);
+        cr_expect_eq(p.overhead_bytes, 384 * MiB, "overhead %" PRIu64, p.overhead_bytes);
+        cr_expect_eq(p.burst_ratio, 0.5, "burst %g", p.burst_ratio);
+        cr_expect_eq(p.spill_fraction, 0.5, "spill %g", p.spill_fraction);
+        cr_expect_eq(p.shuffle_partitions, 100000, "partitions %" PRIu32, p.shuffle_partitions);
+        cr_expect_str_eq(reasons[TUNER_P_HEAP].source, "bound");
+        cr_expect(strstr(reasons[TUNER_P_HEAP].text, "[268435456, 68719476736]") != NULL,
+                  "reason \"%s\"", reasons[TUNER_P_HEAP].text);
+
+        /* heap + overhead above memory.limit_max: the overhead gives way first */
+        b.memory_limit_max = 5 * GiB;
+        p.heap_bytes = 4 * GiB;
+        p.overhead_bytes = 2 * GiB;
+        n = tuner_clamp(&p, reasons, &b);
+        cr_expect_eq(n, 1, "clamped %u", n);
+        cr_expect_eq(p.overhead_bytes, GiB, "overhead %" PRIu64, p.overhead_bytes);
+        cr_expect_eq(p.heap_bytes, 4 * GiB, "heap %" PRIu64, p.heap_bytes);
+        p.heap_bytes = 5 * GiB;
+        tuner_clamp(&p, reasons, &b);
+        cr_expect_eq(p.overhead_bytes, 384 * MiB, "overhead %" PRIu64, p.overhead_bytes);
+        cr_expect_eq(p.heap_bytes + p.overhead_bytes, 5 * GiB, "limit %" PRIu64,
+                     p.heap_bytes + p.overhead_bytes);
+}
+
+Test(tuner, run_json_round_trip)
+{
+        struct tuner_run run = good_run("app-20261203-0001", 42.5), back;
+        struct shim_error err = { 0 };
+        json_t *doc;
+
+        run.failure = TUNER_FAIL_EXECUTOR_LOST;
+        snprintf(run.failure_detail, sizeof(run.failure_detail), "executor 2 lost");
+        run.memory_peak_bytes = 3 * GiB;
+        run.forced_spills = -1;
+        doc = tuner_run_to_json(&run);
+        cr_assert(doc != NULL);
+        cr_expect(json_is_null(json_object_get(doc, "heap_peak_bytes")), "unknown is null");
+        cr_expect(json_is_null(json_object_get(doc, "spill_fraction")), "NAN is null");
+        cr_assert_eq(tuner_run_from_json(doc, &back, &err), 0, "%s", err.text);
+        cr_expect_str_eq(back.app_id, run.app_id);
+        cr_expect_eq(back.failure, TUNER_FAIL_EXECUTOR_LOST, "failure %d", (int)back.failure);
+        cr_expect_eq(back.heap_peak_bytes, TUNER_UNKNOWN, "unknown back");
+        cr_expect(isnan(back.params.spill_fraction), "NAN back");
+        cr_expect_eq(back.params.heap_bytes, 4 * GiB, "heap %" PRIu64, back.params.heap_bytes);
+        cr_expect_eq(back.duration_seconds, 42.5, "duration %g", back.duration_seconds);
+        cr_expect_eq(back.forced_spills, -1, "spills %" PRId64, back.forced_spills);
+
+        json_object_set_new(doc, "cores", json_string("4"));
+        cr_expect_eq(tuner_run_from_json(doc, &back, &err), -EINVAL);
+        cr_expect_str_eq(err.text, "cores: not a 32-bit count");
+        json_decref(doc);
+}
