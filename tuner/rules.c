@@ -165,10 +165,13 @@ static int usage_of(const struct tuner_run *runs, size_t w, struct usage *ret)
                                                                  r->heap_peak_bytes) :
                                                         0.0;
                 } else if (kind & OOM_LIMIT) {
-                        proc[np++] = (double)oom_bump(limit_of(&r->params));
+                        /* the bumped size is the need, margin included */
+                        proc[np++] = (double)oom_bump(limit_of(&r->params)) /
+                                     (1.0 + TUNER_RULES_MARGIN);
                 }
                 if (kind & OOM_HEAP)
-                        heap[nh++] = (double)oom_bump(r->params.heap_bytes);
+                        heap[nh++] = (double)oom_bump(r->params.heap_bytes) /
+                                     (1.0 + TUNER_RULES_HEAP_BUFFER);
         }
         *ret = (struct usage){
                 .process_peak = percentile(proc, np, TUNER_RULES_PERCENTILE),
@@ -227,11 +230,19 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
                                                                 r->heap_peak_bytes) *
                                                        (1.0 + TUNER_RULES_MARGIN))));
                 }
+                /*
+                 * Held: the memory that ran out is bumped, the other part kept, so that the
+                 * floor of each parameter alone keeps the failing run's size plus the bump.
+                 */
                 if (i < TUNER_RULES_HOLD_RUNS) {
                         if (kind & OOM_HEAP)
                                 heap = max_u64(heap, oom_bump(r->params.heap_bytes));
+                        else if (kind & OOM_LIMIT)
+                                heap = max_u64(heap, r->params.heap_bytes);
                         if (kind & OOM_LIMIT)
                                 limit = max_u64(limit, oom_bump(limit_of(&r->params)));
+                        else if (kind & OOM_HEAP)
+                                nonheap = max_u64(nonheap, r->params.overhead_bytes);
                 }
         }
         heap = min_u64(heap, b->heap_max_bytes);
@@ -810,7 +821,19 @@ static void apply_floor_and_bounds(const struct tuner_params *floor, const struc
 #undef CLAMP_U64
         heap = p->heap_bytes;
         overhead = p->overhead_bytes;
-        clamp_limit(&heap, &overhead, b);
+        if (b->memory_limit_max > 0 && add_sat(heap, overhead) > b->memory_limit_max) {
+                /* take what is above the floor first, the overhead before the heap */
+                uint64_t excess = add_sat(heap, overhead) - b->memory_limit_max;
+                uint64_t keep = max_u64(floor->overhead_bytes, b->overhead_min_bytes);
+                uint64_t take = overhead > keep ? min_u64(excess, overhead - keep) : 0;
+
+                overhead -= take;
+                excess -= take;
+                keep = max_u64(floor->heap_bytes, b->heap_min_bytes);
+                take = heap > keep ? min_u64(excess, heap - keep) : 0;
+                heap -= take;
+                clamp_limit(&heap, &overhead, b); /* the bounds win over the floor */
+        }
         if (overhead != p->overhead_bytes)
                 append_reason(rec, TUNER_P_OVERHEAD, "bound",
                               "heap + overhead clamped to memory_limit_max %.0f MiB",
@@ -853,6 +876,11 @@ static void apply_floor_and_bounds(const struct tuner_params *floor, const struc
                         p->shuffle_partitions = b->partitions_max;
                 }
         }
+}
+
+static bool streq(const char *a, const char *b)
+{
+        return strcmp(a, b) == 0;
 }
 
 static bool same_double(double a, double b)
@@ -919,7 +947,11 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
                 rule_partitions(runs, &signals, &rec);
         }
         apply_floor_and_bounds(&floor, b, &rec);
+        /* holding after a failure is waiting, not convergence */
         rec.converged = newest->failure == TUNER_OK && params_equal(&rec.params, &newest->params);
+        for (int i = 0; i < TUNER_P_COUNT; i++)
+                if (streq(rec.reasons[i].source, "hold"))
+                        rec.converged = false;
 
         *ret = rec;
         return 0;
