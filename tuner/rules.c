@@ -160,26 +160,26 @@ static int usage_of(const struct tuner_run *runs, size_t w, struct usage *ret)
                         if (known_u64(r->heap_peak_bytes))
                                 heap[nh++] = (double)r->heap_peak_bytes;
                         if (known_u64(r->memory_peak_bytes) && known_u64(r->heap_peak_bytes))
-                                nonheap[nn++] = r->memory_peak_bytes > r->heap_peak_bytes ?
-                                                        (double)(r->memory_peak_bytes -
-                                                                 r->heap_peak_bytes) :
-                                                        0.0;
+                                nonheap[nn++] =
+                                    r->memory_peak_bytes > r->heap_peak_bytes
+                                        ? (double)(r->memory_peak_bytes - r->heap_peak_bytes)
+                                        : 0.0;
                 } else if (kind & OOM_LIMIT) {
                         /* the bumped size is the need, margin included */
-                        proc[np++] = (double)oom_bump(limit_of(&r->params)) /
-                                     (1.0 + TUNER_RULES_MARGIN);
+                        proc[np++] =
+                            (double)oom_bump(limit_of(&r->params)) / (1.0 + TUNER_RULES_MARGIN);
                 }
                 if (kind & OOM_HEAP)
                         heap[nh++] = (double)oom_bump(r->params.heap_bytes) /
                                      (1.0 + TUNER_RULES_HEAP_BUFFER);
         }
         *ret = (struct usage){
-                .process_peak = percentile(proc, np, TUNER_RULES_PERCENTILE),
-                .heap_peak = percentile(heap, nh, TUNER_RULES_PERCENTILE),
-                .nonheap_peak = percentile(nonheap, nn, TUNER_RULES_PERCENTILE),
-                .process_samples = (unsigned)np,
-                .heap_samples = (unsigned)nh,
-                .nonheap_samples = (unsigned)nn,
+            .process_peak = percentile(proc, np, TUNER_RULES_PERCENTILE),
+            .heap_peak = percentile(heap, nh, TUNER_RULES_PERCENTILE),
+            .nonheap_peak = percentile(nonheap, nn, TUNER_RULES_PERCENTILE),
+            .process_samples = (unsigned)np,
+            .heap_samples = (unsigned)nh,
+            .nonheap_samples = (unsigned)nn,
         };
         free(proc);
         free(heap);
@@ -192,8 +192,7 @@ static void clamp_limit(uint64_t *heap, uint64_t *overhead, const struct tuner_b
 {
         if (b->memory_limit_max == 0 || add_sat(*heap, *overhead) <= b->memory_limit_max)
                 return;
-        if (*heap < b->memory_limit_max &&
-            b->memory_limit_max - *heap >= b->overhead_min_bytes) {
+        if (*heap < b->memory_limit_max && b->memory_limit_max - *heap >= b->overhead_min_bytes) {
                 *overhead = b->memory_limit_max - *heap;
                 return;
         }
@@ -213,22 +212,21 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
 
                 if (run_completed(r)) {
                         if (known_u64(r->heap_peak_bytes))
-                                heap = max_u64(heap, min_u64(r->params.heap_bytes,
-                                                             u64_of((double)r->heap_peak_bytes *
-                                                                    (1.0 + TUNER_RULES_HEAP_BUFFER))));
+                                heap =
+                                    max_u64(heap, min_u64(r->params.heap_bytes,
+                                                          u64_of((double)r->heap_peak_bytes *
+                                                                 (1.0 + TUNER_RULES_HEAP_BUFFER))));
                         if (known_u64(r->memory_peak_bytes))
-                                limit = max_u64(limit,
-                                                min_u64(limit_of(&r->params),
-                                                        u64_of((double)r->memory_peak_bytes *
-                                                               (1.0 + TUNER_RULES_MARGIN))));
+                                limit = max_u64(limit, min_u64(limit_of(&r->params),
+                                                               u64_of((double)r->memory_peak_bytes *
+                                                                      (1.0 + TUNER_RULES_MARGIN))));
                         if (known_u64(r->memory_peak_bytes) && known_u64(r->heap_peak_bytes) &&
                             r->memory_peak_bytes > r->heap_peak_bytes)
-                                nonheap = max_u64(
-                                        nonheap,
-                                        min_u64(r->params.overhead_bytes,
-                                                u64_of((double)(r->memory_peak_bytes -
-                                                                r->heap_peak_bytes) *
-                                                       (1.0 + TUNER_RULES_MARGIN))));
+                                nonheap =
+                                    max_u64(nonheap, min_u64(r->params.overhead_bytes,
+                                                             u64_of((double)(r->memory_peak_bytes -
+                                                                             r->heap_peak_bytes) *
+                                                                    (1.0 + TUNER_RULES_MARGIN))));
                 }
                 /*
                  * Held: the memory that ran out is bumped, the other part kept, so that the
@@ -251,20 +249,20 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
         clamp_limit(&heap, &overhead, b);
 
         *ret_floor = (struct tuner_params){
-                .cores = runs && n > 0 ? runs[0].params.cores : 0,
-                .millicores = b->millicores_min,
-                .heap_bytes = heap,
-                .overhead_bytes = overhead,
-                .burst_ratio = 0.0,
-                .spill_fraction = b->spill_fraction_min,
-                .shuffle_partitions = b->partitions_min,
+            .cores = runs && n > 0 ? runs[0].params.cores : 0,
+            .millicores = b->millicores_min,
+            .heap_bytes = heap,
+            .overhead_bytes = overhead,
+            .burst_ratio = 0.0,
+            .spill_fraction = b->spill_fraction_min,
+            .shuffle_partitions = b->partitions_min,
         };
 }
 
 __attribute__((format(printf, 4, 5))) static void set_reason(struct tuner_recommendation *rec,
                                                              enum tuner_param_index i,
-                                                             const char *source,
-                                                             const char *fmt, ...)
+                                                             const char *source, const char *fmt,
+                                                             ...)
 {
         va_list ap;
 
@@ -277,8 +275,8 @@ __attribute__((format(printf, 4, 5))) static void set_reason(struct tuner_recomm
 /* Append "; ..." to a reason's text and make its source "bound" (or keep it). */
 __attribute__((format(printf, 4, 5))) static void append_reason(struct tuner_recommendation *rec,
                                                                 enum tuner_param_index i,
-                                                                const char *source,
-                                                                const char *fmt, ...)
+                                                                const char *source, const char *fmt,
+                                                                ...)
 {
         char more[TUNER_REASON_MAX];
         struct tuner_reason *r = &rec->reasons[i];
@@ -323,8 +321,8 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
 {
         const struct tuner_run *r = &runs[0];
         const struct tuner_params *cur = &r->params;
-        uint64_t cap = cur->cores > 0 ? min_u64((uint64_t)cur->cores * 1000, b->millicores_max) :
-                                        b->millicores_max;
+        uint64_t cap = cur->cores > 0 ? min_u64((uint64_t)cur->cores * 1000, b->millicores_max)
+                                      : b->millicores_max;
         double best = best_duration(runs, w), util = NAN, peak = NAN, next;
         bool slow = r->failure == TUNER_FAIL_RUNTIME ||
                     (!isnan(best) && r->duration_seconds > b->runtime_allowance * best);
@@ -338,8 +336,8 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
                                    "CPU short (throttled %.3f, run-queue wait %.3f s per CPU s, "
                                    "duration %.0f s vs best %.0f s) but already at %" PRIu64
                                    "m, the task concurrency or millicores_max",
-                                   r->throttled_fraction, r->runq_wait_per_cpu,
-                                   r->duration_seconds, best, cur->millicores);
+                                   r->throttled_fraction, r->runq_wait_per_cpu, r->duration_seconds,
+                                   best, cur->millicores);
                         return;
                 }
                 rec->params.millicores = u64_of(next);
@@ -355,9 +353,8 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
                         set_reason(rec, TUNER_P_MILLICORES, "rule:cpu-runtime",
                                    "duration %.0f s > %.2f x the best successful run's %.0f s: "
                                    "%" PRIu64 "m x %.2f -> %" PRIu64 "m (cap %" PRIu64 "m)",
-                                   r->duration_seconds, b->runtime_allowance, best,
-                                   cur->millicores, TUNER_RULES_CPU_RAISE,
-                                   rec->params.millicores, cap);
+                                   r->duration_seconds, b->runtime_allowance, best, cur->millicores,
+                                   TUNER_RULES_CPU_RAISE, rec->params.millicores, cap);
                 return;
         }
 
@@ -394,8 +391,7 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
         double by_peak = (double)cur->millicores * peak / TUNER_RULES_CPU_PEAK_MAX;
         double by_step = (double)cur->millicores * TUNER_RULES_STEP_DOWN;
         next = fmax(fmax(by_util, by_peak), fmax(by_step, (double)b->millicores_min));
-        if (!beyond_dead_band((double)cur->millicores, next) ||
-            u64_of(next) >= cur->millicores) {
+        if (!beyond_dead_band((double)cur->millicores, next) || u64_of(next) >= cur->millicores) {
                 set_reason(rec, TUNER_P_MILLICORES, "unchanged",
                            "cpu_util %.3f, cpu_peak_util %.3f over %u runs: %" PRIu64
                            "m -> %.0fm is within the dead band",
@@ -416,10 +412,10 @@ struct memory_signals {
         double gc_share;  /* NAN: not judged */
         bool spill_heavy; /* Dr. Elephant's spill severity */
         double spill_per_task, spill_limit;
-        bool hold;        /* a memory failure within the newest TUNER_RULES_HOLD_RUNS runs */
+        bool hold; /* a memory failure within the newest TUNER_RULES_HOLD_RUNS runs */
         size_t hold_index;
-        double util;      /* p90 process peak / current request */
-        double scale;     /* lowering factor towards mem_target, >= TUNER_RULES_STEP_DOWN */
+        double util;  /* p90 process peak / current request */
+        double scale; /* lowering factor towards mem_target, >= TUNER_RULES_STEP_DOWN */
 };
 
 static void memory_signals_of(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
@@ -428,15 +424,15 @@ static void memory_signals_of(const struct tuner_run *runs, size_t n, const stru
         const struct tuner_run *r = &runs[0];
         double request = request_of(&r->params);
 
-        *ret = (struct memory_signals){ .gc_share = NAN, .util = NAN, .scale = 1.0 };
+        *ret = (struct memory_signals){.gc_share = NAN, .util = NAN, .scale = 1.0};
         if (r->has_eventlog && r->executor_run_seconds >= TUNER_RULES_GC_MIN_SECONDS)
                 ret->gc_share = r->gc_seconds / r->executor_run_seconds;
         if (r->has_eventlog && r->tasks > 0 && r->params.cores > 0) {
                 ret->spill_per_task = (double)r->memory_spill_bytes / (double)r->tasks;
                 ret->spill_limit = TUNER_RULES_SPILL_HEAVY * (double)r->params.heap_bytes /
                                    (double)r->params.cores;
-                ret->spill_heavy = r->memory_spill_bytes > 0 &&
-                                   ret->spill_per_task >= ret->spill_limit;
+                ret->spill_heavy =
+                    r->memory_spill_bytes > 0 && ret->spill_per_task >= ret->spill_limit;
         }
         for (size_t i = 0; i < n && i < TUNER_RULES_HOLD_RUNS; i++)
                 if (run_memory_failure(&runs[i])) {
@@ -513,8 +509,7 @@ static void rule_heap(const struct tuner_run *runs, const struct tuner_bounds *b
                    "mem_util %.3f < %.2f: heap %.0f MiB -> %.0f MiB = max(p90 JVM heap peak %.0f "
                    "MiB x %.2f over %u samples, heap x %.3f)",
                    s->util, b->mem_target, cur->heap_bytes / MIB, rec->params.heap_bytes / MIB,
-                   u->heap_peak / MIB, 1.0 + TUNER_RULES_HEAP_BUFFER, u->heap_samples,
-                   s->scale);
+                   u->heap_peak / MIB, 1.0 + TUNER_RULES_HEAP_BUFFER, u->heap_samples, s->scale);
 }
 
 static void rule_overhead(const struct tuner_run *runs, const struct tuner_bounds *b,
@@ -525,7 +520,8 @@ static void rule_overhead(const struct tuner_run *runs, const struct tuner_bound
         double heap = (double)rec->params.heap_bytes, need = 0, next;
 
         if (isnan(u->process_peak)) {
-                set_reason(rec, TUNER_P_OVERHEAD, "unchanged", "no process memory peak in the runs");
+                set_reason(rec, TUNER_P_OVERHEAD, "unchanged",
+                           "no process memory peak in the runs");
                 return;
         }
         /* the limit keeps the VPA margin over the process peak whatever the heap became */
@@ -540,8 +536,7 @@ static void rule_overhead(const struct tuner_run *runs, const struct tuner_bound
                            "p90 process peak %.0f MiB (non-heap %.0f MiB) x %.2f needs more than "
                            "heap %.0f MiB + overhead %.0f MiB: overhead -> %.0f MiB",
                            u->process_peak / MIB, u->nonheap_peak / MIB, 1.0 + TUNER_RULES_MARGIN,
-                           heap / MIB, cur->overhead_bytes / MIB,
-                           rec->params.overhead_bytes / MIB);
+                           heap / MIB, cur->overhead_bytes / MIB, rec->params.overhead_bytes / MIB);
                 return;
         }
         if (s->hold) {
@@ -620,8 +615,8 @@ static void rule_burst(const struct tuner_run *runs, const struct tuner_bounds *
         set_reason(rec, TUNER_P_BURST_RATIO, "rule:burst",
                    "p90 non-heap %.0f MiB x %.2f uses %.3f of overhead %.0f MiB: ratio %.3f -> "
                    "%.3f (target %.3f, step %.2f, max %.2f)",
-                   u->nonheap_peak / MIB, 1.0 + TUNER_RULES_MARGIN, used / overhead,
-                   overhead / MIB, now, next, target, TUNER_RULES_BURST_STEP, b->burst_ratio_max);
+                   u->nonheap_peak / MIB, 1.0 + TUNER_RULES_MARGIN, used / overhead, overhead / MIB,
+                   now, next, target, TUNER_RULES_BURST_STEP, b->burst_ratio_max);
 }
 
 static void rule_spill(const struct tuner_run *runs, const struct tuner_bounds *b,
@@ -636,8 +631,8 @@ static void rule_spill(const struct tuner_run *runs, const struct tuner_bounds *
         int64_t many = TUNER_RULES_FORCED_SPILLS_MANY * (int64_t)(r->executors ? r->executors : 1);
 
         if (events || near) {
-                next = isnan(now) ? b->spill_fraction_max - TUNER_RULES_SPILL_STEP :
-                                    now - TUNER_RULES_SPILL_STEP;
+                next = isnan(now) ? b->spill_fraction_max - TUNER_RULES_SPILL_STEP
+                                  : now - TUNER_RULES_SPILL_STEP;
                 next = fmax(next, b->spill_fraction_min);
                 if (!isnan(now) && next >= now - 1e-9) {
                         set_reason(rec, TUNER_P_SPILL_FRACTION, "unchanged",
@@ -645,7 +640,8 @@ static void rule_spill(const struct tuner_run *runs, const struct tuner_bounds *
                                    ", peak %.0f MiB of limit %.0f MiB) but already at the "
                                    "minimum %.2f",
                                    events ? r->high_events : 0,
-                                   known_u64(r->memory_peak_bytes) ? r->memory_peak_bytes / MIB : NAN,
+                                   known_u64(r->memory_peak_bytes) ? r->memory_peak_bytes / MIB
+                                                                   : NAN,
                                    limit / MIB, b->spill_fraction_min);
                         return;
                 }
@@ -698,8 +694,8 @@ static void rule_partitions(const struct tuner_run *runs, const struct memory_si
 {
         const struct tuner_run *r = &runs[0];
         uint64_t cores = (uint64_t)r->executors * r->params.cores;
-        uint64_t now = r->params.shuffle_partitions ? r->params.shuffle_partitions :
-                                                      TUNER_RULES_SPARK_PARTITIONS;
+        uint64_t now = r->params.shuffle_partitions ? r->params.shuffle_partitions
+                                                    : TUNER_RULES_SPARK_PARTITIONS;
         uint64_t next = TUNER_RULES_PARTITIONS_CORES * cores;
 
         if (!r->has_eventlog || cores == 0) {
@@ -723,8 +719,8 @@ static void rule_partitions(const struct tuner_run *runs, const struct memory_si
                 }
                 rec->params.shuffle_partitions = (uint32_t)min_u64(next, UINT32_MAX);
                 set_reason(rec, TUNER_P_PARTITIONS, "rule:partitions",
-                           "max stage tasks %" PRIu32 " > %d x %" PRIu64
-                           " cores (%" PRIu32 " executors x %" PRIu32 "): partitions %" PRIu64
+                           "max stage tasks %" PRIu32 " > %d x %" PRIu64 " cores (%" PRIu32
+                           " executors x %" PRIu32 "): partitions %" PRIu64
                            " -> %d x cores = %" PRIu64,
                            r->max_stage_tasks, TUNER_RULES_PARTITIONS_FAR, cores, r->executors,
                            r->params.cores, now, TUNER_RULES_PARTITIONS_CORES, next);
@@ -758,24 +754,22 @@ static void rule_oom(const struct tuner_run *r, struct tuner_recommendation *rec
                            "newest run failed (%s, %" PRIu32 " OutOfMemoryError tasks%s%s): heap "
                            "%.0f MiB -> %.0f MiB = max(x %.1f, + %.0f MiB)",
                            name, r->oom_task_failures, r->failure_detail[0] ? ": " : "",
-                           r->failure_detail, cur->heap_bytes / MIB,
-                           rec->params.heap_bytes / MIB, TUNER_RULES_OOM_BUMP_RATIO,
-                           TUNER_RULES_OOM_BUMP_MIN / MIB);
+                           r->failure_detail, cur->heap_bytes / MIB, rec->params.heap_bytes / MIB,
+                           TUNER_RULES_OOM_BUMP_RATIO, TUNER_RULES_OOM_BUMP_MIN / MIB);
         }
         if (kind & OOM_LIMIT) {
                 uint64_t limit = oom_bump(limit_of(cur));
                 uint64_t heap = rec->params.heap_bytes;
 
                 rec->params.overhead_bytes =
-                        max_u64(cur->overhead_bytes, limit > heap ? limit - heap : 0);
+                    max_u64(cur->overhead_bytes, limit > heap ? limit - heap : 0);
                 set_reason(rec, TUNER_P_OVERHEAD, "rule:oom",
                            "newest run failed (%s, %" PRIu64 " OOM kills%s%s): limit %.0f MiB -> "
                            "%.0f MiB = max(x %.1f, + %.0f MiB), overhead %.0f MiB -> %.0f MiB",
                            name, known_u64(r->oom_kills) ? r->oom_kills : 0,
-                           r->failure_detail[0] ? ": " : "", r->failure_detail,
-                           limit_of(cur) / MIB, limit / MIB, TUNER_RULES_OOM_BUMP_RATIO,
-                           TUNER_RULES_OOM_BUMP_MIN / MIB, cur->overhead_bytes / MIB,
-                           rec->params.overhead_bytes / MIB);
+                           r->failure_detail[0] ? ": " : "", r->failure_detail, limit_of(cur) / MIB,
+                           limit / MIB, TUNER_RULES_OOM_BUMP_RATIO, TUNER_RULES_OOM_BUMP_MIN / MIB,
+                           cur->overhead_bytes / MIB, rec->params.overhead_bytes / MIB);
         }
 }
 
@@ -846,8 +840,8 @@ static void apply_floor_and_bounds(const struct tuner_params *floor, const struc
         p->overhead_bytes = overhead;
 
         if (p->burst_ratio > b->burst_ratio_max) {
-                append_reason(rec, TUNER_P_BURST_RATIO, "bound",
-                              "clamped to burst_ratio_max %.2f", b->burst_ratio_max);
+                append_reason(rec, TUNER_P_BURST_RATIO, "bound", "clamped to burst_ratio_max %.2f",
+                              b->burst_ratio_max);
                 p->burst_ratio = b->burst_ratio_max;
         } else if (p->burst_ratio < 0) {
                 append_reason(rec, TUNER_P_BURST_RATIO, "bound", "clamped to 0");
@@ -914,11 +908,11 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
         w = window_of(n, b);
 
         rec = (struct tuner_recommendation){
-                .params = newest->params,
-                .stage = TUNER_STAGE_RULES,
-                .predicted_objective = NAN,
-                .failure_probability = NAN,
-                .runs_used = (unsigned)w,
+            .params = newest->params,
+            .stage = TUNER_STAGE_RULES,
+            .predicted_objective = NAN,
+            .failure_probability = NAN,
+            .runs_used = (unsigned)w,
         };
         rec.params.burst_ratio = burst_of(&newest->params);
         set_reason(&rec, TUNER_P_CORES, "unchanged",
@@ -935,8 +929,7 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
                 for (int i = 0; i < TUNER_P_COUNT; i++)
                         set_reason(&rec, i, "hold", "newest run %s failed (%s%s%s): held",
                                    newest->app_id, tuner_failure_name(newest->failure),
-                                   newest->failure_detail[0] ? ": " : "",
-                                   newest->failure_detail);
+                                   newest->failure_detail[0] ? ": " : "", newest->failure_detail);
         } else {
                 memory_signals_of(runs, n, b, &usage, &signals);
                 rule_millicores(runs, w, b, &rec);

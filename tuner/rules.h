@@ -40,8 +40,8 @@
 #define TUNER_RULES_CPU_PEAK_MAX 1.5
 /* Dr. Elephant ExecutorGcHeuristic: GC time / executor run time, low 0.08, severe 0.10, judged
    only when the executors ran >= 5 minutes in total. */
-#define TUNER_RULES_GC_HOLD       0.08
-#define TUNER_RULES_GC_RAISE      0.10
+#define TUNER_RULES_GC_HOLD        0.08
+#define TUNER_RULES_GC_RAISE       0.10
 #define TUNER_RULES_GC_MIN_SECONDS 300.0
 /* Dr. Elephant ExecutorStorageSpillHeuristic: spill per task >= 0.05 x the heap per task slot. */
 #define TUNER_RULES_SPILL_HEAVY 0.05

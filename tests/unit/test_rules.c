@@ -21,40 +21,41 @@
 static struct tuner_run base_run(void)
 {
         struct tuner_run r = {
-                .job = "job",
-                .start_ms = 1,
-                .duration_seconds = 100,
-                .params = {
-                        .cores = 4,
-                        .millicores = 4000,
-                        .heap_bytes = 4 * GiB,
-                        .overhead_bytes = 1 * GiB,
-                        .burst_ratio = 0,
-                        .spill_fraction = 0.8,
-                        .shuffle_partitions = 200,
+            .job = "job",
+            .start_ms = 1,
+            .duration_seconds = 100,
+            .params =
+                {
+                    .cores = 4,
+                    .millicores = 4000,
+                    .heap_bytes = 4 * GiB,
+                    .overhead_bytes = 1 * GiB,
+                    .burst_ratio = 0,
+                    .spill_fraction = 0.8,
+                    .shuffle_partitions = 200,
                 },
-                .executors = 2,
-                .cpu_util = 0.85,
-                .mem_util = 0.72,
-                .objective = 1 / (0.85 * 0.72),
-                .cpu_peak_util = 1.2,
-                .throttled_fraction = 0.01,
-                .runq_wait_per_cpu = 0.01,
-                .memory_peak_bytes = 3686 * MiB,     /* 3.6 GiB: 0.72 of the 5 GiB request */
-                .heap_peak_bytes = 2816 * MiB,       /* 2.75 GiB; non-heap 870 MiB of 1 GiB */
-                .offheap_peak_bytes = TUNER_UNKNOWN,
-                .high_events = 0,
-                .oom_kills = 0,
-                .forced_spills = 0,
-                .has_eventlog = true,
-                .has_reports = true,
-                .stages = 3,
-                .tasks = 100,
-                .max_stage_tasks = 24,
-                .max_stage_skew = 1.5,
-                .gc_seconds = 10,
-                .executor_run_seconds = 1000,
-                .failure = TUNER_OK,
+            .executors = 2,
+            .cpu_util = 0.85,
+            .mem_util = 0.72,
+            .objective = 1 / (0.85 * 0.72),
+            .cpu_peak_util = 1.2,
+            .throttled_fraction = 0.01,
+            .runq_wait_per_cpu = 0.01,
+            .memory_peak_bytes = 3686 * MiB, /* 3.6 GiB: 0.72 of the 5 GiB request */
+            .heap_peak_bytes = 2816 * MiB,   /* 2.75 GiB; non-heap 870 MiB of 1 GiB */
+            .offheap_peak_bytes = TUNER_UNKNOWN,
+            .high_events = 0,
+            .oom_kills = 0,
+            .forced_spills = 0,
+            .has_eventlog = true,
+            .has_reports = true,
+            .stages = 3,
+            .tasks = 100,
+            .max_stage_tasks = 24,
+            .max_stage_skew = 1.5,
+            .gc_seconds = 10,
+            .executor_run_seconds = 1000,
+            .failure = TUNER_OK,
         };
         snprintf(r.app_id, sizeof(r.app_id), "app-0");
         return r;
@@ -125,25 +126,24 @@ Test(rules, no_runs_is_einval)
 
 Test(rules, converged_when_nothing_to_change)
 {
-        struct tuner_run runs[3] = { base_run(), base_run(), base_run() };
+        struct tuner_run runs[3] = {base_run(), base_run(), base_run()};
         struct tuner_bounds b = bounds();
         struct tuner_recommendation rec = recommend(runs, 3, &b);
 
         cr_assert(rec.converged, "not converged");
         cr_assert_eq(rec.runs_used, 3);
         cr_assert(params_same(&rec.params, &runs[0].params),
-                     "params changed: %" PRIu64 "m heap %" PRIu64 " ovh %" PRIu64
-                     " burst %f spill %f parts %" PRIu32,
-                     rec.params.millicores, rec.params.heap_bytes, rec.params.overhead_bytes,
-                     rec.params.burst_ratio, rec.params.spill_fraction,
-                     rec.params.shuffle_partitions);
+                  "params changed: %" PRIu64 "m heap %" PRIu64 " ovh %" PRIu64
+                  " burst %f spill %f parts %" PRIu32,
+                  rec.params.millicores, rec.params.heap_bytes, rec.params.overhead_bytes,
+                  rec.params.burst_ratio, rec.params.spill_fraction, rec.params.shuffle_partitions);
         for (int i = 0; i < TUNER_P_COUNT; i++)
                 assert_source(&rec, i, "unchanged");
 }
 
 Test(rules, history_runs_limits_the_window)
 {
-        struct tuner_run runs[3] = { base_run(), base_run(), base_run() };
+        struct tuner_run runs[3] = {base_run(), base_run(), base_run()};
         struct tuner_bounds b = bounds();
 
         b.history_runs = 2;
@@ -208,7 +208,7 @@ Test(rules, millicores_not_lowered_when_peak_high)
 
 Test(rules, millicores_only_from_runs_at_the_same_concurrency)
 {
-        struct tuner_run runs[2] = { base_run(), base_run() };
+        struct tuner_run runs[2] = {base_run(), base_run()};
         struct tuner_bounds b = bounds();
         struct tuner_recommendation rec;
 
@@ -268,7 +268,7 @@ Test(rules, millicores_raised_when_throttled_or_queued)
 
 Test(rules, millicores_raised_when_run_time_grew)
 {
-        struct tuner_run runs[2] = { base_run(), base_run() };
+        struct tuner_run runs[2] = {base_run(), base_run()};
         struct tuner_bounds b = bounds();
         struct tuner_recommendation rec;
 
@@ -322,8 +322,7 @@ Test(rules, memory_threshold_just_below_and_above_target)
         run.memory_peak_bytes = 3380 * MiB; /* util 0.660: scale 0.943 */
         rec = recommend1(&run);
         assert_source(&rec, TUNER_P_HEAP, "rule:heap");
-        assert_near((double)rec.params.heap_bytes, 4.0 * GiB * (3380.0 / 5120) / 0.7, 2,
-                    "heap");
+        assert_near((double)rec.params.heap_bytes, 4.0 * GiB * (3380.0 / 5120) / 0.7, 2, "heap");
 }
 
 Test(rules, heap_not_below_the_peak_with_buffer)
@@ -678,7 +677,7 @@ Test(rules, oom_held_for_k_runs)
 
 Test(rules, floor_from_successful_runs)
 {
-        struct tuner_run runs[2] = { base_run(), base_run() };
+        struct tuner_run runs[2] = {base_run(), base_run()};
         struct tuner_bounds b = bounds();
         struct tuner_params floor;
 
@@ -710,7 +709,7 @@ Test(rules, floor_from_successful_runs)
 
 Test(rules, never_below_a_successful_runs_need)
 {
-        struct tuner_run runs[2] = { base_run(), base_run() };
+        struct tuner_run runs[2] = {base_run(), base_run()};
         struct tuner_bounds b = bounds();
         struct tuner_recommendation rec;
 
@@ -796,31 +795,31 @@ Test(rules, bounds_never_exceeded_and_floor_kept)
                         r->cpu_util = unit(&seed) * 1.5;
                         r->cpu_peak_util = unit(&seed) * 3;
                         r->throttled_fraction = unit(&seed) * 0.2;
-                        r->heap_peak_bytes = lcg(&seed) % 5 ? (uint64_t)(unit(&seed) *
-                                                                         r->params.heap_bytes) :
-                                                              TUNER_UNKNOWN;
+                        r->heap_peak_bytes = lcg(&seed) % 5
+                                                 ? (uint64_t)(unit(&seed) * r->params.heap_bytes)
+                                                 : TUNER_UNKNOWN;
                         r->memory_peak_bytes =
-                                (uint64_t)(unit(&seed) * 1.2 *
-                                           (r->params.heap_bytes + r->params.overhead_bytes));
+                            (uint64_t)(unit(&seed) * 1.2 *
+                                       (r->params.heap_bytes + r->params.overhead_bytes));
                         r->mem_util = unit(&seed);
                         r->gc_seconds = unit(&seed) * 200;
                         r->high_events = lcg(&seed) % 4 == 0;
                         r->forced_spills = (int64_t)(lcg(&seed) % 50);
                         r->max_stage_tasks = (uint32_t)(lcg(&seed) % 2000);
                         r->max_stage_skew = unit(&seed) * 8;
-                        r->failure = lcg(&seed) % 4 ? TUNER_OK :
-                                                      (enum tuner_failure)(1 + lcg(&seed) % 5);
+                        r->failure =
+                            lcg(&seed) % 4 ? TUNER_OK : (enum tuner_failure)(1 + lcg(&seed) % 5);
                         r->oom_kills = lcg(&seed) % 2;
                         r->oom_task_failures = (uint32_t)(lcg(&seed) % 2);
                 }
                 rec = recommend(runs, n, &b);
                 again = recommend(runs, n, &b);
                 cr_assert(params_same(&rec.params, &again.params) &&
-                                  rec.converged == again.converged,
+                              rec.converged == again.converged,
                           "not deterministic");
                 for (int i = 0; i < TUNER_P_COUNT; i++)
                         cr_assert(!strcmp(rec.reasons[i].text, again.reasons[i].text) &&
-                                          !strcmp(rec.reasons[i].source, again.reasons[i].source),
+                                      !strcmp(rec.reasons[i].source, again.reasons[i].source),
                                   "reasons not deterministic");
 
                 const struct tuner_params *p = &rec.params;
@@ -830,7 +829,7 @@ Test(rules, bounds_never_exceeded_and_floor_kept)
                           "iter %d heap %" PRIu64, iter, p->heap_bytes);
                 cr_assert(p->overhead_bytes <= b.overhead_max_bytes, "iter %d", iter);
                 cr_assert(b.memory_limit_max == 0 ||
-                                  p->heap_bytes + p->overhead_bytes <= b.memory_limit_max,
+                              p->heap_bytes + p->overhead_bytes <= b.memory_limit_max,
                           "iter %d limit %" PRIu64 " > %" PRIu64, iter,
                           p->heap_bytes + p->overhead_bytes, b.memory_limit_max);
                 cr_assert(p->burst_ratio >= 0 && p->burst_ratio <= b.burst_ratio_max,
