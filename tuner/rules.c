@@ -31,6 +31,8 @@ struct usage {
         unsigned process_samples, heap_samples, nonheap_samples;
 };
 
+static uint64_t add_sat(uint64_t a, uint64_t b);
+
 static bool known_u64(uint64_t v)
 {
         return v != TUNER_UNKNOWN;
@@ -40,6 +42,23 @@ static bool known_u64(uint64_t v)
 static bool run_completed(const struct tuner_run *r)
 {
         return r->failure == TUNER_OK || r->failure == TUNER_FAIL_RUNTIME;
+}
+
+/*
+ * A completed run's peaks are evidence of the job's need at the newest run's sizes only
+ * when it ran at most that size: a JVM fills the heap it is given before it collects, and
+ * page cache fills a cgroup, so the peaks of a larger run overstate the need and, kept as
+ * a floor, would ratchet the sizes at the largest ever tried.
+ */
+static bool heap_evidence(const struct tuner_run *r, const struct tuner_params *cur)
+{
+        return run_completed(r) && r->params.heap_bytes <= cur->heap_bytes;
+}
+
+static bool limit_evidence(const struct tuner_run *r, const struct tuner_params *cur)
+{
+        return run_completed(r) && add_sat(r->params.heap_bytes, r->params.overhead_bytes) <=
+                                       add_sat(cur->heap_bytes, cur->overhead_bytes);
 }
 
 static bool run_memory_failure(const struct tuner_run *r)
@@ -139,6 +158,7 @@ static double percentile(double *v, size_t k, double p)
  */
 static int usage_of(const struct tuner_run *runs, size_t w, struct usage *ret)
 {
+        const struct tuner_params *cur = &runs[0].params;
         double *proc = calloc(w ? w : 1, sizeof(double));
         double *heap = calloc(w ? w : 1, sizeof(double));
         double *nonheap = calloc(w ? w : 1, sizeof(double));
@@ -155,11 +175,14 @@ static int usage_of(const struct tuner_run *runs, size_t w, struct usage *ret)
                 unsigned kind = run_oom_kind(r);
 
                 if (run_completed(r)) {
-                        if (known_u64(r->memory_peak_bytes))
+                        bool at_limit = limit_evidence(r, cur);
+
+                        if (at_limit && known_u64(r->memory_peak_bytes))
                                 proc[np++] = (double)r->memory_peak_bytes;
-                        if (known_u64(r->heap_peak_bytes))
+                        if (heap_evidence(r, cur) && known_u64(r->heap_peak_bytes))
                                 heap[nh++] = (double)r->heap_peak_bytes;
-                        if (known_u64(r->memory_peak_bytes) && known_u64(r->heap_peak_bytes))
+                        if (at_limit && known_u64(r->memory_peak_bytes) &&
+                            known_u64(r->heap_peak_bytes))
                                 nonheap[nn++] =
                                     r->memory_peak_bytes > r->heap_peak_bytes
                                         ? (double)(r->memory_peak_bytes - r->heap_peak_bytes)
@@ -211,16 +234,20 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
                 unsigned kind = run_oom_kind(r);
 
                 if (run_completed(r)) {
-                        if (known_u64(r->heap_peak_bytes))
+                        bool at_heap = heap_evidence(r, &runs[0].params);
+                        bool at_limit = limit_evidence(r, &runs[0].params);
+
+                        if (at_heap && known_u64(r->heap_peak_bytes))
                                 heap =
                                     max_u64(heap, min_u64(r->params.heap_bytes,
                                                           u64_of((double)r->heap_peak_bytes *
                                                                  (1.0 + TUNER_RULES_HEAP_BUFFER))));
-                        if (known_u64(r->memory_peak_bytes))
+                        if (at_limit && known_u64(r->memory_peak_bytes))
                                 limit = max_u64(limit, min_u64(limit_of(&r->params),
                                                                u64_of((double)r->memory_peak_bytes *
                                                                       (1.0 + TUNER_RULES_MARGIN))));
-                        if (known_u64(r->memory_peak_bytes) && known_u64(r->heap_peak_bytes) &&
+                        if (at_limit && known_u64(r->memory_peak_bytes) &&
+                            known_u64(r->heap_peak_bytes) &&
                             r->memory_peak_bytes > r->heap_peak_bytes)
                                 nonheap =
                                     max_u64(nonheap, min_u64(r->params.overhead_bytes,

@@ -72,14 +72,18 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
                           struct tuner_recommendation *ret);
 
 /*
- * The safety floor no stage may go below, from runs[0..n) (newest first):
- *   heap      >= every successful run's min(heap, (1 + heap buffer) x JVM heap peak), and
- *                after a JVM OutOfMemoryError (or an OOM / executor loss of unknown kind)
- *                within the newest TUNER_RULES_HOLD_RUNS runs, the OOM bump of that run's heap;
- *   overhead  >= every successful run's min(overhead, (1 + margin) x (process - heap peak)), and
- *                large enough that heap floor + overhead floor covers every successful run's
- *                min(limit, (1 + margin) x process peak) and, after a kernel OOM kill / executor
- *                loss within the newest TUNER_RULES_HOLD_RUNS runs, the OOM bump of its limit;
+ * The safety floor no stage may go below, from runs[0..n) (newest first). Only completed runs
+ * (TUNER_OK, TUNER_FAIL_RUNTIME) at most runs[0]'s size count as successful (heap for the heap,
+ * heap + overhead for the rest): a larger run's peaks show what the JVM filled, not a need.
+ * The floor:
+ *   heap      >= every successful run's min(heap, (1 + heap buffer) x JVM heap peak);
+ *   overhead  >= every successful run's min(overhead, (1 + margin) x (process - heap peak)),
+ *                and large enough that heap floor + overhead floor covers every successful
+ *                run's min(limit, (1 + margin) x process peak);
+ *   after a memory failure within the newest TUNER_RULES_HOLD_RUNS runs, its sizes are held
+ *   with the OOM bump on the part that ran out: JVM OutOfMemoryError -> heap >= bump(heap),
+ *   overhead >= its overhead; kernel OOM kill -> heap >= its heap, heap + overhead >=
+ *   bump(heap + overhead); both or an executor lost of unknown cause -> both bumps;
  *   cores = runs[0]'s (the rules do not tune it), millicores = b->millicores_min,
  *   burst_ratio = 0, spill_fraction = b->spill_fraction_min, shuffle_partitions =
  *   b->partitions_min.

@@ -870,3 +870,94 @@ Test(rules, small_changes_inside_the_dead_band_converge)
         cr_assert(!rec.converged);
         assert_near(rec.params.burst_ratio, 1 - 816.0 * 1.15 / 1024, 1e-6, "burst");
 }
+
+/*
+ * A toy job run through the rules for 12 iterations from an oversized start: 1.5 cores on
+ * average and 2.4 at peak per executor, 1.5 GiB of live heap that the JVM pads with half of
+ * the spare heap (a collector uses the room it is given), 600 MiB outside the heap. A JVM
+ * OOM below the live heap, a kernel OOM above the limit.
+ */
+static struct tuner_run toy_run(const struct tuner_params *p, int i)
+{
+        struct tuner_run r = base_run();
+        double request = p->millicores / 1000.0, live = 1.5 * GiB, heap_peak, peak;
+
+        snprintf(r.app_id, sizeof(r.app_id), "app-%d", i);
+        r.params = *p;
+        r.cpu_util = 1.5 / request;
+        r.cpu_peak_util = 2.4 / request;
+        r.throttled_fraction = 2.4 > 2 * request ? (2.4 - 2 * request) / 2.4 : 0;
+        r.duration_seconds = 100 * fmax(1, 2.4 / (2 * request));
+        heap_peak = fmin((double)p->heap_bytes, live + 0.5 * fmax(0, p->heap_bytes - live));
+        peak = heap_peak + 600.0 * MiB;
+        r.heap_peak_bytes = (uint64_t)heap_peak;
+        r.memory_peak_bytes = (uint64_t)fmin(peak, (double)(p->heap_bytes + p->overhead_bytes));
+        r.mem_util =
+            r.memory_peak_bytes / (p->heap_bytes + p->overhead_bytes * (1 - p->burst_ratio));
+        r.max_stage_tasks = 200;
+        if (p->heap_bytes < live) {
+                r.failure = TUNER_FAIL_OOM;
+                r.oom_task_failures = 1;
+        } else if (peak > p->heap_bytes + p->overhead_bytes) {
+                r.failure = TUNER_FAIL_OOM;
+                r.oom_kills = 1;
+        }
+        return r;
+}
+
+Test(rules, toy_job_converges_from_an_oversized_start)
+{
+        struct tuner_run history[12];
+        struct tuner_bounds b = bounds();
+        struct tuner_params p = base_run().params;
+        struct tuner_recommendation rec = {0};
+        size_t n = 0;
+        int converged_at = -1;
+
+        p.heap_bytes = 16 * GiB;
+        p.overhead_bytes = 4 * GiB;
+        for (int i = 0; i < 12; i++) {
+                memmove(history + 1, history, n * sizeof(history[0]));
+                history[0] = toy_run(&p, i);
+                n++;
+                cr_assert_eq(history[0].failure, TUNER_OK,
+                             "run %d failed: heap %" PRIu64 " overhead %" PRIu64, i, p.heap_bytes,
+                             p.overhead_bytes);
+                rec = recommend(history, n, &b);
+                if (rec.converged && converged_at < 0)
+                        converged_at = i;
+                cr_assert(!(converged_at >= 0 && !rec.converged), "run %d: left convergence", i);
+                p = rec.params;
+        }
+        cr_assert(converged_at >= 0 && converged_at < 10, "converged at run %d", converged_at);
+        cr_assert_geq(history[0].cpu_util, 0.8);
+        cr_assert_geq(history[0].mem_util, 0.6);
+        cr_assert_leq(history[0].duration_seconds, 1.1 * history[n - 1].duration_seconds);
+        cr_assert_lt(p.heap_bytes, 8 * GiB, "heap %" PRIu64, p.heap_bytes);
+}
+
+Test(rules, peaks_of_larger_runs_are_no_floor)
+{
+        struct tuner_run runs[2] = {base_run(), base_run()};
+        struct tuner_bounds b = bounds();
+        struct tuner_params floor;
+
+        /* an older run at 16 GiB whose JVM filled 8 GiB: not a need at 4 GiB */
+        runs[1].params.heap_bytes = 16 * GiB;
+        runs[1].params.overhead_bytes = 4 * GiB;
+        runs[1].heap_peak_bytes = 8 * GiB;
+        runs[1].memory_peak_bytes = 9 * GiB;
+        tuner_rules_floor(runs, 2, &b, &floor);
+        assert_near((double)floor.heap_bytes, 2816.0 * MiB * 1.2, 1, "heap floor");
+        cr_assert_lt(floor.heap_bytes + floor.overhead_bytes, 5 * GiB);
+
+        /* an older run at a smaller heap is evidence */
+        low_memory(&runs[0]);
+        runs[1].params.heap_bytes = 3 * GiB;
+        runs[1].params.overhead_bytes = 1 * GiB;
+        runs[1].heap_peak_bytes = 2900 * MiB;
+        runs[1].memory_peak_bytes = 3800 * MiB;
+        tuner_rules_floor(runs, 2, &b, &floor);
+        cr_assert_eq(floor.heap_bytes, 3 * GiB);
+        cr_assert_geq(floor.heap_bytes + floor.overhead_bytes, 4 * GiB);
+}
