@@ -343,6 +343,17 @@ static double best_duration(const struct tuner_run *runs, size_t w)
         return best;
 }
 
+/* The newest run ran longer than the allowance over the best successful run. */
+static bool run_slow(const struct tuner_run *runs, size_t w, const struct tuner_bounds *b,
+                     double *ret_best)
+{
+        double best = best_duration(runs, w);
+
+        *ret_best = best;
+        return runs[0].failure == TUNER_FAIL_RUNTIME ||
+               (!isnan(best) && runs[0].duration_seconds > b->runtime_allowance * best);
+}
+
 static void rule_millicores(const struct tuner_run *runs, size_t w, const struct tuner_bounds *b,
                             struct tuner_recommendation *rec)
 {
@@ -350,9 +361,8 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
         const struct tuner_params *cur = &r->params;
         uint64_t cap = cur->cores > 0 ? min_u64((uint64_t)cur->cores * 1000, b->millicores_max)
                                       : b->millicores_max;
-        double best = best_duration(runs, w), util = NAN, peak = NAN, next;
-        bool slow = r->failure == TUNER_FAIL_RUNTIME ||
-                    (!isnan(best) && r->duration_seconds > b->runtime_allowance * best);
+        double best, util = NAN, peak = NAN, next;
+        bool slow = run_slow(runs, w, b, &best);
         bool throttled = r->throttled_fraction > TUNER_RULES_THROTTLED_HIGH;
         bool queued = r->runq_wait_per_cpu > TUNER_RULES_RUNQ_HIGH;
 
@@ -441,12 +451,15 @@ struct memory_signals {
         double spill_per_task, spill_limit;
         bool hold; /* a memory failure within the newest TUNER_RULES_HOLD_RUNS runs */
         size_t hold_index;
+        bool slow; /* the newest run beyond the run-time allowance: nothing is lowered */
+        double duration, best_duration;
         double util;  /* p90 process peak / current request */
         double scale; /* lowering factor towards mem_target, >= TUNER_RULES_STEP_DOWN */
 };
 
-static void memory_signals_of(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
-                              const struct usage *u, struct memory_signals *ret)
+static void memory_signals_of(const struct tuner_run *runs, size_t n, size_t w,
+                              const struct tuner_bounds *b, const struct usage *u,
+                              struct memory_signals *ret)
 {
         const struct tuner_run *r = &runs[0];
         double request = request_of(&r->params);
@@ -461,6 +474,8 @@ static void memory_signals_of(const struct tuner_run *runs, size_t n, const stru
                 ret->spill_heavy =
                     r->memory_spill_bytes > 0 && ret->spill_per_task >= ret->spill_limit;
         }
+        ret->slow = run_slow(runs, w, b, &ret->best_duration);
+        ret->duration = r->duration_seconds;
         for (size_t i = 0; i < n && i < TUNER_RULES_HOLD_RUNS; i++)
                 if (run_memory_failure(&runs[i])) {
                         ret->hold = true;
@@ -506,6 +521,13 @@ static void rule_heap(const struct tuner_run *runs, const struct tuner_bounds *b
                            "MiB): heap %.0f MiB not lowered",
                            s->spill_per_task / MIB, TUNER_RULES_SPILL_HEAVY, s->spill_limit / MIB,
                            cur->heap_bytes / MIB);
+                return;
+        }
+        if (s->slow) {
+                set_reason(rec, TUNER_P_HEAP, "hold",
+                           "run time %.0f s beyond the allowance over the best %.0f s: heap "
+                           "%.0f MiB not lowered",
+                           s->duration, s->best_duration, cur->heap_bytes / MIB);
                 return;
         }
         if (s->hold) {
@@ -564,6 +586,13 @@ static void rule_overhead(const struct tuner_run *runs, const struct tuner_bound
                            "heap %.0f MiB + overhead %.0f MiB: overhead -> %.0f MiB",
                            u->process_peak / MIB, u->nonheap_peak / MIB, 1.0 + TUNER_RULES_MARGIN,
                            heap / MIB, cur->overhead_bytes / MIB, rec->params.overhead_bytes / MIB);
+                return;
+        }
+        if (s->slow) {
+                set_reason(rec, TUNER_P_OVERHEAD, "hold",
+                           "run time %.0f s beyond the allowance over the best %.0f s: overhead "
+                           "%.0f MiB not lowered",
+                           s->duration, s->best_duration, cur->overhead_bytes / MIB);
                 return;
         }
         if (s->hold) {
@@ -958,7 +987,7 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
                                    newest->app_id, tuner_failure_name(newest->failure),
                                    newest->failure_detail[0] ? ": " : "", newest->failure_detail);
         } else {
-                memory_signals_of(runs, n, b, &usage, &signals);
+                memory_signals_of(runs, n, w, b, &usage, &signals);
                 rule_millicores(runs, w, b, &rec);
                 rule_heap(runs, b, &usage, &signals, &rec);
                 rule_overhead(runs, b, &usage, &signals, &rec);

@@ -111,6 +111,13 @@ static void assert_near(double got, double want, double tol, const char *what)
         cr_assert(fabs(got - want) <= tol, "%s: %.6f, want %.6f (+- %g)", what, got, want, tol);
 }
 
+static void low_memory(struct tuner_run *r)
+{
+        r->heap_peak_bytes = 1 * GiB;
+        r->memory_peak_bytes = 1536 * MiB; /* util 0.3 of the 5 GiB request */
+        r->mem_util = 0.3;
+}
+
 Test(rules, no_runs_is_einval)
 {
         struct tuner_bounds b = bounds();
@@ -281,16 +288,27 @@ Test(rules, millicores_raised_when_run_time_grew)
         rec = recommend(runs, 2, &b);
         cr_assert_eq(rec.params.millicores, 2500);
         assert_source(&rec, TUNER_P_MILLICORES, "rule:cpu-runtime");
+
+        /* memory is not lowered while the job is slow */
+        low_memory(&runs[0]);
+        low_memory(&runs[1]);
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.heap_bytes, 4 * GiB);
+        assert_source(&rec, TUNER_P_HEAP, "hold");
+        assert_source(&rec, TUNER_P_OVERHEAD, "hold");
+        runs[0].duration_seconds = 100;
+        rec = recommend(runs, 2, &b);
+        assert_source(&rec, TUNER_P_HEAP, "rule:heap");
+
+        /* a run the store marked as beyond the allowance */
+        runs[0].failure = TUNER_FAIL_RUNTIME;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.millicores, 2500);
+        assert_source(&rec, TUNER_P_HEAP, "hold");
+        cr_assert(!rec.converged);
 }
 
 /* heap and overhead */
-
-static void low_memory(struct tuner_run *r)
-{
-        r->heap_peak_bytes = 1 * GiB;
-        r->memory_peak_bytes = 1536 * MiB; /* util 0.3 of the 5 GiB request */
-        r->mem_util = 0.3;
-}
 
 Test(rules, memory_lowered_towards_target_at_most_halved)
 {
