@@ -979,3 +979,86 @@ Test(rules, peaks_of_larger_runs_are_no_floor)
         cr_assert_eq(floor.heap_bytes, 3 * GiB);
         cr_assert_geq(floor.heap_bytes + floor.overhead_bytes, 4 * GiB);
 }
+
+/* Reports and event logs are written by the job's user: any figure may be absurd. */
+static double odd_double(uint64_t *s)
+{
+        static const double odd[] = {NAN, INFINITY, -INFINITY, -1, 0, 1e300, 5e-324, 0.5};
+
+        return lcg(s) % 3 ? unit(s) * 4 : odd[lcg(s) % 8];
+}
+
+static uint64_t odd_u64(uint64_t *s)
+{
+        static const uint64_t odd[] = {0, 1, TUNER_UNKNOWN, UINT64_MAX - 1, UINT64_C(1) << 62};
+
+        return lcg(s) % 3 ? lcg(s) % (64 * GiB) : odd[lcg(s) % 5];
+}
+
+Test(rules, absurd_figures_stay_within_bounds)
+{
+        uint64_t seed = 7;
+
+        for (int iter = 0; iter < 3000; iter++) {
+                struct tuner_run runs[3];
+                struct tuner_bounds b = bounds();
+                struct tuner_recommendation rec;
+                size_t n = 1 + lcg(&seed) % 3;
+
+                b.memory_limit_max = lcg(&seed) % 2 ? 8 * GiB : 0;
+                for (size_t i = 0; i < n; i++) {
+                        struct tuner_run *r = &runs[i];
+
+                        memset(r, 0, sizeof(*r));
+                        r->params.cores = (uint32_t)(lcg(&seed) % 3 ? lcg(&seed) % 64 : UINT32_MAX);
+                        r->params.millicores = odd_u64(&seed);
+                        r->params.heap_bytes = odd_u64(&seed);
+                        r->params.overhead_bytes = odd_u64(&seed);
+                        r->params.burst_ratio = odd_double(&seed);
+                        r->params.spill_fraction = odd_double(&seed);
+                        r->params.shuffle_partitions = (uint32_t)lcg(&seed);
+                        r->duration_seconds = odd_double(&seed);
+                        r->executors = (uint32_t)(lcg(&seed) % 2 ? lcg(&seed) % 100 : UINT32_MAX);
+                        r->cpu_util = odd_double(&seed);
+                        r->mem_util = odd_double(&seed);
+                        r->cpu_peak_util = odd_double(&seed);
+                        r->throttled_fraction = odd_double(&seed);
+                        r->runq_wait_per_cpu = odd_double(&seed);
+                        r->memory_peak_bytes = odd_u64(&seed);
+                        r->heap_peak_bytes = odd_u64(&seed);
+                        r->high_events = odd_u64(&seed);
+                        r->oom_kills = odd_u64(&seed);
+                        r->forced_spills = lcg(&seed) % 2 ? -1 : (int64_t)(lcg(&seed) % 1000);
+                        r->has_eventlog = lcg(&seed) % 2;
+                        r->tasks = (uint32_t)lcg(&seed);
+                        r->oom_task_failures = (uint32_t)(lcg(&seed) % 2);
+                        r->max_stage_tasks = (uint32_t)lcg(&seed);
+                        r->max_stage_skew = odd_double(&seed);
+                        r->memory_spill_bytes = odd_u64(&seed);
+                        r->gc_seconds = odd_double(&seed) * 1000;
+                        r->executor_run_seconds = odd_double(&seed) * 1000;
+                        r->failure = (enum tuner_failure)(lcg(&seed) % 6);
+                }
+                rec = recommend(runs, n, &b);
+
+                const struct tuner_params *p = &rec.params;
+                cr_assert(p->millicores >= b.millicores_min && p->millicores <= b.millicores_max,
+                          "iter %d millicores %" PRIu64, iter, p->millicores);
+                cr_assert(p->heap_bytes >= b.heap_min_bytes && p->heap_bytes <= b.heap_max_bytes,
+                          "iter %d heap %" PRIu64, iter, p->heap_bytes);
+                cr_assert(p->overhead_bytes <= b.overhead_max_bytes, "iter %d", iter);
+                cr_assert(b.memory_limit_max == 0 ||
+                              p->heap_bytes + p->overhead_bytes <= b.memory_limit_max,
+                          "iter %d", iter);
+                cr_assert(p->burst_ratio >= 0 && p->burst_ratio <= b.burst_ratio_max,
+                          "iter %d burst %f (%s)", iter, p->burst_ratio,
+                          rec.reasons[TUNER_P_BURST_RATIO].text);
+                cr_assert(isnan(p->spill_fraction) || (p->spill_fraction >= b.spill_fraction_min &&
+                                                       p->spill_fraction <= b.spill_fraction_max),
+                          "iter %d spill %f", iter, p->spill_fraction);
+                cr_assert(p->shuffle_partitions == 0 ||
+                              (p->shuffle_partitions >= b.partitions_min &&
+                               p->shuffle_partitions <= b.partitions_max),
+                          "iter %d partitions %" PRIu32, iter, p->shuffle_partitions);
+        }
+}
