@@ -31,55 +31,7 @@ struct usage {
         unsigned process_samples, heap_samples, nonheap_samples;
 };
 
-static uint64_t add_sat(uint64_t a, uint64_t b);
-
-static bool known_u64(uint64_t v)
-{
-        return v != TUNER_UNKNOWN;
-}
-
-/* The run completed: its usage is a valid sample of what the job needs. */
-static bool run_completed(const struct tuner_run *r)
-{
-        return r->failure == TUNER_OK || r->failure == TUNER_FAIL_RUNTIME;
-}
-
-/*
- * A completed run's peaks are evidence of the job's need at the newest run's sizes only
- * when it ran at most that size: a JVM fills the heap it is given before it collects, and
- * page cache fills a cgroup, so the peaks of a larger run overstate the need and, kept as
- * a floor, would ratchet the sizes at the largest ever tried.
- */
-static bool heap_evidence(const struct tuner_run *r, const struct tuner_params *cur)
-{
-        return run_completed(r) && r->params.heap_bytes <= cur->heap_bytes;
-}
-
-static bool limit_evidence(const struct tuner_run *r, const struct tuner_params *cur)
-{
-        return run_completed(r) && add_sat(r->params.heap_bytes, r->params.overhead_bytes) <=
-                                       add_sat(cur->heap_bytes, cur->overhead_bytes);
-}
-
-static bool run_memory_failure(const struct tuner_run *r)
-{
-        return r->failure == TUNER_FAIL_OOM || r->failure == TUNER_FAIL_EXECUTOR_LOST;
-}
-
-static unsigned run_oom_kind(const struct tuner_run *r)
-{
-        bool heap = r->oom_task_failures > 0;
-        bool kernel = known_u64(r->oom_kills) && r->oom_kills > 0;
-
-        if (!run_memory_failure(r))
-                return OOM_NONE;
-        if (heap && !kernel)
-                return OOM_HEAP;
-        if (kernel && !heap)
-                return OOM_LIMIT;
-        return OOM_HEAP | OOM_LIMIT; /* both, or an executor lost for a reason we cannot see */
-}
-
+/* Sizes saturate one below TUNER_UNKNOWN: a computed size is never "unknown". */
 static uint64_t u64_of(double x)
 {
         if (!(x > 0))
@@ -107,6 +59,52 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 static uint64_t limit_of(const struct tuner_params *p)
 {
         return add_sat(p->heap_bytes, p->overhead_bytes);
+}
+
+static bool known_u64(uint64_t v)
+{
+        return v != TUNER_UNKNOWN;
+}
+
+/* The run completed: its usage is a valid sample of what the job needs. */
+static bool run_completed(const struct tuner_run *r)
+{
+        return r->failure == TUNER_OK || r->failure == TUNER_FAIL_RUNTIME;
+}
+
+/*
+ * A completed run's peaks are evidence of the job's need at the newest run's sizes only
+ * when it ran at most that size: a JVM fills the heap it is given before it collects, and
+ * page cache fills a cgroup, so the peaks of a larger run overstate the need and, kept as
+ * a floor, would ratchet the sizes at the largest ever tried.
+ */
+static bool heap_evidence(const struct tuner_run *r, const struct tuner_params *cur)
+{
+        return run_completed(r) && r->params.heap_bytes <= cur->heap_bytes;
+}
+
+static bool limit_evidence(const struct tuner_run *r, const struct tuner_params *cur)
+{
+        return run_completed(r) && limit_of(&r->params) <= limit_of(cur);
+}
+
+static bool run_memory_failure(const struct tuner_run *r)
+{
+        return r->failure == TUNER_FAIL_OOM || r->failure == TUNER_FAIL_EXECUTOR_LOST;
+}
+
+static unsigned run_oom_kind(const struct tuner_run *r)
+{
+        bool heap = r->oom_task_failures > 0;
+        bool kernel = known_u64(r->oom_kills) && r->oom_kills > 0;
+
+        if (!run_memory_failure(r))
+                return OOM_NONE;
+        if (heap && !kernel)
+                return OOM_HEAP;
+        if (kernel && !heap)
+                return OOM_LIMIT;
+        return OOM_HEAP | OOM_LIMIT; /* both, or an executor lost for a reason we cannot see */
 }
 
 static double burst_of(const struct tuner_params *p)
