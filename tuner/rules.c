@@ -1,0 +1,1005 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Stage 1: the rule tree (docs/tuner-rules.md). Every rule reads the job's last runs
+ * (newest first), proposes one parameter, and says why with the numbers; then the safety
+ * floor raises what is below it and the admin bounds clamp everything.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rules.h"
+
+#define MIB (1024.0 * 1024.0)
+
+/* What a memory failure says about which memory ran out. */
+enum oom_kind {
+        OOM_NONE = 0,
+        OOM_HEAP = 1u << 0,  /* java.lang.OutOfMemoryError: the heap */
+        OOM_LIMIT = 1u << 1, /* the kernel's OOM killer: the process' limit */
+};
+
+struct usage {
+        /* the VPA-like percentile of the window's samples; NAN when there is none */
+        double process_peak; /* cgroup memory peak */
+        double heap_peak;    /* JVM heap peak */
+        double nonheap_peak; /* process - heap peak */
+        unsigned process_samples, heap_samples, nonheap_samples;
+};
+
+/* Sizes saturate one below TUNER_UNKNOWN: a computed size is never "unknown". */
+static uint64_t u64_of(double x)
+{
+        if (!(x > 0))
+                return 0;
+        if (x >= 18446744073709549568.0)
+                return UINT64_MAX - 1;
+        return (uint64_t)ceil(x);
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+        return a > UINT64_MAX - 1 - b ? UINT64_MAX - 1 : a + b;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+        return a > b ? a : b;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+        return a < b ? a : b;
+}
+
+static uint64_t limit_of(const struct tuner_params *p)
+{
+        return add_sat(p->heap_bytes, p->overhead_bytes);
+}
+
+static bool known_u64(uint64_t v)
+{
+        return v != TUNER_UNKNOWN;
+}
+
+/* The run completed: its usage is a valid sample of what the job needs. */
+static bool run_completed(const struct tuner_run *r)
+{
+        return r->failure == TUNER_OK || r->failure == TUNER_FAIL_RUNTIME;
+}
+
+/*
+ * A completed run's peaks are evidence of the job's need at the newest run's sizes only
+ * when it ran at most that size: a JVM fills the heap it is given before it collects, and
+ * page cache fills a cgroup, so the peaks of a larger run overstate the need and, kept as
+ * a floor, would ratchet the sizes at the largest ever tried.
+ */
+static bool heap_evidence(const struct tuner_run *r, const struct tuner_params *cur)
+{
+        return run_completed(r) && r->params.heap_bytes <= cur->heap_bytes;
+}
+
+static bool limit_evidence(const struct tuner_run *r, const struct tuner_params *cur)
+{
+        return run_completed(r) && limit_of(&r->params) <= limit_of(cur);
+}
+
+static bool run_memory_failure(const struct tuner_run *r)
+{
+        return r->failure == TUNER_FAIL_OOM || r->failure == TUNER_FAIL_EXECUTOR_LOST;
+}
+
+static unsigned run_oom_kind(const struct tuner_run *r)
+{
+        bool heap = r->oom_task_failures > 0;
+        bool kernel = known_u64(r->oom_kills) && r->oom_kills > 0;
+
+        if (!run_memory_failure(r))
+                return OOM_NONE;
+        if (heap && !kernel)
+                return OOM_HEAP;
+        if (kernel && !heap)
+                return OOM_LIMIT;
+        return OOM_HEAP | OOM_LIMIT; /* both, or an executor lost for a reason we cannot see */
+}
+
+static double burst_of(const struct tuner_params *p)
+{
+        return isnan(p->burst_ratio) ? 0.0 : p->burst_ratio;
+}
+
+static double request_of(const struct tuner_params *p)
+{
+        return (double)p->heap_bytes + (double)p->overhead_bytes * (1.0 - burst_of(p));
+}
+
+/* VPA's OOM bump: max(1.2 x, + 100 MiB). */
+static uint64_t oom_bump(uint64_t bytes)
+{
+        return max_u64(u64_of((double)bytes * TUNER_RULES_OOM_BUMP_RATIO),
+                       add_sat(bytes, TUNER_RULES_OOM_BUMP_MIN));
+}
+
+static size_t window_of(size_t n, const struct tuner_bounds *b)
+{
+        return b->history_runs > 0 && n > b->history_runs ? b->history_runs : n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+
+        return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of v[0..k), sorting v; NAN when k == 0. */
+static double percentile(double *v, size_t k, double p)
+{
+        size_t rank;
+
+        if (k == 0)
+                return NAN;
+        qsort(v, k, sizeof(*v), cmp_double);
+        rank = (size_t)ceil(p * (double)k);
+        if (rank < 1)
+                rank = 1;
+        return v[rank - 1];
+}
+
+/*
+ * The usage samples of the window: every completed run's peaks, and like the VPA's
+ * RecordOOM, every memory failure's bumped size as a sample of what was needed.
+ */
+static int usage_of(const struct tuner_run *runs, size_t w, struct usage *ret)
+{
+        const struct tuner_params *cur = &runs[0].params;
+        double *proc = calloc(w ? w : 1, sizeof(double));
+        double *heap = calloc(w ? w : 1, sizeof(double));
+        double *nonheap = calloc(w ? w : 1, sizeof(double));
+        size_t np = 0, nh = 0, nn = 0;
+
+        if (!proc || !heap || !nonheap) {
+                free(proc);
+                free(heap);
+                free(nonheap);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < w; i++) {
+                const struct tuner_run *r = &runs[i];
+                unsigned kind = run_oom_kind(r);
+
+                if (run_completed(r)) {
+                        bool at_limit = limit_evidence(r, cur);
+
+                        if (at_limit && known_u64(r->memory_peak_bytes))
+                                proc[np++] = (double)r->memory_peak_bytes;
+                        if (heap_evidence(r, cur) && known_u64(r->heap_peak_bytes))
+                                heap[nh++] = (double)r->heap_peak_bytes;
+                        if (at_limit && known_u64(r->memory_peak_bytes) &&
+                            known_u64(r->heap_peak_bytes))
+                                nonheap[nn++] =
+                                    r->memory_peak_bytes > r->heap_peak_bytes
+                                        ? (double)(r->memory_peak_bytes - r->heap_peak_bytes)
+                                        : 0.0;
+                } else if (kind & OOM_LIMIT) {
+                        /* the bumped size is the need, margin included */
+                        proc[np++] =
+                            (double)oom_bump(limit_of(&r->params)) / (1.0 + TUNER_RULES_MARGIN);
+                }
+                if (kind & OOM_HEAP)
+                        heap[nh++] = (double)oom_bump(r->params.heap_bytes) /
+                                     (1.0 + TUNER_RULES_HEAP_BUFFER);
+        }
+        *ret = (struct usage){
+            .process_peak = percentile(proc, np, TUNER_RULES_PERCENTILE),
+            .heap_peak = percentile(heap, nh, TUNER_RULES_PERCENTILE),
+            .nonheap_peak = percentile(nonheap, nn, TUNER_RULES_PERCENTILE),
+            .process_samples = (unsigned)np,
+            .heap_samples = (unsigned)nh,
+            .nonheap_samples = (unsigned)nn,
+        };
+        free(proc);
+        free(heap);
+        free(nonheap);
+        return 0;
+}
+
+/* heap + overhead <= memory_limit_max: take from the overhead first, then from the heap. */
+static void clamp_limit(uint64_t *heap, uint64_t *overhead, const struct tuner_bounds *b)
+{
+        if (b->memory_limit_max == 0 || add_sat(*heap, *overhead) <= b->memory_limit_max)
+                return;
+        if (*heap < b->memory_limit_max && b->memory_limit_max - *heap >= b->overhead_min_bytes) {
+                *overhead = b->memory_limit_max - *heap;
+                return;
+        }
+        *overhead = min_u64(*overhead, b->overhead_min_bytes);
+        *heap = b->memory_limit_max > *overhead ? b->memory_limit_max - *overhead : 0;
+}
+
+void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
+                       struct tuner_params *ret_floor)
+{
+        uint64_t heap = b->heap_min_bytes, nonheap = b->overhead_min_bytes, limit = 0;
+        uint64_t overhead;
+
+        for (size_t i = 0; runs && i < n; i++) {
+                const struct tuner_run *r = &runs[i];
+                unsigned kind = run_oom_kind(r);
+
+                if (run_completed(r)) {
+                        bool at_heap = heap_evidence(r, &runs[0].params);
+                        bool at_limit = limit_evidence(r, &runs[0].params);
+
+                        if (at_heap && known_u64(r->heap_peak_bytes))
+                                heap =
+                                    max_u64(heap, min_u64(r->params.heap_bytes,
+                                                          u64_of((double)r->heap_peak_bytes *
+                                                                 (1.0 + TUNER_RULES_HEAP_BUFFER))));
+                        if (at_limit && known_u64(r->memory_peak_bytes))
+                                limit = max_u64(limit, min_u64(limit_of(&r->params),
+                                                               u64_of((double)r->memory_peak_bytes *
+                                                                      (1.0 + TUNER_RULES_MARGIN))));
+                        if (at_limit && known_u64(r->memory_peak_bytes) &&
+                            known_u64(r->heap_peak_bytes) &&
+                            r->memory_peak_bytes > r->heap_peak_bytes)
+                                nonheap =
+                                    max_u64(nonheap, min_u64(r->params.overhead_bytes,
+                                                             u64_of((double)(r->memory_peak_bytes -
+                                                                             r->heap_peak_bytes) *
+                                                                    (1.0 + TUNER_RULES_MARGIN))));
+                }
+                /*
+                 * Held: the memory that ran out is bumped, the other part kept, so that the
+                 * floor of each parameter alone keeps the failing run's size plus the bump.
+                 */
+                if (i < TUNER_RULES_HOLD_RUNS) {
+                        if (kind & OOM_HEAP)
+                                heap = max_u64(heap, oom_bump(r->params.heap_bytes));
+                        else if (kind & OOM_LIMIT)
+                                heap = max_u64(heap, r->params.heap_bytes);
+                        if (kind & OOM_LIMIT)
+                                limit = max_u64(limit, oom_bump(limit_of(&r->params)));
+                        else if (kind & OOM_HEAP)
+                                nonheap = max_u64(nonheap, r->params.overhead_bytes);
+                }
+        }
+        heap = min_u64(heap, b->heap_max_bytes);
+        overhead = max_u64(nonheap, limit > heap ? limit - heap : 0);
+        overhead = min_u64(overhead, b->overhead_max_bytes);
+        clamp_limit(&heap, &overhead, b);
+
+        *ret_floor = (struct tuner_params){
+            .cores = runs && n > 0 ? runs[0].params.cores : 0,
+            .millicores = b->millicores_min,
+            .heap_bytes = heap,
+            .overhead_bytes = overhead,
+            .burst_ratio = 0.0,
+            .spill_fraction = b->spill_fraction_min,
+            .shuffle_partitions = b->partitions_min,
+        };
+}
+
+__attribute__((format(printf, 4, 5))) static void set_reason(struct tuner_recommendation *rec,
+                                                             enum tuner_param_index i,
+                                                             const char *source, const char *fmt,
+                                                             ...)
+{
+        va_list ap;
+
+        snprintf(rec->reasons[i].source, sizeof(rec->reasons[i].source), "%s", source);
+        va_start(ap, fmt);
+        vsnprintf(rec->reasons[i].text, sizeof(rec->reasons[i].text), fmt, ap);
+        va_end(ap);
+}
+
+/* Append "; ..." to a reason's text and make its source "bound" (or keep it). */
+__attribute__((format(printf, 4, 5))) static void append_reason(struct tuner_recommendation *rec,
+                                                                enum tuner_param_index i,
+                                                                const char *source, const char *fmt,
+                                                                ...)
+{
+        char more[TUNER_REASON_MAX];
+        struct tuner_reason *r = &rec->reasons[i];
+        size_t len = strlen(r->text);
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(more, sizeof(more), fmt, ap);
+        va_end(ap);
+        snprintf(r->text + len, sizeof(r->text) - len, "%s%s", len ? "; " : "", more);
+        if (source)
+                snprintf(r->source, sizeof(r->source), "%s", source);
+}
+
+/* A change below the dead band is no change. */
+static bool beyond_dead_band(double now, double next)
+{
+        if (now == 0)
+                return next != 0;
+        return fabs(next - now) >= TUNER_RULES_DEAD_BAND * fabs(now);
+}
+
+static bool same_concurrency(const struct tuner_params *a, const struct tuner_params *b)
+{
+        return a->cores == b->cores && a->millicores == b->millicores;
+}
+
+/* The shortest duration of a successful run (the run-time yardstick); NAN if none. */
+static double best_duration(const struct tuner_run *runs, size_t w)
+{
+        double best = NAN;
+
+        for (size_t i = 0; i < w; i++)
+                if (runs[i].failure == TUNER_OK && runs[i].duration_seconds > 0 &&
+                    (isnan(best) || runs[i].duration_seconds < best))
+                        best = runs[i].duration_seconds;
+        return best;
+}
+
+/* The newest run ran longer than the allowance over the best successful run. */
+static bool run_slow(const struct tuner_run *runs, size_t w, const struct tuner_bounds *b,
+                     double *ret_best)
+{
+        double best = best_duration(runs, w);
+
+        *ret_best = best;
+        return runs[0].failure == TUNER_FAIL_RUNTIME ||
+               (!isnan(best) && runs[0].duration_seconds > b->runtime_allowance * best);
+}
+
+static void rule_millicores(const struct tuner_run *runs, size_t w, const struct tuner_bounds *b,
+                            struct tuner_recommendation *rec)
+{
+        const struct tuner_run *r = &runs[0];
+        const struct tuner_params *cur = &r->params;
+        uint64_t cap = cur->cores > 0 ? min_u64((uint64_t)cur->cores * 1000, b->millicores_max)
+                                      : b->millicores_max;
+        double best, util = NAN, peak = NAN, next;
+        bool slow = run_slow(runs, w, b, &best);
+        bool throttled = r->throttled_fraction > TUNER_RULES_THROTTLED_HIGH;
+        bool queued = r->runq_wait_per_cpu > TUNER_RULES_RUNQ_HIGH;
+
+        if (throttled || queued || slow) {
+                next = fmin((double)cur->millicores * TUNER_RULES_CPU_RAISE, (double)cap);
+                if (u64_of(next) <= cur->millicores) {
+                        set_reason(rec, TUNER_P_MILLICORES, "unchanged",
+                                   "CPU short (throttled %.3f, run-queue wait %.3f s per CPU s, "
+                                   "duration %.0f s vs best %.0f s) but already at %" PRIu64
+                                   "m, the task concurrency or millicores_max",
+                                   r->throttled_fraction, r->runq_wait_per_cpu, r->duration_seconds,
+                                   best, cur->millicores);
+                        return;
+                }
+                rec->params.millicores = u64_of(next);
+                if (throttled || queued)
+                        set_reason(rec, TUNER_P_MILLICORES, "rule:cpu-short",
+                                   "throttled_fraction %.3f (> %.2f) or runq_wait_per_cpu %.3f "
+                                   "(> %.2f): %" PRIu64 "m x %.2f -> %" PRIu64 "m (cap %" PRIu64
+                                   "m)",
+                                   r->throttled_fraction, TUNER_RULES_THROTTLED_HIGH,
+                                   r->runq_wait_per_cpu, TUNER_RULES_RUNQ_HIGH, cur->millicores,
+                                   TUNER_RULES_CPU_RAISE, rec->params.millicores, cap);
+                else
+                        set_reason(rec, TUNER_P_MILLICORES, "rule:cpu-runtime",
+                                   "duration %.0f s > %.2f x the best successful run's %.0f s: "
+                                   "%" PRIu64 "m x %.2f -> %" PRIu64 "m (cap %" PRIu64 "m)",
+                                   r->duration_seconds, b->runtime_allowance, best, cur->millicores,
+                                   TUNER_RULES_CPU_RAISE, rec->params.millicores, cap);
+                return;
+        }
+
+        /* the highest average and peak of the completed runs at the current concurrency */
+        unsigned used = 0;
+        for (size_t i = 0; i < w; i++) {
+                const struct tuner_run *o = &runs[i];
+
+                if (!run_completed(o) || !same_concurrency(&o->params, cur))
+                        continue;
+                if (isnan(o->cpu_util) || isnan(o->cpu_peak_util))
+                        continue;
+                util = isnan(util) ? o->cpu_util : fmax(util, o->cpu_util);
+                peak = isnan(peak) ? o->cpu_peak_util : fmax(peak, o->cpu_peak_util);
+                used++;
+        }
+        if (used == 0) {
+                set_reason(rec, TUNER_P_MILLICORES, "unchanged",
+                           "no run at %" PRIu32 " cores / %" PRIu64
+                           "m with both average and peak CPU utilisation",
+                           cur->cores, cur->millicores);
+                return;
+        }
+        if (util >= b->cpu_target * (1.0 - TUNER_RULES_DEAD_BAND) ||
+            peak >= TUNER_RULES_CPU_PEAK_MAX) {
+                set_reason(rec, TUNER_P_MILLICORES, "unchanged",
+                           "cpu_util %.3f (target %.2f), cpu_peak_util %.3f (max %.2f) over %u "
+                           "runs at %" PRIu32 " cores / %" PRIu64 "m",
+                           util, b->cpu_target, peak, TUNER_RULES_CPU_PEAK_MAX, used, cur->cores,
+                           cur->millicores);
+                return;
+        }
+        double by_util = (double)cur->millicores * util / b->cpu_target;
+        double by_peak = (double)cur->millicores * peak / TUNER_RULES_CPU_PEAK_MAX;
+        double by_step = (double)cur->millicores * TUNER_RULES_STEP_DOWN;
+        next = fmax(fmax(by_util, by_peak), fmax(by_step, (double)b->millicores_min));
+        if (!beyond_dead_band((double)cur->millicores, next) || u64_of(next) >= cur->millicores) {
+                set_reason(rec, TUNER_P_MILLICORES, "unchanged",
+                           "cpu_util %.3f, cpu_peak_util %.3f over %u runs: %" PRIu64
+                           "m -> %.0fm is within the dead band",
+                           util, peak, used, cur->millicores, next);
+                return;
+        }
+        rec->params.millicores = u64_of(next);
+        set_reason(rec, TUNER_P_MILLICORES, "rule:cpu-low",
+                   "cpu_util %.3f < %.2f and cpu_peak_util %.3f < %.2f over %u runs at %" PRIu32
+                   " cores: %" PRIu64 "m -> %" PRIu64
+                   "m = max(x util/target %.0f, x peak/%.2f %.0f, half %.0f, min %" PRIu64 ")",
+                   util, b->cpu_target, peak, TUNER_RULES_CPU_PEAK_MAX, used, cur->cores,
+                   cur->millicores, rec->params.millicores, by_util, TUNER_RULES_CPU_PEAK_MAX,
+                   by_peak, by_step, b->millicores_min);
+}
+
+struct memory_signals {
+        double gc_share;  /* NAN: not judged */
+        bool spill_heavy; /* Dr. Elephant's spill severity */
+        double spill_per_task, spill_limit;
+        bool hold; /* a memory failure within the newest TUNER_RULES_HOLD_RUNS runs */
+        size_t hold_index;
+        bool slow; /* the newest run beyond the run-time allowance: nothing is lowered */
+        double duration, best_duration;
+        double util;  /* p90 process peak / current request */
+        double scale; /* lowering factor towards mem_target, >= TUNER_RULES_STEP_DOWN */
+};
+
+static void memory_signals_of(const struct tuner_run *runs, size_t n, size_t w,
+                              const struct tuner_bounds *b, const struct usage *u,
+                              struct memory_signals *ret)
+{
+        const struct tuner_run *r = &runs[0];
+        double request = request_of(&r->params);
+
+        *ret = (struct memory_signals){.gc_share = NAN, .util = NAN, .scale = 1.0};
+        if (r->has_eventlog && r->executor_run_seconds >= TUNER_RULES_GC_MIN_SECONDS)
+                ret->gc_share = r->gc_seconds / r->executor_run_seconds;
+        if (r->has_eventlog && r->tasks > 0 && r->params.cores > 0) {
+                ret->spill_per_task = (double)r->memory_spill_bytes / (double)r->tasks;
+                ret->spill_limit = TUNER_RULES_SPILL_HEAVY * (double)r->params.heap_bytes /
+                                   (double)r->params.cores;
+                ret->spill_heavy =
+                    r->memory_spill_bytes > 0 && ret->spill_per_task >= ret->spill_limit;
+        }
+        ret->slow = run_slow(runs, w, b, &ret->best_duration);
+        ret->duration = r->duration_seconds;
+        for (size_t i = 0; i < n && i < TUNER_RULES_HOLD_RUNS; i++)
+                if (run_memory_failure(&runs[i])) {
+                        ret->hold = true;
+                        ret->hold_index = i;
+                        break;
+                }
+        if (!isnan(u->process_peak) && request > 0) {
+                ret->util = u->process_peak / request;
+                ret->scale = fmax(ret->util / b->mem_target, TUNER_RULES_STEP_DOWN);
+        }
+}
+
+static void rule_heap(const struct tuner_run *runs, const struct tuner_bounds *b,
+                      const struct usage *u, const struct memory_signals *s,
+                      struct tuner_recommendation *rec)
+{
+        const struct tuner_params *cur = &runs[0].params;
+        double need, next;
+
+        if (!isnan(s->gc_share) && s->gc_share >= TUNER_RULES_GC_RAISE) {
+                next = (double)cur->heap_bytes * (1.0 + TUNER_RULES_HEAP_BUFFER);
+                rec->params.heap_bytes = u64_of(next);
+                set_reason(rec, TUNER_P_HEAP, "rule:gc",
+                           "GC time share %.3f >= %.2f of executor run time: heap %.0f MiB x "
+                           "%.2f -> %.0f MiB",
+                           s->gc_share, TUNER_RULES_GC_RAISE, cur->heap_bytes / MIB,
+                           1.0 + TUNER_RULES_HEAP_BUFFER, rec->params.heap_bytes / MIB);
+                return;
+        }
+        if (isnan(u->heap_peak)) {
+                set_reason(rec, TUNER_P_HEAP, "unchanged", "no JVM heap peak in the runs");
+                return;
+        }
+        if (!isnan(s->gc_share) && s->gc_share >= TUNER_RULES_GC_HOLD) {
+                set_reason(rec, TUNER_P_HEAP, "rule:gc",
+                           "GC time share %.3f >= %.2f: heap %.0f MiB not lowered", s->gc_share,
+                           TUNER_RULES_GC_HOLD, cur->heap_bytes / MIB);
+                return;
+        }
+        if (s->spill_heavy) {
+                set_reason(rec, TUNER_P_HEAP, "rule:spill",
+                           "memory spill %.0f MiB per task >= %.2f x heap per task slot (%.0f "
+                           "MiB): heap %.0f MiB not lowered",
+                           s->spill_per_task / MIB, TUNER_RULES_SPILL_HEAVY, s->spill_limit / MIB,
+                           cur->heap_bytes / MIB);
+                return;
+        }
+        if (s->slow) {
+                set_reason(rec, TUNER_P_HEAP, "hold",
+                           "run time %.0f s beyond the allowance over the best %.0f s: heap "
+                           "%.0f MiB not lowered",
+                           s->duration, s->best_duration, cur->heap_bytes / MIB);
+                return;
+        }
+        if (s->hold) {
+                set_reason(rec, TUNER_P_HEAP, "hold",
+                           "memory failure %zu run(s) ago (held for %d runs): heap %.0f MiB not "
+                           "lowered",
+                           s->hold_index, TUNER_RULES_HOLD_RUNS, cur->heap_bytes / MIB);
+                return;
+        }
+        if (isnan(s->util) || s->util >= b->mem_target * (1.0 - TUNER_RULES_DEAD_BAND)) {
+                set_reason(rec, TUNER_P_HEAP, "unchanged",
+                           "mem_util (p90 process peak / request) %.3f, target %.2f", s->util,
+                           b->mem_target);
+                return;
+        }
+        need = u->heap_peak * (1.0 + TUNER_RULES_HEAP_BUFFER);
+        next = fmax(need, (double)cur->heap_bytes * s->scale);
+        if (!beyond_dead_band((double)cur->heap_bytes, next) || next >= (double)cur->heap_bytes) {
+                set_reason(rec, TUNER_P_HEAP, "unchanged",
+                           "p90 JVM heap peak %.0f MiB x %.2f = %.0f MiB: heap %.0f MiB within "
+                           "the dead band",
+                           u->heap_peak / MIB, 1.0 + TUNER_RULES_HEAP_BUFFER, need / MIB,
+                           cur->heap_bytes / MIB);
+                return;
+        }
+        rec->params.heap_bytes = u64_of(next);
+        set_reason(rec, TUNER_P_HEAP, "rule:heap",
+                   "mem_util %.3f < %.2f: heap %.0f MiB -> %.0f MiB = max(p90 JVM heap peak %.0f "
+                   "MiB x %.2f over %u samples, heap x %.3f)",
+                   s->util, b->mem_target, cur->heap_bytes / MIB, rec->params.heap_bytes / MIB,
+                   u->heap_peak / MIB, 1.0 + TUNER_RULES_HEAP_BUFFER, u->heap_samples, s->scale);
+}
+
+static void rule_overhead(const struct tuner_run *runs, const struct tuner_bounds *b,
+                          const struct usage *u, const struct memory_signals *s,
+                          struct tuner_recommendation *rec)
+{
+        const struct tuner_params *cur = &runs[0].params;
+        double heap = (double)rec->params.heap_bytes, need = 0, next;
+
+        if (isnan(u->process_peak)) {
+                set_reason(rec, TUNER_P_OVERHEAD, "unchanged",
+                           "no process memory peak in the runs");
+                return;
+        }
+        /* the limit keeps the VPA margin over the process peak whatever the heap became */
+        need = u->process_peak * (1.0 + TUNER_RULES_MARGIN) - heap;
+        if (!isnan(u->nonheap_peak))
+                need = fmax(need, u->nonheap_peak * (1.0 + TUNER_RULES_MARGIN));
+        need = fmax(need, (double)b->overhead_min_bytes);
+
+        if (need > (double)cur->overhead_bytes) {
+                rec->params.overhead_bytes = u64_of(need);
+                set_reason(rec, TUNER_P_OVERHEAD, "rule:near-limit",
+                           "p90 process peak %.0f MiB (non-heap %.0f MiB) x %.2f needs more than "
+                           "heap %.0f MiB + overhead %.0f MiB: overhead -> %.0f MiB",
+                           u->process_peak / MIB, u->nonheap_peak / MIB, 1.0 + TUNER_RULES_MARGIN,
+                           heap / MIB, cur->overhead_bytes / MIB, rec->params.overhead_bytes / MIB);
+                return;
+        }
+        if (s->slow) {
+                set_reason(rec, TUNER_P_OVERHEAD, "hold",
+                           "run time %.0f s beyond the allowance over the best %.0f s: overhead "
+                           "%.0f MiB not lowered",
+                           s->duration, s->best_duration, cur->overhead_bytes / MIB);
+                return;
+        }
+        if (s->hold) {
+                set_reason(rec, TUNER_P_OVERHEAD, "hold",
+                           "memory failure %zu run(s) ago (held for %d runs): overhead %.0f MiB "
+                           "not lowered",
+                           s->hold_index, TUNER_RULES_HOLD_RUNS, cur->overhead_bytes / MIB);
+                return;
+        }
+        if (isnan(s->util) || s->util >= b->mem_target * (1.0 - TUNER_RULES_DEAD_BAND)) {
+                set_reason(rec, TUNER_P_OVERHEAD, "unchanged",
+                           "mem_util (p90 process peak / request) %.3f, target %.2f", s->util,
+                           b->mem_target);
+                return;
+        }
+        next = fmax(need, (double)cur->overhead_bytes * s->scale);
+        if (!beyond_dead_band((double)cur->overhead_bytes, next) ||
+            next >= (double)cur->overhead_bytes) {
+                set_reason(rec, TUNER_P_OVERHEAD, "unchanged",
+                           "needed %.0f MiB: overhead %.0f MiB within the dead band", need / MIB,
+                           cur->overhead_bytes / MIB);
+                return;
+        }
+        rec->params.overhead_bytes = u64_of(next);
+        set_reason(rec, TUNER_P_OVERHEAD, "rule:overhead",
+                   "mem_util %.3f < %.2f: overhead %.0f MiB -> %.0f MiB = max(need %.0f MiB "
+                   "(p90 process peak %.0f MiB x %.2f - heap, p90 non-heap %.0f MiB x %.2f), "
+                   "overhead x %.3f)",
+                   s->util, b->mem_target, cur->overhead_bytes / MIB,
+                   rec->params.overhead_bytes / MIB, need / MIB, u->process_peak / MIB,
+                   1.0 + TUNER_RULES_MARGIN, u->nonheap_peak / MIB, 1.0 + TUNER_RULES_MARGIN,
+                   s->scale);
+}
+
+static void rule_burst(const struct tuner_run *runs, const struct tuner_bounds *b,
+                       const struct usage *u, const struct memory_signals *s,
+                       struct tuner_recommendation *rec)
+{
+        double now = burst_of(&runs[0].params), used, target, next;
+        double overhead = (double)rec->params.overhead_bytes;
+
+        rec->params.burst_ratio = now;
+        if (isnan(u->nonheap_peak) || overhead <= 0) {
+                set_reason(rec, TUNER_P_BURST_RATIO, "unchanged",
+                           "no non-heap peak (process - JVM heap) in the runs");
+                return;
+        }
+        used = u->nonheap_peak * (1.0 + TUNER_RULES_MARGIN);
+        target = fmin(fmax(1.0 - used / overhead, 0.0), b->burst_ratio_max);
+        if (target < now - TUNER_RULES_DEAD_BAND) {
+                rec->params.burst_ratio = target;
+                set_reason(rec, TUNER_P_BURST_RATIO, "rule:burst",
+                           "p90 non-heap %.0f MiB x %.2f uses %.3f of overhead %.0f MiB: ratio "
+                           "%.3f -> %.3f",
+                           u->nonheap_peak / MIB, 1.0 + TUNER_RULES_MARGIN, used / overhead,
+                           overhead / MIB, now, target);
+                return;
+        }
+        if (target <= now + TUNER_RULES_DEAD_BAND) {
+                set_reason(rec, TUNER_P_BURST_RATIO, "unchanged",
+                           "p90 non-heap %.0f MiB x %.2f uses %.3f of overhead %.0f MiB: ratio "
+                           "%.3f within the dead band of %.3f",
+                           u->nonheap_peak / MIB, 1.0 + TUNER_RULES_MARGIN, used / overhead,
+                           overhead / MIB, now, target);
+                return;
+        }
+        if (s->hold) {
+                set_reason(rec, TUNER_P_BURST_RATIO, "hold",
+                           "memory failure %zu run(s) ago (held for %d runs): ratio %.3f not "
+                           "raised",
+                           s->hold_index, TUNER_RULES_HOLD_RUNS, now);
+                return;
+        }
+        next = fmin(target, now + TUNER_RULES_BURST_STEP);
+        rec->params.burst_ratio = next;
+        set_reason(rec, TUNER_P_BURST_RATIO, "rule:burst",
+                   "p90 non-heap %.0f MiB x %.2f uses %.3f of overhead %.0f MiB: ratio %.3f -> "
+                   "%.3f (target %.3f, step %.2f, max %.2f)",
+                   u->nonheap_peak / MIB, 1.0 + TUNER_RULES_MARGIN, used / overhead, overhead / MIB,
+                   now, next, target, TUNER_RULES_BURST_STEP, b->burst_ratio_max);
+}
+
+static void rule_spill(const struct tuner_run *runs, const struct tuner_bounds *b,
+                       const struct memory_signals *s, struct tuner_recommendation *rec)
+{
+        const struct tuner_run *r = &runs[0];
+        double now = r->params.spill_fraction, next;
+        uint64_t limit = limit_of(&r->params);
+        bool events = known_u64(r->high_events) && r->high_events > 0;
+        bool near = known_u64(r->memory_peak_bytes) && limit > 0 &&
+                    (double)r->memory_peak_bytes >= TUNER_RULES_NEAR_LIMIT * (double)limit;
+        int64_t many = TUNER_RULES_FORCED_SPILLS_MANY * (int64_t)(r->executors ? r->executors : 1);
+
+        if (events || near) {
+                next = isnan(now) ? b->spill_fraction_max - TUNER_RULES_SPILL_STEP
+                                  : now - TUNER_RULES_SPILL_STEP;
+                next = fmax(next, b->spill_fraction_min);
+                if (!isnan(now) && next >= now - 1e-9) {
+                        set_reason(rec, TUNER_P_SPILL_FRACTION, "unchanged",
+                                   "memory pressure (high events %" PRIu64
+                                   ", peak %.0f MiB of limit %.0f MiB) but already at the "
+                                   "minimum %.2f",
+                                   events ? r->high_events : 0,
+                                   known_u64(r->memory_peak_bytes) ? r->memory_peak_bytes / MIB
+                                                                   : NAN,
+                                   limit / MIB, b->spill_fraction_min);
+                        return;
+                }
+                rec->params.spill_fraction = next;
+                set_reason(rec, TUNER_P_SPILL_FRACTION, "rule:spill-earlier",
+                           "memory pressure (high events %" PRIu64
+                           ", peak %.0f MiB >= %.2f x limit %.0f MiB): spill fraction %.2f -> "
+                           "%.2f",
+                           events ? r->high_events : 0,
+                           known_u64(r->memory_peak_bytes) ? r->memory_peak_bytes / MIB : NAN,
+                           TUNER_RULES_NEAR_LIMIT, limit / MIB, now, next);
+                return;
+        }
+        if (r->forced_spills >= many && !isnan(r->mem_util) && r->mem_util < b->mem_target) {
+                if (isnan(now)) {
+                        set_reason(rec, TUNER_P_SPILL_FRACTION, "unchanged",
+                                   "%" PRId64 " forced spills at mem_util %.3f, but the agent's "
+                                   "threshold is not a fraction set by the tuner",
+                                   r->forced_spills, r->mem_util);
+                        return;
+                }
+                if (s->hold) {
+                        set_reason(rec, TUNER_P_SPILL_FRACTION, "hold",
+                                   "memory failure %zu run(s) ago: spill fraction %.2f not raised",
+                                   s->hold_index, now);
+                        return;
+                }
+                next = fmin(now + TUNER_RULES_SPILL_STEP, b->spill_fraction_max);
+                if (next <= now + 1e-9) {
+                        set_reason(rec, TUNER_P_SPILL_FRACTION, "unchanged",
+                                   "%" PRId64 " forced spills at mem_util %.3f but already at "
+                                   "the maximum %.2f",
+                                   r->forced_spills, r->mem_util, b->spill_fraction_max);
+                        return;
+                }
+                rec->params.spill_fraction = next;
+                set_reason(rec, TUNER_P_SPILL_FRACTION, "rule:spill-later",
+                           "%" PRId64 " forced spills (>= %" PRId64 ") at mem_util %.3f < %.2f: "
+                           "spill fraction %.2f -> %.2f",
+                           r->forced_spills, many, r->mem_util, b->mem_target, now, next);
+                return;
+        }
+        set_reason(rec, TUNER_P_SPILL_FRACTION, "unchanged",
+                   "no memory pressure, forced spills %" PRId64 " (many: %" PRId64 ")",
+                   r->forced_spills, many);
+}
+
+static void rule_partitions(const struct tuner_run *runs, const struct memory_signals *s,
+                            struct tuner_recommendation *rec)
+{
+        const struct tuner_run *r = &runs[0];
+        uint64_t cores = (uint64_t)r->executors * r->params.cores;
+        uint64_t now = r->params.shuffle_partitions ? r->params.shuffle_partitions
+                                                    : TUNER_RULES_SPARK_PARTITIONS;
+        uint64_t next = TUNER_RULES_PARTITIONS_CORES * cores;
+
+        if (!r->has_eventlog || cores == 0) {
+                set_reason(rec, TUNER_P_PARTITIONS, "unchanged",
+                           "no event log or no executor count for the newest run");
+                return;
+        }
+        if (r->max_stage_tasks > TUNER_RULES_PARTITIONS_FAR * cores && now > next) {
+                if (r->max_stage_skew >= TUNER_RULES_SKEW_HIGH) {
+                        set_reason(rec, TUNER_P_PARTITIONS, "rule:skew",
+                                   "a stage's task skew %.1f >= %.1f: %" PRIu64
+                                   " partitions not lowered",
+                                   r->max_stage_skew, TUNER_RULES_SKEW_HIGH, now);
+                        return;
+                }
+                if (!beyond_dead_band((double)now, (double)next)) {
+                        set_reason(rec, TUNER_P_PARTITIONS, "unchanged",
+                                   "%" PRIu64 " partitions within the dead band of %" PRIu64, now,
+                                   next);
+                        return;
+                }
+                rec->params.shuffle_partitions = (uint32_t)min_u64(next, UINT32_MAX);
+                set_reason(rec, TUNER_P_PARTITIONS, "rule:partitions",
+                           "max stage tasks %" PRIu32 " > %d x %" PRIu64 " cores (%" PRIu32
+                           " executors x %" PRIu32 "): partitions %" PRIu64
+                           " -> %d x cores = %" PRIu64,
+                           r->max_stage_tasks, TUNER_RULES_PARTITIONS_FAR, cores, r->executors,
+                           r->params.cores, now, TUNER_RULES_PARTITIONS_CORES, next);
+                return;
+        }
+        if (s->spill_heavy && now < cores) {
+                rec->params.shuffle_partitions = (uint32_t)min_u64(next, UINT32_MAX);
+                set_reason(rec, TUNER_P_PARTITIONS, "rule:partitions-spill",
+                           "spill heavy and %" PRIu64 " partitions < %" PRIu64
+                           " cores: partitions -> %d x cores = %" PRIu64,
+                           now, cores, TUNER_RULES_PARTITIONS_CORES, next);
+                return;
+        }
+        set_reason(rec, TUNER_P_PARTITIONS, "unchanged",
+                   "max stage tasks %" PRIu32 ", %" PRIu64 " partitions, %" PRIu64 " cores",
+                   r->max_stage_tasks, now, cores);
+}
+
+/* After an OOM / executor loss in the newest run: raise the memory that ran out, hold the rest. */
+static void rule_oom(const struct tuner_run *r, struct tuner_recommendation *rec)
+{
+        const struct tuner_params *cur = &r->params;
+        unsigned kind = run_oom_kind(r);
+        const char *name = tuner_failure_name(r->failure);
+
+        for (int i = 0; i < TUNER_P_COUNT; i++)
+                set_reason(rec, i, "hold", "newest run %s failed (%s): held", r->app_id, name);
+        if (kind & OOM_HEAP) {
+                rec->params.heap_bytes = oom_bump(cur->heap_bytes);
+                set_reason(rec, TUNER_P_HEAP, "rule:oom",
+                           "newest run failed (%s, %" PRIu32 " OutOfMemoryError tasks%s%s): heap "
+                           "%.0f MiB -> %.0f MiB = max(x %.1f, + %.0f MiB)",
+                           name, r->oom_task_failures, r->failure_detail[0] ? ": " : "",
+                           r->failure_detail, cur->heap_bytes / MIB, rec->params.heap_bytes / MIB,
+                           TUNER_RULES_OOM_BUMP_RATIO, TUNER_RULES_OOM_BUMP_MIN / MIB);
+        }
+        if (kind & OOM_LIMIT) {
+                uint64_t limit = oom_bump(limit_of(cur));
+                uint64_t heap = rec->params.heap_bytes;
+
+                rec->params.overhead_bytes =
+                    max_u64(cur->overhead_bytes, limit > heap ? limit - heap : 0);
+                set_reason(rec, TUNER_P_OVERHEAD, "rule:oom",
+                           "newest run failed (%s, %" PRIu64 " OOM kills%s%s): limit %.0f MiB -> "
+                           "%.0f MiB = max(x %.1f, + %.0f MiB), overhead %.0f MiB -> %.0f MiB",
+                           name, known_u64(r->oom_kills) ? r->oom_kills : 0,
+                           r->failure_detail[0] ? ": " : "", r->failure_detail, limit_of(cur) / MIB,
+                           limit / MIB, TUNER_RULES_OOM_BUMP_RATIO, TUNER_RULES_OOM_BUMP_MIN / MIB,
+                           cur->overhead_bytes / MIB, rec->params.overhead_bytes / MIB);
+        }
+}
+
+/* Raise to the floor, then clamp to the bounds; each says so in its reason. */
+static void apply_floor_and_bounds(const struct tuner_params *floor, const struct tuner_bounds *b,
+                                   struct tuner_recommendation *rec)
+{
+        struct tuner_params *p = &rec->params;
+        uint64_t heap, overhead;
+
+        if (p->heap_bytes < floor->heap_bytes) {
+                append_reason(rec, TUNER_P_HEAP, "rule:floor",
+                              "raised to the safety floor %.0f MiB (successful runs' need, held "
+                              "OOM bump)",
+                              floor->heap_bytes / MIB);
+                p->heap_bytes = floor->heap_bytes;
+        }
+        if (p->overhead_bytes < floor->overhead_bytes) {
+                append_reason(rec, TUNER_P_OVERHEAD, "rule:floor",
+                              "raised to the safety floor %.0f MiB (successful runs' need, held "
+                              "OOM bump)",
+                              floor->overhead_bytes / MIB);
+                p->overhead_bytes = floor->overhead_bytes;
+        }
+
+#define CLAMP_U64(field, idx, lo, hi, unit, scale)                                                 \
+        do {                                                                                       \
+                if (p->field < (lo)) {                                                             \
+                        append_reason(rec, idx, "bound", "clamped to the minimum %.0f" unit,       \
+                                      (double)(lo) / (scale));                                     \
+                        p->field = (lo);                                                           \
+                } else if (p->field > (hi)) {                                                      \
+                        append_reason(rec, idx, "bound", "clamped to the maximum %.0f" unit,       \
+                                      (double)(hi) / (scale));                                     \
+                        p->field = (hi);                                                           \
+                }                                                                                  \
+        } while (0)
+
+        CLAMP_U64(millicores, TUNER_P_MILLICORES, b->millicores_min, b->millicores_max, "m", 1.0);
+        CLAMP_U64(heap_bytes, TUNER_P_HEAP, b->heap_min_bytes, b->heap_max_bytes, " MiB", MIB);
+        CLAMP_U64(overhead_bytes, TUNER_P_OVERHEAD, b->overhead_min_bytes, b->overhead_max_bytes,
+                  " MiB", MIB);
+#undef CLAMP_U64
+        heap = p->heap_bytes;
+        overhead = p->overhead_bytes;
+        if (b->memory_limit_max > 0 && add_sat(heap, overhead) > b->memory_limit_max) {
+                /* take what is above the floor first, the overhead before the heap */
+                uint64_t excess = add_sat(heap, overhead) - b->memory_limit_max;
+                uint64_t keep = max_u64(floor->overhead_bytes, b->overhead_min_bytes);
+                uint64_t take = overhead > keep ? min_u64(excess, overhead - keep) : 0;
+
+                overhead -= take;
+                excess -= take;
+                keep = max_u64(floor->heap_bytes, b->heap_min_bytes);
+                take = heap > keep ? min_u64(excess, heap - keep) : 0;
+                heap -= take;
+                clamp_limit(&heap, &overhead, b); /* the bounds win over the floor */
+        }
+        if (overhead != p->overhead_bytes)
+                append_reason(rec, TUNER_P_OVERHEAD, "bound",
+                              "heap + overhead clamped to memory_limit_max %.0f MiB",
+                              b->memory_limit_max / MIB);
+        if (heap != p->heap_bytes)
+                append_reason(rec, TUNER_P_HEAP, "bound",
+                              "heap + overhead clamped to memory_limit_max %.0f MiB",
+                              b->memory_limit_max / MIB);
+        p->heap_bytes = heap;
+        p->overhead_bytes = overhead;
+
+        if (p->burst_ratio > b->burst_ratio_max) {
+                append_reason(rec, TUNER_P_BURST_RATIO, "bound", "clamped to burst_ratio_max %.2f",
+                              b->burst_ratio_max);
+                p->burst_ratio = b->burst_ratio_max;
+        } else if (p->burst_ratio < 0) {
+                append_reason(rec, TUNER_P_BURST_RATIO, "bound", "clamped to 0");
+                p->burst_ratio = 0;
+        }
+        if (!isnan(p->spill_fraction)) {
+                if (p->spill_fraction < b->spill_fraction_min) {
+                        append_reason(rec, TUNER_P_SPILL_FRACTION, "bound",
+                                      "clamped to spill_fraction_min %.2f", b->spill_fraction_min);
+                        p->spill_fraction = b->spill_fraction_min;
+                } else if (p->spill_fraction > b->spill_fraction_max) {
+                        append_reason(rec, TUNER_P_SPILL_FRACTION, "bound",
+                                      "clamped to spill_fraction_max %.2f", b->spill_fraction_max);
+                        p->spill_fraction = b->spill_fraction_max;
+                }
+        }
+        /* 0 = not set (Spark's default): left alone unless a rule set a value */
+        if (p->shuffle_partitions != 0) {
+                if (p->shuffle_partitions < b->partitions_min) {
+                        append_reason(rec, TUNER_P_PARTITIONS, "bound",
+                                      "clamped to partitions_min %" PRIu32, b->partitions_min);
+                        p->shuffle_partitions = b->partitions_min;
+                } else if (p->shuffle_partitions > b->partitions_max) {
+                        append_reason(rec, TUNER_P_PARTITIONS, "bound",
+                                      "clamped to partitions_max %" PRIu32, b->partitions_max);
+                        p->shuffle_partitions = b->partitions_max;
+                }
+        }
+}
+
+static bool streq(const char *a, const char *b)
+{
+        return strcmp(a, b) == 0;
+}
+
+static bool same_double(double a, double b)
+{
+        return (isnan(a) && isnan(b)) || a == b;
+}
+
+static bool params_equal(const struct tuner_params *a, const struct tuner_params *b)
+{
+        return a->cores == b->cores && a->millicores == b->millicores &&
+               a->heap_bytes == b->heap_bytes && a->overhead_bytes == b->overhead_bytes &&
+               same_double(burst_of(a), burst_of(b)) &&
+               same_double(a->spill_fraction, b->spill_fraction) &&
+               a->shuffle_partitions == b->shuffle_partitions;
+}
+
+int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
+                          struct tuner_recommendation *ret)
+{
+        struct tuner_recommendation rec;
+        struct tuner_params floor;
+        struct memory_signals signals;
+        struct usage usage;
+        const struct tuner_run *newest;
+        size_t w;
+        int r;
+
+        if (!runs || n == 0 || !b || !ret)
+                return -EINVAL;
+        newest = &runs[0];
+        w = window_of(n, b);
+
+        rec = (struct tuner_recommendation){
+            .params = newest->params,
+            .stage = TUNER_STAGE_RULES,
+            .predicted_objective = NAN,
+            .failure_probability = NAN,
+            .runs_used = (unsigned)w,
+        };
+        rec.params.burst_ratio = burst_of(&newest->params);
+        set_reason(&rec, TUNER_P_CORES, "unchanged",
+                   "spark.executor.cores is the task concurrency the rules keep");
+
+        r = usage_of(runs, w, &usage);
+        if (r < 0)
+                return r;
+        tuner_rules_floor(runs, n, b, &floor);
+
+        if (run_memory_failure(newest)) {
+                rule_oom(newest, &rec);
+        } else if (newest->failure == TUNER_FAIL_TASKS || newest->failure == TUNER_FAIL_APP) {
+                for (int i = 0; i < TUNER_P_COUNT; i++)
+                        set_reason(&rec, i, "hold", "newest run %s failed (%s%s%s): held",
+                                   newest->app_id, tuner_failure_name(newest->failure),
+                                   newest->failure_detail[0] ? ": " : "", newest->failure_detail);
+        } else {
+                memory_signals_of(runs, n, w, b, &usage, &signals);
+                rule_millicores(runs, w, b, &rec);
+                rule_heap(runs, b, &usage, &signals, &rec);
+                rule_overhead(runs, b, &usage, &signals, &rec);
+                rule_burst(runs, b, &usage, &signals, &rec);
+                rule_spill(runs, b, &signals, &rec);
+                rule_partitions(runs, &signals, &rec);
+        }
+        apply_floor_and_bounds(&floor, b, &rec);
+        /* holding after a failure is waiting, not convergence */
+        rec.converged = newest->failure == TUNER_OK && params_equal(&rec.params, &newest->params);
+        for (int i = 0; i < TUNER_P_COUNT; i++)
+                if (streq(rec.reasons[i].source, "hold"))
+                        rec.converged = false;
+
+        *ret = rec;
+        return 0;
+}
