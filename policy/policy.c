@@ -112,6 +112,7 @@ void policy_init_defaults(struct policy *p)
                         .history_runs = 20,
                         .failure_bound = 0.1,
                         .runtime_allowance = 1.5,
+                        .runtime_target = 1.1,
                         .cpu_target = 0.85,
                         .memory_target = 0.7,
                         .seed = 1,
@@ -1073,7 +1074,8 @@ static int tuner_range(struct parser *ps, json_t *obj, const char *key, bool siz
 static int parse_tuner(struct parser *ps, json_t *root, struct policy *p)
 {
         static const char *const keys[] = { "db",          "job_key",       "history_runs",
-                                            "failure_bound", "runtime_allowance", "cpu_target",
+                                            "failure_bound", "runtime_allowance", "runtime_target",
+                                            "cpu_target",
                                             "memory_target", "seed",         "heap",
                                             "overhead_max", "spill_fraction", "partitions" };
         static const char *const fraction_keys[] = { "min", "max" };
@@ -1127,6 +1129,7 @@ static int parse_tuner(struct parser *ps, json_t *root, struct policy *p)
                 t.history_runs = (unsigned)u;
         if ((r = field_number(ps, obj, "failure_bound", 0.001, 0.999, &t.failure_bound)) < 0 ||
             (r = field_number(ps, obj, "runtime_allowance", 1.0, 100.0, &t.runtime_allowance)) < 0 ||
+            (r = field_number(ps, obj, "runtime_target", 1.0, 100.0, &t.runtime_target)) < 0 ||
             (r = field_number(ps, obj, "cpu_target", 0.05, 1.0, &t.cpu_target)) < 0 ||
             (r = field_number(ps, obj, "memory_target", 0.05, 1.0, &t.memory_target)) < 0 ||
             (r = field_uint(ps, obj, "seed", 0, JAVA_LONG_MAX, &t.seed)) < 0 ||

@@ -349,7 +349,7 @@ static bool run_slow(const struct tuner_run *runs, size_t w, const struct tuner_
 
         *ret_best = best;
         return runs[0].failure == TUNER_FAIL_RUNTIME ||
-               (!isnan(best) && runs[0].duration_seconds > b->runtime_allowance * best);
+               (!isnan(best) && runs[0].duration_seconds > b->runtime_target * best);
 }
 
 static void rule_millicores(const struct tuner_run *runs, size_t w, const struct tuner_bounds *b,
@@ -388,7 +388,7 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
                         set_reason(rec, TUNER_P_MILLICORES, "rule:cpu-runtime",
                                    "duration %.0f s > %.2f x the best successful run's %.0f s: "
                                    "%" PRIu64 "m x %.2f -> %" PRIu64 "m (cap %" PRIu64 "m)",
-                                   r->duration_seconds, b->runtime_allowance, best, cur->millicores,
+                                   r->duration_seconds, b->runtime_target, best, cur->millicores,
                                    TUNER_RULES_CPU_RAISE, rec->params.millicores, cap);
                 return;
         }

@@ -64,6 +64,7 @@ void tuner_bounds_default(struct tuner_bounds *b)
                 .mem_target = 0.7,
                 .history_runs = 20,
                 .seed = 1,
+                .runtime_target = 1.1,
         };
 }
 
@@ -91,6 +92,7 @@ void tuner_bounds_from_policy(const struct policy *p, struct tuner_bounds *b)
         b->mem_target = t->memory_target;
         b->history_runs = t->history_runs;
         b->seed = t->seed;
+        b->runtime_target = t->runtime_target;
 }
 
 void tuner_mark_runtime(struct tuner_run *runs, size_t n, double allowance)

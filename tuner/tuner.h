@@ -181,6 +181,9 @@ struct tuner_bounds {
         double cpu_target, mem_target; /* utilisation the rules aim at; default 0.85, 0.7 */
         unsigned history_runs;      /* runs read per job, newest first; default 20 */
         uint64_t seed;              /* stage 2's random stream */
+        double runtime_target;      /* the rules raise the CPU (and hold memory) when a run
+                                       is slower than this x the best successful run; default
+                                       1.1 (tuner.runtime_target) */
 };
 
 void tuner_bounds_default(struct tuner_bounds *b);

@@ -82,6 +82,7 @@ static const struct {
         FIELD(tuner.history_runs, F_UNSIGNED),
         FIELD(tuner.failure_bound, F_DOUBLE),
         FIELD(tuner.runtime_allowance, F_DOUBLE),
+        FIELD(tuner.runtime_target, F_DOUBLE),
         FIELD(tuner.cpu_target, F_DOUBLE),
         FIELD(tuner.memory_target, F_DOUBLE),
         FIELD(tuner.seed, F_U64),
