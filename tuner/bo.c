@@ -94,15 +94,15 @@ double tuner_bo_expected_improvement(double mean, double sd, double best, double
 void tuner_ga_options_default(struct tuner_ga_options *opt)
 {
         *opt = (struct tuner_ga_options){
-                .population = 48,
-                .generations = 40,
-                .tournament = 3,
-                .elite = 2,
-                .immigrants = 6,
-                .crossover_rate = 0.9,
-                .blend_alpha = 0.5,
-                .mutation_rate = 0,
-                .mutation_sd = 0.1,
+            .population = 48,
+            .generations = 40,
+            .tournament = 3,
+            .elite = 2,
+            .immigrants = 6,
+            .crossover_rate = 0.9,
+            .blend_alpha = 0.5,
+            .mutation_rate = 0,
+            .mutation_sd = 0.1,
         };
 }
 
@@ -207,8 +207,10 @@ int tuner_ga_maximise(double (*fitness)(const double *x, void *userdata), void *
                         next_fit[i] = safe_fitness(fitness, userdata, x);
                 }
                 for (unsigned i = elite; i < bred; i++) {
-                        const double *a = pop + (size_t)tournament(fit, population, tsize, rng) * dims;
-                        const double *b = pop + (size_t)tournament(fit, population, tsize, rng) * dims;
+                        const double *a =
+                            pop + (size_t)tournament(fit, population, tsize, rng) * dims;
+                        const double *b =
+                            pop + (size_t)tournament(fit, population, tsize, rng) * dims;
                         double *child = next + (size_t)i * dims;
                         bool cross = tuner_rng_uniform(rng) < opt->crossover_rate;
 
@@ -246,16 +248,16 @@ int tuner_ga_maximise(double (*fitness)(const double *x, void *userdata), void *
 void tuner_bo_options_default(struct tuner_bo_options *opt)
 {
         *opt = (struct tuner_bo_options){
-                .seed = 1,
-                .safety = true,
-                .failure_bound = 0.1,
-                .failure_penalty = 0,
-                .xi = 0,
-                .trust_initial = 0.1,
-                .trust_growth = 1.25,
-                .trust_min = 0.05,
-                .trust_max = 0.5,
-                .kernel = TUNER_BO_KERNEL_AUTO,
+            .seed = 1,
+            .safety = true,
+            .failure_bound = 0.1,
+            .failure_penalty = 0,
+            .xi = 0,
+            .trust_initial = 0.1,
+            .trust_growth = 1.25,
+            .trust_min = 0.05,
+            .trust_max = 0.5,
+            .kernel = TUNER_BO_KERNEL_AUTO,
         };
         tuner_ga_options_default(&opt->ga);
 }
@@ -266,6 +268,9 @@ void tuner_bo_options_default(struct tuner_bo_options *opt)
 #define EI_NEGLIGIBLE 1e-9
 
 struct acquisition {
+        const struct tuner_bo_point *pts;
+        size_t n;
+        unsigned dims, monotone;
         const struct tuner_gp *objective, *failure;
         double best, xi, bound;
         bool safety;
@@ -282,9 +287,28 @@ static double failure_probability(const struct tuner_gp *failure, const double *
         return tuner_bo_normal_cdf(mean / sqrt(var + 1e-12));
 }
 
+/* x has no more memory than a run that ran out of it, in every monotone dimension */
+static bool dominated_by_oom(const struct acquisition *a, const double *x)
+{
+        if (!a->monotone)
+                return false;
+        for (size_t i = 0; i < a->n; i++) {
+                bool below = true;
+                if (!a->pts[i].memory_failure)
+                        continue;
+                for (unsigned k = 0; k < a->dims && below; k++)
+                        if ((a->monotone & (1u << k)) && x[k] > a->pts[i].x[k])
+                                below = false;
+                if (below)
+                        return true;
+        }
+        return false;
+}
+
 /*
  * Fitness for the GA: EI (>= 0) for an eligible candidate; -1 - P(failure) (in [-2,-1))
- * above the bound, so that the search climbs towards the safe region; -3 infeasible.
+ * above the bound, so that the search climbs towards the safe region; -2 below the memory
+ * of an OOM; -3 infeasible.
  */
 static double acquisition_fitness(const double *x, void *userdata)
 {
@@ -294,7 +318,10 @@ static double acquisition_fitness(const double *x, void *userdata)
         if (a->feasible && !a->feasible(x, a->feasible_userdata))
                 return -3;
         if (a->safety) {
-                double p = failure_probability(a->failure, x);
+                double p;
+                if (dominated_by_oom(a, x))
+                        return -2;
+                p = failure_probability(a->failure, x);
                 if (!(p < a->bound))
                         return -1 - p;
         }
@@ -325,8 +352,8 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         _cleanup_free_ double *x = NULL, *y = NULL, *seeds = NULL;
         double lo[TUNER_BO_DIMS_MAX], hi[TUNER_BO_DIMS_MAX], best_x[TUNER_BO_DIMS_MAX];
         double best_fit, max_y = -INFINITY, radius = NAN, mean, var;
-        struct tuner_bo_prediction pred = { .failure_probability = NAN, .trust_radius = NAN };
-        struct acquisition acq = { 0 };
+        struct tuner_bo_prediction pred = {.failure_probability = NAN, .trust_radius = NAN};
+        struct acquisition acq = {0};
         struct tuner_rng rng;
         size_t n_objective = 0, n_seeds = 0, incumbent = SIZE_MAX, m;
         unsigned safe = 0, failed = 0;
@@ -396,11 +423,11 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 memcpy(x + m * dims, pts[i].x, dims * sizeof(double));
                 y[m++] = penalised ? max_y + opt->failure_penalty : pts[i].y;
         }
-        r = tuner_gp_fit(objective, x, y, m,
-                         &(struct tuner_gp_options){
-                                 .kernel = pick_kernel(opt->kernel, dims, n_objective),
-                                 .standardise = true },
-                         err);
+        r = tuner_gp_fit(
+            objective, x, y, m,
+            &(struct tuner_gp_options){.kernel = pick_kernel(opt->kernel, dims, n_objective),
+                                       .standardise = true},
+            err);
         if (r < 0)
                 return r;
 
@@ -410,13 +437,13 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                         memcpy(x + i * dims, pts[i].x, dims * sizeof(double));
                         y[i] = pts[i].failed ? 1.0 : -1.0;
                 }
-                r = tuner_gp_fit(failure, x, y, n,
-                                 &(struct tuner_gp_options){
-                                         .kernel = TUNER_GP_SHARED,
-                                         .standardise = false,
-                                         .signal_variance = 1.0,
-                                         .lengthscale_max = FAILURE_LENGTHSCALE_MAX },
-                                 err);
+                r = tuner_gp_fit(
+                    failure, x, y, n,
+                    &(struct tuner_gp_options){.kernel = TUNER_GP_SHARED,
+                                               .standardise = false,
+                                               .signal_variance = 1.0,
+                                               .lengthscale_max = FAILURE_LENGTHSCALE_MAX},
+                    err);
                 if (r < 0)
                         return r;
                 radius = opt->trust_initial * pow(opt->trust_growth, (double)safe - 2.0) /
@@ -433,14 +460,18 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         pred.trust_radius = radius;
 
         acq = (struct acquisition){
-                .objective = objective,
-                .failure = failure,
-                .best = pts[incumbent].y,
-                .xi = opt->xi,
-                .bound = opt->failure_bound,
-                .safety = opt->safety,
-                .feasible = opt->feasible,
-                .feasible_userdata = opt->feasible_userdata,
+            .pts = pts,
+            .n = n,
+            .dims = dims,
+            .monotone = opt->monotone,
+            .objective = objective,
+            .failure = failure,
+            .best = pts[incumbent].y,
+            .xi = opt->xi,
+            .bound = opt->failure_bound,
+            .safety = opt->safety,
+            .feasible = opt->feasible,
+            .feasible_userdata = opt->feasible_userdata,
         };
         /* the incumbent first, then the other safe points: the GA starts from evidence */
         memcpy(seeds, pts[incumbent].x, dims * sizeof(double));
@@ -578,8 +609,8 @@ static void decode(const struct mapping *map, const double *x, struct tuner_para
                         p.heap_bytes = bytes_up_to_mib(v, b->heap_min_bytes, b->heap_max_bytes);
                         break;
                 case TUNER_P_OVERHEAD:
-                        p.overhead_bytes = bytes_up_to_mib(v, b->overhead_min_bytes,
-                                                           b->overhead_max_bytes);
+                        p.overhead_bytes =
+                            bytes_up_to_mib(v, b->overhead_min_bytes, b->overhead_max_bytes);
                         break;
                 case TUNER_P_BURST_RATIO:
                         p.burst_ratio = clamp(round(v * 1000) / 1000, 0, b->burst_ratio_max);
@@ -589,8 +620,8 @@ static void decode(const struct mapping *map, const double *x, struct tuner_para
                                                  b->spill_fraction_max);
                         break;
                 case TUNER_P_PARTITIONS:
-                        p.shuffle_partitions = (uint32_t)clamp(round(exp(v)), b->partitions_min,
-                                                               b->partitions_max);
+                        p.shuffle_partitions =
+                            (uint32_t)clamp(round(exp(v)), b->partitions_min, b->partitions_max);
                         break;
                 case TUNER_P_CORES:
                 case TUNER_P_COUNT:
@@ -612,13 +643,13 @@ static bool memory_limit_feasible(const double *x, void *userdata)
 static const char *param_name(enum tuner_param_index p)
 {
         static const char *const names[TUNER_P_COUNT] = {
-                [TUNER_P_CORES] = "cores",
-                [TUNER_P_MILLICORES] = "millicores",
-                [TUNER_P_HEAP] = "heap",
-                [TUNER_P_OVERHEAD] = "overhead",
-                [TUNER_P_BURST_RATIO] = "burst_ratio",
-                [TUNER_P_SPILL_FRACTION] = "spill_fraction",
-                [TUNER_P_PARTITIONS] = "shuffle_partitions",
+            [TUNER_P_CORES] = "cores",
+            [TUNER_P_MILLICORES] = "millicores",
+            [TUNER_P_HEAP] = "heap",
+            [TUNER_P_OVERHEAD] = "overhead",
+            [TUNER_P_BURST_RATIO] = "burst_ratio",
+            [TUNER_P_SPILL_FRACTION] = "spill_fraction",
+            [TUNER_P_PARTITIONS] = "shuffle_partitions",
         };
         return p < TUNER_P_COUNT ? names[p] : "?";
 }
@@ -655,7 +686,7 @@ static void format_value(const struct tuner_params *p, enum tuner_param_index pa
 }
 
 static void set_reason(struct tuner_reason *r, const char *source, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void set_reason(struct tuner_reason *r, const char *source, const char *fmt, ...)
 {
         va_list ap;
@@ -671,7 +702,7 @@ static int build_mapping(struct mapping *map, const struct tuner_run *runs, size
 {
         double cores_1000;
 
-        *map = (struct mapping){ .bounds = b, .base = runs[0].params };
+        *map = (struct mapping){.bounds = b, .base = runs[0].params};
         map->cores = 1;
         for (size_t i = 0; i < n; i++)
                 if (runs[i].params.cores) {
@@ -756,7 +787,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         _cleanup_free_ size_t *run_of = NULL;
         struct tuner_bo_options bo;
         struct tuner_bo_prediction pred;
-        struct tuner_recommendation rec = { 0 };
+        struct tuner_recommendation rec = {0};
         struct mapping map;
         double x[TUNER_BO_DIMS_MAX];
         const struct tuner_run *best;
@@ -809,9 +840,10 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 if (!usable)
                         continue;
                 p->failed = runs[j].failure != TUNER_OK;
+                p->memory_failure = runs[j].failure == TUNER_FAIL_OOM;
                 p->y = !p->failed && isfinite(runs[j].objective) && runs[j].objective > 0
-                               ? log(runs[j].objective)
-                               : NAN;
+                           ? log(runs[j].objective)
+                           : NAN;
                 run_of[m++] = j;
         }
 
@@ -849,6 +881,11 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 bo.floor[d->position] = isfinite(v) ? fmax(bo.floor[d->position], to_unit(d, v))
                                                     : bo.floor[d->position];
         }
+        /* memory is monotone: less than what ran out of memory runs out too */
+        for (unsigned i = 0; i < CANDIDATES; i++)
+                if (map.dim[i].position >= 0 &&
+                    (map.dim[i].param == TUNER_P_HEAP || map.dim[i].param == TUNER_P_OVERHEAD))
+                        bo.monotone |= 1u << map.dim[i].position;
         if (b->memory_limit_max) {
                 bo.feasible = memory_limit_feasible;
                 bo.feasible_userdata = &map;
@@ -868,7 +905,8 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         if (b->memory_limit_max &&
             rec.params.heap_bytes + rec.params.overhead_bytes > b->memory_limit_max &&
             b->memory_limit_max > rec.params.overhead_bytes + b->heap_min_bytes)
-                rec.params.heap_bytes = (b->memory_limit_max - rec.params.overhead_bytes) / MIB * MIB;
+                rec.params.heap_bytes =
+                    (b->memory_limit_max - rec.params.overhead_bytes) / MIB * MIB;
 
         rec.stage = TUNER_STAGE_BO;
         rec.converged = pred.converged;
@@ -910,8 +948,8 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                                    "same in every run and marked fixed)",
                                    param_name(d->param), after);
                 else
-                        set_reason(&rec.reasons[p], "bo", "%s %s -> %s: %s",
-                                   param_name(d->param), before, after, summary);
+                        set_reason(&rec.reasons[p], "bo", "%s %s -> %s: %s", param_name(d->param),
+                                   before, after, summary);
         }
 
         *ret = rec;

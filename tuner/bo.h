@@ -30,8 +30,8 @@ struct tuner_rng {
 
 void tuner_rng_seed(struct tuner_rng *rng, uint64_t seed);
 uint64_t tuner_rng_next(struct tuner_rng *rng);
-double tuner_rng_uniform(struct tuner_rng *rng);  /* [0,1), 53 bits */
-double tuner_rng_normal(struct tuner_rng *rng);   /* N(0,1), Box-Muller */
+double tuner_rng_uniform(struct tuner_rng *rng); /* [0,1), 53 bits */
+double tuner_rng_normal(struct tuner_rng *rng);  /* N(0,1), Box-Muller */
 
 /* ---- acquisition ---- */
 
@@ -79,6 +79,9 @@ struct tuner_bo_point {
            measured objective (safe evidence for the failure model only) */
         double y;
         bool failed;
+        /* failed for lack of memory (OOM): with options.monotone, a candidate with no more in
+           every monotone dimension than this point is taken to fail too */
+        bool memory_failure;
 };
 
 struct tuner_bo_options {
@@ -92,11 +95,11 @@ struct tuner_bo_options {
         double failure_bound; /* eligible only with P(failure) < this; default 0.1 */
         /* failed points also enter the objective model at max(y) + failure_penalty; 0 = not */
         double failure_penalty;
-        double xi;               /* EI's margin, in units of y; default 0 */
+        double xi;                       /* EI's margin, in units of y; default 0 */
         double floor[TUNER_BO_DIMS_MAX]; /* lowest allowed x per dimension; default 0 */
         /* trust region (L-infinity half-width around the incumbent), see docs/tuner-bo.md */
-        double trust_initial;    /* with 2 safe points; default 0.1 */
-        double trust_growth;     /* x per further safe point; default 1.25 */
+        double trust_initial;        /* with 2 safe points; default 0.1 */
+        double trust_growth;         /* x per further safe point; default 1.25 */
         double trust_min, trust_max; /* default 0.05, 0.5 */
         enum tuner_bo_kernel {
                 TUNER_BO_KERNEL_AUTO = 0, /* ARD once there are >= 2 dims + 2 safe points */
@@ -104,6 +107,9 @@ struct tuner_bo_options {
                 TUNER_BO_KERNEL_ARD,
         } kernel;
         struct tuner_ga_options ga;
+        /* bits (1 << dimension) in which more never causes an OOM (memory sizes): candidates
+           dominated by a memory_failure point there are ineligible; 0 = none */
+        unsigned monotone;
         /* extra feasibility (e.g. heap + overhead <= the limit); NULL = none */
         bool (*feasible)(const double *x, void *userdata);
         void *feasible_userdata;
@@ -112,12 +118,12 @@ struct tuner_bo_options {
 void tuner_bo_options_default(struct tuner_bo_options *opt);
 
 struct tuner_bo_prediction {
-        double mean, sd;             /* of y at the suggestion (GP posterior of f) */
-        double ei;                   /* 0 when fallback */
-        double failure_probability;  /* NAN without the safety model */
-        double best_y;               /* the incumbent's y */
-        double trust_radius;         /* NAN without the safety model */
-        size_t incumbent;            /* index into pts of the best safe point */
+        double mean, sd;            /* of y at the suggestion (GP posterior of f) */
+        double ei;                  /* 0 when fallback */
+        double failure_probability; /* NAN without the safety model */
+        double best_y;              /* the incumbent's y */
+        double trust_radius;        /* NAN without the safety model */
+        size_t incumbent;           /* index into pts of the best safe point */
         unsigned safe_points, failed_points;
         /* the incumbent (raised to the floor) is returned: no eligible candidate, or (converged)
            eligible ones but none with an EI above 1e-9 */

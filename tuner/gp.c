@@ -26,15 +26,15 @@ struct tuner_gp {
 };
 
 /* the likelihood search's grids: lengthscales in units of the unit cube, noise / s2 */
-static const double lengthscale_grid[] = { 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.5 };
-static const double noise_ratio_grid[] = { 1e-6, 1e-4, 1e-2, 1e-1 };
-static const double ard_factors[] = { 0.25, 0.5, 2.0, 4.0 };
-#define ARD_PASSES       2
-#define LENGTHSCALE_MIN  0.02
-#define SIGNAL_MIN       1e-2
-#define SIGNAL_MAX       1e2
-#define JITTER_FIRST     1e-10
-#define JITTER_LAST      1e-4
+static const double lengthscale_grid[] = {0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.5};
+static const double noise_ratio_grid[] = {1e-6, 1e-4, 1e-2, 1e-1};
+static const double ard_factors[] = {0.25, 0.5, 2.0, 4.0};
+#define ARD_PASSES      2
+#define LENGTHSCALE_MIN 0.02
+#define SIGNAL_MIN      1e-2
+#define SIGNAL_MAX      1e2
+#define JITTER_FIRST    1e-10
+#define JITTER_LAST     1e-4
 
 double tuner_gp_matern52(double r)
 {
@@ -128,12 +128,11 @@ static int evaluate(struct tuner_gp *gp, const double *lengthscale, double signa
                         const double *xj = gp->x + j * gp->dims;
                         gp->chol[j + j * n] = 1.0 + rho + jitter;
                         for (size_t i = j + 1; i < n; i++)
-                                gp->chol[i + j * n] = tuner_gp_matern52(
-                                        scaled_distance(gp->x + i * gp->dims, xj, lengthscale,
-                                                        gp->dims));
+                                gp->chol[i + j * n] = tuner_gp_matern52(scaled_distance(
+                                    gp->x + i * gp->dims, xj, lengthscale, gp->dims));
                 }
-                info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, gp->chol,
-                                      (lapack_int)n);
+                info =
+                    LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, gp->chol, (lapack_int)n);
                 if (info == 0)
                         break;
                 if (info < 0)
@@ -211,9 +210,9 @@ static int search(struct tuner_gp *gp, const struct tuner_gp_options *opt)
                         for (unsigned k = 0; k < gp->dims; k++)
                                 for (size_t f = 0; f < ELEMENTSOF(ard_factors); f++) {
                                         memcpy(ls, best_ls, sizeof(ls));
-                                        ls[k] = fmin(fmax(best_ls[k] * ard_factors[f],
-                                                          LENGTHSCALE_MIN),
-                                                     max_ls);
+                                        ls[k] =
+                                            fmin(fmax(best_ls[k] * ard_factors[f], LENGTHSCALE_MIN),
+                                                 max_ls);
                                         if (ls[k] == best_ls[k])
                                                 continue;
                                         r = evaluate(gp, ls, opt->signal_variance, best_rho);
@@ -233,8 +232,8 @@ static int search(struct tuner_gp *gp, const struct tuner_gp_options *opt)
 int tuner_gp_fit(struct tuner_gp *gp, const double *x, const double *y, size_t n,
                  const struct tuner_gp_options *opt, struct shim_error *err)
 {
-        static const struct tuner_gp_options defaults = { .kernel = TUNER_GP_SHARED,
-                                                          .standardise = true };
+        static const struct tuner_gp_options defaults = {.kernel = TUNER_GP_SHARED,
+                                                         .standardise = true};
         double mean = 0, var = 0;
         int r;
 
@@ -252,9 +251,8 @@ int tuner_gp_fit(struct tuner_gp *gp, const double *x, const double *y, size_t n
                 for (unsigned k = 0; k < gp->dims; k++) {
                         double v = x[i * gp->dims + k];
                         if (!(v >= 0 && v <= 1))
-                                return shim_error_set(err, EINVAL,
-                                                      "gp: x[%zu][%u] = %g; must be in [0,1]", i,
-                                                      k, v);
+                                return shim_error_set(
+                                    err, EINVAL, "gp: x[%zu][%u] = %g; must be in [0,1]", i, k, v);
                 }
         }
         if (opt->hyper) {
@@ -262,9 +260,8 @@ int tuner_gp_fit(struct tuner_gp *gp, const double *x, const double *y, size_t n
                 for (unsigned k = 0; k < gp->dims; k++) {
                         double l = h->lengthscale[opt->kernel == TUNER_GP_ARD ? k : 0];
                         if (!(l > 0) || !isfinite(l))
-                                return shim_error_set(err, EINVAL,
-                                                      "gp: lengthscale[%u] = %g; must be > 0", k,
-                                                      l);
+                                return shim_error_set(
+                                    err, EINVAL, "gp: lengthscale[%u] = %g; must be > 0", k, l);
                 }
                 if (!(h->signal_variance > 0) || !(h->noise_variance >= 0) ||
                     !isfinite(h->signal_variance) || !isfinite(h->noise_variance))
@@ -323,7 +320,7 @@ int tuner_gp_predict(const struct tuner_gp *gp, const double *x, double *ret_mea
         n = gp->n;
         for (size_t i = 0; i < n; i++)
                 c[i] = tuner_gp_matern52(
-                        scaled_distance(x, gp->x + i * gp->dims, gp->lengthscale, gp->dims));
+                    scaled_distance(x, gp->x + i * gp->dims, gp->lengthscale, gp->dims));
         mean = gp->signal_variance * cblas_ddot((blasint)n, c, 1, gp->alpha, 1);
         /* var f = s2 (1 - c' R^-1 c) = s2 (1 - |L^-1 c|^2) */
         cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, (blasint)n, gp->chol,
@@ -345,9 +342,8 @@ double tuner_gp_log_marginal_likelihood(const struct tuner_gp *gp)
 
 void tuner_gp_hyper_get(const struct tuner_gp *gp, struct tuner_gp_hyper *ret)
 {
-        *ret = (struct tuner_gp_hyper){ .signal_variance = gp->signal_variance,
-                                        .noise_variance = gp->noise_ratio *
-                                                          gp->signal_variance };
+        *ret = (struct tuner_gp_hyper){.signal_variance = gp->signal_variance,
+                                       .noise_variance = gp->noise_ratio * gp->signal_variance};
         memcpy(ret->lengthscale, gp->lengthscale, gp->dims * sizeof(double));
 }
 

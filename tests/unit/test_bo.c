@@ -47,14 +47,14 @@ Test(bo, expected_improvement_closed_form)
         static const struct {
                 double mean, sd, best, ei;
         } cases[] = {
-                { 1.0, 0.5, 1.2, 0.3152194184737265 },
-                { 0.0, 1.0, 0.0, 0.3989422804014327 },
-                { 2.0, 0.3, 1.0, 3.362336569049442e-05 },
-                { -1.0, 2.0, 0.5, 1.7623338357443066 },
+            {1.0, 0.5, 1.2, 0.3152194184737265},
+            {0.0, 1.0, 0.0, 0.3989422804014327},
+            {2.0, 0.3, 1.0, 3.362336569049442e-05},
+            {-1.0, 2.0, 0.5, 1.7623338357443066},
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                double ei = tuner_bo_expected_improvement(cases[i].mean, cases[i].sd,
-                                                          cases[i].best, 0);
+                double ei =
+                    tuner_bo_expected_improvement(cases[i].mean, cases[i].sd, cases[i].best, 0);
                 cr_assert(fabs(ei - cases[i].ei) <= 1e-12 * fmax(1, cases[i].ei),
                           "EI(%g, %g, %g) = %.17g, want %.17g", cases[i].mean, cases[i].sd,
                           cases[i].best, ei, cases[i].ei);
@@ -85,7 +85,7 @@ static double two_peaks(const double *x, void *userdata)
 
 Test(bo, ga_finds_known_maxima)
 {
-        const double lo[] = { 0, 0 }, hi[] = { 1, 1 }, lo2[] = { 0.5, 0 };
+        const double lo[] = {0, 0}, hi[] = {1, 1}, lo2[] = {0.5, 0};
         struct tuner_ga_options opt;
         struct tuner_rng rng;
         double x[2], f;
@@ -93,14 +93,12 @@ Test(bo, ga_finds_known_maxima)
         tuner_ga_options_default(&opt);
         tuner_rng_seed(&rng, 7);
         cr_assert_eq(tuner_ga_maximise(bowl, NULL, 2, lo, hi, NULL, 0, &opt, &rng, x, &f), 0);
-        cr_assert(fabs(x[0] - 0.3) < 0.01 && fabs(x[1] - 0.7) < 0.01, "bowl: (%g, %g)", x[0],
-                  x[1]);
+        cr_assert(fabs(x[0] - 0.3) < 0.01 && fabs(x[1] - 0.7) < 0.01, "bowl: (%g, %g)", x[0], x[1]);
 
         for (uint64_t seed = 1; seed <= 10; seed++) {
                 tuner_rng_seed(&rng, seed);
-                cr_assert_eq(tuner_ga_maximise(two_peaks, NULL, 2, lo, hi, NULL, 0, &opt, &rng, x,
-                                               &f),
-                             0);
+                cr_assert_eq(
+                    tuner_ga_maximise(two_peaks, NULL, 2, lo, hi, NULL, 0, &opt, &rng, x, &f), 0);
                 cr_assert(f > 0.99, "seed %" PRIu64 ": stuck at (%g, %g) f %g", seed, x[0], x[1],
                           f);
         }
@@ -110,8 +108,8 @@ Test(bo, ga_finds_known_maxima)
         cr_assert_eq(tuner_ga_maximise(bowl, NULL, 2, lo2, hi, NULL, 0, &opt, &rng, x, &f), 0);
         cr_assert(x[0] >= 0.5 && x[0] < 0.51 && fabs(x[1] - 0.7) < 0.01, "(%g, %g)", x[0], x[1]);
 
-        cr_assert_eq(tuner_ga_maximise(bowl, NULL, 2, hi, lo, NULL, 0, &opt, &rng, x, &f),
-                     -EINVAL, "lo > hi");
+        cr_assert_eq(tuner_ga_maximise(bowl, NULL, 2, hi, lo, NULL, 0, &opt, &rng, x, &f), -EINVAL,
+                     "lo > hi");
 }
 
 /*
@@ -120,19 +118,18 @@ Test(bo, ga_finds_known_maxima)
  */
 static size_t oom_history(struct tuner_bo_point *p)
 {
-        static const double safe[][2] = { { 0.9, 0.5 }, { 0.8, 0.4 }, { 0.7, 0.6 },
-                                          { 0.6, 0.5 }, { 0.5, 0.45 }, { 0.4, 0.55 },
-                                          { 0.35, 0.5 } };
-        static const double failed[][2] = { { 0.25, 0.5 }, { 0.2, 0.4 }, { 0.28, 0.6 } };
+        static const double safe[][2] = {{0.9, 0.5},  {0.8, 0.4},  {0.7, 0.6}, {0.6, 0.5},
+                                         {0.5, 0.45}, {0.4, 0.55}, {0.35, 0.5}};
+        static const double failed[][2] = {{0.25, 0.5}, {0.2, 0.4}, {0.28, 0.6}};
         size_t n = 0;
 
         for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++, n++) {
-                p[n] = (struct tuner_bo_point){ .x = { safe[i][0], safe[i][1] } };
+                p[n] = (struct tuner_bo_point){.x = {safe[i][0], safe[i][1]}};
                 p[n].y = 2.0 * safe[i][0] + 0.1 * (safe[i][1] - 0.5) * (safe[i][1] - 0.5);
         }
         for (size_t i = 0; i < sizeof(failed) / sizeof(failed[0]); i++, n++)
-                p[n] = (struct tuner_bo_point){ .x = { failed[i][0], failed[i][1] }, .y = NAN,
-                                                .failed = true };
+                p[n] = (struct tuner_bo_point){
+                    .x = {failed[i][0], failed[i][1]}, .y = NAN, .failed = true};
         return n;
 }
 
@@ -142,29 +139,26 @@ Test(bo, safety_filter_avoids_the_failures)
         size_t n = oom_history(pts);
         struct tuner_bo_options opt;
         struct tuner_bo_prediction pred;
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
         double x[2];
         unsigned unsafe_without = 0;
 
         for (uint64_t seed = 1; seed <= 10; seed++) {
                 tuner_bo_options_default(&opt);
                 opt.seed = seed;
-                cr_assert_eq(tuner_bo_suggest(pts, n, 2, &opt, x, &pred, &err), 0, "%s",
-                             err.text);
+                cr_assert_eq(tuner_bo_suggest(pts, n, 2, &opt, x, &pred, &err), 0, "%s", err.text);
                 cr_assert(pred.failure_probability < opt.failure_bound || pred.fallback,
-                          "seed %" PRIu64 ": P(fail) %g proposed", seed,
-                          pred.failure_probability);
+                          "seed %" PRIu64 ": P(fail) %g proposed", seed, pred.failure_probability);
                 cr_assert(x[0] > 0.3, "seed %" PRIu64 ": x0 %g inside the failures", seed, x[0]);
                 cr_assert_eq(pred.incumbent, 6, "the best safe point is (0.35, 0.5)");
                 /* the trust region: an L-infinity box around the incumbent */
                 cr_assert(fabs(x[0] - 0.35) <= pred.trust_radius + 1e-12 &&
-                                  fabs(x[1] - 0.5) <= pred.trust_radius + 1e-12,
+                              fabs(x[1] - 0.5) <= pred.trust_radius + 1e-12,
                           "(%g, %g) outside radius %g", x[0], x[1], pred.trust_radius);
 
                 /* the same history without the safety model walks into the failures */
                 opt.safety = false;
-                cr_assert_eq(tuner_bo_suggest(pts, n, 2, &opt, x, &pred, &err), 0, "%s",
-                             err.text);
+                cr_assert_eq(tuner_bo_suggest(pts, n, 2, &opt, x, &pred, &err), 0, "%s", err.text);
                 cr_assert(isnan(pred.failure_probability));
                 unsafe_without += x[0] < 0.3;
         }
@@ -181,18 +175,45 @@ Test(bo, trust_region_grows_with_safe_evidence_and_shrinks_with_failures)
 
         tuner_bo_options_default(&opt);
         for (int i = 0; i < 10; i++)
-                pts[i] = (struct tuner_bo_point){ .x = { 0.5 + 0.04 * i }, .y = 0.5 + 0.04 * i };
+                pts[i] = (struct tuner_bo_point){.x = {0.5 + 0.04 * i}, .y = 0.5 + 0.04 * i};
         cr_assert_eq(tuner_bo_suggest(pts, 2, 1, &opt, x, &pred, NULL), 0);
         r2 = pred.trust_radius;
         cr_assert_eq(tuner_bo_suggest(pts, 10, 1, &opt, x, &pred, NULL), 0);
         r10 = pred.trust_radius;
-        pts[10] = (struct tuner_bo_point){ .x = { 0.3 }, .y = NAN, .failed = true };
+        pts[10] = (struct tuner_bo_point){.x = {0.3}, .y = NAN, .failed = true};
         cr_assert_eq(tuner_bo_suggest(pts, 11, 1, &opt, x, &pred, NULL), 0);
         r10f = pred.trust_radius;
         cr_assert(fabs(r2 - opt.trust_initial) < 1e-12, "radius with 2 safe points %g", r2);
         cr_assert(r10 > r2 && r10 <= opt.trust_max, "radius %g with 10 safe points", r10);
         cr_assert(r10f < r10, "a failure did not shrink the radius (%g, %g)", r10f, r10);
         cr_assert(fabs(x[0] - 0.5) <= r10f + 1e-12, "x %g outside %g around 0.5", x[0], r10f);
+}
+
+/* Less memory than a run that ran out of it is ineligible, whatever the failure GP says. */
+Test(bo, oom_dominance_in_memory_dimensions)
+{
+        struct tuner_bo_point pts[] = {
+            {.x = {0.6, 0.5}, .y = 0.6},
+            {.x = {0.7, 0.5}, .y = 0.7},
+            {.x = {0.8, 0.5}, .y = 0.8},
+            {.x = {0.5, 0.9}, .y = NAN, .failed = true, .memory_failure = true},
+        };
+        struct tuner_bo_options opt;
+        struct tuner_bo_prediction pred;
+        double x[2];
+
+        for (uint64_t seed = 1; seed <= 10; seed++) {
+                tuner_bo_options_default(&opt);
+                opt.seed = seed;
+                opt.failure_bound = 0.5; /* loose: the GP alone would let the search below */
+                opt.trust_max = opt.trust_min = 0.3;
+                opt.monotone = 1u << 0 | 1u << 1;
+                cr_assert_eq(tuner_bo_suggest(pts, 4, 2, &opt, x, &pred, NULL), 0);
+                cr_assert(x[0] > 0.5 || x[1] > 0.9,
+                          "seed %" PRIu64 ": (%g, %g) has less memory "
+                          "than the OOM at (0.5, 0.9)",
+                          seed, x[0], x[1]);
+        }
 }
 
 Test(bo, floor_is_respected)
@@ -225,12 +246,12 @@ Test(bo, floor_is_respected)
 Test(bo, nothing_eligible_keeps_the_best_safe_point)
 {
         struct tuner_bo_point pts[] = {
-                { .x = { 0.50 }, .y = 1.0 },
-                { .x = { 0.52 }, .y = 0.9 },
-                { .x = { 0.46 }, .y = NAN, .failed = true },
-                { .x = { 0.56 }, .y = NAN, .failed = true },
-                { .x = { 0.49 }, .y = NAN, .failed = true },
-                { .x = { 0.53 }, .y = NAN, .failed = true },
+            {.x = {0.50}, .y = 1.0},
+            {.x = {0.52}, .y = 0.9},
+            {.x = {0.46}, .y = NAN, .failed = true},
+            {.x = {0.56}, .y = NAN, .failed = true},
+            {.x = {0.49}, .y = NAN, .failed = true},
+            {.x = {0.53}, .y = NAN, .failed = true},
         };
         struct tuner_bo_options opt;
         struct tuner_bo_prediction pred;
@@ -273,11 +294,11 @@ Test(bo, deterministic_given_the_seed)
 Test(bo, too_little_history)
 {
         struct tuner_bo_point pts[] = {
-                { .x = { 0.5 }, .y = 1.0 },
-                { .x = { 0.6 }, .y = NAN },
-                { .x = { 0.7 }, .y = 2.0, .failed = true },
+            {.x = {0.5}, .y = 1.0},
+            {.x = {0.6}, .y = NAN},
+            {.x = {0.7}, .y = 2.0, .failed = true},
         };
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
         double x[1];
 
         cr_assert_eq(tuner_bo_suggest(pts, 3, 1, NULL, x, NULL, &err), -ENODATA);
@@ -301,13 +322,13 @@ static void make_run(struct tuner_run *r, int i, uint64_t heap, uint64_t millico
         memset(r, 0, sizeof(*r));
         snprintf(r->app_id, sizeof(r->app_id), "app-%02d", i);
         snprintf(r->job, sizeof(r->job), "job");
-        r->params = (struct tuner_params){ .cores = 4,
-                                           .millicores = millicores,
-                                           .heap_bytes = heap,
-                                           .overhead_bytes = 1 * GiB,
-                                           .burst_ratio = 0.2,
-                                           .spill_fraction = NAN,
-                                           .shuffle_partitions = 200 };
+        r->params = (struct tuner_params){.cores = 4,
+                                          .millicores = millicores,
+                                          .heap_bytes = heap,
+                                          .overhead_bytes = 1 * GiB,
+                                          .burst_ratio = 0.2,
+                                          .spill_fraction = NAN,
+                                          .shuffle_partitions = 200};
         if (heap < 3 * GiB) {
                 r->failure = TUNER_FAIL_OOM;
                 r->cpu_util = r->mem_util = r->objective = NAN;
@@ -323,8 +344,7 @@ static size_t job_history(struct tuner_run *runs)
         static const struct {
                 double heap_gib;
                 uint64_t millicores;
-        } h[] = { { 3.5, 2000 }, { 2.5, 2000 }, { 4, 2500 }, { 5, 3000 }, { 6, 3500 },
-                  { 8, 4000 } };
+        } h[] = {{3.5, 2000}, {2.5, 2000}, {4, 2500}, {5, 3000}, {6, 3500}, {8, 4000}};
         size_t n = sizeof(h) / sizeof(h[0]);
 
         for (size_t i = 0; i < n; i++) /* newest first */
@@ -338,10 +358,10 @@ Test(bo, recommend_from_runs)
         struct tuner_run runs[8];
         size_t n = job_history(runs);
         struct tuner_bounds b;
-        struct tuner_params floor = { .heap_bytes = 3 * GiB, .spill_fraction = NAN,
-                                      .burst_ratio = NAN };
+        struct tuner_params floor = {
+            .heap_bytes = 3 * GiB, .spill_fraction = NAN, .burst_ratio = NAN};
         struct tuner_recommendation rec, again;
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
 
         tuner_bounds_default(&b);
         cr_assert_eq(tuner_bo_recommend(runs, n, &b, &floor, &rec, &err), 0, "%s", err.text);
@@ -350,18 +370,16 @@ Test(bo, recommend_from_runs)
         cr_assert(rec.params.heap_bytes >= 3 * GiB, "heap %" PRIu64 " below the floor",
                   rec.params.heap_bytes);
         cr_assert(rec.params.heap_bytes % MiB == 0);
-        cr_assert(rec.params.millicores >= b.millicores_min &&
-                  rec.params.millicores <= 4000);
+        cr_assert(rec.params.millicores >= b.millicores_min && rec.params.millicores <= 4000);
         cr_assert(isnan(rec.params.spill_fraction), "an unset threshold stays unset");
         cr_assert(isfinite(rec.predicted_objective) && rec.predicted_objective > 0);
-        cr_assert(rec.failure_probability < b.failure_bound, "P(fail) %g",
-                  rec.failure_probability);
+        cr_assert(rec.failure_probability < b.failure_bound, "P(fail) %g", rec.failure_probability);
         cr_assert_eq(rec.runs_used, 6);
         cr_assert_str_eq(rec.reasons[TUNER_P_CORES].source, "unchanged");
         cr_assert_str_eq(rec.reasons[TUNER_P_HEAP].source, "bo");
         cr_assert(strstr(rec.reasons[TUNER_P_HEAP].text, "P(fail)") &&
-                          strstr(rec.reasons[TUNER_P_HEAP].text, "trust radius") &&
-                          strstr(rec.reasons[TUNER_P_HEAP].text, "heap 3584MiB -> "),
+                      strstr(rec.reasons[TUNER_P_HEAP].text, "trust radius") &&
+                      strstr(rec.reasons[TUNER_P_HEAP].text, "heap 3584MiB -> "),
                   "%s", rec.reasons[TUNER_P_HEAP].text);
         cr_assert_str_eq(rec.reasons[TUNER_P_SPILL_FRACTION].source, "unchanged");
 
@@ -377,8 +395,8 @@ Test(bo, recommend_respects_bounds_and_fixed_dimensions)
         struct tuner_bounds b;
         struct tuner_recommendation rec;
         struct tuner_bo_recommend_options opt = {
-                .fixed = (1u << TUNER_P_PARTITIONS) | (1u << TUNER_P_BURST_RATIO) |
-                         (1u << TUNER_P_HEAP),
+            .fixed =
+                (1u << TUNER_P_PARTITIONS) | (1u << TUNER_P_BURST_RATIO) | (1u << TUNER_P_HEAP),
         };
 
         tuner_bounds_default(&b);
@@ -386,8 +404,8 @@ Test(bo, recommend_respects_bounds_and_fixed_dimensions)
         b.heap_max_bytes = 6 * GiB;
         cr_assert_eq(tuner_bo_recommend_with(runs, n, &b, NULL, &opt, &rec, NULL), 0);
         cr_assert(rec.params.heap_bytes + rec.params.overhead_bytes <= 5 * GiB,
-                  "heap %" PRIu64 " + overhead %" PRIu64 " above the limit",
-                  rec.params.heap_bytes, rec.params.overhead_bytes);
+                  "heap %" PRIu64 " + overhead %" PRIu64 " above the limit", rec.params.heap_bytes,
+                  rec.params.overhead_bytes);
         cr_assert(rec.params.heap_bytes <= 6 * GiB);
         /* partitions and burst never varied and are marked fixed; heap varied: still tuned */
         cr_assert_eq(rec.params.shuffle_partitions, 200);
@@ -402,7 +420,7 @@ Test(bo, recommend_needs_two_successful_runs)
         struct tuner_run runs[3];
         struct tuner_bounds b;
         struct tuner_recommendation rec;
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
 
         tuner_bounds_default(&b);
         make_run(&runs[0], 3, 4 * GiB, 2000);

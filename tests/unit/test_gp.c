@@ -28,18 +28,18 @@ Test(gp, matern52_known_values)
 
 Test(gp, one_dimension_fixed_hyperparameters)
 {
-        const double x[] = { 0.1, 0.4, 0.7, 0.9 }, y[] = { 1.0, 2.5, 0.3, -0.7 };
-        const double at[] = { 0.25, 0.55, 1.0 };
-        const double mean[] = { 1.9533475437831753, 1.6644866341671554, -0.6344033132557616 };
-        const double var[] = { 0.1541457003653483, 0.1338661923406367, 0.2059316898889192 };
-        struct tuner_gp_hyper h = { .lengthscale = { 0.3 }, .signal_variance = 1.2,
-                                    .noise_variance = 0.01 };
+        const double x[] = {0.1, 0.4, 0.7, 0.9}, y[] = {1.0, 2.5, 0.3, -0.7};
+        const double at[] = {0.25, 0.55, 1.0};
+        const double mean[] = {1.9533475437831753, 1.6644866341671554, -0.6344033132557616};
+        const double var[] = {0.1541457003653483, 0.1338661923406367, 0.2059316898889192};
+        struct tuner_gp_hyper h = {
+            .lengthscale = {0.3}, .signal_variance = 1.2, .noise_variance = 0.01};
         struct tuner_gp *gp = tuner_gp_new(1);
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
 
         cr_assert_not_null(gp);
         cr_assert_eq(tuner_gp_fit(gp, x, y, 4,
-                                  &(struct tuner_gp_options){ .standardise = true, .hyper = &h },
+                                  &(struct tuner_gp_options){.standardise = true, .hyper = &h},
                                   &err),
                      0, "fit: %s", err.text);
         assert_close(tuner_gp_log_marginal_likelihood(gp), -5.682108785170712, TOL, "lml");
@@ -55,19 +55,18 @@ Test(gp, one_dimension_fixed_hyperparameters)
 
 Test(gp, two_dimensions_ard)
 {
-        const double x[] = { 0.1, 0.2, 0.5, 0.9, 0.8, 0.4, 0.3, 0.6, 0.95, 0.05 };
-        const double y[] = { 3.0, 1.0, 2.0, 0.5, 4.0 };
-        const double at[] = { 0.4, 0.5, 0.0, 1.0 };
-        const double mean[] = { 0.5328010591034504, 2.4029893613205218 };
-        const double var[] = { 0.2985908669852516, 1.1625717453696125 };
-        struct tuner_gp_hyper h = { .lengthscale = { 0.2, 0.8 }, .signal_variance = 0.9,
-                                    .noise_variance = 1e-3 };
+        const double x[] = {0.1, 0.2, 0.5, 0.9, 0.8, 0.4, 0.3, 0.6, 0.95, 0.05};
+        const double y[] = {3.0, 1.0, 2.0, 0.5, 4.0};
+        const double at[] = {0.4, 0.5, 0.0, 1.0};
+        const double mean[] = {0.5328010591034504, 2.4029893613205218};
+        const double var[] = {0.2985908669852516, 1.1625717453696125};
+        struct tuner_gp_hyper h = {
+            .lengthscale = {0.2, 0.8}, .signal_variance = 0.9, .noise_variance = 1e-3};
         struct tuner_gp *gp = tuner_gp_new(2);
 
         cr_assert_eq(tuner_gp_fit(gp, x, y, 5,
-                                  &(struct tuner_gp_options){ .kernel = TUNER_GP_ARD,
-                                                              .standardise = true,
-                                                              .hyper = &h },
+                                  &(struct tuner_gp_options){
+                                      .kernel = TUNER_GP_ARD, .standardise = true, .hyper = &h},
                                   NULL),
                      0);
         assert_close(tuner_gp_log_marginal_likelihood(gp), -7.766632024538218, TOL, "lml");
@@ -82,15 +81,15 @@ Test(gp, two_dimensions_ard)
 
 Test(gp, labels_without_standardisation)
 {
-        const double x[] = { 0.2, 0.5, 0.8 }, y[] = { -1, -1, 1 }, at[] = { 0.35, 0.7 };
-        const double mean[] = { -1.2303663975672845, 0.40366389587294776 };
-        const double var[] = { 0.09690895106529174, 0.07834582995340833 };
-        struct tuner_gp_hyper h = { .lengthscale = { 0.3 }, .signal_variance = 1.0,
-                                    .noise_variance = 0.01 };
+        const double x[] = {0.2, 0.5, 0.8}, y[] = {-1, -1, 1}, at[] = {0.35, 0.7};
+        const double mean[] = {-1.2303663975672845, 0.40366389587294776};
+        const double var[] = {0.09690895106529174, 0.07834582995340833};
+        struct tuner_gp_hyper h = {
+            .lengthscale = {0.3}, .signal_variance = 1.0, .noise_variance = 0.01};
         struct tuner_gp *gp = tuner_gp_new(1);
 
         cr_assert_eq(tuner_gp_fit(gp, x, y, 3,
-                                  &(struct tuner_gp_options){ .standardise = false, .hyper = &h },
+                                  &(struct tuner_gp_options){.standardise = false, .hyper = &h},
                                   NULL),
                      0);
         assert_close(tuner_gp_log_marginal_likelihood(gp), -4.529261372449323, TOL, "lml");
@@ -107,13 +106,13 @@ Test(gp, labels_without_standardisation)
 Test(gp, one_point_by_hand)
 {
         const double x = 0.5, y = 2.0, at = 0.6;
-        struct tuner_gp_hyper h = { .lengthscale = { 0.2 }, .signal_variance = 1.0,
-                                    .noise_variance = 0.1 };
+        struct tuner_gp_hyper h = {
+            .lengthscale = {0.2}, .signal_variance = 1.0, .noise_variance = 0.1};
         struct tuner_gp *gp = tuner_gp_new(1);
         double k = tuner_gp_matern52(0.1 / 0.2), m, v;
 
         cr_assert_eq(tuner_gp_fit(gp, &x, &y, 1,
-                                  &(struct tuner_gp_options){ .standardise = false, .hyper = &h },
+                                  &(struct tuner_gp_options){.standardise = false, .hyper = &h},
                                   NULL),
                      0);
         cr_assert_eq(tuner_gp_predict(gp, &at, &m, &v), 0);
@@ -129,7 +128,7 @@ Test(gp, one_point_by_hand)
 Test(gp, hyperparameter_search_maximises_likelihood)
 {
         double x[30], y[30];
-        const double ls[] = { 0.05, 0.1, 0.35, 1.0, 2.5 }, noise[] = { 1e-6, 1e-2, 1e-1 };
+        const double ls[] = {0.05, 0.1, 0.35, 1.0, 2.5}, noise[] = {1e-6, 1e-2, 1e-1};
         struct tuner_gp *gp = tuner_gp_new(1), *fixed = tuner_gp_new(1);
         struct tuner_gp_hyper chosen;
         double best;
@@ -145,12 +144,12 @@ Test(gp, hyperparameter_search_maximises_likelihood)
                   "a smooth sine wants a middling lengthscale, got %g", chosen.lengthscale[0]);
         for (size_t a = 0; a < 5; a++)
                 for (size_t b = 0; b < 3; b++) {
-                        struct tuner_gp_hyper h = { .lengthscale = { ls[a] },
-                                                    .signal_variance = 1.0,
-                                                    .noise_variance = noise[b] };
+                        struct tuner_gp_hyper h = {.lengthscale = {ls[a]},
+                                                   .signal_variance = 1.0,
+                                                   .noise_variance = noise[b]};
                         cr_assert_eq(tuner_gp_fit(fixed, x, y, 30,
-                                                  &(struct tuner_gp_options){ .standardise = true,
-                                                                              .hyper = &h },
+                                                  &(struct tuner_gp_options){.standardise = true,
+                                                                             .hyper = &h},
                                                   NULL),
                                      0);
                         cr_assert(tuner_gp_log_marginal_likelihood(fixed) <= best + 1e-9,
@@ -179,11 +178,11 @@ Test(gp, ard_search_finds_the_relevant_dimension)
                 x[2 * i + 1] = (i / 8) / 4.0;
                 y[i] = sin(5 * x[2 * i]);
         }
-        cr_assert_eq(tuner_gp_fit(gp, x, y, 40,
-                                  &(struct tuner_gp_options){ .kernel = TUNER_GP_ARD,
-                                                              .standardise = true },
-                                  NULL),
-                     0);
+        cr_assert_eq(
+            tuner_gp_fit(gp, x, y, 40,
+                         &(struct tuner_gp_options){.kernel = TUNER_GP_ARD, .standardise = true},
+                         NULL),
+            0);
         tuner_gp_hyper_get(gp, &h);
         cr_assert(h.lengthscale[1] > 2 * h.lengthscale[0], "lengthscales %g %g", h.lengthscale[0],
                   h.lengthscale[1]);
@@ -193,15 +192,15 @@ Test(gp, ard_search_finds_the_relevant_dimension)
 /* Duplicated inputs with no noise: singular; the jitter escalation rescues it. */
 Test(gp, duplicates_need_jitter)
 {
-        const double x[] = { 0.3, 0.3, 0.3, 0.7 }, y[] = { 1, 1, 1, 2 };
-        struct tuner_gp_hyper h = { .lengthscale = { 0.5 }, .signal_variance = 1.0,
-                                    .noise_variance = 0 };
+        const double x[] = {0.3, 0.3, 0.3, 0.7}, y[] = {1, 1, 1, 2};
+        struct tuner_gp_hyper h = {
+            .lengthscale = {0.5}, .signal_variance = 1.0, .noise_variance = 0};
         struct tuner_gp *gp = tuner_gp_new(1);
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
         double m, v, at = 0.3;
 
         cr_assert_eq(tuner_gp_fit(gp, x, y, 4,
-                                  &(struct tuner_gp_options){ .standardise = true, .hyper = &h },
+                                  &(struct tuner_gp_options){.standardise = true, .hyper = &h},
                                   &err),
                      0, "fit: %s", err.text);
         cr_assert(tuner_gp_jitter(gp) > 0, "jitter %g", tuner_gp_jitter(gp));
@@ -215,7 +214,7 @@ Test(gp, hundreds_of_points)
         enum { N = 300 };
         static double x[3 * N], y[N];
         struct tuner_gp *gp = tuner_gp_new(3);
-        double m, v, at[3] = { 0.5, 0.5, 0.5 };
+        double m, v, at[3] = {0.5, 0.5, 0.5};
 
         for (int i = 0; i < N; i++) {
                 for (int k = 0; k < 3; k++)
@@ -231,9 +230,9 @@ Test(gp, hundreds_of_points)
 
 Test(gp, invalid_input)
 {
-        const double x[] = { 0.5, 1.5 }, y[] = { 1, NAN }, finite[] = { 1, 2 };
+        const double x[] = {0.5, 1.5}, y[] = {1, NAN}, finite[] = {1, 2};
         struct tuner_gp *gp = tuner_gp_new(1);
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
         double m, v;
 
         cr_assert_null(tuner_gp_new(0));
