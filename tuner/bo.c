@@ -631,6 +631,58 @@ static void decode(const struct mapping *map, const double *x, struct tuner_para
         *ret = p;
 }
 
+/*
+ * The fallback returns the best safe run: its exact values where x is still its point
+ * (decoding would round), unless the floor raised them or the bounds now exclude them.
+ */
+static void keep_incumbent(const struct mapping *map, const struct tuner_bo_point *point,
+                           const double *x, const struct tuner_params *best,
+                           struct tuner_params *ret)
+{
+        const struct tuner_bounds *b = map->bounds;
+
+        for (unsigned i = 0; i < CANDIDATES; i++) {
+                const struct dimension *d = &map->dim[i];
+
+                if (d->position < 0 || x[d->position] != point->x[d->position])
+                        continue;
+                switch (d->param) {
+                case TUNER_P_MILLICORES:
+                        if (best->cores == map->cores && best->millicores >= b->millicores_min &&
+                            best->millicores <= b->millicores_max)
+                                ret->millicores = best->millicores;
+                        break;
+                case TUNER_P_HEAP:
+                        if (best->heap_bytes >= b->heap_min_bytes &&
+                            best->heap_bytes <= b->heap_max_bytes)
+                                ret->heap_bytes = best->heap_bytes;
+                        break;
+                case TUNER_P_OVERHEAD:
+                        if (best->overhead_bytes >= b->overhead_min_bytes &&
+                            best->overhead_bytes <= b->overhead_max_bytes)
+                                ret->overhead_bytes = best->overhead_bytes;
+                        break;
+                case TUNER_P_BURST_RATIO:
+                        if (best->burst_ratio >= 0 && best->burst_ratio <= b->burst_ratio_max)
+                                ret->burst_ratio = best->burst_ratio;
+                        break;
+                case TUNER_P_SPILL_FRACTION:
+                        if (best->spill_fraction >= b->spill_fraction_min &&
+                            best->spill_fraction <= b->spill_fraction_max)
+                                ret->spill_fraction = best->spill_fraction;
+                        break;
+                case TUNER_P_PARTITIONS:
+                        if (best->shuffle_partitions >= b->partitions_min &&
+                            best->shuffle_partitions <= b->partitions_max)
+                                ret->shuffle_partitions = best->shuffle_partitions;
+                        break;
+                case TUNER_P_CORES:
+                case TUNER_P_COUNT:
+                        break;
+                }
+        }
+}
+
 static bool memory_limit_feasible(const double *x, void *userdata)
 {
         const struct mapping *map = userdata;
@@ -792,7 +844,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         double x[TUNER_BO_DIMS_MAX];
         const struct tuner_run *best;
         size_t m = 0;
-        char before[64], after[64], summary[320];
+        char before[64], after[64], summary[400];
         int r;
 
         if (!runs || !b || !ret)
@@ -901,6 +953,9 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 return r;
 
         decode(&map, x, &rec.params);
+        if (pred.fallback)
+                keep_incumbent(&map, &pts[pred.incumbent], x, &runs[run_of[pred.incumbent]].params,
+                               &rec.params);
         /* rounding up to MiB may cross the limit: take it off the heap */
         if (b->memory_limit_max &&
             rec.params.heap_bytes + rec.params.overhead_bytes > b->memory_limit_max &&
@@ -920,8 +975,10 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                          "%s: best safe run %s kept (objective %.4g), predicted objective %.4g "
                          "(log %.3f +- %.3f), P(fail) %.3f, trust radius %.3f, %u safe / %u "
                          "failed runs",
-                         pred.converged ? "no candidate with EI > 0 (converged)"
-                                        : "no candidate with P(fail) below the bound",
+                         pred.converged
+                             ? "no candidate with EI > 0 (converged)"
+                             : "no eligible candidate (P(fail) at or above the bound, or "
+                               "less memory than an OOM run)",
                          best->app_id, exp(pred.best_y), rec.predicted_objective, pred.mean,
                          pred.sd, pred.failure_probability, pred.trust_radius, pred.safe_points,
                          pred.failed_points);

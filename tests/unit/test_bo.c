@@ -431,3 +431,44 @@ Test(bo, recommend_needs_two_successful_runs)
         cr_assert(strstr(err.text, "fewer than 2"), "%s", err.text);
         cr_assert_eq(tuner_bo_recommend(runs, 0, &b, NULL, &rec, &err), -ENODATA);
 }
+
+/*
+ * Nothing eligible (every candidate near the best run has less memory than runs that were
+ * OOM-killed, a flaky job): the best safe run's settings come back exactly, not re-rounded.
+ */
+Test(bo, recommend_fallback_keeps_the_best_run_exactly)
+{
+        struct tuner_run runs[6];
+        struct tuner_bounds b;
+        struct tuner_recommendation rec;
+        struct shim_error err = {0};
+
+        tuner_bounds_default(&b);
+        make_run(&runs[0], 6, 4 * GiB + 12345, 2001);
+        make_run(&runs[1], 5, 5 * GiB + 777, 2503);
+        for (int i = 2; i < 6; i++) {
+                make_run(&runs[i], 6 - i, 6 * GiB, 2000 + (uint64_t)i);
+                runs[i].params.overhead_bytes = 2 * GiB;
+                runs[i].failure = TUNER_FAIL_OOM;
+                runs[i].objective = NAN;
+        }
+        cr_assert_eq(tuner_bo_recommend(runs, 6, &b, NULL, &rec, &err), 0, "%s", err.text);
+        cr_assert(strstr(rec.reasons[TUNER_P_HEAP].text, "kept"), "%s",
+                  rec.reasons[TUNER_P_HEAP].text);
+        cr_assert_eq(rec.params.heap_bytes, 4 * GiB + 12345, "heap %" PRIu64,
+                     rec.params.heap_bytes);
+        cr_assert_eq(rec.params.millicores, 2001);
+        cr_assert_eq(rec.params.overhead_bytes, 1 * GiB);
+}
+
+/* A recurring job often repeats a configuration: duplicate inputs must fit. */
+Test(bo, repeated_configurations)
+{
+        struct tuner_bo_point pts[12];
+        double x[2];
+
+        for (int i = 0; i < 12; i++)
+                pts[i] = (struct tuner_bo_point){.x = {0.5 + 0.1 * (i % 3), 0.5},
+                                                 .y = 1.0 + 0.1 * (i % 3) + 0.01 * i};
+        cr_assert_eq(tuner_bo_suggest(pts, 12, 2, NULL, x, NULL, NULL), 0);
+}
