@@ -99,7 +99,7 @@ struct tuner_bo_options {
         double floor[TUNER_BO_DIMS_MAX]; /* lowest allowed x per dimension; default 0 */
         /* trust region (L-infinity half-width around the incumbent), see docs/tuner-bo.md */
         double trust_initial;        /* with 2 safe points; default 0.1 */
-        double trust_growth;         /* x per further safe point; default 1.25 */
+        double trust_growth;         /* x per further safe point; default 1.15 */
         double trust_min, trust_max; /* default 0.05, 0.5 */
         enum tuner_bo_kernel {
                 TUNER_BO_KERNEL_AUTO = 0, /* ARD once there are >= 2 dims + 2 safe points */
@@ -110,6 +110,9 @@ struct tuner_bo_options {
         /* bits (1 << dimension) in which more never causes an OOM (memory sizes): candidates
            dominated by a memory_failure point there are ineligible; 0 = none */
         unsigned monotone;
+        /* ... and those with at most this much more (unit cube); default 0.02, which is 12 %
+           of heap between 256 MiB and 64 GiB on the log scale */
+        double monotone_margin;
         /* extra feasibility (e.g. heap + overhead <= the limit); NULL = none */
         bool (*feasible)(const double *x, void *userdata);
         void *feasible_userdata;
