@@ -472,3 +472,30 @@ Test(bo, repeated_configurations)
                                                  .y = 1.0 + 0.1 * (i % 3) + 0.01 * i};
         cr_assert_eq(tuner_bo_suggest(pts, 12, 2, NULL, x, NULL, NULL), 0);
 }
+
+/*
+ * Where no run went, the failure model says 0.5, not 0: with the trust region out of the
+ * way, the search still stays near the safe runs although the objective pulls far away.
+ */
+Test(bo, failure_model_treats_the_unknown_as_unsafe)
+{
+        struct tuner_bo_point pts[] = {
+            {.x = {0.05}, .y = 1.0},
+            {.x = {0.10}, .y = 0.9},
+            {.x = {0.15}, .y = 0.8},
+            {.x = {0.20}, .y = 0.7},
+        };
+        struct tuner_bo_options opt;
+        struct tuner_bo_prediction pred;
+        double x[1];
+
+        tuner_bo_options_default(&opt);
+        opt.trust_initial = opt.trust_min = opt.trust_max = 1.0;
+        cr_assert_eq(tuner_bo_suggest(pts, 4, 1, &opt, x, &pred, NULL), 0);
+        cr_assert(x[0] > 0.2 && x[0] < 0.2 + 0.12, "x %g: outside the safe set", x[0]);
+        cr_assert(pred.failure_probability < opt.failure_bound);
+        /* without the safety model the same history jumps much further */
+        opt.safety = false;
+        cr_assert_eq(tuner_bo_suggest(pts, 4, 1, &opt, x, &pred, NULL), 0);
+        cr_assert(x[0] > 0.5, "x %g without the safety model", x[0]);
+}
