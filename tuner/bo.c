@@ -910,7 +910,9 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 if (!usable)
                         continue;
                 p->failed = runs[j].failure != TUNER_OK;
-                p->memory_failure = runs[j].failure == TUNER_FAIL_OOM;
+                /* as the rules read it: an executor lost of unknown cause counts as memory */
+                p->memory_failure = runs[j].failure == TUNER_FAIL_OOM ||
+                                    runs[j].failure == TUNER_FAIL_EXECUTOR_LOST;
                 p->y = !p->failed && isfinite(runs[j].objective) && runs[j].objective > 0
                            ? log(runs[j].objective)
                            : NAN;
