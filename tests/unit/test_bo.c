@@ -1,0 +1,501 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Stage 2 (tuner/bo.h): the random stream, Expected Improvement (closed form against
+ * scipy, see gp_reference.py), the genetic algorithm, the failure model and the safety
+ * filter, the mapping of runs to the unit cube, determinism, too little history.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bo.h"
+
+#define GiB (UINT64_C(1) << 30)
+#define MiB (UINT64_C(1) << 20)
+
+Test(bo, rng_is_deterministic_and_uniform)
+{
+        struct tuner_rng a, b, c;
+        double sum = 0, sum2 = 0;
+        bool differ = false;
+
+        tuner_rng_seed(&a, 42);
+        tuner_rng_seed(&b, 42);
+        tuner_rng_seed(&c, 43);
+        for (int i = 0; i < 1000; i++) {
+                uint64_t va = tuner_rng_next(&a);
+                cr_assert_eq(va, tuner_rng_next(&b), "draw %d differs for one seed", i);
+                differ |= va != tuner_rng_next(&c);
+        }
+        cr_assert(differ, "seeds 42 and 43 gave the same stream");
+        for (int i = 0; i < 20000; i++) {
+                double u = tuner_rng_uniform(&a), z = tuner_rng_normal(&a);
+                cr_assert(u >= 0 && u < 1, "uniform %g", u);
+                sum += z;
+                sum2 += z * z;
+        }
+        cr_assert(fabs(sum / 20000) < 0.03, "normal mean %g", sum / 20000);
+        cr_assert(fabs(sum2 / 20000 - 1) < 0.05, "normal variance %g", sum2 / 20000);
+}
+
+/* values from tests/unit/gp_reference.py (scipy.stats.norm) */
+Test(bo, expected_improvement_closed_form)
+{
+        static const struct {
+                double mean, sd, best, ei;
+        } cases[] = {
+            {1.0, 0.5, 1.2, 0.3152194184737265},
+            {0.0, 1.0, 0.0, 0.3989422804014327},
+            {2.0, 0.3, 1.0, 3.362336569049442e-05},
+            {-1.0, 2.0, 0.5, 1.7623338357443066},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                double ei =
+                    tuner_bo_expected_improvement(cases[i].mean, cases[i].sd, cases[i].best, 0);
+                cr_assert(fabs(ei - cases[i].ei) <= 1e-12 * fmax(1, cases[i].ei),
+                          "EI(%g, %g, %g) = %.17g, want %.17g", cases[i].mean, cases[i].sd,
+                          cases[i].best, ei, cases[i].ei);
+        }
+        /* no uncertainty: the plain improvement, or nothing */
+        cr_assert_eq(tuner_bo_expected_improvement(1.0, 0, 1.5, 0), 0.5);
+        cr_assert_eq(tuner_bo_expected_improvement(2.0, 0, 1.5, 0), 0.0);
+        /* xi asks for more */
+        cr_assert(tuner_bo_expected_improvement(1.0, 0.5, 1.2, 0.1) <
+                  tuner_bo_expected_improvement(1.0, 0.5, 1.2, 0));
+        cr_assert(fabs(tuner_bo_normal_cdf(1.959963984540054) - 0.975) < 1e-12);
+}
+
+static double bowl(const double *x, void *userdata)
+{
+        (void)userdata;
+        return -((x[0] - 0.3) * (x[0] - 0.3) + (x[1] - 0.7) * (x[1] - 0.7));
+}
+
+/* two peaks; the global one (height 1) is narrow, at (0.8, 0.2) */
+static double two_peaks(const double *x, void *userdata)
+{
+        double a = (x[0] - 0.8) * (x[0] - 0.8) + (x[1] - 0.2) * (x[1] - 0.2);
+        double b = (x[0] - 0.2) * (x[0] - 0.2) + (x[1] - 0.8) * (x[1] - 0.8);
+        (void)userdata;
+        return exp(-a / 0.01) + 0.6 * exp(-b / 0.1);
+}
+
+Test(bo, ga_finds_known_maxima)
+{
+        const double lo[] = {0, 0}, hi[] = {1, 1}, lo2[] = {0.5, 0};
+        struct tuner_ga_options opt;
+        struct tuner_rng rng;
+        double x[2], f;
+
+        tuner_ga_options_default(&opt);
+        tuner_rng_seed(&rng, 7);
+        cr_assert_eq(tuner_ga_maximise(bowl, NULL, 2, lo, hi, NULL, 0, &opt, &rng, x, &f), 0);
+        cr_assert(fabs(x[0] - 0.3) < 0.01 && fabs(x[1] - 0.7) < 0.01, "bowl: (%g, %g)", x[0], x[1]);
+
+        for (uint64_t seed = 1; seed <= 10; seed++) {
+                tuner_rng_seed(&rng, seed);
+                cr_assert_eq(
+                    tuner_ga_maximise(two_peaks, NULL, 2, lo, hi, NULL, 0, &opt, &rng, x, &f), 0);
+                cr_assert(f > 0.99, "seed %" PRIu64 ": stuck at (%g, %g) f %g", seed, x[0], x[1],
+                          f);
+        }
+
+        /* the box binds: the bowl's best with x0 >= 0.5 is (0.5, 0.7) */
+        tuner_rng_seed(&rng, 7);
+        cr_assert_eq(tuner_ga_maximise(bowl, NULL, 2, lo2, hi, NULL, 0, &opt, &rng, x, &f), 0);
+        cr_assert(x[0] >= 0.5 && x[0] < 0.51 && fabs(x[1] - 0.7) < 0.01, "(%g, %g)", x[0], x[1]);
+
+        cr_assert_eq(tuner_ga_maximise(bowl, NULL, 2, hi, lo, NULL, 0, &opt, &rng, x, &f), -EINVAL,
+                     "lo > hi");
+}
+
+/*
+ * A memory-like dimension x0: lower is better (y rises with x0), but below 0.3 runs fail
+ * (OOM). x1 matters a little. The safe model must not go below the failures.
+ */
+static size_t oom_history(struct tuner_bo_point *p)
+{
+        static const double safe[][2] = {{0.9, 0.5},  {0.8, 0.4},  {0.7, 0.6}, {0.6, 0.5},
+                                         {0.5, 0.45}, {0.4, 0.55}, {0.35, 0.5}};
+        static const double failed[][2] = {{0.25, 0.5}, {0.2, 0.4}, {0.28, 0.6}};
+        size_t n = 0;
+
+        for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++, n++) {
+                p[n] = (struct tuner_bo_point){.x = {safe[i][0], safe[i][1]}};
+                p[n].y = 2.0 * safe[i][0] + 0.1 * (safe[i][1] - 0.5) * (safe[i][1] - 0.5);
+        }
+        for (size_t i = 0; i < sizeof(failed) / sizeof(failed[0]); i++, n++)
+                p[n] = (struct tuner_bo_point){
+                    .x = {failed[i][0], failed[i][1]}, .y = NAN, .failed = true};
+        return n;
+}
+
+Test(bo, safety_filter_avoids_the_failures)
+{
+        struct tuner_bo_point pts[16];
+        size_t n = oom_history(pts);
+        struct tuner_bo_options opt;
+        struct tuner_bo_prediction pred;
+        struct shim_error err = {0};
+        double x[2];
+        unsigned unsafe_without = 0;
+
+        for (uint64_t seed = 1; seed <= 10; seed++) {
+                tuner_bo_options_default(&opt);
+                opt.seed = seed;
+                cr_assert_eq(tuner_bo_suggest(pts, n, 2, &opt, x, &pred, &err), 0, "%s", err.text);
+                cr_assert(pred.failure_probability < opt.failure_bound || pred.fallback,
+                          "seed %" PRIu64 ": P(fail) %g proposed", seed, pred.failure_probability);
+                cr_assert(x[0] > 0.3, "seed %" PRIu64 ": x0 %g inside the failures", seed, x[0]);
+                cr_assert_eq(pred.incumbent, 6, "the best safe point is (0.35, 0.5)");
+                /* the trust region: an L-infinity box around the incumbent */
+                cr_assert(fabs(x[0] - 0.35) <= pred.trust_radius + 1e-12 &&
+                              fabs(x[1] - 0.5) <= pred.trust_radius + 1e-12,
+                          "(%g, %g) outside radius %g", x[0], x[1], pred.trust_radius);
+
+                /* the same history without the safety model walks into the failures */
+                opt.safety = false;
+                cr_assert_eq(tuner_bo_suggest(pts, n, 2, &opt, x, &pred, &err), 0, "%s", err.text);
+                cr_assert(isnan(pred.failure_probability));
+                unsafe_without += x[0] < 0.3;
+        }
+        cr_assert(unsafe_without >= 5, "BO without the safety model went below 0.3 only %u/10",
+                  unsafe_without);
+}
+
+Test(bo, trust_region_grows_with_safe_evidence_and_shrinks_with_failures)
+{
+        struct tuner_bo_point pts[40];
+        struct tuner_bo_options opt;
+        struct tuner_bo_prediction pred;
+        double x[1], r2, r10, r10f;
+
+        tuner_bo_options_default(&opt);
+        for (int i = 0; i < 10; i++)
+                pts[i] = (struct tuner_bo_point){.x = {0.5 + 0.04 * i}, .y = 0.5 + 0.04 * i};
+        cr_assert_eq(tuner_bo_suggest(pts, 2, 1, &opt, x, &pred, NULL), 0);
+        r2 = pred.trust_radius;
+        cr_assert_eq(tuner_bo_suggest(pts, 10, 1, &opt, x, &pred, NULL), 0);
+        r10 = pred.trust_radius;
+        pts[10] = (struct tuner_bo_point){.x = {0.3}, .y = NAN, .failed = true};
+        cr_assert_eq(tuner_bo_suggest(pts, 11, 1, &opt, x, &pred, NULL), 0);
+        r10f = pred.trust_radius;
+        cr_assert(fabs(r2 - opt.trust_initial) < 1e-12, "radius with 2 safe points %g", r2);
+        cr_assert(r10 > r2 && r10 <= opt.trust_max, "radius %g with 10 safe points", r10);
+        cr_assert(r10f < r10, "a failure did not shrink the radius (%g, %g)", r10f, r10);
+        cr_assert(fabs(x[0] - 0.5) <= r10f + 1e-12, "x %g outside %g around 0.5", x[0], r10f);
+}
+
+/* Less memory than a run that ran out of it is ineligible, whatever the failure GP says. */
+Test(bo, oom_dominance_in_memory_dimensions)
+{
+        struct tuner_bo_point pts[] = {
+            {.x = {0.6, 0.5}, .y = 0.6},
+            {.x = {0.7, 0.5}, .y = 0.7},
+            {.x = {0.8, 0.5}, .y = 0.8},
+            {.x = {0.5, 0.9}, .y = NAN, .failed = true, .memory_failure = true},
+        };
+        struct tuner_bo_options opt;
+        struct tuner_bo_prediction pred;
+        double x[2];
+
+        for (uint64_t seed = 1; seed <= 10; seed++) {
+                tuner_bo_options_default(&opt);
+                opt.seed = seed;
+                opt.failure_bound = 0.5; /* loose: the GP alone would let the search below */
+                opt.trust_max = opt.trust_min = 0.3;
+                opt.monotone = 1u << 0 | 1u << 1;
+                cr_assert_eq(tuner_bo_suggest(pts, 4, 2, &opt, x, &pred, NULL), 0);
+                cr_assert(x[0] > 0.5 || x[1] > 0.9,
+                          "seed %" PRIu64 ": (%g, %g) has less memory "
+                          "than the OOM at (0.5, 0.9)",
+                          seed, x[0], x[1]);
+        }
+}
+
+Test(bo, floor_is_respected)
+{
+        struct tuner_bo_point pts[16];
+        size_t n = oom_history(pts);
+        struct tuner_bo_options opt;
+        struct tuner_bo_prediction pred;
+        double x[2];
+
+        for (uint64_t seed = 1; seed <= 5; seed++) {
+                tuner_bo_options_default(&opt);
+                opt.seed = seed;
+                opt.floor[0] = 0.42;
+                cr_assert_eq(tuner_bo_suggest(pts, n, 2, &opt, x, &pred, NULL), 0);
+                cr_assert(x[0] >= 0.42, "x0 %g below the floor", x[0]);
+                /* the floor also holds without the safety model */
+                opt.safety = false;
+                cr_assert_eq(tuner_bo_suggest(pts, n, 2, &opt, x, &pred, NULL), 0);
+                cr_assert(x[0] >= 0.42, "x0 %g below the floor (no safety)", x[0]);
+        }
+        /* a floor beyond the trust region wins over it */
+        tuner_bo_options_default(&opt);
+        opt.floor[0] = 0.95;
+        cr_assert_eq(tuner_bo_suggest(pts, n, 2, &opt, x, &pred, NULL), 0);
+        cr_assert(x[0] >= 0.95, "x0 %g below a far floor", x[0]);
+}
+
+/* Failures all around the only safe points and a strict bound: nothing is eligible. */
+Test(bo, nothing_eligible_keeps_the_best_safe_point)
+{
+        struct tuner_bo_point pts[] = {
+            {.x = {0.50}, .y = 1.0},
+            {.x = {0.52}, .y = 0.9},
+            {.x = {0.46}, .y = NAN, .failed = true},
+            {.x = {0.56}, .y = NAN, .failed = true},
+            {.x = {0.49}, .y = NAN, .failed = true},
+            {.x = {0.53}, .y = NAN, .failed = true},
+        };
+        struct tuner_bo_options opt;
+        struct tuner_bo_prediction pred;
+        double x[1];
+
+        tuner_bo_options_default(&opt);
+        opt.failure_bound = 0.01;
+        cr_assert_eq(tuner_bo_suggest(pts, 6, 1, &opt, x, &pred, NULL), 0);
+        cr_assert(pred.fallback && !pred.converged, "fallback %d converged %d P %g at %g",
+                  pred.fallback, pred.converged, pred.failure_probability, x[0]);
+        cr_assert_eq(x[0], 0.52, "the best safe point, unchanged: %g", x[0]);
+        cr_assert_eq(pred.ei, 0.0);
+}
+
+Test(bo, deterministic_given_the_seed)
+{
+        struct tuner_bo_point pts[16];
+        size_t n = oom_history(pts);
+        struct tuner_bo_options opt;
+        struct tuner_bo_prediction p1, p2;
+        double x1[2], x2[2];
+        bool differ = false;
+
+        tuner_bo_options_default(&opt);
+        opt.seed = 99;
+        cr_assert_eq(tuner_bo_suggest(pts, n, 2, &opt, x1, &p1, NULL), 0);
+        cr_assert_eq(tuner_bo_suggest(pts, n, 2, &opt, x2, &p2, NULL), 0);
+        cr_assert(memcmp(x1, x2, sizeof(x1)) == 0, "(%a, %a) vs (%a, %a)", x1[0], x1[1], x2[0],
+                  x2[1]);
+        cr_assert(p1.mean == p2.mean && p1.sd == p2.sd && p1.ei == p2.ei &&
+                  p1.failure_probability == p2.failure_probability);
+        for (uint64_t seed = 1; seed <= 10 && !differ; seed++) {
+                opt.seed = seed;
+                cr_assert_eq(tuner_bo_suggest(pts, n, 2, &opt, x2, &p2, NULL), 0);
+                differ = memcmp(x1, x2, sizeof(x1)) != 0;
+        }
+        cr_assert(differ, "ten seeds, one answer: the seed is not used");
+}
+
+Test(bo, too_little_history)
+{
+        struct tuner_bo_point pts[] = {
+            {.x = {0.5}, .y = 1.0},
+            {.x = {0.6}, .y = NAN},
+            {.x = {0.7}, .y = 2.0, .failed = true},
+        };
+        struct shim_error err = {0};
+        double x[1];
+
+        cr_assert_eq(tuner_bo_suggest(pts, 3, 1, NULL, x, NULL, &err), -ENODATA);
+        cr_assert(strstr(err.text, "need 2"), "%s", err.text);
+        cr_assert_eq(tuner_bo_suggest(pts, 0, 1, NULL, x, NULL, &err), -ENODATA);
+        cr_assert_eq(tuner_bo_suggest(pts, 3, 0, NULL, x, NULL, &err), -EINVAL);
+        cr_assert_eq(tuner_bo_suggest(pts, TUNER_BO_POINTS_MAX + 1, 1, NULL, x, NULL, &err),
+                     -E2BIG);
+}
+
+/* ---- over runs ---- */
+
+/*
+ * A job whose memory-heavy runs succeed above 3 GiB of heap and OOM below; utilisation
+ * improves as heap and millicores come down towards what it uses.
+ */
+static void make_run(struct tuner_run *r, int i, uint64_t heap, uint64_t millicores)
+{
+        double mem_used = 2.8 * (double)GiB, cpu_used = 1500;
+
+        memset(r, 0, sizeof(*r));
+        snprintf(r->app_id, sizeof(r->app_id), "app-%02d", i);
+        snprintf(r->job, sizeof(r->job), "job");
+        r->params = (struct tuner_params){.cores = 4,
+                                          .millicores = millicores,
+                                          .heap_bytes = heap,
+                                          .overhead_bytes = 1 * GiB,
+                                          .burst_ratio = 0.2,
+                                          .spill_fraction = NAN,
+                                          .shuffle_partitions = 200};
+        if (heap < 3 * GiB) {
+                r->failure = TUNER_FAIL_OOM;
+                r->cpu_util = r->mem_util = r->objective = NAN;
+                return;
+        }
+        r->cpu_util = fmin(1.0, cpu_used / (double)millicores);
+        r->mem_util = mem_used / (double)(heap + GiB);
+        r->objective = 1.0 / (r->cpu_util * r->mem_util);
+}
+
+static size_t job_history(struct tuner_run *runs)
+{
+        static const struct {
+                double heap_gib;
+                uint64_t millicores;
+        } h[] = {{3.5, 2000}, {2.5, 2000}, {4, 2500}, {5, 3000}, {6, 3500}, {8, 4000}};
+        size_t n = sizeof(h) / sizeof(h[0]);
+
+        for (size_t i = 0; i < n; i++) /* newest first */
+                make_run(&runs[i], (int)(n - i), (uint64_t)(h[i].heap_gib * (double)GiB),
+                         h[i].millicores);
+        return n;
+}
+
+Test(bo, recommend_from_runs)
+{
+        struct tuner_run runs[8];
+        size_t n = job_history(runs);
+        struct tuner_bounds b;
+        struct tuner_params floor = {
+            .heap_bytes = 3 * GiB, .spill_fraction = NAN, .burst_ratio = NAN};
+        struct tuner_recommendation rec, again;
+        struct shim_error err = {0};
+
+        tuner_bounds_default(&b);
+        cr_assert_eq(tuner_bo_recommend(runs, n, &b, &floor, &rec, &err), 0, "%s", err.text);
+        cr_assert_eq(rec.stage, TUNER_STAGE_BO);
+        cr_assert_eq(rec.params.cores, 4, "cores are the newest run's");
+        cr_assert(rec.params.heap_bytes >= 3 * GiB, "heap %" PRIu64 " below the floor",
+                  rec.params.heap_bytes);
+        cr_assert(rec.params.heap_bytes % MiB == 0);
+        cr_assert(rec.params.millicores >= b.millicores_min && rec.params.millicores <= 4000);
+        cr_assert(isnan(rec.params.spill_fraction), "an unset threshold stays unset");
+        cr_assert(isfinite(rec.predicted_objective) && rec.predicted_objective > 0);
+        cr_assert(rec.failure_probability < b.failure_bound, "P(fail) %g", rec.failure_probability);
+        cr_assert_eq(rec.runs_used, 6);
+        cr_assert_str_eq(rec.reasons[TUNER_P_CORES].source, "unchanged");
+        cr_assert_str_eq(rec.reasons[TUNER_P_HEAP].source, "bo");
+        cr_assert(strstr(rec.reasons[TUNER_P_HEAP].text, "P(fail)") &&
+                      strstr(rec.reasons[TUNER_P_HEAP].text, "trust radius") &&
+                      strstr(rec.reasons[TUNER_P_HEAP].text, "heap 3584MiB -> "),
+                  "%s", rec.reasons[TUNER_P_HEAP].text);
+        cr_assert_str_eq(rec.reasons[TUNER_P_SPILL_FRACTION].source, "unchanged");
+
+        cr_assert_eq(tuner_bo_recommend(runs, n, &b, &floor, &again, &err), 0);
+        cr_assert(memcmp(&rec.params, &again.params, sizeof(rec.params)) == 0,
+                  "same seed, another recommendation");
+}
+
+Test(bo, recommend_respects_bounds_and_fixed_dimensions)
+{
+        struct tuner_run runs[8];
+        size_t n = job_history(runs);
+        struct tuner_bounds b;
+        struct tuner_recommendation rec;
+        struct tuner_bo_recommend_options opt = {
+            .fixed =
+                (1u << TUNER_P_PARTITIONS) | (1u << TUNER_P_BURST_RATIO) | (1u << TUNER_P_HEAP),
+        };
+
+        tuner_bounds_default(&b);
+        b.memory_limit_max = 5 * GiB;
+        b.heap_max_bytes = 6 * GiB;
+        cr_assert_eq(tuner_bo_recommend_with(runs, n, &b, NULL, &opt, &rec, NULL), 0);
+        cr_assert(rec.params.heap_bytes + rec.params.overhead_bytes <= 5 * GiB,
+                  "heap %" PRIu64 " + overhead %" PRIu64 " above the limit", rec.params.heap_bytes,
+                  rec.params.overhead_bytes);
+        cr_assert(rec.params.heap_bytes <= 6 * GiB);
+        /* partitions and burst never varied and are marked fixed; heap varied: still tuned */
+        cr_assert_eq(rec.params.shuffle_partitions, 200);
+        cr_assert_eq(rec.params.burst_ratio, 0.2);
+        cr_assert_str_eq(rec.reasons[TUNER_P_PARTITIONS].source, "unchanged");
+        cr_assert_str_eq(rec.reasons[TUNER_P_BURST_RATIO].source, "unchanged");
+        cr_assert_str_eq(rec.reasons[TUNER_P_HEAP].source, "bo");
+}
+
+Test(bo, recommend_needs_two_successful_runs)
+{
+        struct tuner_run runs[3];
+        struct tuner_bounds b;
+        struct tuner_recommendation rec;
+        struct shim_error err = {0};
+
+        tuner_bounds_default(&b);
+        make_run(&runs[0], 3, 4 * GiB, 2000);
+        make_run(&runs[1], 2, 2 * GiB, 2000); /* OOM */
+        make_run(&runs[2], 1, 5 * GiB, 2000);
+        runs[2].objective = NAN; /* no reports: no objective */
+        cr_assert_eq(tuner_bo_recommend(runs, 3, &b, NULL, &rec, &err), -ENODATA);
+        cr_assert(strstr(err.text, "fewer than 2"), "%s", err.text);
+        cr_assert_eq(tuner_bo_recommend(runs, 0, &b, NULL, &rec, &err), -ENODATA);
+}
+
+/*
+ * Nothing eligible (every candidate near the best run has less memory than runs that were
+ * OOM-killed, a flaky job): the best safe run's settings come back exactly, not re-rounded.
+ */
+Test(bo, recommend_fallback_keeps_the_best_run_exactly)
+{
+        struct tuner_run runs[6];
+        struct tuner_bounds b;
+        struct tuner_recommendation rec;
+        struct shim_error err = {0};
+
+        tuner_bounds_default(&b);
+        make_run(&runs[0], 6, 4 * GiB + 12345, 2001);
+        make_run(&runs[1], 5, 5 * GiB + 777, 2503);
+        for (int i = 2; i < 6; i++) {
+                make_run(&runs[i], 6 - i, 6 * GiB, 2000 + (uint64_t)i);
+                runs[i].params.overhead_bytes = 2 * GiB;
+                runs[i].failure = TUNER_FAIL_OOM;
+                runs[i].objective = NAN;
+        }
+        cr_assert_eq(tuner_bo_recommend(runs, 6, &b, NULL, &rec, &err), 0, "%s", err.text);
+        cr_assert(strstr(rec.reasons[TUNER_P_HEAP].text, "kept"), "%s",
+                  rec.reasons[TUNER_P_HEAP].text);
+        cr_assert_eq(rec.params.heap_bytes, 4 * GiB + 12345, "heap %" PRIu64,
+                     rec.params.heap_bytes);
+        cr_assert_eq(rec.params.millicores, 2001);
+        cr_assert_eq(rec.params.overhead_bytes, 1 * GiB);
+}
+
+/* A recurring job often repeats a configuration: duplicate inputs must fit. */
+Test(bo, repeated_configurations)
+{
+        struct tuner_bo_point pts[12];
+        double x[2];
+
+        for (int i = 0; i < 12; i++)
+                pts[i] = (struct tuner_bo_point){.x = {0.5 + 0.1 * (i % 3), 0.5},
+                                                 .y = 1.0 + 0.1 * (i % 3) + 0.01 * i};
+        cr_assert_eq(tuner_bo_suggest(pts, 12, 2, NULL, x, NULL, NULL), 0);
+}
+
+/*
+ * Where no run went, the failure model says 0.5, not 0: with the trust region out of the
+ * way, the search still stays near the safe runs although the objective pulls far away.
+ */
+Test(bo, failure_model_treats_the_unknown_as_unsafe)
+{
+        struct tuner_bo_point pts[] = {
+            {.x = {0.05}, .y = 1.0},
+            {.x = {0.10}, .y = 0.9},
+            {.x = {0.15}, .y = 0.8},
+            {.x = {0.20}, .y = 0.7},
+        };
+        struct tuner_bo_options opt;
+        struct tuner_bo_prediction pred;
+        double x[1];
+
+        tuner_bo_options_default(&opt);
+        opt.trust_initial = opt.trust_min = opt.trust_max = 1.0;
+        cr_assert_eq(tuner_bo_suggest(pts, 4, 1, &opt, x, &pred, NULL), 0);
+        cr_assert(x[0] > 0.2 && x[0] < 0.2 + 0.12, "x %g: outside the safe set", x[0]);
+        cr_assert(pred.failure_probability < opt.failure_bound);
+        /* without the safety model the same history jumps much further */
+        opt.safety = false;
+        cr_assert_eq(tuner_bo_suggest(pts, 4, 1, &opt, x, &pred, NULL), 0);
+        cr_assert(x[0] > 0.5, "x %g without the safety model", x[0]);
+}

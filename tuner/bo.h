@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Stage 2 of the tuner: safe Bayesian optimisation (docs/tuner-bo.md).
+ *
+ * A Gaussian process (gp.h) models log(objective) of the successful runs over the tuned
+ * parameters mapped to the unit cube; a second GP on +-1 labels models failure
+ * (P(failure) = Phi(mean / sd), prior mean 0: where there is no evidence, P = 0.5).
+ * Expected Improvement is maximised by a seeded genetic algorithm over the trust region
+ * around the best known safe point, raised to the caller's floor; only candidates with
+ * P(failure) < the bound are eligible. Deterministic given the seed (same build, same
+ * BLAS). Never logs; memory O(n^2), time O(n^3) for n points of history.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shim-common.h"
+#include "tuner.h"
+
+#define TUNER_BO_DIMS_MAX   6 /* millicores, heap, overhead, burst, spill, partitions */
+#define TUNER_BO_POINTS_MAX 256
+
+/* ---- the random stream: xoshiro256** seeded through splitmix64 ---- */
+
+struct tuner_rng {
+        uint64_t s[4];
+};
+
+void tuner_rng_seed(struct tuner_rng *rng, uint64_t seed);
+uint64_t tuner_rng_next(struct tuner_rng *rng);
+double tuner_rng_uniform(struct tuner_rng *rng); /* [0,1), 53 bits */
+double tuner_rng_normal(struct tuner_rng *rng);  /* N(0,1), Box-Muller */
+
+/* ---- acquisition ---- */
+
+/*
+ * Expected Improvement for minimisation over the incumbent best:
+ *   EI = (best - mean - xi) Phi(z) + sd phi(z),  z = (best - mean - xi) / sd;
+ *   sd 0: max(best - mean - xi, 0).
+ */
+double tuner_bo_expected_improvement(double mean, double sd, double best, double xi);
+double tuner_bo_normal_cdf(double z); /* 0.5 erfc(-z / sqrt 2) */
+double tuner_bo_normal_pdf(double z);
+
+/* ---- the genetic algorithm ---- */
+
+struct tuner_ga_options {
+        unsigned population;   /* default 48 */
+        unsigned generations;  /* default 40 */
+        unsigned tournament;   /* default 3 */
+        unsigned elite;        /* best individuals copied unchanged; default 2 */
+        unsigned immigrants;   /* uniform draws replacing the worst each generation; default 6 */
+        double crossover_rate; /* default 0.9 */
+        double blend_alpha;    /* BLX-alpha; default 0.5 */
+        double mutation_rate;  /* per gene; 0 = 1 / dims */
+        double mutation_sd;    /* x the box's width; default 0.1 */
+};
+
+void tuner_ga_options_default(struct tuner_ga_options *opt);
+
+/*
+ * Maximise fitness over the box [lo, hi] (lo[k] <= hi[k]) of dims dimensions. The first
+ * generation is the n_seeds rows of seeds (clamped into the box) then uniform draws.
+ * fitness must be deterministic and may return -INFINITY. Returns 0 with the best point in
+ * ret_x and its fitness in ret_fitness, -EINVAL, or -ENOMEM.
+ */
+int tuner_ga_maximise(double (*fitness)(const double *x, void *userdata), void *userdata,
+                      unsigned dims, const double *lo, const double *hi, const double *seeds,
+                      size_t n_seeds, const struct tuner_ga_options *opt, struct tuner_rng *rng,
+                      double *ret_x, double *ret_fitness);
+
+/* ---- over raw points (the offline benchmark) ---- */
+
+struct tuner_bo_point {
+        double x[TUNER_BO_DIMS_MAX]; /* in [0,1] */
+        /* the value minimised (log objective); ignored if failed; NAN for a success without a
+           measured objective (safe evidence for the failure model only) */
+        double y;
+        bool failed;
+        /* failed for lack of memory (OOM): with options.monotone, a candidate with no more in
+           every monotone dimension than this point is taken to fail too */
+        bool memory_failure;
+};
+
+struct tuner_bo_options {
+        uint64_t seed;
+        /*
+         * true: the failure model, the trust region and the bound; false ("BO without the
+         * safety model"): EI over the whole box above the floor, failures ignored unless
+         * failure_penalty.
+         */
+        bool safety;
+        double failure_bound; /* eligible only with P(failure) < this; default 0.1 */
+        /* failed points also enter the objective model at max(y) + failure_penalty; 0 = not */
+        double failure_penalty;
+        double xi;                       /* EI's margin, in units of y; default 0 */
+        double floor[TUNER_BO_DIMS_MAX]; /* lowest allowed x per dimension; default 0 */
+        /* trust region (L-infinity half-width around the incumbent), see docs/tuner-bo.md */
+        double trust_initial;        /* with 2 safe points; default 0.1 */
+        double trust_growth;         /* x per further safe point; default 1.15 */
+        double trust_min, trust_max; /* default 0.05, 0.5 */
+        enum tuner_bo_kernel {
+                TUNER_BO_KERNEL_AUTO = 0, /* ARD once there are >= 2 dims + 2 safe points */
+                TUNER_BO_KERNEL_SHARED,
+                TUNER_BO_KERNEL_ARD,
+        } kernel;
+        struct tuner_ga_options ga;
+        /* bits (1 << dimension) in which more never causes an OOM (memory sizes): candidates
+           dominated by a memory_failure point there are ineligible; 0 = none */
+        unsigned monotone;
+        /* ... and those with at most this much more (unit cube); default 0.02, which is 12 %
+           of heap between 256 MiB and 64 GiB on the log scale */
+        double monotone_margin;
+        /* extra feasibility (e.g. heap + overhead <= the limit); NULL = none */
+        bool (*feasible)(const double *x, void *userdata);
+        void *feasible_userdata;
+};
+
+void tuner_bo_options_default(struct tuner_bo_options *opt);
+
+struct tuner_bo_prediction {
+        double mean, sd;            /* of y at the suggestion (GP posterior of f) */
+        double ei;                  /* 0 when fallback */
+        double failure_probability; /* NAN without the safety model */
+        double best_y;              /* the incumbent's y */
+        double trust_radius;        /* NAN without the safety model */
+        size_t incumbent;           /* index into pts of the best safe point */
+        unsigned safe_points, failed_points;
+        /* the incumbent (raised to the floor) is returned: no eligible candidate, or (converged)
+           eligible ones but none with an EI above 1e-9 */
+        bool fallback, converged;
+};
+
+/*
+ * Suggest the next point from n points (n <= TUNER_BO_POINTS_MAX; more is -E2BIG) of dims
+ * (1..TUNER_BO_DIMS_MAX) dimensions. Needs >= 2 points that did not fail and have a
+ * finite y (-ENODATA).
+ * opt NULL: tuner_bo_options_default(). Writes dims values to ret_x and, if not NULL,
+ * ret_pred. -EINVAL on a bad argument, -ENOMEM, -EDOM (a GP could not be fitted).
+ */
+int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
+                     const struct tuner_bo_options *opt, double *ret_x,
+                     struct tuner_bo_prediction *ret_pred, struct shim_error *err);
+
+/* ---- over runs (sparkshim tune) ---- */
+
+/*
+ * The tuned dimensions, in order (enum tuner_param_index names them): millicores as
+ * millicores / (cores x 1000), linear; heap and overhead, log scale; burst_ratio and
+ * spill_fraction, linear; shuffle_partitions, log scale, integer (0 = Spark's 200).
+ * Ranges from struct tuner_bounds (docs/tuner-bo.md).
+ */
+struct tuner_bo_recommend_options {
+        /* bits (1 << TUNER_P_x) of dimensions to leave out when the history never varies */
+        unsigned fixed;
+        /* NULL: tuner_bo_options_default() with the bounds' seed and failure_bound */
+        const struct tuner_bo_options *bo;
+};
+
+/*
+ * Recommend the next run's settings from a job's runs (newest first; n clipped to
+ * TUNER_BO_POINTS_MAX). floor (NULL = none): no value below it for millicores, heap and
+ * overhead (0 = none), burst_ratio and spill_fraction (NAN = none), partitions (0 = none);
+ * b's bounds win over the floor. Cores are the newest run's. Needs >= 2 successful runs with
+ * a finite objective (-ENODATA). Fills ret (stage TUNER_STAGE_BO, the predicted objective,
+ * the failure probability, a reason per value).
+ */
+int tuner_bo_recommend(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
+                       const struct tuner_params *floor, struct tuner_recommendation *ret,
+                       struct shim_error *err);
+int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
+                            const struct tuner_params *floor,
+                            const struct tuner_bo_recommend_options *opt,
+                            struct tuner_recommendation *ret, struct shim_error *err);
