@@ -4,6 +4,7 @@
  * `sparkshim tune ARGS` and `sparkshim report --job ...` exec it with argv
  * { "sparkshim-tuner", COMMAND, ARGS... }; it may also be run as itself.
  */
+#include <cblas.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,6 +25,9 @@ static int usage(FILE *f, int status)
 int main(int argc, char **argv)
 {
         shim_log_set_level(SHIM_LOG_WARN);
+        /* one recommendation is a few ms on one thread; OpenBLAS's threads only add start-up
+         * and scheduling noise (and the seed's result is the same either way) */
+        openblas_set_num_threads(1);
         if (argc < 2)
                 return usage(stderr, SHIM_EXIT_USAGE);
         const char *command = argv[1];

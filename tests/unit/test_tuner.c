@@ -145,3 +145,76 @@ Test(tuner, run_json_round_trip)
         cr_expect_str_eq(err.text, "cores: not a 32-bit count");
         json_decref(doc);
 }
+
+/* A run at the rules' targets: 0.85 CPU, 0.72 memory, nothing near a limit. */
+static struct tuner_run converged_run(int i)
+{
+        struct tuner_run r = { 0 };
+
+        snprintf(r.app_id, sizeof(r.app_id), "app-%d", i);
+        snprintf(r.job, sizeof(r.job), "job");
+        r.start_ms = 1000 - i;
+        r.duration_seconds = 100;
+        r.params = (struct tuner_params){ .cores = 4, .millicores = 4000, .heap_bytes = 4 * GiB,
+                                          .overhead_bytes = GiB, .burst_ratio = 0,
+                                          .spill_fraction = 0.8, .shuffle_partitions = 200 };
+        r.executors = 2;
+        r.cpu_util = 0.85 + 0.01 * i;
+        r.mem_util = 0.72;
+        r.objective = 1 / (r.cpu_util * r.mem_util);
+        r.cpu_peak_util = 1.2;
+        r.throttled_fraction = r.runq_wait_per_cpu = 0.01;
+        r.memory_peak_bytes = 3686 * MiB;
+        r.heap_peak_bytes = 2816 * MiB;
+        r.offheap_peak_bytes = TUNER_UNKNOWN;
+        r.has_eventlog = r.has_reports = true;
+        r.stages = 3;
+        r.tasks = 100;
+        r.max_stage_tasks = 24;
+        r.max_stage_skew = 1.5;
+        r.gc_seconds = 10;
+        r.executor_run_seconds = 1000;
+        return r;
+}
+
+/* the two stages together: rules while they change something, then stage 2 */
+Test(tuner, recommend_rules_then_bo)
+{
+        struct tuner_run runs[4] = { converged_run(0), converged_run(1), converged_run(2),
+                                     converged_run(3) };
+        struct tuner_recommendation rec, again;
+        struct shim_error err = { 0 };
+        struct tuner_bounds b;
+
+        tuner_bounds_default(&b);
+        cr_expect_eq(tuner_recommend(runs, 0, &b, &rec, &err), -ENODATA);
+
+        /* a low CPU use in every run at these settings: the rules lower the request */
+        for (int i = 0; i < 4; i++) {
+                runs[i].cpu_util = 0.3;
+                runs[i].cpu_peak_util = 0.5;
+                runs[i].objective = 1 / (runs[i].cpu_util * runs[i].mem_util);
+        }
+        cr_assert_eq(tuner_recommend(runs, 4, &b, &rec, &err), 0, "%s", err.text);
+        cr_expect_eq(rec.stage, TUNER_STAGE_RULES, "stage %d", (int)rec.stage);
+        cr_expect_lt(rec.params.millicores, 4000, "millicores %" PRIu64, rec.params.millicores);
+
+        /* at the targets the rules have converged: stage 2, deterministic for a seed */
+        for (int i = 0; i < 4; i++)
+                runs[i] = converged_run(i);
+        cr_assert_eq(tuner_recommend(runs, 4, &b, &rec, &err), 0, "%s", err.text);
+        cr_expect_eq(rec.stage, TUNER_STAGE_BO, "stage %d: %s", (int)rec.stage,
+                     rec.reasons[TUNER_P_MILLICORES].text);
+        cr_expect(isfinite(rec.failure_probability), "P(failure) %g", rec.failure_probability);
+        cr_expect_lt(rec.failure_probability, b.failure_bound, "P(failure) %g",
+                     rec.failure_probability);
+        cr_assert_eq(tuner_recommend(runs, 4, &b, &again, &err), 0, "%s", err.text);
+        cr_expect(memcmp(&rec.params, &again.params, sizeof(rec.params)) == 0, "same seed, same result");
+
+        /* within the admin's bounds whatever the stage */
+        b.millicores_max = 3000;
+        b.heap_max_bytes = 3 * GiB;
+        cr_assert_eq(tuner_recommend(runs, 4, &b, &rec, &err), 0, "%s", err.text);
+        cr_expect_leq(rec.params.millicores, 3000, "millicores %" PRIu64, rec.params.millicores);
+        cr_expect_leq(rec.params.heap_bytes, 3 * GiB, "heap %" PRIu64, rec.params.heap_bytes);
+}
