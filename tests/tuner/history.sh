@@ -16,54 +16,32 @@ shim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 tuner=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 test_store=$(cd "$(dirname "$3")" && pwd)/$(basename "$3")
 fixtures=$4
-pgbin=/usr/lib/postgresql/15/bin
+. "$(dirname "$0")/pg.sh"
 fail() { echo "FAIL: $*"; exit 1; }
 
-for b in initdb pg_ctl postgres psql; do
-	[ -x "$pgbin/$b" ] || { echo "SKIP: $pgbin/$b is missing (Debian: postgresql-15)"; exit 77; }
-done
+if missing=$(pg_missing); then
+	echo "SKIP: $missing is missing (Debian: postgresql-15)"
+	exit 77
+fi
 command -v sqlite3 >/dev/null || fail "sqlite3 (the CLI) is missing: scripts/deps installs it"
 
 tmp=$(mktemp -d /tmp/sparkshim-history.XXXXXX)
 chmod 0755 "$tmp"
-pgdata=$tmp/pg/data
-sock=$tmp/pg/sock
-pglog=$tmp/pg/log
-pg_started=
 cleanup() {
-	if [ -n "$pg_started" ]; then
-		as_pg "$pgbin/pg_ctl" -D "$pgdata" -m immediate -w stop >/dev/null 2>&1 || true
-	fi
+	pg_stop
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# the server refuses to run as root
-if [ "$(id -u)" = 0 ]; then
-	id postgres >/dev/null 2>&1 || fail "running as root and there is no postgres user to run the server"
-	as_pg() { runuser -u postgres -- "$@"; }
-else
-	as_pg() { "$@"; }
-fi
-
 # ---------------------------------------------------------------- the server
-mkdir "$tmp/pg" "$pgdata" "$sock"
-if [ "$(id -u)" = 0 ]; then chown postgres "$tmp/pg" "$pgdata" "$sock"; fi
-as_pg "$pgbin/initdb" -D "$pgdata" -U tuner -A trust --no-sync -E UTF8 >"$tmp/initdb.log" 2>&1 ||
-	{ cat "$tmp/initdb.log"; fail "initdb"; }
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# no TCP: the port only names the socket
-as_pg "$pgbin/pg_ctl" -D "$pgdata" -l "$pglog" -w -t 60 \
-	-o "-k $sock -p $port -c listen_addresses= -c fsync=off" start >/dev/null ||
-	{ cat "$pglog"; fail "pg_ctl start"; }
-pg_started=1
-psql() { "$pgbin/psql" -X -q -v ON_ERROR_STOP=1 -h "$sock" -p "$port" -U tuner "$@"; }
+pg_start "$tmp" || fail "cannot start PostgreSQL"
+psql() { pg_psql "$@"; }
 psql -d postgres -c 'CREATE DATABASE history' || fail "CREATE DATABASE"
 psql -d postgres -c 'CREATE DATABASE unit' || fail "CREATE DATABASE"
-pg_url="postgresql://tuner@/history?host=$sock&port=$port"
-unit_url="postgresql://tuner@/unit?host=$sock&port=$port"
-echo "PostgreSQL $("$pgbin/postgres" --version | awk "{print \$3}") on $sock, port $port"
+pg_url=$(pg_url history)
+unit_url=$(pg_url unit)
+echo "PostgreSQL $("$pg_bin/postgres" --version | awk "{print \$3}") on $pg_sock, port $pg_port"
 
 # ---------------------------------------------------------------- real reports
 cd "$tmp"
@@ -181,7 +159,7 @@ echo "ok: test-store passes against PostgreSQL"
 
 # an unreachable store is exit 3
 status=0
-"$tuner" ingest --db "postgresql://tuner@/nowhere?host=$sock&port=$port" a.jsonl >/dev/null 2>err.txt ||
+"$tuner" ingest --db "$(pg_url nowhere)" a.jsonl >/dev/null 2>err.txt ||
 	status=$?
 [ "$status" = 3 ] || fail "an unknown database exited $status, not 3: $(cat err.txt)"
 status=0
