@@ -48,7 +48,11 @@ static void no_notices(void *arg, const char *message)
 
 static int pg_open(const char *url, void **ret_conn, struct shim_error *err)
 {
-        PGconn *conn = PQconnectdb(url);
+        /* a default connect_timeout the URL may override (later values win) */
+        static const char *const keywords[] = {"connect_timeout", "fallback_application_name",
+                                               "dbname", NULL};
+        const char *const values[] = {"10", "sparkshim", url, NULL};
+        PGconn *conn = PQconnectdbParams(keywords, values, 1);
 
         if (!conn)
                 return shim_error_set(err, ENOMEM, "out of memory");

@@ -309,6 +309,68 @@ static char *build(enum stmt_id id)
         return t.s;
 }
 
+/*
+ * Text as both backends take it: PostgreSQL refuses bytes that are not UTF-8 (a reason cut
+ * in the middle of a character by a bounded copy, an argv byte), so every string is bound
+ * with such bytes as '?', on SQLite too, so that both keep the same rows.
+ */
+/* the length of the valid UTF-8 sequence at p, 0 when there is none */
+static size_t utf8_sequence(const unsigned char *p)
+{
+        size_t n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3
+                               : (*p & 0xf8) == 0xf0 ? 4 : 0;
+
+        if (!n || (n == 2 && *p < 0xc2) || (n == 4 && *p > 0xf4))
+                return 0;
+        for (size_t i = 1; i < n; i++)
+                if ((p[i] & 0xc0) != 0x80) /* the NUL ends it too */
+                        return 0;
+        /* overlong forms, surrogates, past U+10FFFF */
+        if ((n == 3 && *p == 0xe0 && p[1] < 0xa0) || (n == 3 && *p == 0xed && p[1] >= 0xa0) ||
+            (n == 4 && *p == 0xf0 && p[1] < 0x90) || (n == 4 && *p == 0xf4 && p[1] >= 0x90))
+                return 0;
+        return n;
+}
+
+static bool utf8_valid(const char *s)
+{
+        const unsigned char *p = (const unsigned char *)s;
+        size_t n;
+
+        for (; *p; p += n)
+                if (!(n = utf8_sequence(p)))
+                        return false;
+        return true;
+}
+
+static void utf8_clean(char *s)
+{
+        unsigned char *p = (unsigned char *)s;
+        size_t n;
+
+        for (; *p; p += n)
+                if (!(n = utf8_sequence(p))) {
+                        *p = '?';
+                        n = 1;
+                }
+}
+
+static int bind_text(struct tuner_store *s, struct store_stmt *st, int i, const char *v)
+{
+        char *copy;
+        int r;
+
+        if (!v || utf8_valid(v))
+                return s->ops->bind_text(st, i, v);
+        copy = strdup(v);
+        if (!copy)
+                return -ENOMEM;
+        utf8_clean(copy);
+        r = s->ops->bind_text(st, i, copy);
+        free(copy);
+        return r;
+}
+
 static int stmt(struct tuner_store *s, enum stmt_id id, struct store_stmt **ret,
                 struct shim_error *err)
 {
@@ -339,7 +401,7 @@ static int bind_columns(struct tuner_store *s, struct store_stmt *st, int first,
                         char buf[TUNER_REASON_MAX];
 
                         snprintf(buf, sizeof(buf), "%.*s", (int)strnlen(p, c[i].size), p);
-                        r = o->bind_text(st, idx, buf);
+                        r = bind_text(s, st, idx, buf);
                         break;
                 }
                 case C_I64: {
@@ -621,7 +683,7 @@ static int put_run_row(struct tuner_store *s, const char *app_id, struct shim_er
 
         if (r < 0)
                 return r;
-        return run_done(s, st, s->ops->bind_text(st, 1, app_id), err);
+        return run_done(s, st, bind_text(s, st, 1, app_id), err);
 }
 
 static int check_app_id(const char *app_id, size_t size, struct shim_error *err)
@@ -641,11 +703,11 @@ int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tun
                 return r;
         if ((r = stmt(s, S_PUT_APP, &st, err)) < 0)
                 return r;
-        r = s->ops->bind_text(st, 1, app->app_id);
+        r = bind_text(s, st, 1, app->app_id);
         if (r >= 0)
-                r = s->ops->bind_text(st, 2, job);
+                r = bind_text(s, st, 2, job);
         if (r >= 0)
-                r = s->ops->bind_text(st, 3, app->conf_json);
+                r = bind_text(s, st, 3, app->conf_json);
         if (r >= 0)
                 r = bind_columns(s, st, 4, app_columns, N(app_columns), app);
         if ((r = run_done(s, st, r, err)) < 0)
@@ -654,7 +716,7 @@ int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tun
         for (size_t i = 0; i < app->n_stages; i++) {
                 if ((r = stmt(s, S_PUT_STAGE, &st, err)) < 0)
                         return r;
-                r = s->ops->bind_text(st, 1, app->app_id);
+                r = bind_text(s, st, 1, app->app_id);
                 if (r >= 0)
                         r = bind_columns(s, st, 2, stage_columns, N(stage_columns), &app->stages[i]);
                 if ((r = run_done(s, st, r, err)) < 0)
@@ -663,7 +725,7 @@ int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tun
         for (size_t i = 0; i < app->n_executors; i++) {
                 if ((r = stmt(s, S_PUT_APP_EXECUTOR, &st, err)) < 0)
                         return r;
-                r = s->ops->bind_text(st, 1, app->app_id);
+                r = bind_text(s, st, 1, app->app_id);
                 if (r >= 0)
                         r = bind_columns(s, st, 2, app_executor_columns, N(app_executor_columns),
                                          &app->executors[i]);
@@ -702,9 +764,9 @@ int tuner_store_set_job(struct tuner_store *s, const char *app_id, const char *j
                                       TUNER_JOB_MAX - 1);
         if ((r = stmt(s, S_SET_JOB, &st, err)) < 0)
                 return r;
-        r = s->ops->bind_text(st, 1, app_id);
+        r = bind_text(s, st, 1, app_id);
         if (r >= 0)
-                r = s->ops->bind_text(st, 2, job);
+                r = bind_text(s, st, 2, job);
         return run_done(s, st, r, err);
 }
 
@@ -722,7 +784,7 @@ static int read_rows(struct tuner_store *s, enum stmt_id id, const char *app_id,
 
         if ((r = stmt(s, id, &st, err)) < 0)
                 return r;
-        r = s->ops->bind_text(st, 1, app_id);
+        r = bind_text(s, st, 1, app_id);
         if (r < 0) {
                 s->ops->reset(st);
                 return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
@@ -1148,7 +1210,7 @@ static int read_run(struct tuner_store *s, const char *app_id, struct tuner_run 
         snprintf(app.app_id, sizeof(app.app_id), "%s", app_id);
         if ((r = stmt(s, S_RUN_GET, &st, err)) < 0)
                 return r;
-        if ((r = s->ops->bind_text(st, 1, app_id)) < 0) {
+        if ((r = bind_text(s, st, 1, app_id)) < 0) {
                 s->ops->reset(st);
                 return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
         }
@@ -1202,7 +1264,7 @@ int tuner_store_runs(struct tuner_store *s, const char *job, unsigned max,
 
         if ((r = stmt(s, S_RUN_LIST, &st, err)) < 0)
                 return r;
-        r = s->ops->bind_text(st, 1, job);
+        r = bind_text(s, st, 1, job);
         if (r >= 0)
                 r = s->ops->bind_int64(st, 2, max ? (int64_t)max : INT64_MAX);
         if (r < 0) {

@@ -632,6 +632,32 @@ Test(store, rollback_leaves_nothing)
         tuner_app_free(&app);
 }
 
+/* PostgreSQL refuses bytes that are not UTF-8: both backends store them as '?' */
+Test(store, text_that_is_not_utf8)
+{
+        char app_id[128], job[128];
+        struct tuner_app app;
+        struct tuner_executor e;
+        struct tuner_run run;
+
+        NAME(app_id, "app");
+        NAME(job, "job\xff");
+        app_of(&app, app_id, 1700000000000);
+        app.executors[0].lost = true;
+        /* a reason cut in the middle of a character (\xc3\xa9 is e-acute) */
+        snprintf(app.executors[0].removed_reason, sizeof(app.executors[0].removed_reason),
+                 "gone \xc3\xa9\xc3");
+        e = executor(app_id, "1", 1700000000500, 100, 150, 1000);
+        snprintf(e.host, sizeof(e.host), "node-\xed\xa0\x80-\xf0\x9f\x98\x80");
+        put_executor(&e);
+        put_app(job, &app);
+        run = one_run(job); /* the lookup is cleaned the same way */
+        cr_assert_eq(strcmp(run.job + strlen(run.job) - 5, "-job?"), 0, "%s", run.job);
+        cr_assert_eq(run.failure, TUNER_FAIL_EXECUTOR_LOST);
+        cr_assert(strstr(run.failure_detail, "gone \xc3\xa9?"), "%s", run.failure_detail);
+        tuner_app_free(&app);
+}
+
 Test(store, bad_arguments)
 {
         struct tuner_executor e = executor("", "1", 1, 1, 1, 1);
