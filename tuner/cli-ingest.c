@@ -306,23 +306,24 @@ static enum outcome ingest_path(struct ingest *in, const char *path)
                 return refuse(in, path, 0,
                               "is a directory but not a rolling event log (eventlog_v2_<app id>)");
         if (!S_ISREG(st.st_mode))
-                return refuse(in, path, 0, "not a regular file; give a file, or - for standard input");
+                return refuse(in, path, 0,
+                              "not a regular file; give a file, or - for standard input");
         return ingest_reports(in, path, fd);
 }
 
 int tuner_cli_ingest(int argc, char **argv)
 {
         static const struct option options[] = {
-                {"db", required_argument, NULL, 'd'},
-                {"job", required_argument, NULL, 'j'},
-                {"job-key", required_argument, NULL, 'k'},
-                {"help", no_argument, NULL, 'h'},
-                {NULL, 0, NULL, 0},
+            {"db", required_argument, NULL, 'd'},
+            {"job", required_argument, NULL, 'j'},
+            {"job-key", required_argument, NULL, 'k'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
         };
         struct ingest in = {
-                .job_key = DEFAULT_JOB_KEY,
-                .line_max = TUNER_REPORT_LINE_MAX,
-                .input_max = TUNER_REPORT_INPUT_MAX,
+            .job_key = DEFAULT_JOB_KEY,
+            .line_max = TUNER_REPORT_LINE_MAX,
+            .input_max = TUNER_REPORT_INPUT_MAX,
         };
         const char *db = TUNER_DEFAULT_DB;
         struct shim_error err = {0};

@@ -129,7 +129,8 @@ static int peak_cpu(json_t *samples, uint64_t request_millicores, double *ret,
 
         json_array_foreach(samples, i, s)
         {
-                json_t *t = json_object_get(s, "t_seconds"), *c = json_object_get(s, "cpu_usage_us");
+                json_t *t = json_object_get(s, "t_seconds"),
+                       *c = json_object_get(s, "cpu_usage_us");
                 double tv, cv;
 
                 if (!json_is_object(s))
@@ -190,8 +191,8 @@ static int executor_of(json_t *doc, struct tuner_executor *e, struct shim_error 
 
         if (plan && !json_is_null(plan) && !json_is_object(plan))
                 return shim_error_set(err, EINVAL, "plan is not an object or null");
-        if ((r = get_count(at(plan, "cpu", "request_millicores", NULL), "plan.cpu.request_millicores",
-                           &e->request_millicores, err)) < 0 ||
+        if ((r = get_count(at(plan, "cpu", "request_millicores", NULL),
+                           "plan.cpu.request_millicores", &e->request_millicores, err)) < 0 ||
             (r = get_count(at(plan, "cpu", "limit_millicores", NULL), "plan.cpu.limit_millicores",
                            &e->limit_millicores, err)) < 0 ||
             (r = get_count(at(plan, "memory", "heap_bytes", NULL), "plan.memory.heap_bytes",
@@ -213,7 +214,8 @@ static int executor_of(json_t *doc, struct tuner_executor *e, struct shim_error 
                 return shim_error_set(err, EINVAL, "plan.memory.burst_ratio is not in [0, 1]");
         v = at(doc, "enforcement", "enforced", NULL);
         if (!json_is_boolean(v))
-                return shim_error_set(err, EINVAL, "enforcement.enforced is missing or not a boolean");
+                return shim_error_set(err, EINVAL,
+                                      "enforcement.enforced is missing or not a boolean");
         e->enforced = json_is_true(v);
 
         if ((r = get_seconds(at(doc, "usage", "cpu", "seconds"), "usage.cpu.seconds",
@@ -238,17 +240,20 @@ static int executor_of(json_t *doc, struct tuner_executor *e, struct shim_error 
 
         /* exit: status 128+N and signal N when killed; tuner.h keeps -1 and N */
         if (!json_is_object(exit_))
-                return shim_error_set(err, EINVAL, "exit is missing or not an object in a final report");
+                return shim_error_set(err, EINVAL,
+                                      "exit is missing or not an object in a final report");
         v = json_object_get(exit_, "signal");
         if (v && !json_is_null(v)) {
                 if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 64)
-                        return shim_error_set(err, EINVAL, "exit.signal is not a signal number or null");
+                        return shim_error_set(err, EINVAL,
+                                              "exit.signal is not a signal number or null");
                 e->exit_status = -1;
                 e->exit_signal = (int)json_integer_value(v);
         } else {
                 v = json_object_get(exit_, "status");
                 if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 255)
-                        return shim_error_set(err, EINVAL, "exit.status is not an exit status (0-255)");
+                        return shim_error_set(err, EINVAL,
+                                              "exit.status is not an exit status (0-255)");
                 e->exit_status = (int)json_integer_value(v);
                 e->exit_signal = 0;
         }

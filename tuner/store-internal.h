@@ -20,7 +20,7 @@ struct store_ops {
         void (*close)(void *conn);
         /* statements without parameters or rows: the schema, BEGIN, COMMIT, ROLLBACK */
         int (*exec)(void *conn, const char *sql, struct shim_error *err);
-        const char *begin_sql; /* SQLite: BEGIN IMMEDIATE (take the write lock now) */
+        const char *begin_sql;       /* SQLite: BEGIN IMMEDIATE (take the write lock now) */
         const char *schema_lock_sql; /* run in the schema's transaction first, or NULL */
         /* prepare sql once; id is unique per distinct sql */
         int (*prepare)(void *conn, unsigned id, const char *sql, struct store_stmt **ret,

@@ -28,7 +28,8 @@ static int sqlite_error(sqlite3 *db, int rc, const char *what, struct shim_error
 {
         if (rc == SQLITE_NOMEM)
                 return shim_error_set(err, ENOMEM, "%s: out of memory", what);
-        return shim_error_set(err, EIO, "%s: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        return shim_error_set(err, EIO, "%s: %s", what,
+                              db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 }
 
 static int sqlite_open(const char *path, void **ret_conn, struct shim_error *err)
@@ -190,22 +191,22 @@ static void sqlite_reset(struct store_stmt *st)
 }
 
 const struct store_ops store_sqlite_ops = {
-        .name = "sqlite",
-        .open = sqlite_open,
-        .close = sqlite_close,
-        .exec = sqlite_exec,
-        .begin_sql = "BEGIN IMMEDIATE",
-        .schema_lock_sql = NULL,
-        .prepare = sqlite_prepare,
-        .finalize = sqlite_finalize,
-        .bind_null = sqlite_bind_null,
-        .bind_int64 = sqlite_bind_int64,
-        .bind_double = sqlite_bind_double,
-        .bind_text = sqlite_bind_text,
-        .step = sqlite_step,
-        .column_null = sqlite_column_null,
-        .column_int64 = sqlite_column_int64,
-        .column_double = sqlite_column_double,
-        .column_text = sqlite_column_text,
-        .reset = sqlite_reset,
+    .name = "sqlite",
+    .open = sqlite_open,
+    .close = sqlite_close,
+    .exec = sqlite_exec,
+    .begin_sql = "BEGIN IMMEDIATE",
+    .schema_lock_sql = NULL,
+    .prepare = sqlite_prepare,
+    .finalize = sqlite_finalize,
+    .bind_null = sqlite_bind_null,
+    .bind_int64 = sqlite_bind_int64,
+    .bind_double = sqlite_bind_double,
+    .bind_text = sqlite_bind_text,
+    .step = sqlite_step,
+    .column_null = sqlite_column_null,
+    .column_int64 = sqlite_column_int64,
+    .column_double = sqlite_column_double,
+    .column_text = sqlite_column_text,
+    .reset = sqlite_reset,
 };

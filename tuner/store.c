@@ -32,91 +32,94 @@ struct column {
         size_t offset, size;
 };
 
-#define COL(st, f, t) { #f, t, offsetof(struct st, f), sizeof(((struct st *)0)->f) }
+#define COL(st, f, t)                                                                              \
+        {                                                                                          \
+#f, t, offsetof(struct st, f), sizeof(((struct st *)0)->f)                         \
+        }
 
 static const struct column executor_columns[] = {
-        COL(tuner_executor, app_id, C_TEXT),
-        COL(tuner_executor, executor_id, C_TEXT),
-        COL(tuner_executor, host, C_TEXT),
-        COL(tuner_executor, start_ms, C_I64),
-        COL(tuner_executor, end_ms, C_I64),
-        COL(tuner_executor, wall_seconds, C_DOUBLE),
-        COL(tuner_executor, cores, C_U32),
-        COL(tuner_executor, request_millicores, C_U64),
-        COL(tuner_executor, limit_millicores, C_U64),
-        COL(tuner_executor, heap_bytes, C_U64),
-        COL(tuner_executor, offheap_bytes, C_U64),
-        COL(tuner_executor, pyspark_bytes, C_U64),
-        COL(tuner_executor, overhead_bytes, C_U64),
-        COL(tuner_executor, burst_ratio, C_DOUBLE),
-        COL(tuner_executor, request_bytes, C_U64),
-        COL(tuner_executor, limit_bytes, C_U64),
-        COL(tuner_executor, enforced, C_BOOL),
-        COL(tuner_executor, cpu_seconds, C_DOUBLE),
-        COL(tuner_executor, throttled_seconds, C_DOUBLE),
-        COL(tuner_executor, runq_wait_seconds, C_DOUBLE),
-        COL(tuner_executor, memory_peak_bytes, C_U64),
-        COL(tuner_executor, memory_average_bytes, C_U64),
-        COL(tuner_executor, memory_p95_bytes, C_U64),
-        COL(tuner_executor, anon_peak_bytes, C_U64),
-        COL(tuner_executor, oom_kills, C_U64),
-        COL(tuner_executor, high_events, C_U64),
-        COL(tuner_executor, exit_status, C_I32),
-        COL(tuner_executor, exit_signal, C_I32),
-        COL(tuner_executor, oom_killed, C_BOOL),
-        COL(tuner_executor, cpu_peak_util, C_DOUBLE),
-        COL(tuner_executor, forced_spills, C_I64),
-        COL(tuner_executor, spill_threshold_fraction, C_DOUBLE),
+    COL(tuner_executor, app_id, C_TEXT),
+    COL(tuner_executor, executor_id, C_TEXT),
+    COL(tuner_executor, host, C_TEXT),
+    COL(tuner_executor, start_ms, C_I64),
+    COL(tuner_executor, end_ms, C_I64),
+    COL(tuner_executor, wall_seconds, C_DOUBLE),
+    COL(tuner_executor, cores, C_U32),
+    COL(tuner_executor, request_millicores, C_U64),
+    COL(tuner_executor, limit_millicores, C_U64),
+    COL(tuner_executor, heap_bytes, C_U64),
+    COL(tuner_executor, offheap_bytes, C_U64),
+    COL(tuner_executor, pyspark_bytes, C_U64),
+    COL(tuner_executor, overhead_bytes, C_U64),
+    COL(tuner_executor, burst_ratio, C_DOUBLE),
+    COL(tuner_executor, request_bytes, C_U64),
+    COL(tuner_executor, limit_bytes, C_U64),
+    COL(tuner_executor, enforced, C_BOOL),
+    COL(tuner_executor, cpu_seconds, C_DOUBLE),
+    COL(tuner_executor, throttled_seconds, C_DOUBLE),
+    COL(tuner_executor, runq_wait_seconds, C_DOUBLE),
+    COL(tuner_executor, memory_peak_bytes, C_U64),
+    COL(tuner_executor, memory_average_bytes, C_U64),
+    COL(tuner_executor, memory_p95_bytes, C_U64),
+    COL(tuner_executor, anon_peak_bytes, C_U64),
+    COL(tuner_executor, oom_kills, C_U64),
+    COL(tuner_executor, high_events, C_U64),
+    COL(tuner_executor, exit_status, C_I32),
+    COL(tuner_executor, exit_signal, C_I32),
+    COL(tuner_executor, oom_killed, C_BOOL),
+    COL(tuner_executor, cpu_peak_util, C_DOUBLE),
+    COL(tuner_executor, forced_spills, C_I64),
+    COL(tuner_executor, spill_threshold_fraction, C_DOUBLE),
 };
 
 /* after a leading app_id column */
 static const struct column app_executor_columns[] = {
-        COL(tuner_app_executor, executor_id, C_TEXT),
-        COL(tuner_app_executor, cores, C_U32),
-        COL(tuner_app_executor, added_ms, C_I64),
-        COL(tuner_app_executor, removed_ms, C_I64),
-        COL(tuner_app_executor, removed_reason, C_TEXT),
-        COL(tuner_app_executor, lost, C_BOOL),
-        COL(tuner_app_executor, jvm_heap_peak, C_U64),
-        COL(tuner_app_executor, jvm_offheap_peak, C_U64),
-        COL(tuner_app_executor, rss_peak, C_U64),
+    COL(tuner_app_executor, executor_id, C_TEXT),
+    COL(tuner_app_executor, cores, C_U32),
+    COL(tuner_app_executor, added_ms, C_I64),
+    COL(tuner_app_executor, removed_ms, C_I64),
+    COL(tuner_app_executor, removed_reason, C_TEXT),
+    COL(tuner_app_executor, lost, C_BOOL),
+    COL(tuner_app_executor, jvm_heap_peak, C_U64),
+    COL(tuner_app_executor, jvm_offheap_peak, C_U64),
+    COL(tuner_app_executor, rss_peak, C_U64),
 };
 
 static const struct column stage_columns[] = {
-        COL(tuner_stage, stage_id, C_I32),
-        COL(tuner_stage, attempt, C_I32),
-        COL(tuner_stage, tasks, C_U32),
-        COL(tuner_stage, failed_tasks, C_U32),
-        COL(tuner_stage, input_bytes, C_U64),
-        COL(tuner_stage, shuffle_read_bytes, C_U64),
-        COL(tuner_stage, shuffle_write_bytes, C_U64),
-        COL(tuner_stage, memory_spill_bytes, C_U64),
-        COL(tuner_stage, disk_spill_bytes, C_U64),
-        COL(tuner_stage, run_seconds, C_DOUBLE),
-        COL(tuner_stage, cpu_seconds, C_DOUBLE),
-        COL(tuner_stage, gc_seconds, C_DOUBLE),
-        COL(tuner_stage, task_max_seconds, C_DOUBLE),
-        COL(tuner_stage, task_median_seconds, C_DOUBLE),
-        COL(tuner_stage, submit_ms, C_I64),
-        COL(tuner_stage, complete_ms, C_I64),
-        COL(tuner_stage, failed, C_BOOL),
+    COL(tuner_stage, stage_id, C_I32),
+    COL(tuner_stage, attempt, C_I32),
+    COL(tuner_stage, tasks, C_U32),
+    COL(tuner_stage, failed_tasks, C_U32),
+    COL(tuner_stage, input_bytes, C_U64),
+    COL(tuner_stage, shuffle_read_bytes, C_U64),
+    COL(tuner_stage, shuffle_write_bytes, C_U64),
+    COL(tuner_stage, memory_spill_bytes, C_U64),
+    COL(tuner_stage, disk_spill_bytes, C_U64),
+    COL(tuner_stage, run_seconds, C_DOUBLE),
+    COL(tuner_stage, cpu_seconds, C_DOUBLE),
+    COL(tuner_stage, gc_seconds, C_DOUBLE),
+    COL(tuner_stage, task_max_seconds, C_DOUBLE),
+    COL(tuner_stage, task_median_seconds, C_DOUBLE),
+    COL(tuner_stage, submit_ms, C_I64),
+    COL(tuner_stage, complete_ms, C_I64),
+    COL(tuner_stage, failed, C_BOOL),
 };
 
 /* the run's columns from its event log, after app_id, job, job_from_flag, has_eventlog, conf */
 static const struct column app_columns[] = {
-        COL(tuner_app, app_name, C_TEXT),
-        COL(tuner_app, spark_version, C_TEXT),
-        COL(tuner_app, start_ms, C_I64),
-        COL(tuner_app, end_ms, C_I64),
-        COL(tuner_app, ended, C_BOOL),
-        COL(tuner_app, jobs, C_U32),
-        COL(tuner_app, failed_jobs, C_U32),
-        COL(tuner_app, tasks, C_U32),
-        COL(tuner_app, failed_tasks, C_U32),
-        COL(tuner_app, killed_tasks, C_U32),
-        COL(tuner_app, oom_task_failures, C_U32),
-        COL(tuner_app, lost_task_failures, C_U32),
-        COL(tuner_app, gc_seconds, C_DOUBLE),
+    COL(tuner_app, app_name, C_TEXT),
+    COL(tuner_app, spark_version, C_TEXT),
+    COL(tuner_app, start_ms, C_I64),
+    COL(tuner_app, end_ms, C_I64),
+    COL(tuner_app, ended, C_BOOL),
+    COL(tuner_app, jobs, C_U32),
+    COL(tuner_app, failed_jobs, C_U32),
+    COL(tuner_app, tasks, C_U32),
+    COL(tuner_app, failed_tasks, C_U32),
+    COL(tuner_app, killed_tasks, C_U32),
+    COL(tuner_app, oom_task_failures, C_U32),
+    COL(tuner_app, lost_task_failures, C_U32),
+    COL(tuner_app, gc_seconds, C_DOUBLE),
 };
 
 static const char *sql_type(enum col_type t)
@@ -138,7 +141,7 @@ static const char *sql_type(enum col_type t)
 
 enum stmt_id {
         S_PUT_APP,
-        S_PUT_RUN,     /* a run row for an executor's report */
+        S_PUT_RUN, /* a run row for an executor's report */
         S_SET_JOB,
         S_PUT_EXECUTOR,
         S_PUT_APP_EXECUTOR,
@@ -269,9 +272,10 @@ static char *build(enum stmt_id id)
                 break;
         case S_RUN_LIST:
                 /* a run without an event log starts when its first executor started */
-                add(&t, "SELECT r.app_id FROM runs r WHERE r.job = $1 ORDER BY COALESCE(r.start_ms, "
-                        "(SELECT MIN(e.start_ms) FROM executors e WHERE e.app_id = r.app_id)) "
-                        "DESC NULLS LAST, r.app_id DESC LIMIT $2");
+                add(&t,
+                    "SELECT r.app_id FROM runs r WHERE r.job = $1 ORDER BY COALESCE(r.start_ms, "
+                    "(SELECT MIN(e.start_ms) FROM executors e WHERE e.app_id = r.app_id)) "
+                    "DESC NULLS LAST, r.app_id DESC LIMIT $2");
                 break;
         case S_RUN_GET:
                 add(&t, "SELECT job, has_eventlog, conf_json");
@@ -317,8 +321,11 @@ static char *build(enum stmt_id id)
 /* the length of the valid UTF-8 sequence at p, 0 when there is none */
 static size_t utf8_sequence(const unsigned char *p)
 {
-        size_t n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3
-                               : (*p & 0xf8) == 0xf0 ? 4 : 0;
+        size_t n = *p < 0x80             ? 1
+                   : (*p & 0xe0) == 0xc0 ? 2
+                   : (*p & 0xf0) == 0xe0 ? 3
+                   : (*p & 0xf8) == 0xf0 ? 4
+                                         : 0;
 
         if (!n || (n == 2 && *p < 0xc2) || (n == 4 && *p > 0xf4))
                 return 0;
@@ -413,9 +420,9 @@ static int bind_columns(struct tuner_store *s, struct store_stmt *st, int first,
                 case C_U64: {
                         uint64_t v;
                         memcpy(&v, p, sizeof(v));
-                        r = v == TUNER_UNKNOWN ? o->bind_null(st, idx)
-                                               : o->bind_int64(st, idx,
-                                                               v > INT64_MAX ? INT64_MAX : (int64_t)v);
+                        r = v == TUNER_UNKNOWN
+                                ? o->bind_null(st, idx)
+                                : o->bind_int64(st, idx, v > INT64_MAX ? INT64_MAX : (int64_t)v);
                         break;
                 }
                 case C_U32: {
@@ -479,7 +486,9 @@ static void read_columns(struct tuner_store *s, struct store_stmt *st, int first
                         break;
                 }
                 case C_I32: {
-                        int32_t v = iv < INT32_MIN ? INT32_MIN : iv > INT32_MAX ? INT32_MAX : (int32_t)iv;
+                        int32_t v = iv < INT32_MIN   ? INT32_MIN
+                                    : iv > INT32_MAX ? INT32_MAX
+                                                     : (int32_t)iv;
                         memcpy(p, &v, sizeof(v));
                         break;
                 }
@@ -542,14 +551,16 @@ static int create_schema(struct tuner_store *s, struct shim_error *err)
 
         if ((r = s->ops->exec(s->conn, s->ops->begin_sql, err)) < 0)
                 return r;
-        if (s->ops->schema_lock_sql && (r = s->ops->exec(s->conn, s->ops->schema_lock_sql, err)) < 0)
+        if (s->ops->schema_lock_sql &&
+            (r = s->ops->exec(s->conn, s->ops->schema_lock_sql, err)) < 0)
                 goto fail;
         add(&t, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
         if ((r = exec_text(s, &t, err)) < 0)
                 goto fail;
-        add(&t, "CREATE TABLE IF NOT EXISTS runs (app_id TEXT NOT NULL PRIMARY KEY, job TEXT, "
-                "job_from_flag INTEGER NOT NULL DEFAULT 0, has_eventlog INTEGER NOT NULL DEFAULT 0, "
-                "conf_json TEXT");
+        add(&t,
+            "CREATE TABLE IF NOT EXISTS runs (app_id TEXT NOT NULL PRIMARY KEY, job TEXT, "
+            "job_from_flag INTEGER NOT NULL DEFAULT 0, has_eventlog INTEGER NOT NULL DEFAULT 0, "
+            "conf_json TEXT");
         for (size_t i = 0; i < N(app_columns); i++)
                 add(&t, ", %s %s", app_columns[i].name, sql_type(app_columns[i].type));
         add(&t, ")");
@@ -569,8 +580,9 @@ static int create_schema(struct tuner_store *s, struct shim_error *err)
         add_table(&t, "stages", true, stage_columns, N(stage_columns), "app_id, stage_id, attempt");
         if ((r = exec_text(s, &t, err)) < 0)
                 goto fail;
-        add(&t, "INSERT INTO schema_version (version) SELECT %d WHERE NOT EXISTS "
-                "(SELECT 1 FROM schema_version)",
+        add(&t,
+            "INSERT INTO schema_version (version) SELECT %d WHERE NOT EXISTS "
+            "(SELECT 1 FROM schema_version)",
             TUNER_STORE_SCHEMA_VERSION);
         if ((r = exec_text(s, &t, err)) < 0)
                 goto fail;
@@ -718,7 +730,8 @@ int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tun
                         return r;
                 r = bind_text(s, st, 1, app->app_id);
                 if (r >= 0)
-                        r = bind_columns(s, st, 2, stage_columns, N(stage_columns), &app->stages[i]);
+                        r = bind_columns(s, st, 2, stage_columns, N(stage_columns),
+                                         &app->stages[i]);
                 if ((r = run_done(s, st, r, err)) < 0)
                         return r;
         }
@@ -920,8 +933,8 @@ static bool reason_says_oom(const char *reason)
  * The run's failure, most severe first (enum tuner_failure). See docs/tuner-store.md for the
  * exact rules; TUNER_FAIL_RUNTIME is the caller's.
  */
-static void classify(const struct tuner_app *app, bool has_eventlog, const struct tuner_executor *ex,
-                     size_t n, struct tuner_run *run)
+static void classify(const struct tuner_app *app, bool has_eventlog,
+                     const struct tuner_executor *ex, size_t n, struct tuner_run *run)
 {
         int64_t app_end = 0;
         char what[64];
@@ -973,8 +986,8 @@ static void classify(const struct tuner_app *app, bool has_eventlog, const struc
                         }
                 }
         for (size_t i = 0; i < n; i++) {
-                const struct tuner_app_executor *ae = has_eventlog ? app_executor(app, ex[i].executor_id)
-                                                                   : NULL;
+                const struct tuner_app_executor *ae =
+                    has_eventlog ? app_executor(app, ex[i].executor_id) : NULL;
                 bool at_end = app_end > 0 && ex[i].end_ms >= app_end - TUNER_STORE_END_GRACE_MS;
 
                 if (ex[i].exit_status == 0 && ex[i].exit_signal == 0)
@@ -1008,7 +1021,8 @@ static void classify(const struct tuner_app *app, bool has_eventlog, const struc
         if (has_eventlog && app->lost_task_failures > 0) {
                 run->failure = TUNER_FAIL_EXECUTOR_LOST;
                 snprintf(run->failure_detail, sizeof(run->failure_detail),
-                         "%u task attempts failed with ExecutorLostFailure", app->lost_task_failures);
+                         "%u task attempts failed with ExecutorLostFailure",
+                         app->lost_task_failures);
                 return;
         }
 
@@ -1035,8 +1049,8 @@ static void classify(const struct tuner_app *app, bool has_eventlog, const struc
         }
         if (has_eventlog && app->failed_jobs > 0) {
                 run->failure = TUNER_FAIL_APP;
-                snprintf(run->failure_detail, sizeof(run->failure_detail),
-                         "%u of %u jobs failed", app->failed_jobs, app->jobs);
+                snprintf(run->failure_detail, sizeof(run->failure_detail), "%u of %u jobs failed",
+                         app->failed_jobs, app->jobs);
                 return;
         }
         run->failure = TUNER_OK;
@@ -1068,11 +1082,11 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
         run->max_stage_skew = NAN;
         run->duration_seconds = NAN;
         run->params = (struct tuner_params){
-                .millicores = TUNER_UNKNOWN,
-                .heap_bytes = TUNER_UNKNOWN,
-                .overhead_bytes = TUNER_UNKNOWN,
-                .burst_ratio = NAN,
-                .spill_fraction = NAN,
+            .millicores = TUNER_UNKNOWN,
+            .heap_bytes = TUNER_UNKNOWN,
+            .overhead_bytes = TUNER_UNKNOWN,
+            .burst_ratio = NAN,
+            .spill_fraction = NAN,
         };
 
         for (size_t i = 0; i < n; i++) {
@@ -1117,9 +1131,8 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
         }
         run->cpu_util = have_cpu ? ratio(cpu, capacity) : NAN;
         run->mem_util = have_mem ? ratio(peak, request) : NAN;
-        run->objective = run->cpu_util > 0 && run->mem_util > 0
-                             ? 1.0 / (run->cpu_util * run->mem_util)
-                             : NAN;
+        run->objective =
+            run->cpu_util > 0 && run->mem_util > 0 ? 1.0 / (run->cpu_util * run->mem_util) : NAN;
         run->throttled_fraction = have_throttled ? ratio(throttled, wall) : NAN;
         run->runq_wait_per_cpu = have_runq ? ratio(runq, runq_cpu) : NAN;
 
@@ -1132,8 +1145,8 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
 
                 if (v && util_parse_u64(v, &u) == 0 && u <= UINT32_MAX)
                         run->params.cores = (uint32_t)u;
-                run->params.heap_bytes = jvm_size(conf_get(conf, "spark.executor.memory"),
-                                                  UINT64_C(1) << 20);
+                run->params.heap_bytes =
+                    jvm_size(conf_get(conf, "spark.executor.memory"), UINT64_C(1) << 20);
                 run->params.overhead_bytes =
                     jvm_size(conf_get(conf, "spark.executor.memoryOverhead"), UINT64_C(1) << 20);
                 v = conf_get(conf, "spark.executor.memoryBurst.ratio");
@@ -1174,7 +1187,8 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
 
                         if (g->tasks > run->max_stage_tasks)
                                 run->max_stage_tasks = g->tasks;
-                        if (isfinite(skew) && (isnan(run->max_stage_skew) || skew > run->max_stage_skew))
+                        if (isfinite(skew) &&
+                            (isnan(run->max_stage_skew) || skew > run->max_stage_skew))
                                 run->max_stage_skew = skew;
                         add_known(&run->memory_spill_bytes, g->memory_spill_bytes);
                         add_known(&run->disk_spill_bytes, g->disk_spill_bytes);
@@ -1253,8 +1267,8 @@ out:
         return r;
 }
 
-int tuner_store_runs(struct tuner_store *s, const char *job, unsigned max,
-                     struct tuner_run **ret, size_t *ret_n, struct shim_error *err)
+int tuner_store_runs(struct tuner_store *s, const char *job, unsigned max, struct tuner_run **ret,
+                     size_t *ret_n, struct shim_error *err)
 {
         _cleanup_free_ char *ids = NULL; /* n x TUNER_APP_ID_MAX */
         _cleanup_free_ struct tuner_run *runs = NULL;
@@ -1326,8 +1340,8 @@ int tuner_store_jobs(struct tuner_store *s, struct tuner_store_job **ret, size_t
                         cap = ncap;
                 }
                 jobs[n] = (struct tuner_store_job){
-                        .runs = (unsigned)s->ops->column_int64(st, 1),
-                        .last_start_ms = s->ops->column_int64(st, 2),
+                    .runs = (unsigned)s->ops->column_int64(st, 1),
+                    .last_start_ms = s->ops->column_int64(st, 2),
                 };
                 snprintf(jobs[n].job, sizeof(jobs[n].job), "%s", job ? job : "");
                 n++;

@@ -61,8 +61,8 @@ int tuner_store_set_job(struct tuner_store *s, const char *app_id, const char *j
  * documents struct tuner_run (failure: everything but TUNER_FAIL_RUNTIME, which the caller
  * decides). *ret (free() it) and *ret_n are set only on success; no run is 0 with n 0.
  */
-int tuner_store_runs(struct tuner_store *s, const char *job, unsigned max,
-                     struct tuner_run **ret, size_t *ret_n, struct shim_error *err);
+int tuner_store_runs(struct tuner_store *s, const char *job, unsigned max, struct tuner_run **ret,
+                     size_t *ret_n, struct shim_error *err);
 
 struct tuner_store_job {
         char job[TUNER_JOB_MAX];

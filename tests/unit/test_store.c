@@ -60,34 +60,34 @@ static struct tuner_executor executor(const char *app, const char *id, int64_t s
                                       double wall, double cpu, uint64_t peak)
 {
         struct tuner_executor e = {
-                .start_ms = start_ms,
-                .end_ms = start_ms + (int64_t)(wall * 1000),
-                .wall_seconds = wall,
-                .cores = 4,
-                .request_millicores = 2000,
-                .limit_millicores = 4000,
-                .heap_bytes = UINT64_C(1) << 30,
-                .offheap_bytes = 0,
-                .pyspark_bytes = 0,
-                .overhead_bytes = UINT64_C(384) << 20,
-                .burst_ratio = 0.5,
-                .request_bytes = UINT64_C(2) << 30,
-                .limit_bytes = UINT64_C(3) << 30,
-                .enforced = true,
-                .cpu_seconds = cpu,
-                .throttled_seconds = 1.0,
-                .runq_wait_seconds = 0.5,
-                .memory_peak_bytes = peak,
-                .memory_average_bytes = peak / 2,
-                .memory_p95_bytes = peak,
-                .anon_peak_bytes = peak,
-                .oom_kills = 0,
-                .high_events = 2,
-                .exit_status = 0,
-                .exit_signal = 0,
-                .cpu_peak_util = 0.9,
-                .forced_spills = 3,
-                .spill_threshold_fraction = 0.8,
+            .start_ms = start_ms,
+            .end_ms = start_ms + (int64_t)(wall * 1000),
+            .wall_seconds = wall,
+            .cores = 4,
+            .request_millicores = 2000,
+            .limit_millicores = 4000,
+            .heap_bytes = UINT64_C(1) << 30,
+            .offheap_bytes = 0,
+            .pyspark_bytes = 0,
+            .overhead_bytes = UINT64_C(384) << 20,
+            .burst_ratio = 0.5,
+            .request_bytes = UINT64_C(2) << 30,
+            .limit_bytes = UINT64_C(3) << 30,
+            .enforced = true,
+            .cpu_seconds = cpu,
+            .throttled_seconds = 1.0,
+            .runq_wait_seconds = 0.5,
+            .memory_peak_bytes = peak,
+            .memory_average_bytes = peak / 2,
+            .memory_p95_bytes = peak,
+            .anon_peak_bytes = peak,
+            .oom_kills = 0,
+            .high_events = 2,
+            .exit_status = 0,
+            .exit_signal = 0,
+            .cpu_peak_util = 0.9,
+            .forced_spills = 3,
+            .spill_threshold_fraction = 0.8,
         };
         snprintf(e.app_id, sizeof(e.app_id), "%s", app);
         snprintf(e.executor_id, sizeof(e.executor_id), "%s", id);
@@ -99,19 +99,20 @@ static struct tuner_executor executor(const char *app, const char *id, int64_t s
 static void app_of(struct tuner_app *app, const char *app_id, int64_t start_ms)
 {
         *app = (struct tuner_app){
-                .start_ms = start_ms,
-                .end_ms = start_ms + 100000,
-                .ended = true,
-                .jobs = 2,
-                .tasks = 300,
-                .gc_seconds = 4.5,
+            .start_ms = start_ms,
+            .end_ms = start_ms + 100000,
+            .ended = true,
+            .jobs = 2,
+            .tasks = 300,
+            .gc_seconds = 4.5,
         };
         snprintf(app->app_id, sizeof(app->app_id), "%s", app_id);
         snprintf(app->app_name, sizeof(app->app_name), "nightly");
         snprintf(app->spark_version, sizeof(app->spark_version), "3.5.1");
-        app->conf_json = strdup("{\"spark.app.name\": \"nightly\", \"spark.executor.memory\": \"4g\", "
-                                "\"spark.executor.cores\": \"2\", \"spark.sql.shuffle.partitions\": "
-                                "\"64\", \"spark.executor.memoryOverhead\": \"512\"}");
+        app->conf_json =
+            strdup("{\"spark.app.name\": \"nightly\", \"spark.executor.memory\": \"4g\", "
+                   "\"spark.executor.cores\": \"2\", \"spark.sql.shuffle.partitions\": "
+                   "\"64\", \"spark.executor.memoryOverhead\": \"512\"}");
         app->n_stages = 2;
         app->stages = calloc(2, sizeof(*app->stages));
         app->n_executors = 2;
@@ -119,30 +120,30 @@ static void app_of(struct tuner_app *app, const char *app_id, int64_t start_ms)
         cr_assert(app->conf_json && app->stages && app->executors);
         for (int i = 0; i < 2; i++) {
                 app->stages[i] = (struct tuner_stage){
-                        .stage_id = i,
-                        .tasks = 100u + 100u * (unsigned)i,
-                        .input_bytes = 1000,
-                        .shuffle_read_bytes = 10,
-                        .shuffle_write_bytes = 20,
-                        .memory_spill_bytes = 30,
-                        .disk_spill_bytes = 40,
-                        .run_seconds = 50,
-                        .cpu_seconds = 40,
-                        .gc_seconds = 2,
-                        .task_max_seconds = 4.0 * (i + 1),
-                        .task_median_seconds = 1.0,
-                        .submit_ms = start_ms + 1000,
-                        .complete_ms = start_ms + 2000,
+                    .stage_id = i,
+                    .tasks = 100u + 100u * (unsigned)i,
+                    .input_bytes = 1000,
+                    .shuffle_read_bytes = 10,
+                    .shuffle_write_bytes = 20,
+                    .memory_spill_bytes = 30,
+                    .disk_spill_bytes = 40,
+                    .run_seconds = 50,
+                    .cpu_seconds = 40,
+                    .gc_seconds = 2,
+                    .task_max_seconds = 4.0 * (i + 1),
+                    .task_median_seconds = 1.0,
+                    .submit_ms = start_ms + 1000,
+                    .complete_ms = start_ms + 2000,
                 };
                 app->executors[i] = (struct tuner_app_executor){
-                        .cores = 4,
-                        .added_ms = start_ms + 500,
-                        .jvm_heap_peak = (UINT64_C(500) + 100 * (uint64_t)i) << 20,
-                        .jvm_offheap_peak = UINT64_C(10) << 20,
-                        .rss_peak = TUNER_UNKNOWN,
+                    .cores = 4,
+                    .added_ms = start_ms + 500,
+                    .jvm_heap_peak = (UINT64_C(500) + 100 * (uint64_t)i) << 20,
+                    .jvm_offheap_peak = UINT64_C(10) << 20,
+                    .rss_peak = TUNER_UNKNOWN,
                 };
-                snprintf(app->executors[i].executor_id, sizeof(app->executors[i].executor_id),
-                         "%d", i + 1);
+                snprintf(app->executors[i].executor_id, sizeof(app->executors[i].executor_id), "%d",
+                         i + 1);
         }
 }
 
@@ -188,7 +189,7 @@ static struct tuner_run one_run(const char *job)
         return run;
 }
 
-#define assert_near(a, b, what) \
+#define assert_near(a, b, what)                                                                    \
         cr_assert(fabs((a) - (b)) <= 1e-9 * fmax(1.0, fabs(b)), "%s: %.17g, expected %.17g", what, \
                   (double)(a), (double)(b))
 
@@ -328,7 +329,8 @@ Test(store, newest_first_and_max)
         n = runs_of(job, 0, &runs);
         cr_assert_eq(n, 5);
         for (size_t i = 1; i < n; i++)
-                cr_assert_gt(runs[i - 1].start_ms, runs[i].start_ms, "runs[%zu] not newest first", i);
+                cr_assert_gt(runs[i - 1].start_ms, runs[i].start_ms, "runs[%zu] not newest first",
+                             i);
         free(runs);
         n = runs_of(job, 2, &runs);
         cr_assert_eq(n, 2);
@@ -469,28 +471,28 @@ static void nothing(struct tuner_app *app, struct tuner_executor *e)
 }
 
 static const struct case_ cases[] = {
-        {"clean", true, nothing, TUNER_OK},
-        {"clean-reports-only", false, nothing, TUNER_OK},
-        {"exit-143-at-app-end", true, sigterm_at_end, TUNER_OK},
-        {"signal-15-at-app-end", true, signal15_at_end, TUNER_OK},
-        {"exit-143-at-end-reports-only", false, sigterm_at_end, TUNER_OK},
-        {"exit-143-mid-run", true, sigterm_mid_run, TUNER_FAIL_EXECUTOR_LOST},
-        {"exit-143-released-by-driver", true, sigterm_released, TUNER_OK},
-        {"oom-killed-137", true, oom_killed_137, TUNER_FAIL_OOM},
-        {"oom-killed-137-reports-only", false, oom_killed_137, TUNER_FAIL_OOM},
-        {"oom-kills-only", true, oom_kills_only, TUNER_FAIL_OOM},
-        {"exit-137-at-end-no-oom", true, sigkill_at_end_no_oom, TUNER_OK},
-        {"exit-1-at-end", true, exit_1_at_end, TUNER_FAIL_EXECUTOR_LOST},
-        {"lost-in-eventlog", true, lost_in_eventlog, TUNER_FAIL_EXECUTOR_LOST},
-        {"executor-lost-failure-tasks", true, lost_tasks, TUNER_FAIL_EXECUTOR_LOST},
-        {"oom-tasks", true, oom_tasks, TUNER_FAIL_OOM},
-        {"oom-before-lost", true, oom_and_lost, TUNER_FAIL_OOM},
-        {"removed-for-oom", true, oom_removed, TUNER_FAIL_OOM},
-        {"failed-tasks", true, failed_tasks, TUNER_FAIL_TASKS},
-        {"failed-stage", true, failed_stage, TUNER_FAIL_TASKS},
-        {"not-ended", true, not_ended, TUNER_FAIL_APP},
-        {"failed-job", true, failed_job, TUNER_FAIL_APP},
-        {"tasks-before-app", true, tasks_and_not_ended, TUNER_FAIL_TASKS},
+    {"clean", true, nothing, TUNER_OK},
+    {"clean-reports-only", false, nothing, TUNER_OK},
+    {"exit-143-at-app-end", true, sigterm_at_end, TUNER_OK},
+    {"signal-15-at-app-end", true, signal15_at_end, TUNER_OK},
+    {"exit-143-at-end-reports-only", false, sigterm_at_end, TUNER_OK},
+    {"exit-143-mid-run", true, sigterm_mid_run, TUNER_FAIL_EXECUTOR_LOST},
+    {"exit-143-released-by-driver", true, sigterm_released, TUNER_OK},
+    {"oom-killed-137", true, oom_killed_137, TUNER_FAIL_OOM},
+    {"oom-killed-137-reports-only", false, oom_killed_137, TUNER_FAIL_OOM},
+    {"oom-kills-only", true, oom_kills_only, TUNER_FAIL_OOM},
+    {"exit-137-at-end-no-oom", true, sigkill_at_end_no_oom, TUNER_OK},
+    {"exit-1-at-end", true, exit_1_at_end, TUNER_FAIL_EXECUTOR_LOST},
+    {"lost-in-eventlog", true, lost_in_eventlog, TUNER_FAIL_EXECUTOR_LOST},
+    {"executor-lost-failure-tasks", true, lost_tasks, TUNER_FAIL_EXECUTOR_LOST},
+    {"oom-tasks", true, oom_tasks, TUNER_FAIL_OOM},
+    {"oom-before-lost", true, oom_and_lost, TUNER_FAIL_OOM},
+    {"removed-for-oom", true, oom_removed, TUNER_FAIL_OOM},
+    {"failed-tasks", true, failed_tasks, TUNER_FAIL_TASKS},
+    {"failed-stage", true, failed_stage, TUNER_FAIL_TASKS},
+    {"not-ended", true, not_ended, TUNER_FAIL_APP},
+    {"failed-job", true, failed_job, TUNER_FAIL_APP},
+    {"tasks-before-app", true, tasks_and_not_ended, TUNER_FAIL_TASKS},
 };
 
 Test(store, failure_classification)
@@ -530,12 +532,16 @@ static bool same_run(const struct tuner_run *a, const struct tuner_run *b)
 {
         /* NAN != NAN: compare field by field where it matters, bytes elsewhere */
         struct tuner_run x = *a, y = *b;
-        double *xd[] = {&x.duration_seconds, &x.cpu_util, &x.mem_util, &x.objective,
-                        &x.cpu_peak_util, &x.throttled_fraction, &x.runq_wait_per_cpu,
-                        &x.max_stage_skew, &x.params.burst_ratio, &x.params.spill_fraction};
-        double *yd[] = {&y.duration_seconds, &y.cpu_util, &y.mem_util, &y.objective,
-                        &y.cpu_peak_util, &y.throttled_fraction, &y.runq_wait_per_cpu,
-                        &y.max_stage_skew, &y.params.burst_ratio, &y.params.spill_fraction};
+        double *xd[] = {&x.duration_seconds,   &x.cpu_util,
+                        &x.mem_util,           &x.objective,
+                        &x.cpu_peak_util,      &x.throttled_fraction,
+                        &x.runq_wait_per_cpu,  &x.max_stage_skew,
+                        &x.params.burst_ratio, &x.params.spill_fraction};
+        double *yd[] = {&y.duration_seconds,   &y.cpu_util,
+                        &y.mem_util,           &y.objective,
+                        &y.cpu_peak_util,      &y.throttled_fraction,
+                        &y.runq_wait_per_cpu,  &y.max_stage_skew,
+                        &y.params.burst_ratio, &y.params.spill_fraction};
 
         for (size_t i = 0; i < sizeof(xd) / sizeof(xd[0]); i++) {
                 if (isnan(*xd[i]) != isnan(*yd[i]) || (!isnan(*xd[i]) && *xd[i] != *yd[i]))
@@ -741,7 +747,8 @@ Test(report_line, example_final_report)
         assert_near(e.cpu_seconds, 6.044268, "cpu_seconds");
         assert_near(e.spill_threshold_fraction, 1.0, "spill_threshold_fraction");
         /* the steepest step of the samples: 1132562 us over 1.06953807 s at 0.5 cores */
-        assert_near(e.cpu_peak_util, (2132942.0 - 1008370.0) / 1e6 / (2.65755962 - 1.58802155) / 0.5,
+        assert_near(e.cpu_peak_util,
+                    (2132942.0 - 1008370.0) / 1e6 / (2.65755962 - 1.58802155) / 0.5,
                     "cpu_peak_util");
 }
 
@@ -799,17 +806,17 @@ Test(report_line, invalid_lines)
                 const char *path, *key;
                 const char *value; /* JSON */
         } bad[] = {
-                {NULL, "schema", "\"sparkshim.report/v2\""},
-                {NULL, "kind", "\"other\""},
-                {"identity", "app_id", "7"},
-                {"identity", "start", "\"yesterday\""},
-                {"identity", "wall_seconds", "-1"},
-                {"usage", "cpu", "{\"seconds\": \"1\"}"},
-                {"exit", "status", "300"},
-                {"exit", "signal", "0"},
-                {"plan", "memory", "{\"burst_ratio\": 2}"},
-                {NULL, "samples", "[1]"},
-                {NULL, "exit", "null"},
+            {NULL, "schema", "\"sparkshim.report/v2\""},
+            {NULL, "kind", "\"other\""},
+            {"identity", "app_id", "7"},
+            {"identity", "start", "\"yesterday\""},
+            {"identity", "wall_seconds", "-1"},
+            {"usage", "cpu", "{\"seconds\": \"1\"}"},
+            {"exit", "status", "300"},
+            {"exit", "signal", "0"},
+            {"plan", "memory", "{\"burst_ratio\": 2}"},
+            {NULL, "samples", "[1]"},
+            {NULL, "exit", "null"},
         };
         struct tuner_executor e;
         struct shim_error err = {0};
@@ -819,7 +826,8 @@ Test(report_line, invalid_lines)
                 json_t *doc = example_doc();
                 json_t *obj = bad[i].path ? json_object_get(doc, bad[i].path) : doc;
 
-                json_object_set_new(obj, bad[i].key, json_loads(bad[i].value, JSON_DECODE_ANY, NULL));
+                json_object_set_new(obj, bad[i].key,
+                                    json_loads(bad[i].value, JSON_DECODE_ANY, NULL));
                 cr_expect_eq(line_of(doc, &e, &err), -EINVAL, "%s.%s = %s accepted",
                              bad[i].path ? bad[i].path : "", bad[i].key, bad[i].value);
                 json_decref(doc);
@@ -833,7 +841,8 @@ Test(report_line, invalid_lines)
         {
                 json_t *doc = example_doc();
 
-                json_object_set_new(json_object_get(doc, "identity"), "app_id", json_string(too_long));
+                json_object_set_new(json_object_get(doc, "identity"), "app_id",
+                                    json_string(too_long));
                 cr_assert_eq(line_of(doc, &e, &err), -EINVAL);
                 cr_assert(strstr(err.text, "identity.app_id"), "%s", err.text);
                 json_decref(doc);
