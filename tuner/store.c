@@ -224,6 +224,10 @@ static void add_updates(struct text *t, const struct column *c, size_t n, size_t
 
 #define N(a) ELEMENTSOF(a)
 
+/* a run that holds more than its job (tuner_store_set_job() alone makes such a row) */
+#define HAS_DATA                                                                                   \
+        "(r.has_eventlog = 1 OR EXISTS (SELECT 1 FROM executors e WHERE e.app_id = r.app_id))"
+
 static char *build(enum stmt_id id)
 {
         struct text t = {0};
@@ -272,10 +276,10 @@ static char *build(enum stmt_id id)
                 break;
         case S_RUN_LIST:
                 /* a run without an event log starts when its first executor started */
-                add(&t,
-                    "SELECT r.app_id FROM runs r WHERE r.job = $1 ORDER BY COALESCE(r.start_ms, "
-                    "(SELECT MIN(e.start_ms) FROM executors e WHERE e.app_id = r.app_id)) "
-                    "DESC NULLS LAST, r.app_id DESC LIMIT $2");
+                add(&t, "SELECT r.app_id FROM runs r WHERE r.job = $1 AND " HAS_DATA " "
+                        "ORDER BY COALESCE(r.start_ms, "
+                        "(SELECT MIN(e.start_ms) FROM executors e WHERE e.app_id = r.app_id)) "
+                        "DESC NULLS LAST, r.app_id DESC LIMIT $2");
                 break;
         case S_RUN_GET:
                 add(&t, "SELECT job, has_eventlog, conf_json");
@@ -302,7 +306,7 @@ static char *build(enum stmt_id id)
         case S_JOBS:
                 add(&t, "SELECT r.job, COUNT(*), MAX(COALESCE(r.start_ms, (SELECT MIN(e.start_ms) "
                         "FROM executors e WHERE e.app_id = r.app_id))) FROM runs r "
-                        "WHERE r.job IS NOT NULL GROUP BY r.job ORDER BY r.job");
+                        "WHERE r.job IS NOT NULL AND " HAS_DATA " GROUP BY r.job ORDER BY r.job");
                 break;
         case S_VERSION:
                 add(&t, "SELECT MAX(version) FROM schema_version");

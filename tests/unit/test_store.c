@@ -610,6 +610,18 @@ Test(store, job_flag_overrides_the_event_log)
         tuner_app_free(&app);
 }
 
+Test(store, a_job_alone_is_no_run)
+{
+        char app_id[128], job[128];
+        struct tuner_run *runs = NULL;
+
+        NAME(app_id, "app");
+        NAME(job, "job");
+        set_job(app_id, job);
+        cr_assert_eq(runs_of(job, 0, &runs), 0, "a run without a report or an event log");
+        free(runs);
+}
+
 Test(store, rollback_leaves_nothing)
 {
         char app_id[128], job[128];
