@@ -67,6 +67,28 @@ corrupt_line=$(($(wc -l <c.jsonl) + 1))
 printf '{"schema":"sparkshim.report/v1","kind":"final","identity":{"app_id":"app-hi\n' >>c.jsonl
 grep '"kind":"final"' c-good.jsonl | tail -1 >>c.jsonl
 
+# event logs, once the event-log reader is merged (its fixture is there): a log a real Spark
+# wrote, and a copy of it under another app id with a corrupt line in the middle
+el=$fixtures/eventlog/spark-3.5.9-plain
+eventlogs=
+errors=1
+if [ -f "$el" ]; then
+	el_app=$(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if d.get("Event") == "SparkListenerApplicationStart":
+        print(d["App ID"]); break' "$el")
+	[ -n "$el_app" ] || fail "$el: no application id"
+	cp "$el" el.log
+	sed "s/$el_app/app-history-el-bad/g" "$el" >el-bad.log
+	sed -i '5s/.*/{"Event":"SparkListenerTaskEnd","Stage ID":/' el-bad.log
+	eventlogs="el.log el-bad.log"
+	errors=2
+else
+	echo "note: $el is missing: event logs not checked (the event-log reader is not merged)"
+fi
+
 # ---------------------------------------------------------------- dumps
 tables="runs executors app_executors stages"
 order_runs="app_id"
@@ -89,10 +111,11 @@ check_backend() { # DB NAME
 	db=$1
 	name=$2
 	status=0
-	"$tuner" ingest --db "$db" --job history-etl a.jsonl c.jsonl b.jsonl >"$name.out" 2>"$name.err" ||
-		status=$?
+	# shellcheck disable=SC2086 # $eventlogs: file names without spaces
+	"$tuner" ingest --db "$db" --job history-etl a.jsonl c.jsonl b.jsonl $eventlogs \
+		>"$name.out" 2>"$name.err" || status=$?
 	[ "$status" = 1 ] || fail "$name: ingest with a corrupt file exited $status, not 1: $(cat "$name.err")"
-	[ "$(wc -l <"$name.err")" = 1 ] || fail "$name: not one error line: $(cat "$name.err")"
+	[ "$(wc -l <"$name.err")" = $errors ] || fail "$name: not $errors error lines: $(cat "$name.err")"
 	grep -Eq "^sparkshim\[[0-9]+\]: error: c\.jsonl:$corrupt_line: " "$name.err" ||
 		fail "$name: the error does not name c.jsonl:$corrupt_line: $(cat "$name.err")"
 	grep -q '^a.jsonl: run app-history-a: 2 executor reports, job history-etl$' "$name.out" ||
@@ -103,10 +126,19 @@ check_backend() { # DB NAME
 	grep -q app-history-c "$name.1" && fail "$name: something of the refused c.jsonl was stored"
 	grep -q '^app-history-a,1,' "$name.1" || fail "$name: no executor 1 of app-history-a: $(cat "$name.1")"
 	grep -q '^app-history-a,history-etl,1,' "$name.1" || fail "$name: run a has not job history-etl"
+	if [ -n "$eventlogs" ]; then
+		grep -q "el-bad\.log:5: " "$name.err" || fail "$name: the error does not name el-bad.log:5: $(cat "$name.err")"
+		grep -q "^el\.log: run $el_app: event log, " "$name.out" || fail "$name: el.log not stored: $(cat "$name.out")"
+		grep -q app-history-el-bad "$name.1" && fail "$name: something of the refused el-bad.log was stored"
+		grep -q "^$el_app,history-etl,1,1," "$name.1" || fail "$name: no run $el_app from its event log"
+		grep -q "^$el_app,[0-9]*,[0-9]" "$name.1" || fail "$name: no stage of $el_app"
+	fi
 
 	# the same input again, and standard input: the same tables
 	status=0
-	"$tuner" ingest --db "$db" --job history-etl a.jsonl c.jsonl b.jsonl >/dev/null 2>&1 || status=$?
+	# shellcheck disable=SC2086
+	"$tuner" ingest --db "$db" --job history-etl a.jsonl c.jsonl b.jsonl $eventlogs >/dev/null 2>&1 ||
+		status=$?
 	[ "$status" = 1 ] || fail "$name: second ingest exited $status"
 	"$tuner" ingest --db "$db" --job history-etl - <a.jsonl >/dev/null ||
 		fail "$name: ingest from standard input"
