@@ -946,36 +946,8 @@ static void classify(const struct tuner_app *app, bool has_eventlog,
         const char *first_lost = NULL, *first_lost_why = NULL;
         char lost_detail[TUNER_REASON_MAX] = "";
 
-        /* OOM: the kernel's kill in a report, an OutOfMemoryError task, an executor removed
-           for one */
-        for (size_t i = 0; i < n; i++)
-                if (report_oom(&ex[i])) {
-                        exit_text(&ex[i], what, sizeof(what));
-                        run->failure = TUNER_FAIL_OOM;
-                        snprintf(run->failure_detail, sizeof(run->failure_detail),
-                                 "executor %s OOM-killed (oom_kills %" PRIu64 ", %s)",
-                                 ex[i].executor_id, known(ex[i].oom_kills) ? ex[i].oom_kills : 0,
-                                 what);
-                        return;
-                }
-        if (has_eventlog && app->oom_task_failures > 0) {
-                run->failure = TUNER_FAIL_OOM;
-                snprintf(run->failure_detail, sizeof(run->failure_detail),
-                         "%u task attempts failed with java.lang.OutOfMemoryError",
-                         app->oom_task_failures);
-                return;
-        }
-        for (size_t i = 0; has_eventlog && i < app->n_executors; i++)
-                if (reason_says_oom(app->executors[i].removed_reason)) {
-                        run->failure = TUNER_FAIL_OOM;
-                        snprintf(run->failure_detail, sizeof(run->failure_detail),
-                                 "executor %s removed: %s", app->executors[i].executor_id,
-                                 app->executors[i].removed_reason);
-                        return;
-                }
-
-        /* executors lost: the event log says so, or a report ended other than by the
-           application's end */
+        /* executors lost (counted whatever the class): the event log says so, or a report
+           ended other than by the application's end */
         if (has_eventlog && app->ended && app->end_ms > 0)
                 app_end = app->end_ms;
         else
@@ -1011,6 +983,35 @@ static void classify(const struct tuner_app *app, bool has_eventlog,
                 }
         }
         run->executors_lost = lost;
+
+        /* OOM: the kernel's kill in a report, an OutOfMemoryError task, an executor removed
+           for one */
+        for (size_t i = 0; i < n; i++)
+                if (report_oom(&ex[i])) {
+                        exit_text(&ex[i], what, sizeof(what));
+                        run->failure = TUNER_FAIL_OOM;
+                        snprintf(run->failure_detail, sizeof(run->failure_detail),
+                                 "executor %s OOM-killed (oom_kills %" PRIu64 ", %s)",
+                                 ex[i].executor_id, known(ex[i].oom_kills) ? ex[i].oom_kills : 0,
+                                 what);
+                        return;
+                }
+        if (has_eventlog && app->oom_task_failures > 0) {
+                run->failure = TUNER_FAIL_OOM;
+                snprintf(run->failure_detail, sizeof(run->failure_detail),
+                         "%u task attempts failed with java.lang.OutOfMemoryError",
+                         app->oom_task_failures);
+                return;
+        }
+        for (size_t i = 0; has_eventlog && i < app->n_executors; i++)
+                if (reason_says_oom(app->executors[i].removed_reason)) {
+                        run->failure = TUNER_FAIL_OOM;
+                        snprintf(run->failure_detail, sizeof(run->failure_detail),
+                                 "executor %s removed: %s", app->executors[i].executor_id,
+                                 app->executors[i].removed_reason);
+                        return;
+                }
+
         if (lost) {
                 run->failure = TUNER_FAIL_EXECUTOR_LOST;
                 if (first_lost)

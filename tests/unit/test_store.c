@@ -350,6 +350,7 @@ struct case_ {
         bool eventlog;
         void (*edit)(struct tuner_app *app, struct tuner_executor *e);
         enum tuner_failure expect;
+        unsigned lost; /* executors_lost */
 };
 
 static void sigterm_at_end(struct tuner_app *app, struct tuner_executor *e)
@@ -471,28 +472,28 @@ static void nothing(struct tuner_app *app, struct tuner_executor *e)
 }
 
 static const struct case_ cases[] = {
-    {"clean", true, nothing, TUNER_OK},
-    {"clean-reports-only", false, nothing, TUNER_OK},
-    {"exit-143-at-app-end", true, sigterm_at_end, TUNER_OK},
-    {"signal-15-at-app-end", true, signal15_at_end, TUNER_OK},
-    {"exit-143-at-end-reports-only", false, sigterm_at_end, TUNER_OK},
-    {"exit-143-mid-run", true, sigterm_mid_run, TUNER_FAIL_EXECUTOR_LOST},
-    {"exit-143-released-by-driver", true, sigterm_released, TUNER_OK},
-    {"oom-killed-137", true, oom_killed_137, TUNER_FAIL_OOM},
-    {"oom-killed-137-reports-only", false, oom_killed_137, TUNER_FAIL_OOM},
-    {"oom-kills-only", true, oom_kills_only, TUNER_FAIL_OOM},
-    {"exit-137-at-end-no-oom", true, sigkill_at_end_no_oom, TUNER_OK},
-    {"exit-1-at-end", true, exit_1_at_end, TUNER_FAIL_EXECUTOR_LOST},
-    {"lost-in-eventlog", true, lost_in_eventlog, TUNER_FAIL_EXECUTOR_LOST},
-    {"executor-lost-failure-tasks", true, lost_tasks, TUNER_FAIL_EXECUTOR_LOST},
-    {"oom-tasks", true, oom_tasks, TUNER_FAIL_OOM},
-    {"oom-before-lost", true, oom_and_lost, TUNER_FAIL_OOM},
-    {"removed-for-oom", true, oom_removed, TUNER_FAIL_OOM},
-    {"failed-tasks", true, failed_tasks, TUNER_FAIL_TASKS},
-    {"failed-stage", true, failed_stage, TUNER_FAIL_TASKS},
-    {"not-ended", true, not_ended, TUNER_FAIL_APP},
-    {"failed-job", true, failed_job, TUNER_FAIL_APP},
-    {"tasks-before-app", true, tasks_and_not_ended, TUNER_FAIL_TASKS},
+    {"clean", true, nothing, TUNER_OK, 0},
+    {"clean-reports-only", false, nothing, TUNER_OK, 0},
+    {"exit-143-at-app-end", true, sigterm_at_end, TUNER_OK, 0},
+    {"signal-15-at-app-end", true, signal15_at_end, TUNER_OK, 0},
+    {"exit-143-at-end-reports-only", false, sigterm_at_end, TUNER_OK, 0},
+    {"exit-143-mid-run", true, sigterm_mid_run, TUNER_FAIL_EXECUTOR_LOST, 1},
+    {"exit-143-released-by-driver", true, sigterm_released, TUNER_OK, 0},
+    {"oom-killed-137", true, oom_killed_137, TUNER_FAIL_OOM, 0},
+    {"oom-killed-137-reports-only", false, oom_killed_137, TUNER_FAIL_OOM, 0},
+    {"oom-kills-only", true, oom_kills_only, TUNER_FAIL_OOM, 0},
+    {"exit-137-at-end-no-oom", true, sigkill_at_end_no_oom, TUNER_OK, 0},
+    {"exit-1-at-end", true, exit_1_at_end, TUNER_FAIL_EXECUTOR_LOST, 1},
+    {"lost-in-eventlog", true, lost_in_eventlog, TUNER_FAIL_EXECUTOR_LOST, 1},
+    {"executor-lost-failure-tasks", true, lost_tasks, TUNER_FAIL_EXECUTOR_LOST, 0},
+    {"oom-tasks", true, oom_tasks, TUNER_FAIL_OOM, 0},
+    {"oom-before-lost", true, oom_and_lost, TUNER_FAIL_OOM, 1},
+    {"removed-for-oom", true, oom_removed, TUNER_FAIL_OOM, 0},
+    {"failed-tasks", true, failed_tasks, TUNER_FAIL_TASKS, 0},
+    {"failed-stage", true, failed_stage, TUNER_FAIL_TASKS, 0},
+    {"not-ended", true, not_ended, TUNER_FAIL_APP, 0},
+    {"failed-job", true, failed_job, TUNER_FAIL_APP, 0},
+    {"tasks-before-app", true, tasks_and_not_ended, TUNER_FAIL_TASKS, 0},
 };
 
 Test(store, failure_classification)
@@ -519,6 +520,8 @@ Test(store, failure_classification)
                 cr_expect_eq(run.failure, c->expect, "%s: %s (%s), expected %s", c->name,
                              tuner_failure_name(run.failure), run.failure_detail,
                              tuner_failure_name(c->expect));
+                cr_expect_eq(run.executors_lost, c->lost, "%s: %u executors lost, expected %u",
+                             c->name, run.executors_lost, c->lost);
                 cr_expect_eq(run.failure == TUNER_OK, run.failure_detail[0] == '\0',
                              "%s: detail \"%s\" for %s", c->name, run.failure_detail,
                              tuner_failure_name(run.failure));
