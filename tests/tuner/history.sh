@@ -23,7 +23,6 @@ if missing=$(pg_missing); then
 	echo "SKIP: $missing is missing (Debian: postgresql-15)"
 	exit 77
 fi
-command -v sqlite3 >/dev/null || fail "sqlite3 (the CLI) is missing: scripts/deps installs it"
 
 tmp=$(mktemp -d /tmp/sparkshim-history.XXXXXX)
 chmod 0755 "$tmp"
@@ -102,7 +101,11 @@ dump() { # DB OUT
 		echo "== $t" >>"$2"
 		case $1 in
 		postgresql://*) psql -d history --csv -t -c "SELECT * FROM $t ORDER BY $o" >>"$2" ;;
-		*) sqlite3 -csv "$1" "SELECT * FROM $t ORDER BY $o" >>"$2" ;;
+		*) python3 -c '
+import csv, sqlite3, sys
+con = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+csv.writer(sys.stdout, lineterminator="\n").writerows(con.execute(sys.argv[2]))' \
+			"$1" "SELECT * FROM $t ORDER BY $o" >>"$2" ;;
 		esac
 	done
 }
