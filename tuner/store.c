@@ -876,6 +876,26 @@ static uint64_t jvm_size(const char *v, uint64_t default_unit)
         return (uint64_t)n * unit;
 }
 
+/* spark.executor.millicores as sparkshim reads it: 1500, 1500m, or cores with a point: 1.5 */
+static uint64_t conf_millicores(const char *v)
+{
+        char buf[32];
+        uint64_t m;
+        double cores;
+        size_t len;
+
+        if (!v || (len = strlen(v)) == 0 || len >= sizeof(buf))
+                return TUNER_UNKNOWN;
+        memcpy(buf, v, len + 1);
+        if (strchr(buf, '.'))
+                return util_parse_double(buf, &cores) == 0 && cores > 0 && cores < 1e9
+                           ? (uint64_t)(cores * 1000.0 + 0.5)
+                           : TUNER_UNKNOWN;
+        if (buf[len - 1] == 'm')
+                buf[len - 1] = '\0';
+        return util_parse_u64(buf, &m) == 0 ? m : TUNER_UNKNOWN;
+}
+
 static const char *conf_get(json_t *conf, const char *key)
 {
         return json_string_value(json_object_get(conf, key));
@@ -1157,6 +1177,12 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
                 v = conf_get(conf, "spark.executor.memoryBurst.ratio");
                 if (v && util_parse_double(v, &run->params.burst_ratio) < 0)
                         run->params.burst_ratio = NAN;
+                run->params.millicores =
+                    conf_millicores(conf_get(conf, "spark.executor.millicores"));
+                v = conf_get(conf, "spark.executor.sparkshim.spillFraction");
+                if (v && (util_parse_double(v, &run->params.spill_fraction) < 0 ||
+                          !(run->params.spill_fraction >= 0 && run->params.spill_fraction <= 1)))
+                        run->params.spill_fraction = NAN;
                 v = conf_get(conf, "spark.sql.shuffle.partitions");
                 if (v && util_parse_u64(v, &u) == 0 && u <= UINT32_MAX)
                         run->params.shuffle_partitions = (uint32_t)u;
@@ -1165,14 +1191,16 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
         if (n > 0) {
                 if (ex[0].cores)
                         run->params.cores = ex[0].cores;
-                run->params.millicores = ex[0].request_millicores;
+                if (known(ex[0].request_millicores))
+                        run->params.millicores = ex[0].request_millicores;
                 if (known(ex[0].heap_bytes))
                         run->params.heap_bytes = ex[0].heap_bytes;
                 if (known(ex[0].overhead_bytes))
                         run->params.overhead_bytes = ex[0].overhead_bytes;
                 if (isfinite(ex[0].burst_ratio))
                         run->params.burst_ratio = ex[0].burst_ratio;
-                run->params.spill_fraction = ex[0].spill_threshold_fraction;
+                if (isfinite(ex[0].spill_threshold_fraction))
+                        run->params.spill_fraction = ex[0].spill_threshold_fraction;
         }
 
         /* the event log */

@@ -112,7 +112,9 @@ static void app_of(struct tuner_app *app, const char *app_id, int64_t start_ms)
         app->conf_json =
             strdup("{\"spark.app.name\": \"nightly\", \"spark.executor.memory\": \"4g\", "
                    "\"spark.executor.cores\": \"2\", \"spark.sql.shuffle.partitions\": "
-                   "\"64\", \"spark.executor.memoryOverhead\": \"512\"}");
+                   "\"64\", \"spark.executor.memoryOverhead\": \"512\", "
+                   "\"spark.executor.millicores\": \"1.5\", "
+                   "\"spark.executor.sparkshim.spillFraction\": \"0.75\"}");
         app->n_stages = 2;
         app->stages = calloc(2, sizeof(*app->stages));
         app->n_executors = 2;
@@ -304,7 +306,8 @@ Test(store, params_from_conf_without_reports)
         cr_assert_eq(run.params.cores, 2);
         cr_assert_eq(run.params.heap_bytes, UINT64_C(4) << 30);
         cr_assert_eq(run.params.overhead_bytes, UINT64_C(512) << 20);
-        cr_assert_eq(run.params.millicores, TUNER_UNKNOWN);
+        cr_assert_eq(run.params.millicores, 1500);
+        assert_near(run.params.spill_fraction, 0.75, "spill_fraction");
         cr_assert(isnan(run.cpu_util));
         tuner_app_free(&app);
 }
