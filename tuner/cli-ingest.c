@@ -1,9 +1,396 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `sparkshim ingest` (sparkshim-tune(1)). */
+/*
+ * `sparkshim ingest` (sparkshim-tune(1)): report files, event logs and rolling event log
+ * directories into the history store, each file in one transaction: a file with one bad line
+ * is refused whole (one error line naming file:line) and the others are still stored. What
+ * was stored goes to standard output, one line per run of each file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
 #include "cli.h"
+#include "config.h"
+#include "eventlog.h"
+#include "policy.h"
+#include "store.h"
+#include "util.h"
+
+#define DEFAULT_JOB_KEY "spark.app.name"
+
+struct ingest {
+        struct tuner_store *store;
+        const char *job;     /* --job */
+        const char *job_key; /* --job-key */
+        size_t line_max;
+        uint64_t input_max;
+};
+
+/* the runs of one report file and how many executors each had */
+struct app_count {
+        char app_id[TUNER_APP_ID_MAX];
+        unsigned executors;
+};
+
+enum outcome { STORED = 0, REFUSED = 1, STORE_FAILED = -1 };
+
+static int help(FILE *f, int status)
+{
+        fputs("usage: sparkshim ingest [--db DB] [--policy FILE] [--job KEY] [--job-key PROPERTY] FILE...\n"
+              "Store executor reports (sparkshim-report(5)), Spark event logs and rolling event\n"
+              "log directories in the tuner's history; - reads a report file from standard input.\n"
+              "  --db DB             a SQLite file or a postgresql:// URL (default: the\n"
+              "                      policy's tuner.db, " TUNER_DEFAULT_DB ")\n"
+              "  --policy FILE       the policy (default " SPARKSHIM_DEFAULT_POLICY ")\n"
+              "  --job KEY           the runs belong to job KEY (instead of the event log's\n"
+              "                      PROPERTY)\n"
+              "  --job-key PROPERTY  the Spark property that names a run's job (default: the\n"
+              "                      policy's tuner.job_key, " DEFAULT_JOB_KEY ")\n"
+              "Each file is stored whole or not at all. Exit status: 0, 1 when a file was refused\n"
+              "(the others are stored), 3 when the history store failed, 120 for a bad flag.\n",
+              f);
+        return status;
+}
+
+/* s as it may go to a terminal */
+static const char *printable(const char *s, char *buf, size_t size)
+{
+        size_t n = 0;
+
+        for (; s && *s && n + 1 < size; s++, n++)
+                buf[n] = (unsigned char)*s < ' ' || *s == 0x7f ? '?' : *s;
+        buf[n] = '\0';
+        return buf;
+}
+
+static int count_app(struct app_count **apps, size_t *n, const char *app_id)
+{
+        struct app_count *p;
+
+        for (size_t i = 0; i < *n; i++)
+                if (strcmp((*apps)[i].app_id, app_id) == 0) {
+                        (*apps)[i].executors++;
+                        return 0;
+                }
+        p = realloc(*apps, (*n + 1) * sizeof(**apps));
+        if (!p)
+                return -ENOMEM;
+        *apps = p;
+        p[*n] = (struct app_count){.executors = 1};
+        snprintf(p[*n].app_id, sizeof(p[*n].app_id), "%s", app_id);
+        (*n)++;
+        return 0;
+}
+
+static enum outcome store_failed(struct ingest *in, const char *path, const struct shim_error *err)
+{
+        char p[512];
+
+        log_error("%s: history store: %s", printable(path, p, sizeof(p)), err->text);
+        tuner_store_rollback(in->store, NULL);
+        return STORE_FAILED;
+}
+
+static enum outcome refuse(struct ingest *in, const char *path, unsigned line, const char *why)
+{
+        char p[512];
+
+        if (line)
+                log_error("%s:%u: %s; file not stored", printable(path, p, sizeof(p)), line, why);
+        else
+                log_error("%s: %s; file not stored", printable(path, p, sizeof(p)), why);
+        tuner_store_rollback(in->store, NULL);
+        return REFUSED;
+}
+
+/* one line of a report file: 0, or the outcome that ends the file */
+static int report_line(struct ingest *in, const char *path, unsigned lineno, const char *line,
+                       size_t len, struct app_count **apps, size_t *n_apps)
+{
+        struct shim_error err = {0};
+        struct tuner_executor e;
+        int r = tuner_report_line(line, len, &e, &err);
+
+        if (r == -ENOMEM)
+                return refuse(in, path, lineno, "out of memory");
+        if (r < 0)
+                return refuse(in, path, lineno, err.text);
+        if (r == 0)
+                return 0;
+        if (tuner_store_put_executor(in->store, &e, &err) < 0 ||
+            (in->job && tuner_store_set_job(in->store, e.app_id, in->job, &err) < 0))
+                return store_failed(in, path, &err);
+        if (count_app(apps, n_apps, e.app_id) < 0)
+                return refuse(in, path, lineno, "out of memory");
+        return 0;
+}
+
+static enum outcome ingest_reports(struct ingest *in, const char *path, int fd)
+{
+        _cleanup_free_ char *line = NULL;
+        _cleanup_free_ struct app_count *apps = NULL;
+        struct shim_error err = {0};
+        char chunk[65536], p[512], id[TUNER_APP_ID_MAX], job[TUNER_JOB_MAX];
+        size_t len = 0, cap = 0, n_apps = 0;
+        uint64_t total = 0;
+        unsigned lineno = 1;
+        int r;
+
+        if (tuner_store_begin(in->store, &err) < 0)
+                return store_failed(in, path, &err);
+        for (;;) {
+                ssize_t n = read(fd, chunk, sizeof(chunk));
+                const char *c = chunk, *end;
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN) {
+                        poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, -1);
+                        continue;
+                }
+                if (n < 0) {
+                        snprintf(chunk, sizeof(chunk), "read error: %s", strerror(errno));
+                        return refuse(in, path, lineno, chunk);
+                }
+                if (n == 0)
+                        break;
+                total += (uint64_t)n;
+                if (total > in->input_max) {
+                        snprintf(chunk, sizeof(chunk), "longer than %" PRIu64 " bytes",
+                                 in->input_max);
+                        return refuse(in, path, lineno, chunk);
+                }
+                end = chunk + n;
+                while (c < end) {
+                        const char *nl = memchr(c, '\n', (size_t)(end - c));
+                        size_t seg = (size_t)((nl ? nl : end) - c);
+
+                        if (len + seg > in->line_max) {
+                                char what[64];
+
+                                snprintf(what, sizeof(what), "line longer than %zu bytes",
+                                         in->line_max);
+                                return refuse(in, path, lineno, what);
+                        }
+                        if (len + seg > cap) {
+                                size_t ncap = cap ? cap : 4096;
+                                char *q;
+
+                                while (ncap < len + seg)
+                                        ncap = ncap > in->line_max / 2 ? in->line_max : ncap * 2;
+                                q = realloc(line, ncap);
+                                if (!q)
+                                        return refuse(in, path, lineno, "out of memory");
+                                line = q;
+                                cap = ncap;
+                        }
+                        if (seg)
+                                memcpy(line + len, c, seg);
+                        len += seg;
+                        if (!nl)
+                                break;
+                        if ((r = report_line(in, path, lineno, line, len, &apps, &n_apps)) != 0)
+                                return r;
+                        len = 0;
+                        lineno++;
+                        c = nl + 1;
+                }
+        }
+        if (len > 0 && (r = report_line(in, path, lineno, line, len, &apps, &n_apps)) != 0)
+                return r;
+        if (tuner_store_commit(in->store, &err) < 0)
+                return store_failed(in, path, &err);
+        if (n_apps == 0)
+                printf("%s: no final executor report of a Spark application\n",
+                       printable(path, p, sizeof(p)));
+        for (size_t i = 0; i < n_apps; i++)
+                printf("%s: run %s: %u executor report%s, job %s\n", printable(path, p, sizeof(p)),
+                       printable(apps[i].app_id, id, sizeof(id)), apps[i].executors,
+                       apps[i].executors == 1 ? "" : "s",
+                       in->job ? printable(in->job, job, sizeof(job)) : "(from its event log)");
+        fflush(stdout);
+        return STORED;
+}
+
+/* the run's job: --job, else the event log's property job_key */
+static char *job_of(struct ingest *in, const struct tuner_app *app)
+{
+        json_t *conf;
+        const char *v;
+        char *job = NULL;
+
+        if (in->job)
+                return strdup(in->job);
+        if (!app->conf_json)
+                return NULL;
+        conf = json_loads(app->conf_json, 0, NULL);
+        v = json_string_value(json_object_get(conf, in->job_key));
+        if (v && *v && strlen(v) < TUNER_JOB_MAX)
+                job = strdup(v);
+        json_decref(conf);
+        return job;
+}
+
+static enum outcome ingest_eventlog(struct ingest *in, const char *path)
+{
+        struct tuner_app app = {0};
+        struct shim_error err = {0};
+        _cleanup_free_ char *job = NULL;
+        char p[512], id[TUNER_APP_ID_MAX], j[TUNER_JOB_MAX];
+        enum outcome o;
+        int r;
+
+        r = tuner_eventlog_read(path, &app, &err);
+        if (r < 0) {
+                /* err names the file (and the line) already */
+                log_error("%s; file not stored", err.text);
+                return REFUSED;
+        }
+        job = job_of(in, &app);
+        if (!job)
+                log_warn("%s: the event log has no property %s (or it is longer than %d bytes); "
+                         "run %s has no job: give --job",
+                         printable(path, p, sizeof(p)), in->job_key, TUNER_JOB_MAX - 1,
+                         printable(app.app_id, id, sizeof(id)));
+        if (tuner_store_begin(in->store, &err) < 0 ||
+            tuner_store_put_app(in->store, job, &app, &err) < 0 ||
+            (in->job && tuner_store_set_job(in->store, app.app_id, in->job, &err) < 0) ||
+            tuner_store_commit(in->store, &err) < 0) {
+                o = err.error == EINVAL ? refuse(in, path, 0, err.text)
+                                        : store_failed(in, path, &err);
+                tuner_app_free(&app);
+                return o;
+        }
+        printf("%s: run %s: event log, %zu stage attempts, %zu executors, %s, job %s\n",
+               printable(path, p, sizeof(p)), printable(app.app_id, id, sizeof(id)), app.n_stages,
+               app.n_executors, app.ended ? "ended" : "not ended",
+               job ? printable(job, j, sizeof(j)) : "(none)");
+        fflush(stdout);
+        tuner_app_free(&app);
+        return STORED;
+}
+
+static enum outcome ingest_path(struct ingest *in, const char *path)
+{
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        char why[256];
+
+        if (strcmp(path, "-") == 0) {
+                fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+                if (fd < 0) {
+                        snprintf(why, sizeof(why), "cannot read: %s", strerror(errno));
+                        return refuse(in, "standard input", 0, why);
+                }
+                return ingest_reports(in, "standard input", fd);
+        }
+        if (tuner_eventlog_detect(path))
+                return ingest_eventlog(in, path);
+        /* O_NONBLOCK: a FIFO without a writer must not block the open; it is refused below */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+                snprintf(why, sizeof(why), "cannot open: %s", strerror(errno));
+                return refuse(in, path, 0, why);
+        }
+        if (fstat(fd, &st) < 0) {
+                snprintf(why, sizeof(why), "cannot stat: %s", strerror(errno));
+                return refuse(in, path, 0, why);
+        }
+        if (S_ISDIR(st.st_mode))
+                return refuse(in, path, 0,
+                              "is a directory but not a rolling event log (eventlog_v2_<app id>)");
+        if (!S_ISREG(st.st_mode))
+                return refuse(in, path, 0,
+                              "not a regular file; give a file, or - for standard input");
+        return ingest_reports(in, path, fd);
+}
 
 int tuner_cli_ingest(int argc, char **argv)
 {
-        log_error("ingest: not built yet");
-        return SHIM_EXIT_INTERNAL;
+        static const struct option options[] = {
+            {"db", required_argument, NULL, 'd'},
+            {"job", required_argument, NULL, 'j'},
+            {"job-key", required_argument, NULL, 'k'},
+            {"policy", required_argument, NULL, 'p'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+        };
+        struct ingest in = {
+            .job_key = DEFAULT_JOB_KEY,
+            .line_max = TUNER_REPORT_LINE_MAX,
+            .input_max = TUNER_REPORT_INPUT_MAX,
+        };
+        const char *db = NULL, *job_key = NULL, *policy_path = SPARKSHIM_DEFAULT_POLICY;
+        bool policy_explicit = false;
+        struct policy policy;
+        struct shim_error err = {0};
+        bool refused = false;
+        int c, status = 0;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "+d:j:k:p:h", options, NULL)) != -1) {
+                switch (c) {
+                case 'd':
+                        db = optarg;
+                        break;
+                case 'p':
+                        policy_path = optarg;
+                        policy_explicit = true;
+                        break;
+                case 'j':
+                        in.job = optarg;
+                        if (!*in.job || strlen(in.job) >= TUNER_JOB_MAX) {
+                                log_error("--job: %s: empty or longer than %d bytes", in.job,
+                                          TUNER_JOB_MAX - 1);
+                                return SHIM_EXIT_USAGE;
+                        }
+                        break;
+                case 'k':
+                        job_key = optarg;
+                        if (!*job_key) {
+                                log_error("--job-key: empty; give a Spark property name");
+                                return SHIM_EXIT_USAGE;
+                        }
+                        break;
+                case 'h':
+                        return help(stdout, 0);
+                default:
+                        return help(stderr, SHIM_EXIT_USAGE);
+                }
+        }
+        if (optind >= argc) {
+                log_error("ingest: no FILE given");
+                return help(stderr, SHIM_EXIT_USAGE);
+        }
+        status = tuner_cli_load_policy(policy_path, policy_explicit, &policy);
+        if (status)
+                return status;
+        if (!db)
+                db = policy.tuner.db;
+        in.job_key = job_key ? job_key : policy.tuner.job_key;
+        if (tuner_store_open(db, &in.store, &err) < 0) {
+                log_error("history store %s: %s",
+                          strncmp(db, "postgres", 8) == 0 ? "(PostgreSQL)" : db, err.text);
+                return TUNER_EXIT_STORE;
+        }
+        for (int i = optind; i < argc; i++) {
+                enum outcome o = ingest_path(&in, argv[i]);
+
+                if (o == STORE_FAILED) {
+                        status = TUNER_EXIT_STORE;
+                        break;
+                }
+                refused |= o == REFUSED;
+        }
+        tuner_store_close(in.store);
+        return status ? status : refused ? TUNER_EXIT_PARTIAL : 0;
 }

@@ -1,15 +1,407 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `sparkshim tune` and `sparkshim report --job` (sparkshim-tune(1)). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli.h"
+#include "config.h"
+#include "policy.h"
+#include "store.h"
+#include "tuner.h"
+#include "util.h"
+
+enum format { FORMAT_CONF, FORMAT_PROPERTIES, FORMAT_JSON };
+
+struct tune_options {
+        const char *job, *db, *policy_path;
+        bool policy_explicit;
+        enum format format;
+        bool json; /* report --job --json */
+        bool seed_set;
+        uint64_t seed;
+};
+
+int tuner_cli_load_policy(const char *path, bool explicit, struct policy *p)
+{
+        struct policy_error err = { 0 };
+        int r;
+
+        policy_init_defaults(p);
+        r = policy_load_file(path, geteuid() == 0, p, &err);
+        if (r == -ENOENT && !explicit) {
+                log_info("no policy at %s; using the built-in defaults", path);
+                policy_init_defaults(p);
+                return 0;
+        }
+        if (r < 0) {
+                log_error("%s", err.text);
+                return SHIM_EXIT_POLICY;
+        }
+        return 0;
+}
+
+static int parse(int argc, char **argv, bool report, struct tune_options *o)
+{
+        enum { OPT_JOB = 256, OPT_DB, OPT_POLICY, OPT_FORMAT, OPT_JSON, OPT_SEED, OPT_HELP };
+        static const struct option options[] = {
+                { "job", required_argument, NULL, OPT_JOB },
+                { "db", required_argument, NULL, OPT_DB },
+                { "policy", required_argument, NULL, OPT_POLICY },
+                { "format", required_argument, NULL, OPT_FORMAT },
+                { "json", no_argument, NULL, OPT_JSON },
+                { "seed", required_argument, NULL, OPT_SEED },
+                { "help", no_argument, NULL, OPT_HELP },
+                { NULL, 0, NULL, 0 },
+        };
+        const char *command = report ? "report" : "tune";
+        int c;
+
+        *o = (struct tune_options){ .policy_path = SPARKSHIM_DEFAULT_POLICY };
+        opterr = 0;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+                switch (c) {
+                case OPT_JOB:
+                        if (!optarg[0] || strlen(optarg) >= TUNER_JOB_MAX) {
+                                log_error("%s: --job: '%s' is not a job key; allowed: 1 to %d bytes",
+                                          command, optarg, TUNER_JOB_MAX - 1);
+                                return SHIM_EXIT_USAGE;
+                        }
+                        o->job = optarg;
+                        break;
+                case OPT_DB:
+                        o->db = optarg;
+                        break;
+                case OPT_POLICY:
+                        o->policy_path = optarg;
+                        o->policy_explicit = true;
+                        break;
+                case OPT_FORMAT:
+                        if (report) {
+                                log_error("report: --format: not a flag of report --job; allowed: --json");
+                                return SHIM_EXIT_USAGE;
+                        }
+                        if (strcmp(optarg, "conf") == 0)
+                                o->format = FORMAT_CONF;
+                        else if (strcmp(optarg, "properties") == 0)
+                                o->format = FORMAT_PROPERTIES;
+                        else if (strcmp(optarg, "json") == 0)
+                                o->format = FORMAT_JSON;
+                        else {
+                                log_error("tune: --format: '%s' is not a format; allowed: conf, properties, json",
+                                          optarg);
+                                return SHIM_EXIT_USAGE;
+                        }
+                        break;
+                case OPT_JSON:
+                        o->json = true;
+                        break;
+                case OPT_SEED: {
+                        char *end;
+                        errno = 0;
+                        unsigned long long v = strtoull(optarg, &end, 10);
+                        if (errno || end == optarg || *end || optarg[0] == '-') {
+                                log_error("%s: --seed: '%s' is not a seed; allowed: an integer 0 to 2^64-1",
+                                          command, optarg);
+                                return SHIM_EXIT_USAGE;
+                        }
+                        o->seed = v;
+                        o->seed_set = true;
+                        break;
+                }
+                case OPT_HELP:
+                case 'h':
+                        printf(report ? "usage: sparkshim report --job KEY [--db DB] [--policy FILE] [--json]\n"
+                                      : "usage: sparkshim tune --job KEY [--db DB] [--policy FILE] [--format conf|properties|json] [--seed N]\n");
+                        printf("See sparkshim-tune(1).\n");
+                        return -1;
+                case ':':
+                        log_error("%s: %s: needs a value; see sparkshim-tune(1)", command, argv[optind - 1]);
+                        return SHIM_EXIT_USAGE;
+                default:
+                        log_error("%s: %s: unknown option; see sparkshim-tune(1)", command, argv[optind - 1]);
+                        return SHIM_EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                log_error("%s: unexpected argument '%s'; see sparkshim-tune(1)", command, argv[optind]);
+                return SHIM_EXIT_USAGE;
+        }
+        if (!o->job) {
+                log_error("%s: --job KEY is required: the recurring job's key (the policy's tuner.job_key property)",
+                          command);
+                return SHIM_EXIT_USAGE;
+        }
+        return 0;
+}
+
+/* The job's runs, newest first, from the store the flags or the policy name. */
+static int load_runs(const struct tune_options *o, const struct policy *p, struct tuner_bounds *b,
+                     struct tuner_run **ret, size_t *ret_n)
+{
+        struct shim_error err = { 0 };
+        struct tuner_store *store = NULL;
+        const char *db = o->db ? o->db : p->tuner.db;
+        int r;
+
+        tuner_bounds_from_policy(p, b);
+        if (o->seed_set)
+                b->seed = o->seed;
+        /* reading must not create an empty SQLite file where the history was expected */
+        if (strncmp(db, "postgresql://", 13) != 0 && strncmp(db, "postgres://", 11) != 0 &&
+            access(db, F_OK) < 0 && errno == ENOENT) {
+                log_error("job '%s': no history at %s (sparkshim ingest makes it)", o->job, db);
+                return TUNER_EXIT_NO_HISTORY;
+        }
+        r = tuner_store_open(db, &store, &err);
+        if (r < 0) {
+                log_error("%s", err.text);
+                return TUNER_EXIT_STORE;
+        }
+        r = tuner_store_runs(store, o->job, b->history_runs, ret, ret_n, &err);
+        tuner_store_close(store);
+        if (r < 0) {
+                log_error("%s", err.text);
+                return TUNER_EXIT_STORE;
+        }
+        if (*ret_n == 0) {
+                free(*ret);
+                *ret = NULL;
+                log_error("job '%s': no run in the history at %s; ingest its event logs and reports first (sparkshim ingest)",
+                          o->job, db);
+                return TUNER_EXIT_NO_HISTORY;
+        }
+        tuner_mark_runtime(*ret, *ret_n, b->runtime_allowance);
+        return 0;
+}
+
+static const char *stage_name(enum tuner_stage_used s)
+{
+        return s == TUNER_STAGE_RULES ? "rules" : s == TUNER_STAGE_BO ? "bo" : "none";
+}
+
+/* Spark's memory strings take whole MiB ("1536m"); round up, never below what was asked. */
+static uint64_t mib_up(uint64_t bytes)
+{
+        return (bytes + (UINT64_C(1) << 20) - 1) >> 20;
+}
+
+struct property {
+        const char *key;
+        char value[64];
+        enum tuner_param_index param;
+};
+
+static size_t properties(const struct tuner_params *p, struct property out[8])
+{
+        size_t n = 0;
+
+        out[n] = (struct property){ "spark.executor.cores", "", TUNER_P_CORES };
+        snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu32, p->cores);
+        out[n] = (struct property){ "spark.executor.memory", "", TUNER_P_HEAP };
+        snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu64 "m", mib_up(p->heap_bytes));
+        out[n] = (struct property){ "spark.executor.memoryOverhead", "", TUNER_P_OVERHEAD };
+        snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu64 "m", mib_up(p->overhead_bytes));
+        out[n] = (struct property){ "spark.executor.millicores", "", TUNER_P_MILLICORES };
+        snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu64, p->millicores);
+        out[n] = (struct property){ "spark.kubernetes.executor.request.cores", "", TUNER_P_MILLICORES };
+        snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu64 "m", p->millicores);
+        out[n] = (struct property){ "spark.executor.memoryBurst.ratio", "", TUNER_P_BURST_RATIO };
+        snprintf(out[n++].value, sizeof(out[0].value), "%.2f", p->burst_ratio);
+        if (isfinite(p->spill_fraction)) {
+                out[n] = (struct property){ "spark.executor.sparkshim.spillFraction", "",
+                                            TUNER_P_SPILL_FRACTION };
+                snprintf(out[n++].value, sizeof(out[0].value), "%.2f", p->spill_fraction);
+        }
+        if (p->shuffle_partitions) {
+                out[n] = (struct property){ "spark.sql.shuffle.partitions", "", TUNER_P_PARTITIONS };
+                snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu32, p->shuffle_partitions);
+        }
+        return n;
+}
+
+static const char *const param_names[TUNER_P_COUNT] = {
+        [TUNER_P_CORES] = "cores",
+        [TUNER_P_MILLICORES] = "millicores",
+        [TUNER_P_HEAP] = "heap",
+        [TUNER_P_OVERHEAD] = "overhead",
+        [TUNER_P_BURST_RATIO] = "burst_ratio",
+        [TUNER_P_SPILL_FRACTION] = "spill_fraction",
+        [TUNER_P_PARTITIONS] = "shuffle_partitions",
+};
+
+static json_t *number_or_null(double d)
+{
+        return isfinite(d) ? json_real(d) : json_null();
+}
+
+static int print_json(const struct tune_options *o, const struct tuner_run *runs, size_t n,
+                      const struct tuner_recommendation *rec)
+{
+        struct property props[8];
+        size_t np = properties(&rec->params, props);
+        json_t *doc = json_object(), *jp = json_object(), *jr = json_object(), *last = json_object();
+        int r = 0;
+
+        if (!doc || !jp || !jr || !last) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (size_t i = 0; i < np; i++)
+                json_object_set_new(jp, props[i].key, json_string(props[i].value));
+        for (size_t i = 0; i < TUNER_P_COUNT; i++)
+                json_object_set_new(jr, param_names[i],
+                                    json_pack("{s:s, s:s}", "source", rec->reasons[i].source,
+                                              "text", rec->reasons[i].text));
+        json_object_set_new(last, "app_id", json_string(runs[0].app_id));
+        json_object_set_new(last, "cpu_util", number_or_null(runs[0].cpu_util));
+        json_object_set_new(last, "mem_util", number_or_null(runs[0].mem_util));
+        json_object_set_new(last, "objective", number_or_null(runs[0].objective));
+        json_object_set_new(last, "failure", json_string(tuner_failure_name(runs[0].failure)));
+        json_object_set_new(doc, "job", json_string(o->job));
+        json_object_set_new(doc, "stage", json_string(stage_name(rec->stage)));
+        json_object_set_new(doc, "converged", json_boolean(rec->converged));
+        json_object_set_new(doc, "runs_used", json_integer(rec->runs_used));
+        json_object_set_new(doc, "predicted_objective", number_or_null(rec->predicted_objective));
+        json_object_set_new(doc, "failure_probability", number_or_null(rec->failure_probability));
+        json_object_set_new(doc, "properties", jp);
+        json_object_set_new(doc, "reasons", jr);
+        json_object_set_new(doc, "last_run", last);
+        jp = jr = last = NULL;
+        if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) < 0 || putchar('\n') == EOF)
+                r = -EIO;
+out:
+        json_decref(doc);
+        json_decref(jp);
+        json_decref(jr);
+        json_decref(last);
+        return r;
+}
 
 int tuner_cli_tune(int argc, char **argv)
 {
-        log_error("tune: not built yet");
-        return SHIM_EXIT_INTERNAL;
+        struct tune_options o;
+        struct policy p;
+        struct tuner_bounds b;
+        struct tuner_run *runs = NULL;
+        struct tuner_recommendation rec;
+        struct shim_error err = { 0 };
+        struct property props[8];
+        size_t n = 0, np;
+        int r;
+
+        r = parse(argc, argv, false, &o);
+        if (r)
+                return r < 0 ? 0 : r;
+        r = tuner_cli_load_policy(o.policy_path, o.policy_explicit, &p);
+        if (r)
+                return r;
+        r = load_runs(&o, &p, &b, &runs, &n);
+        if (r)
+                return r;
+        r = tuner_recommend(runs, n, &b, &rec, &err);
+        if (r < 0) {
+                log_error("tune: job '%s': %s", o.job, err.text);
+                free(runs);
+                return r == -ENOMEM ? SHIM_EXIT_INTERNAL : TUNER_EXIT_NO_HISTORY;
+        }
+        if (o.format == FORMAT_JSON)
+                r = print_json(&o, runs, n, &rec);
+        else {
+                np = properties(&rec.params, props);
+                if (o.format == FORMAT_PROPERTIES)
+                        printf("# sparkshim tune --job %s: stage %s over %u runs\n", o.job,
+                               stage_name(rec.stage), rec.runs_used);
+                for (size_t i = 0; i < np; i++)
+                        printf(o.format == FORMAT_CONF ? "--conf %s=%s\n" : "%s=%s\n", props[i].key,
+                               props[i].value);
+                r = ferror(stdout) ? -EIO : 0;
+        }
+        free(runs);
+        if (r < 0 || fflush(stdout) != 0) {
+                log_error("tune: cannot write the recommendation: %s", strerror(r == -ENOMEM ? ENOMEM : EIO));
+                return SHIM_EXIT_INTERNAL;
+        }
+        return 0;
+}
+
+static void print_time(int64_t ms, char *buf, size_t size)
+{
+        time_t t = (time_t)(ms / 1000);
+        struct tm tm;
+
+        if (ms <= 0 || !gmtime_r(&t, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+                snprintf(buf, size, "-");
+}
+
+/* a figure with `decimals` decimals, "-" when unknown */
+static void cell(char *buf, size_t size, int decimals, double v)
+{
+        if (isfinite(v))
+                snprintf(buf, size, "%.*f", decimals, v);
+        else
+                snprintf(buf, size, "-");
 }
 
 int tuner_cli_report(int argc, char **argv)
 {
-        log_error("report --job: not built yet");
-        return SHIM_EXIT_INTERNAL;
+        struct tune_options o;
+        struct policy p;
+        struct tuner_bounds b;
+        struct tuner_run *runs = NULL;
+        size_t n = 0, failed = 0;
+        int r;
+
+        r = parse(argc, argv, true, &o);
+        if (r)
+                return r < 0 ? 0 : r;
+        r = tuner_cli_load_policy(o.policy_path, o.policy_explicit, &p);
+        if (r)
+                return r;
+        r = load_runs(&o, &p, &b, &runs, &n);
+        if (r)
+                return r;
+        if (!o.json)
+                printf("%-36s %-20s %9s %4s %6s %6s %9s  %s\n", "APP", "START", "SECONDS", "EXEC",
+                       "CPU", "MEM", "OBJECTIVE", "RESULT");
+        /* oldest first, as a history reads */
+        for (size_t i = n; i-- > 0;) {
+                const struct tuner_run *run = &runs[i];
+                char start[32], secs[16], cpu[16], mem[16], obj[16];
+
+                failed += run->failure != TUNER_OK;
+                print_time(run->start_ms, start, sizeof(start));
+                if (o.json) {
+                        json_t *j = tuner_run_to_json(run);
+
+                        if (!j || json_dumpf(j, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10)) < 0) {
+                                json_decref(j);
+                                free(runs);
+                                log_error("report: out of memory");
+                                return SHIM_EXIT_INTERNAL;
+                        }
+                        json_decref(j);
+                        putchar('\n');
+                        continue;
+                }
+                cell(secs, sizeof(secs), 1, run->duration_seconds);
+                cell(cpu, sizeof(cpu), 2, run->cpu_util);
+                cell(mem, sizeof(mem), 2, run->mem_util);
+                cell(obj, sizeof(obj), 2, run->objective);
+                printf("%-36.36s %-20s %9s %4" PRIu32 " %6s %6s %9s  %s%s%s\n", run->app_id, start,
+                       secs, run->executors, cpu, mem, obj, tuner_failure_name(run->failure),
+                       run->failure_detail[0] ? ": " : "", run->failure_detail);
+        }
+        if (!o.json)
+                printf("job %s: %zu runs, %zu failed\n", o.job, n, failed);
+        free(runs);
+        return fflush(stdout) == 0 ? 0 : SHIM_EXIT_INTERNAL;
 }

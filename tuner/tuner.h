@@ -138,7 +138,9 @@ struct tuner_run {
          * Utilisation, over the executors with a report:
          *   cpu    = sum cpu_seconds / sum (wall_seconds x request_millicores / 1000)
          *   memory = sum memory_peak_bytes / sum request_bytes
-         *   objective = 1 / (cpu x memory), ByteDance's f(x); NAN when a term is unknown or 0
+         *   objective = 1 / (min(cpu, 1) x min(memory, 1)), ByteDance's f(x) with each
+         *   utilisation capped at 1 (use beyond the request borrows from the limit, it is not
+         *   better packing); NAN when a term is unknown or 0
          */
         double cpu_util, mem_util, objective;
         double cpu_peak_util;       /* max over executors */
@@ -152,7 +154,8 @@ struct tuner_run {
 
         /* event log (zero when there is none; has_eventlog says which) */
         bool has_eventlog, has_reports;
-        uint32_t stages, tasks, failed_tasks, oom_task_failures, executors_lost;
+        uint32_t stages, tasks, failed_tasks, oom_task_failures;
+        uint32_t executors_lost; /* the event log's lost executors and those the reports show */
         uint32_t max_stage_tasks;   /* most tasks of one stage */
         double max_stage_skew;      /* max over stages of task_max / task_median; NAN */
         uint64_t memory_spill_bytes, disk_spill_bytes, shuffle_read_bytes, shuffle_write_bytes;

@@ -1,0 +1,1392 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The history store's interface (store.h): the schema, every statement, and the assembly of
+ * struct tuner_run from a run's rows. The backends (store-sqlite.c, store-pg.c) only run what
+ * this file writes. Tables follow the structs of tuner.h column for column (the tables below
+ * drive the schema, the upserts and the reads alike), so that a field is stored and read back
+ * the same way by both backends.
+ *
+ * Unknown values are NULL in the database: NAN doubles and TUNER_UNKNOWN counts.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "store-internal.h"
+#include "util.h"
+
+/* ---------------------------------------------------------------- columns */
+
+enum col_type { C_TEXT, C_I64, C_U64, C_U32, C_I32, C_BOOL, C_DOUBLE };
+
+struct column {
+        const char *name;
+        enum col_type type;
+        size_t offset, size;
+};
+
+#define COL(st, f, t)                                                                              \
+        {                                                                                          \
+#f, t, offsetof(struct st, f), sizeof(((struct st *)0)->f)                         \
+        }
+
+static const struct column executor_columns[] = {
+    COL(tuner_executor, app_id, C_TEXT),
+    COL(tuner_executor, executor_id, C_TEXT),
+    COL(tuner_executor, host, C_TEXT),
+    COL(tuner_executor, start_ms, C_I64),
+    COL(tuner_executor, end_ms, C_I64),
+    COL(tuner_executor, wall_seconds, C_DOUBLE),
+    COL(tuner_executor, cores, C_U32),
+    COL(tuner_executor, request_millicores, C_U64),
+    COL(tuner_executor, limit_millicores, C_U64),
+    COL(tuner_executor, heap_bytes, C_U64),
+    COL(tuner_executor, offheap_bytes, C_U64),
+    COL(tuner_executor, pyspark_bytes, C_U64),
+    COL(tuner_executor, overhead_bytes, C_U64),
+    COL(tuner_executor, burst_ratio, C_DOUBLE),
+    COL(tuner_executor, request_bytes, C_U64),
+    COL(tuner_executor, limit_bytes, C_U64),
+    COL(tuner_executor, enforced, C_BOOL),
+    COL(tuner_executor, cpu_seconds, C_DOUBLE),
+    COL(tuner_executor, throttled_seconds, C_DOUBLE),
+    COL(tuner_executor, runq_wait_seconds, C_DOUBLE),
+    COL(tuner_executor, memory_peak_bytes, C_U64),
+    COL(tuner_executor, memory_average_bytes, C_U64),
+    COL(tuner_executor, memory_p95_bytes, C_U64),
+    COL(tuner_executor, anon_peak_bytes, C_U64),
+    COL(tuner_executor, oom_kills, C_U64),
+    COL(tuner_executor, high_events, C_U64),
+    COL(tuner_executor, exit_status, C_I32),
+    COL(tuner_executor, exit_signal, C_I32),
+    COL(tuner_executor, oom_killed, C_BOOL),
+    COL(tuner_executor, cpu_peak_util, C_DOUBLE),
+    COL(tuner_executor, forced_spills, C_I64),
+    COL(tuner_executor, spill_threshold_fraction, C_DOUBLE),
+};
+
+/* after a leading app_id column */
+static const struct column app_executor_columns[] = {
+    COL(tuner_app_executor, executor_id, C_TEXT),
+    COL(tuner_app_executor, cores, C_U32),
+    COL(tuner_app_executor, added_ms, C_I64),
+    COL(tuner_app_executor, removed_ms, C_I64),
+    COL(tuner_app_executor, removed_reason, C_TEXT),
+    COL(tuner_app_executor, lost, C_BOOL),
+    COL(tuner_app_executor, jvm_heap_peak, C_U64),
+    COL(tuner_app_executor, jvm_offheap_peak, C_U64),
+    COL(tuner_app_executor, rss_peak, C_U64),
+};
+
+static const struct column stage_columns[] = {
+    COL(tuner_stage, stage_id, C_I32),
+    COL(tuner_stage, attempt, C_I32),
+    COL(tuner_stage, tasks, C_U32),
+    COL(tuner_stage, failed_tasks, C_U32),
+    COL(tuner_stage, input_bytes, C_U64),
+    COL(tuner_stage, shuffle_read_bytes, C_U64),
+    COL(tuner_stage, shuffle_write_bytes, C_U64),
+    COL(tuner_stage, memory_spill_bytes, C_U64),
+    COL(tuner_stage, disk_spill_bytes, C_U64),
+    COL(tuner_stage, run_seconds, C_DOUBLE),
+    COL(tuner_stage, cpu_seconds, C_DOUBLE),
+    COL(tuner_stage, gc_seconds, C_DOUBLE),
+    COL(tuner_stage, task_max_seconds, C_DOUBLE),
+    COL(tuner_stage, task_median_seconds, C_DOUBLE),
+    COL(tuner_stage, submit_ms, C_I64),
+    COL(tuner_stage, complete_ms, C_I64),
+    COL(tuner_stage, failed, C_BOOL),
+};
+
+/* the run's columns from its event log, after app_id, job, job_from_flag, has_eventlog, conf */
+static const struct column app_columns[] = {
+    COL(tuner_app, app_name, C_TEXT),
+    COL(tuner_app, spark_version, C_TEXT),
+    COL(tuner_app, start_ms, C_I64),
+    COL(tuner_app, end_ms, C_I64),
+    COL(tuner_app, ended, C_BOOL),
+    COL(tuner_app, jobs, C_U32),
+    COL(tuner_app, failed_jobs, C_U32),
+    COL(tuner_app, tasks, C_U32),
+    COL(tuner_app, failed_tasks, C_U32),
+    COL(tuner_app, killed_tasks, C_U32),
+    COL(tuner_app, oom_task_failures, C_U32),
+    COL(tuner_app, lost_task_failures, C_U32),
+    COL(tuner_app, gc_seconds, C_DOUBLE),
+};
+
+static const char *sql_type(enum col_type t)
+{
+        switch (t) {
+        case C_TEXT:
+                return "TEXT";
+        case C_BOOL:
+        case C_I32:
+                return "INTEGER";
+        case C_DOUBLE:
+                return "DOUBLE PRECISION";
+        default:
+                return "BIGINT";
+        }
+}
+
+/* ---------------------------------------------------------------- statements */
+
+enum stmt_id {
+        S_PUT_APP,
+        S_PUT_RUN, /* a run row for an executor's report */
+        S_SET_JOB,
+        S_PUT_EXECUTOR,
+        S_PUT_APP_EXECUTOR,
+        S_PUT_STAGE,
+        S_RUN_LIST,
+        S_RUN_GET,
+        S_EXECUTORS_OF,
+        S_APP_EXECUTORS_OF,
+        S_STAGES_OF,
+        S_JOBS,
+        S_VERSION,
+        S_COUNT,
+};
+
+struct tuner_store {
+        const struct store_ops *ops;
+        void *conn;
+        bool in_transaction;
+        char *sql[S_COUNT];
+        struct store_stmt *stmts[S_COUNT];
+};
+
+/* a growing string; on ENOMEM it is freed and stays NULL */
+struct text {
+        char *s;
+        size_t len, cap;
+        bool failed;
+};
+
+static void add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(struct text *t, const char *fmt, ...)
+{
+        va_list ap;
+        int n;
+
+        if (t->failed)
+                return;
+        for (;;) {
+                va_start(ap, fmt);
+                n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+                va_end(ap);
+                if (n < 0)
+                        goto fail;
+                if (t->s && t->len + (size_t)n < t->cap) {
+                        t->len += (size_t)n;
+                        return;
+                }
+                size_t cap = (t->cap ? t->cap : 256);
+                while (cap <= t->len + (size_t)n)
+                        cap *= 2;
+                char *p = realloc(t->s, cap);
+                if (!p)
+                        goto fail;
+                t->s = p;
+                t->cap = cap;
+        }
+fail:
+        free(t->s);
+        t->s = NULL;
+        t->failed = true;
+}
+
+static void add_names(struct text *t, const struct column *c, size_t n, const char *prefix)
+{
+        for (size_t i = 0; i < n; i++)
+                add(t, ", %s%s", prefix, c[i].name);
+}
+
+static void add_params(struct text *t, int first, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                add(t, ", $%d", first + (int)i);
+}
+
+static void add_updates(struct text *t, const struct column *c, size_t n, size_t skip)
+{
+        for (size_t i = skip; i < n; i++)
+                add(t, "%s%s = excluded.%s", i == skip ? "" : ", ", c[i].name, c[i].name);
+}
+
+#define N(a) ELEMENTSOF(a)
+
+/* a run that holds more than its job (tuner_store_set_job() alone makes such a row) */
+#define HAS_DATA                                                                                   \
+        "(r.has_eventlog = 1 OR EXISTS (SELECT 1 FROM executors e WHERE e.app_id = r.app_id))"
+
+static char *build(enum stmt_id id)
+{
+        struct text t = {0};
+
+        switch (id) {
+        case S_PUT_APP:
+                add(&t, "INSERT INTO runs (app_id, job, has_eventlog, conf_json");
+                add_names(&t, app_columns, N(app_columns), "");
+                add(&t, ") VALUES ($1, $2, 1, $3");
+                add_params(&t, 4, N(app_columns));
+                add(&t, ") ON CONFLICT (app_id) DO UPDATE SET job = CASE WHEN runs.job_from_flag "
+                        "= 1 THEN runs.job ELSE COALESCE(excluded.job, runs.job) END, "
+                        "has_eventlog = 1, conf_json = excluded.conf_json, ");
+                add_updates(&t, app_columns, N(app_columns), 0);
+                break;
+        case S_PUT_RUN:
+                add(&t, "INSERT INTO runs (app_id) VALUES ($1) ON CONFLICT (app_id) DO NOTHING");
+                break;
+        case S_SET_JOB:
+                add(&t, "INSERT INTO runs (app_id, job, job_from_flag) VALUES ($1, $2, 1) "
+                        "ON CONFLICT (app_id) DO UPDATE SET job = excluded.job, job_from_flag = 1");
+                break;
+        case S_PUT_EXECUTOR:
+                add(&t, "INSERT INTO executors (app_id");
+                add_names(&t, executor_columns + 1, N(executor_columns) - 1, "");
+                add(&t, ") VALUES ($1");
+                add_params(&t, 2, N(executor_columns) - 1);
+                add(&t, ") ON CONFLICT (app_id, executor_id) DO UPDATE SET ");
+                add_updates(&t, executor_columns, N(executor_columns), 2);
+                break;
+        case S_PUT_APP_EXECUTOR:
+                add(&t, "INSERT INTO app_executors (app_id");
+                add_names(&t, app_executor_columns, N(app_executor_columns), "");
+                add(&t, ") VALUES ($1");
+                add_params(&t, 2, N(app_executor_columns));
+                add(&t, ") ON CONFLICT (app_id, executor_id) DO UPDATE SET ");
+                add_updates(&t, app_executor_columns, N(app_executor_columns), 1);
+                break;
+        case S_PUT_STAGE:
+                add(&t, "INSERT INTO stages (app_id");
+                add_names(&t, stage_columns, N(stage_columns), "");
+                add(&t, ") VALUES ($1");
+                add_params(&t, 2, N(stage_columns));
+                add(&t, ") ON CONFLICT (app_id, stage_id, attempt) DO UPDATE SET ");
+                add_updates(&t, stage_columns, N(stage_columns), 2);
+                break;
+        case S_RUN_LIST:
+                /* a run without an event log starts when its first executor started */
+                add(&t, "SELECT r.app_id FROM runs r WHERE r.job = $1 AND " HAS_DATA " "
+                        "ORDER BY COALESCE(r.start_ms, "
+                        "(SELECT MIN(e.start_ms) FROM executors e WHERE e.app_id = r.app_id)) "
+                        "DESC NULLS LAST, r.app_id DESC LIMIT $2");
+                break;
+        case S_RUN_GET:
+                add(&t, "SELECT job, has_eventlog, conf_json");
+                add_names(&t, app_columns, N(app_columns), "");
+                add(&t, " FROM runs WHERE app_id = $1");
+                break;
+        case S_EXECUTORS_OF:
+                add(&t, "SELECT app_id");
+                add_names(&t, executor_columns + 1, N(executor_columns) - 1, "");
+                add(&t, " FROM executors WHERE app_id = $1 "
+                        "ORDER BY LENGTH(executor_id), executor_id");
+                break;
+        case S_APP_EXECUTORS_OF:
+                add(&t, "SELECT app_id");
+                add_names(&t, app_executor_columns, N(app_executor_columns), "");
+                add(&t, " FROM app_executors WHERE app_id = $1 "
+                        "ORDER BY LENGTH(executor_id), executor_id");
+                break;
+        case S_STAGES_OF:
+                add(&t, "SELECT app_id");
+                add_names(&t, stage_columns, N(stage_columns), "");
+                add(&t, " FROM stages WHERE app_id = $1 ORDER BY stage_id, attempt");
+                break;
+        case S_JOBS:
+                add(&t, "SELECT r.job, COUNT(*), MAX(COALESCE(r.start_ms, (SELECT MIN(e.start_ms) "
+                        "FROM executors e WHERE e.app_id = r.app_id))) FROM runs r "
+                        "WHERE r.job IS NOT NULL AND " HAS_DATA " GROUP BY r.job ORDER BY r.job");
+                break;
+        case S_VERSION:
+                add(&t, "SELECT MAX(version) FROM schema_version");
+                break;
+        case S_COUNT:
+                break;
+        }
+        return t.s;
+}
+
+/*
+ * Text as both backends take it: PostgreSQL refuses bytes that are not UTF-8 (a reason cut
+ * in the middle of a character by a bounded copy, an argv byte), so every string is bound
+ * with such bytes as '?', on SQLite too, so that both keep the same rows.
+ */
+/* the length of the valid UTF-8 sequence at p, 0 when there is none */
+static size_t utf8_sequence(const unsigned char *p)
+{
+        size_t n = *p < 0x80             ? 1
+                   : (*p & 0xe0) == 0xc0 ? 2
+                   : (*p & 0xf0) == 0xe0 ? 3
+                   : (*p & 0xf8) == 0xf0 ? 4
+                                         : 0;
+
+        if (!n || (n == 2 && *p < 0xc2) || (n == 4 && *p > 0xf4))
+                return 0;
+        for (size_t i = 1; i < n; i++)
+                if ((p[i] & 0xc0) != 0x80) /* the NUL ends it too */
+                        return 0;
+        /* overlong forms, surrogates, past U+10FFFF */
+        if ((n == 3 && *p == 0xe0 && p[1] < 0xa0) || (n == 3 && *p == 0xed && p[1] >= 0xa0) ||
+            (n == 4 && *p == 0xf0 && p[1] < 0x90) || (n == 4 && *p == 0xf4 && p[1] >= 0x90))
+                return 0;
+        return n;
+}
+
+static bool utf8_valid(const char *s)
+{
+        const unsigned char *p = (const unsigned char *)s;
+        size_t n;
+
+        for (; *p; p += n)
+                if (!(n = utf8_sequence(p)))
+                        return false;
+        return true;
+}
+
+static void utf8_clean(char *s)
+{
+        unsigned char *p = (unsigned char *)s;
+        size_t n;
+
+        for (; *p; p += n)
+                if (!(n = utf8_sequence(p))) {
+                        *p = '?';
+                        n = 1;
+                }
+}
+
+static int bind_text(struct tuner_store *s, struct store_stmt *st, int i, const char *v)
+{
+        char *copy;
+        int r;
+
+        if (!v || utf8_valid(v))
+                return s->ops->bind_text(st, i, v);
+        copy = strdup(v);
+        if (!copy)
+                return -ENOMEM;
+        utf8_clean(copy);
+        r = s->ops->bind_text(st, i, copy);
+        free(copy);
+        return r;
+}
+
+static int stmt(struct tuner_store *s, enum stmt_id id, struct store_stmt **ret,
+                struct shim_error *err)
+{
+        if (!s->stmts[id]) {
+                if (!s->sql[id] && !(s->sql[id] = build(id)))
+                        return shim_error_set(err, ENOMEM, "out of memory");
+                int r = s->ops->prepare(s->conn, id, s->sql[id], &s->stmts[id], err);
+                if (r < 0)
+                        return r;
+        }
+        *ret = s->stmts[id];
+        return 0;
+}
+
+/* bind the columns of one struct from parameter first on */
+static int bind_columns(struct tuner_store *s, struct store_stmt *st, int first,
+                        const struct column *c, size_t n, const void *base)
+{
+        const struct store_ops *o = s->ops;
+        int r = 0;
+
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                const char *p = (const char *)base + c[i].offset;
+                int idx = first + (int)i;
+
+                switch (c[i].type) {
+                case C_TEXT: {
+                        char buf[TUNER_REASON_MAX];
+
+                        snprintf(buf, sizeof(buf), "%.*s", (int)strnlen(p, c[i].size), p);
+                        r = bind_text(s, st, idx, buf);
+                        break;
+                }
+                case C_I64: {
+                        int64_t v;
+                        memcpy(&v, p, sizeof(v));
+                        r = o->bind_int64(st, idx, v);
+                        break;
+                }
+                case C_U64: {
+                        uint64_t v;
+                        memcpy(&v, p, sizeof(v));
+                        r = v == TUNER_UNKNOWN
+                                ? o->bind_null(st, idx)
+                                : o->bind_int64(st, idx, v > INT64_MAX ? INT64_MAX : (int64_t)v);
+                        break;
+                }
+                case C_U32: {
+                        uint32_t v;
+                        memcpy(&v, p, sizeof(v));
+                        r = o->bind_int64(st, idx, v);
+                        break;
+                }
+                case C_I32: {
+                        int32_t v;
+                        memcpy(&v, p, sizeof(v));
+                        r = o->bind_int64(st, idx, v);
+                        break;
+                }
+                case C_BOOL: {
+                        bool v;
+                        memcpy(&v, p, sizeof(v));
+                        r = o->bind_int64(st, idx, v ? 1 : 0);
+                        break;
+                }
+                case C_DOUBLE: {
+                        double v;
+                        memcpy(&v, p, sizeof(v));
+                        r = o->bind_double(st, idx, v);
+                        break;
+                }
+                }
+        }
+        return r;
+}
+
+/* read the columns of one struct from column first on */
+static void read_columns(struct tuner_store *s, struct store_stmt *st, int first,
+                         const struct column *c, size_t n, void *base)
+{
+        const struct store_ops *o = s->ops;
+
+        for (size_t i = 0; i < n; i++) {
+                char *p = (char *)base + c[i].offset;
+                int col = first + (int)i;
+                bool null = o->column_null(st, col);
+                int64_t iv = null ? 0 : o->column_int64(st, col);
+
+                switch (c[i].type) {
+                case C_TEXT: {
+                        const char *v = o->column_text(st, col);
+                        snprintf(p, c[i].size, "%s", v ? v : "");
+                        break;
+                }
+                case C_I64:
+                        memcpy(p, &iv, sizeof(iv));
+                        break;
+                case C_U64: {
+                        uint64_t v = null || iv < 0 ? TUNER_UNKNOWN : (uint64_t)iv;
+                        memcpy(p, &v, sizeof(v));
+                        break;
+                }
+                case C_U32: {
+                        uint32_t v = iv < 0 ? 0 : iv > UINT32_MAX ? UINT32_MAX : (uint32_t)iv;
+                        memcpy(p, &v, sizeof(v));
+                        break;
+                }
+                case C_I32: {
+                        int32_t v = iv < INT32_MIN   ? INT32_MIN
+                                    : iv > INT32_MAX ? INT32_MAX
+                                                     : (int32_t)iv;
+                        memcpy(p, &v, sizeof(v));
+                        break;
+                }
+                case C_BOOL: {
+                        bool v = iv != 0;
+                        memcpy(p, &v, sizeof(v));
+                        break;
+                }
+                case C_DOUBLE: {
+                        double v = null ? NAN : o->column_double(st, col);
+                        memcpy(p, &v, sizeof(v));
+                        break;
+                }
+                }
+        }
+}
+
+/* run a statement that returns no rows, then make it ready again */
+static int run_done(struct tuner_store *s, struct store_stmt *st, int bound, struct shim_error *err)
+{
+        int r = bound < 0 ? shim_error_set(err, -bound, "binding a parameter: %s", strerror(-bound))
+                          : s->ops->step(st, err);
+
+        s->ops->reset(st);
+        return r < 0 ? r : 0;
+}
+
+/* ---------------------------------------------------------------- schema */
+
+static int add_table(struct text *t, const char *table, bool app_id_first, const struct column *c,
+                     size_t n, const char *key)
+{
+        add(t, "CREATE TABLE IF NOT EXISTS %s (", table);
+        if (app_id_first)
+                add(t, "app_id TEXT NOT NULL, ");
+        for (size_t i = 0; i < n; i++)
+                add(t, "%s %s%s, ", c[i].name, sql_type(c[i].type),
+                    strstr(key, c[i].name) ? " NOT NULL" : "");
+        add(t, "PRIMARY KEY (%s))", key);
+        return t->failed ? -ENOMEM : 0;
+}
+
+static int exec_text(struct tuner_store *s, struct text *t, struct shim_error *err)
+{
+        int r;
+
+        if (t->failed)
+                return shim_error_set(err, ENOMEM, "out of memory");
+        r = s->ops->exec(s->conn, t->s, err);
+        free(t->s);
+        *t = (struct text){0};
+        return r;
+}
+
+static int create_schema(struct tuner_store *s, struct shim_error *err)
+{
+        struct text t = {0};
+        struct store_stmt *st;
+        int r;
+
+        if ((r = s->ops->exec(s->conn, s->ops->begin_sql, err)) < 0)
+                return r;
+        if (s->ops->schema_lock_sql &&
+            (r = s->ops->exec(s->conn, s->ops->schema_lock_sql, err)) < 0)
+                goto fail;
+        add(&t, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+        if ((r = exec_text(s, &t, err)) < 0)
+                goto fail;
+        add(&t,
+            "CREATE TABLE IF NOT EXISTS runs (app_id TEXT NOT NULL PRIMARY KEY, job TEXT, "
+            "job_from_flag INTEGER NOT NULL DEFAULT 0, has_eventlog INTEGER NOT NULL DEFAULT 0, "
+            "conf_json TEXT");
+        for (size_t i = 0; i < N(app_columns); i++)
+                add(&t, ", %s %s", app_columns[i].name, sql_type(app_columns[i].type));
+        add(&t, ")");
+        if ((r = exec_text(s, &t, err)) < 0)
+                goto fail;
+        add(&t, "CREATE INDEX IF NOT EXISTS runs_job ON runs (job)");
+        if ((r = exec_text(s, &t, err)) < 0)
+                goto fail;
+        add_table(&t, "executors", false, executor_columns, N(executor_columns),
+                  "app_id, executor_id");
+        if ((r = exec_text(s, &t, err)) < 0)
+                goto fail;
+        add_table(&t, "app_executors", true, app_executor_columns, N(app_executor_columns),
+                  "app_id, executor_id");
+        if ((r = exec_text(s, &t, err)) < 0)
+                goto fail;
+        add_table(&t, "stages", true, stage_columns, N(stage_columns), "app_id, stage_id, attempt");
+        if ((r = exec_text(s, &t, err)) < 0)
+                goto fail;
+        add(&t,
+            "INSERT INTO schema_version (version) SELECT %d WHERE NOT EXISTS "
+            "(SELECT 1 FROM schema_version)",
+            TUNER_STORE_SCHEMA_VERSION);
+        if ((r = exec_text(s, &t, err)) < 0)
+                goto fail;
+        if ((r = stmt(s, S_VERSION, &st, err)) < 0)
+                goto fail;
+        r = s->ops->step(st, err);
+        if (r > 0 && s->ops->column_int64(st, 0) > TUNER_STORE_SCHEMA_VERSION) {
+                r = shim_error_set(err, EPROTO,
+                                   "the history store's schema version %" PRId64
+                                   " is newer than this sparkshim's (%d); upgrade sparkshim",
+                                   s->ops->column_int64(st, 0), TUNER_STORE_SCHEMA_VERSION);
+        }
+        s->ops->reset(st);
+        if (r < 0)
+                goto fail;
+        return s->ops->exec(s->conn, "COMMIT", err);
+fail:
+        s->ops->exec(s->conn, "ROLLBACK", NULL);
+        return r;
+}
+
+/* ---------------------------------------------------------------- open, transactions */
+
+const char *tuner_store_backend(const struct tuner_store *s)
+{
+        return s->ops->name;
+}
+
+int tuner_store_open(const char *db, struct tuner_store **ret, struct shim_error *err)
+{
+        struct tuner_store *s;
+        int r;
+
+        if (!db)
+                return shim_error_set(err, EINVAL, "no history store given");
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return shim_error_set(err, ENOMEM, "out of memory");
+        s->ops = strncmp(db, "postgresql://", 13) == 0 || strncmp(db, "postgres://", 11) == 0
+                     ? &store_pg_ops
+                     : &store_sqlite_ops;
+        r = s->ops->open(db, &s->conn, err);
+        if (r < 0) {
+                free(s);
+                return r;
+        }
+        r = create_schema(s, err);
+        if (r < 0) {
+                tuner_store_close(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+void tuner_store_close(struct tuner_store *s)
+{
+        if (!s)
+                return;
+        if (s->in_transaction)
+                s->ops->exec(s->conn, "ROLLBACK", NULL);
+        for (size_t i = 0; i < S_COUNT; i++) {
+                if (s->stmts[i])
+                        s->ops->finalize(s->stmts[i]);
+                free(s->sql[i]);
+        }
+        s->ops->close(s->conn);
+        free(s);
+}
+
+int tuner_store_begin(struct tuner_store *s, struct shim_error *err)
+{
+        int r;
+
+        if (s->in_transaction)
+                return shim_error_set(err, EBUSY, "a transaction is open already");
+        r = s->ops->exec(s->conn, s->ops->begin_sql, err);
+        if (r >= 0)
+                s->in_transaction = true;
+        return r;
+}
+
+int tuner_store_commit(struct tuner_store *s, struct shim_error *err)
+{
+        int r;
+
+        if (!s->in_transaction)
+                return shim_error_set(err, EINVAL, "no transaction to commit");
+        r = s->ops->exec(s->conn, "COMMIT", err);
+        if (r < 0)
+                s->ops->exec(s->conn, "ROLLBACK", NULL);
+        s->in_transaction = false;
+        return r;
+}
+
+int tuner_store_rollback(struct tuner_store *s, struct shim_error *err)
+{
+        if (!s->in_transaction)
+                return 0;
+        s->in_transaction = false;
+        return s->ops->exec(s->conn, "ROLLBACK", err);
+}
+
+/* ---------------------------------------------------------------- writes */
+
+static int put_run_row(struct tuner_store *s, const char *app_id, struct shim_error *err)
+{
+        struct store_stmt *st;
+        int r = stmt(s, S_PUT_RUN, &st, err);
+
+        if (r < 0)
+                return r;
+        return run_done(s, st, bind_text(s, st, 1, app_id), err);
+}
+
+static int check_app_id(const char *app_id, size_t size, struct shim_error *err)
+{
+        if (strnlen(app_id, size) == size || !*app_id)
+                return shim_error_set(err, EINVAL, "an application id is empty or too long");
+        return 0;
+}
+
+int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tuner_app *app,
+                        struct shim_error *err)
+{
+        struct store_stmt *st;
+        int r;
+
+        if ((r = check_app_id(app->app_id, sizeof(app->app_id), err)) < 0)
+                return r;
+        if ((r = stmt(s, S_PUT_APP, &st, err)) < 0)
+                return r;
+        r = bind_text(s, st, 1, app->app_id);
+        if (r >= 0)
+                r = bind_text(s, st, 2, job);
+        if (r >= 0)
+                r = bind_text(s, st, 3, app->conf_json);
+        if (r >= 0)
+                r = bind_columns(s, st, 4, app_columns, N(app_columns), app);
+        if ((r = run_done(s, st, r, err)) < 0)
+                return r;
+
+        for (size_t i = 0; i < app->n_stages; i++) {
+                if ((r = stmt(s, S_PUT_STAGE, &st, err)) < 0)
+                        return r;
+                r = bind_text(s, st, 1, app->app_id);
+                if (r >= 0)
+                        r = bind_columns(s, st, 2, stage_columns, N(stage_columns),
+                                         &app->stages[i]);
+                if ((r = run_done(s, st, r, err)) < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < app->n_executors; i++) {
+                if ((r = stmt(s, S_PUT_APP_EXECUTOR, &st, err)) < 0)
+                        return r;
+                r = bind_text(s, st, 1, app->app_id);
+                if (r >= 0)
+                        r = bind_columns(s, st, 2, app_executor_columns, N(app_executor_columns),
+                                         &app->executors[i]);
+                if ((r = run_done(s, st, r, err)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int tuner_store_put_executor(struct tuner_store *s, const struct tuner_executor *e,
+                             struct shim_error *err)
+{
+        struct store_stmt *st;
+        int r;
+
+        if ((r = check_app_id(e->app_id, sizeof(e->app_id), err)) < 0)
+                return r;
+        if ((r = put_run_row(s, e->app_id, err)) < 0)
+                return r;
+        if ((r = stmt(s, S_PUT_EXECUTOR, &st, err)) < 0)
+                return r;
+        r = bind_columns(s, st, 1, executor_columns, N(executor_columns), e);
+        return run_done(s, st, r, err);
+}
+
+int tuner_store_set_job(struct tuner_store *s, const char *app_id, const char *job,
+                        struct shim_error *err)
+{
+        struct store_stmt *st;
+        int r;
+
+        if ((r = check_app_id(app_id, TUNER_APP_ID_MAX, err)) < 0)
+                return r;
+        if (!job || !*job || strlen(job) >= TUNER_JOB_MAX)
+                return shim_error_set(err, EINVAL, "a job key is empty or longer than %d bytes",
+                                      TUNER_JOB_MAX - 1);
+        if ((r = stmt(s, S_SET_JOB, &st, err)) < 0)
+                return r;
+        r = bind_text(s, st, 1, app_id);
+        if (r >= 0)
+                r = bind_text(s, st, 2, job);
+        return run_done(s, st, r, err);
+}
+
+/* ---------------------------------------------------------------- reads */
+
+/* every row of an app's table into a new array of n elements of size each */
+static int read_rows(struct tuner_store *s, enum stmt_id id, const char *app_id, int first,
+                     const struct column *c, size_t nc, size_t size, void **ret, size_t *ret_n,
+                     struct shim_error *err)
+{
+        struct store_stmt *st;
+        _cleanup_free_ char *rows = NULL;
+        size_t n = 0, cap = 0;
+        int r;
+
+        if ((r = stmt(s, id, &st, err)) < 0)
+                return r;
+        r = bind_text(s, st, 1, app_id);
+        if (r < 0) {
+                s->ops->reset(st);
+                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+        }
+        while ((r = s->ops->step(st, err)) > 0) {
+                if (n == cap) {
+                        size_t ncap = cap ? cap * 2 : 8;
+                        char *p = realloc(rows, ncap * size);
+                        if (!p) {
+                                r = shim_error_set(err, ENOMEM, "out of memory");
+                                break;
+                        }
+                        rows = p;
+                        cap = ncap;
+                }
+                memset(rows + n * size, 0, size);
+                read_columns(s, st, first, c, nc, rows + n * size);
+                n++;
+        }
+        s->ops->reset(st);
+        if (r < 0)
+                return r;
+        *ret = rows; /* TAKE_PTR is a statement expression, which -Wpedantic rejects */
+        rows = NULL;
+        *ret_n = n;
+        return 0;
+}
+
+/* a JVM size as Spark writes it ("4g", "512m", "1024"): default_unit bytes when no suffix */
+static uint64_t jvm_size(const char *v, uint64_t default_unit)
+{
+        char *end;
+        unsigned long long n;
+        uint64_t unit = default_unit;
+
+        if (!v || !isdigit((unsigned char)*v))
+                return TUNER_UNKNOWN;
+        errno = 0;
+        n = strtoull(v, &end, 10);
+        if (errno)
+                return TUNER_UNKNOWN;
+        switch (tolower((unsigned char)*end)) {
+        case '\0':
+                break;
+        case 'b':
+                unit = 1;
+                end++;
+                break;
+        case 'k':
+                unit = UINT64_C(1) << 10;
+                end++;
+                break;
+        case 'm':
+                unit = UINT64_C(1) << 20;
+                end++;
+                break;
+        case 'g':
+                unit = UINT64_C(1) << 30;
+                end++;
+                break;
+        case 't':
+                unit = UINT64_C(1) << 40;
+                end++;
+                break;
+        default:
+                return TUNER_UNKNOWN;
+        }
+        if (unit != 1 && tolower((unsigned char)*end) == 'b')
+                end++;
+        if (*end || n > UINT64_MAX / unit)
+                return TUNER_UNKNOWN;
+        return (uint64_t)n * unit;
+}
+
+/* spark.executor.millicores as sparkshim reads it: 1500, 1500m, or cores with a point: 1.5 */
+static uint64_t conf_millicores(const char *v)
+{
+        char buf[32];
+        uint64_t m;
+        double cores;
+        size_t len;
+
+        if (!v || (len = strlen(v)) == 0 || len >= sizeof(buf))
+                return TUNER_UNKNOWN;
+        memcpy(buf, v, len + 1);
+        if (strchr(buf, '.'))
+                return util_parse_double(buf, &cores) == 0 && cores > 0 && cores < 1e9
+                           ? (uint64_t)(cores * 1000.0 + 0.5)
+                           : TUNER_UNKNOWN;
+        if (buf[len - 1] == 'm')
+                buf[len - 1] = '\0';
+        return util_parse_u64(buf, &m) == 0 ? m : TUNER_UNKNOWN;
+}
+
+static const char *conf_get(json_t *conf, const char *key)
+{
+        return json_string_value(json_object_get(conf, key));
+}
+
+static bool known(uint64_t v)
+{
+        return v != TUNER_UNKNOWN;
+}
+
+static void add_known(uint64_t *sum, uint64_t v)
+{
+        if (!known(v))
+                return;
+        if (!known(*sum))
+                *sum = 0;
+        *sum = __builtin_add_overflow(*sum, v, sum) ? TUNER_UNKNOWN - 1 : *sum;
+}
+
+static void max_known(uint64_t *max, uint64_t v)
+{
+        if (known(v) && (!known(*max) || v > *max))
+                *max = v;
+}
+
+static bool terminated(const struct tuner_executor *e)
+{
+        return e->exit_signal == 15 || e->exit_signal == 9 || e->exit_status == 143 ||
+               e->exit_status == 137;
+}
+
+static bool report_oom(const struct tuner_executor *e)
+{
+        return e->oom_killed || (known(e->oom_kills) && e->oom_kills > 0);
+}
+
+static void exit_text(const struct tuner_executor *e, char *buf, size_t size)
+{
+        if (e->exit_signal)
+                snprintf(buf, size, "signal %d", e->exit_signal);
+        else
+                snprintf(buf, size, "exit %d", e->exit_status);
+}
+
+static const struct tuner_app_executor *app_executor(const struct tuner_app *app, const char *id)
+{
+        for (size_t i = 0; i < app->n_executors; i++)
+                if (strcmp(app->executors[i].executor_id, id) == 0)
+                        return &app->executors[i];
+        return NULL;
+}
+
+static bool reason_says_oom(const char *reason)
+{
+        return strstr(reason, "OutOfMemoryError") || strstr(reason, "OOMKilled");
+}
+
+/*
+ * The run's failure, most severe first (enum tuner_failure). See docs/tuner-store.md for the
+ * exact rules; TUNER_FAIL_RUNTIME is the caller's.
+ */
+static void classify(const struct tuner_app *app, bool has_eventlog,
+                     const struct tuner_executor *ex, size_t n, struct tuner_run *run)
+{
+        int64_t app_end = 0;
+        char what[64];
+        unsigned lost = 0;
+        const char *first_lost = NULL, *first_lost_why = NULL;
+        char lost_detail[TUNER_REASON_MAX] = "";
+
+        /* executors lost (counted whatever the class): the event log says so, or a report
+           ended other than by the application's end */
+        if (has_eventlog && app->ended && app->end_ms > 0)
+                app_end = app->end_ms;
+        else
+                for (size_t i = 0; i < n; i++)
+                        if (ex[i].end_ms > app_end)
+                                app_end = ex[i].end_ms;
+        for (size_t i = 0; has_eventlog && i < app->n_executors; i++)
+                if (app->executors[i].lost) {
+                        if (!lost++) {
+                                first_lost = app->executors[i].executor_id;
+                                first_lost_why = app->executors[i].removed_reason;
+                        }
+                }
+        for (size_t i = 0; i < n; i++) {
+                const struct tuner_app_executor *ae =
+                    has_eventlog ? app_executor(app, ex[i].executor_id) : NULL;
+                bool at_end = app_end > 0 && ex[i].end_ms >= app_end - TUNER_STORE_END_GRACE_MS;
+
+                if (ex[i].exit_status == 0 && ex[i].exit_signal == 0)
+                        continue;
+                if (ae && ae->lost)
+                        continue; /* counted above */
+                /* stopped: by the application's end, or mid-run by the driver (dynamic
+                   allocation) when the event log says it was not lost */
+                if (terminated(&ex[i]) && (at_end || (ae && !ae->lost)))
+                        continue;
+                if (!lost++) {
+                        exit_text(&ex[i], what, sizeof(what));
+                        snprintf(lost_detail, sizeof(lost_detail), "executor %s ended with %s %s",
+                                 ex[i].executor_id, what,
+                                 at_end ? "at the application's end"
+                                        : "before the application's end");
+                }
+        }
+        run->executors_lost = lost;
+
+        /* OOM: the kernel's kill in a report, an OutOfMemoryError task, an executor removed
+           for one */
+        for (size_t i = 0; i < n; i++)
+                if (report_oom(&ex[i])) {
+                        exit_text(&ex[i], what, sizeof(what));
+                        run->failure = TUNER_FAIL_OOM;
+                        snprintf(run->failure_detail, sizeof(run->failure_detail),
+                                 "executor %s OOM-killed (oom_kills %" PRIu64 ", %s)",
+                                 ex[i].executor_id, known(ex[i].oom_kills) ? ex[i].oom_kills : 0,
+                                 what);
+                        return;
+                }
+        if (has_eventlog && app->oom_task_failures > 0) {
+                run->failure = TUNER_FAIL_OOM;
+                snprintf(run->failure_detail, sizeof(run->failure_detail),
+                         "%u task attempts failed with java.lang.OutOfMemoryError",
+                         app->oom_task_failures);
+                return;
+        }
+        for (size_t i = 0; has_eventlog && i < app->n_executors; i++)
+                if (reason_says_oom(app->executors[i].removed_reason)) {
+                        run->failure = TUNER_FAIL_OOM;
+                        snprintf(run->failure_detail, sizeof(run->failure_detail),
+                                 "executor %s removed: %s", app->executors[i].executor_id,
+                                 app->executors[i].removed_reason);
+                        return;
+                }
+
+        if (lost) {
+                run->failure = TUNER_FAIL_EXECUTOR_LOST;
+                if (first_lost)
+                        snprintf(run->failure_detail, sizeof(run->failure_detail),
+                                 "%u executors lost; executor %s: %s", lost, first_lost,
+                                 *first_lost_why ? first_lost_why : "lost");
+                else
+                        snprintf(run->failure_detail, sizeof(run->failure_detail),
+                                 "%u executors lost; %s", lost, lost_detail);
+                return;
+        }
+        if (has_eventlog && app->lost_task_failures > 0) {
+                run->failure = TUNER_FAIL_EXECUTOR_LOST;
+                snprintf(run->failure_detail, sizeof(run->failure_detail),
+                         "%u task attempts failed with ExecutorLostFailure",
+                         app->lost_task_failures);
+                return;
+        }
+
+        if (has_eventlog && app->failed_tasks > 0) {
+                run->failure = TUNER_FAIL_TASKS;
+                snprintf(run->failure_detail, sizeof(run->failure_detail),
+                         "%u failed task attempts", app->failed_tasks);
+                return;
+        }
+        for (size_t i = 0; has_eventlog && i < app->n_stages; i++)
+                if (app->stages[i].failed) {
+                        run->failure = TUNER_FAIL_TASKS;
+                        snprintf(run->failure_detail, sizeof(run->failure_detail),
+                                 "stage %d attempt %d failed", app->stages[i].stage_id,
+                                 app->stages[i].attempt);
+                        return;
+                }
+
+        if (has_eventlog && !app->ended) {
+                run->failure = TUNER_FAIL_APP;
+                snprintf(run->failure_detail, sizeof(run->failure_detail),
+                         "the application did not end (no SparkListenerApplicationEnd)");
+                return;
+        }
+        if (has_eventlog && app->failed_jobs > 0) {
+                run->failure = TUNER_FAIL_APP;
+                snprintf(run->failure_detail, sizeof(run->failure_detail), "%u of %u jobs failed",
+                         app->failed_jobs, app->jobs);
+                return;
+        }
+        run->failure = TUNER_OK;
+        run->failure_detail[0] = '\0';
+}
+
+static double ratio(double num, double den)
+{
+        return isfinite(num) && isfinite(den) && den > 0 ? num / den : NAN;
+}
+
+void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
+                          const struct tuner_executor *ex, size_t n, struct tuner_run *run)
+{
+        double cpu = 0, capacity = 0, peak = 0, request = 0, throttled = 0, wall = 0, runq = 0,
+               runq_cpu = 0;
+        bool have_cpu = false, have_mem = false, have_throttled = false, have_runq = false;
+        int64_t first_start = 0, last_end = 0;
+        json_t *conf = NULL;
+
+        snprintf(run->app_id, sizeof(run->app_id), "%s", app->app_id);
+        run->has_eventlog = has_eventlog;
+        run->has_reports = n > 0;
+        run->executors = (uint32_t)n;
+        run->cpu_peak_util = NAN;
+        run->memory_peak_bytes = run->heap_peak_bytes = run->offheap_peak_bytes = TUNER_UNKNOWN;
+        run->high_events = run->oom_kills = TUNER_UNKNOWN;
+        run->forced_spills = -1;
+        run->max_stage_skew = NAN;
+        run->duration_seconds = NAN;
+        run->params = (struct tuner_params){
+            .millicores = TUNER_UNKNOWN,
+            .heap_bytes = TUNER_UNKNOWN,
+            .overhead_bytes = TUNER_UNKNOWN,
+            .burst_ratio = NAN,
+            .spill_fraction = NAN,
+        };
+
+        for (size_t i = 0; i < n; i++) {
+                const struct tuner_executor *e = &ex[i];
+                double cap = e->wall_seconds * (double)e->request_millicores / 1000.0;
+
+                if (isfinite(e->cpu_seconds) && isfinite(cap) && known(e->request_millicores)) {
+                        cpu += e->cpu_seconds;
+                        capacity += cap;
+                        have_cpu = true;
+                }
+                if (known(e->memory_peak_bytes) && known(e->request_bytes)) {
+                        peak += (double)e->memory_peak_bytes;
+                        request += (double)e->request_bytes;
+                        have_mem = true;
+                }
+                if (isfinite(e->throttled_seconds) && isfinite(e->wall_seconds)) {
+                        throttled += e->throttled_seconds;
+                        wall += e->wall_seconds;
+                        have_throttled = true;
+                }
+                if (isfinite(e->runq_wait_seconds) && isfinite(e->cpu_seconds)) {
+                        runq += e->runq_wait_seconds;
+                        runq_cpu += e->cpu_seconds;
+                        have_runq = true;
+                }
+                if (isfinite(e->cpu_peak_util) &&
+                    (isnan(run->cpu_peak_util) || e->cpu_peak_util > run->cpu_peak_util))
+                        run->cpu_peak_util = e->cpu_peak_util;
+                max_known(&run->memory_peak_bytes, e->memory_peak_bytes);
+                add_known(&run->high_events, e->high_events);
+                add_known(&run->oom_kills, e->oom_kills);
+                if (e->forced_spills >= 0)
+                        run->forced_spills = run->forced_spills < 0 ? e->forced_spills
+                                             : INT64_MAX - run->forced_spills < e->forced_spills
+                                                 ? INT64_MAX
+                                                 : run->forced_spills + e->forced_spills;
+                if (e->start_ms > 0 && (!first_start || e->start_ms < first_start))
+                        first_start = e->start_ms;
+                if (e->end_ms > last_end)
+                        last_end = e->end_ms;
+        }
+        run->cpu_util = have_cpu ? ratio(cpu, capacity) : NAN;
+        run->mem_util = have_mem ? ratio(peak, request) : NAN;
+        /* use beyond the request is borrowing from the overcommitted limit, not better
+         * packing: the objective caps each utilisation at 1 (docs/tuner.md) */
+        run->objective = run->cpu_util > 0 && run->mem_util > 0
+                                 ? 1.0 / (fmin(run->cpu_util, 1.0) * fmin(run->mem_util, 1.0))
+                                 : NAN;
+        run->throttled_fraction = have_throttled ? ratio(throttled, wall) : NAN;
+        run->runq_wait_per_cpu = have_runq ? ratio(runq, runq_cpu) : NAN;
+
+        /* what the run asked for: its first executor's report, else the event log's conf */
+        if (has_eventlog && app->conf_json)
+                conf = json_loads(app->conf_json, 0, NULL);
+        if (conf) {
+                const char *v = conf_get(conf, "spark.executor.cores");
+                uint64_t u;
+
+                if (v && util_parse_u64(v, &u) == 0 && u <= UINT32_MAX)
+                        run->params.cores = (uint32_t)u;
+                run->params.heap_bytes =
+                    jvm_size(conf_get(conf, "spark.executor.memory"), UINT64_C(1) << 20);
+                run->params.overhead_bytes =
+                    jvm_size(conf_get(conf, "spark.executor.memoryOverhead"), UINT64_C(1) << 20);
+                v = conf_get(conf, "spark.executor.memoryBurst.ratio");
+                if (v && util_parse_double(v, &run->params.burst_ratio) < 0)
+                        run->params.burst_ratio = NAN;
+                run->params.millicores =
+                    conf_millicores(conf_get(conf, "spark.executor.millicores"));
+                v = conf_get(conf, "spark.executor.sparkshim.spillFraction");
+                if (v && (util_parse_double(v, &run->params.spill_fraction) < 0 ||
+                          !(run->params.spill_fraction >= 0 && run->params.spill_fraction <= 1)))
+                        run->params.spill_fraction = NAN;
+                v = conf_get(conf, "spark.sql.shuffle.partitions");
+                if (v && util_parse_u64(v, &u) == 0 && u <= UINT32_MAX)
+                        run->params.shuffle_partitions = (uint32_t)u;
+                json_decref(conf);
+        }
+        if (n > 0) {
+                if (ex[0].cores)
+                        run->params.cores = ex[0].cores;
+                if (known(ex[0].request_millicores))
+                        run->params.millicores = ex[0].request_millicores;
+                if (known(ex[0].heap_bytes))
+                        run->params.heap_bytes = ex[0].heap_bytes;
+                if (known(ex[0].overhead_bytes))
+                        run->params.overhead_bytes = ex[0].overhead_bytes;
+                if (isfinite(ex[0].burst_ratio))
+                        run->params.burst_ratio = ex[0].burst_ratio;
+                if (isfinite(ex[0].spill_threshold_fraction))
+                        run->params.spill_fraction = ex[0].spill_threshold_fraction;
+        }
+
+        /* the event log */
+        if (has_eventlog) {
+                run->start_ms = app->start_ms;
+                run->duration_seconds = app->ended && app->end_ms >= app->start_ms
+                                            ? (double)(app->end_ms - app->start_ms) / 1000.0
+                                            : NAN;
+                run->stages = (uint32_t)(app->n_stages > UINT32_MAX ? UINT32_MAX : app->n_stages);
+                run->tasks = app->tasks;
+                run->failed_tasks = app->failed_tasks;
+                run->oom_task_failures = app->oom_task_failures;
+                run->gc_seconds = app->gc_seconds;
+                for (size_t i = 0; i < app->n_stages; i++) {
+                        const struct tuner_stage *g = &app->stages[i];
+                        double skew = ratio(g->task_max_seconds, g->task_median_seconds);
+
+                        if (g->tasks > run->max_stage_tasks)
+                                run->max_stage_tasks = g->tasks;
+                        if (isfinite(skew) &&
+                            (isnan(run->max_stage_skew) || skew > run->max_stage_skew))
+                                run->max_stage_skew = skew;
+                        add_known(&run->memory_spill_bytes, g->memory_spill_bytes);
+                        add_known(&run->disk_spill_bytes, g->disk_spill_bytes);
+                        add_known(&run->shuffle_read_bytes, g->shuffle_read_bytes);
+                        add_known(&run->shuffle_write_bytes, g->shuffle_write_bytes);
+                        if (isfinite(g->run_seconds))
+                                run->executor_run_seconds += g->run_seconds;
+                }
+                for (size_t i = 0; i < app->n_executors; i++) {
+                        max_known(&run->heap_peak_bytes, app->executors[i].jvm_heap_peak);
+                        max_known(&run->offheap_peak_bytes, app->executors[i].jvm_offheap_peak);
+                }
+        }
+        if (!has_eventlog || !run->start_ms)
+                run->start_ms = first_start;
+        if (isnan(run->duration_seconds) && first_start && last_end >= first_start)
+                run->duration_seconds = (double)(last_end - first_start) / 1000.0;
+
+        classify(app, has_eventlog, ex, n, run);
+}
+
+static int read_run(struct tuner_store *s, const char *app_id, struct tuner_run *run,
+                    struct shim_error *err)
+{
+        struct tuner_app app = {0};
+        _cleanup_free_ struct tuner_executor *ex = NULL;
+        size_t n = 0;
+        struct store_stmt *st;
+        bool has_eventlog = false;
+        void *rows;
+        int r;
+
+        snprintf(app.app_id, sizeof(app.app_id), "%s", app_id);
+        if ((r = stmt(s, S_RUN_GET, &st, err)) < 0)
+                return r;
+        if ((r = bind_text(s, st, 1, app_id)) < 0) {
+                s->ops->reset(st);
+                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+        }
+        r = s->ops->step(st, err);
+        if (r > 0) {
+                const char *job = s->ops->column_text(st, 0);
+                const char *conf = s->ops->column_text(st, 2);
+
+                snprintf(run->job, sizeof(run->job), "%s", job ? job : "");
+                has_eventlog = s->ops->column_int64(st, 1) != 0;
+                if (conf && !(app.conf_json = strdup(conf)))
+                        r = shim_error_set(err, ENOMEM, "out of memory");
+                read_columns(s, st, 3, app_columns, N(app_columns), &app);
+        }
+        s->ops->reset(st);
+        if (r < 0)
+                goto out;
+        r = read_rows(s, S_EXECUTORS_OF, app_id, 0, executor_columns, N(executor_columns),
+                      sizeof(*ex), &rows, &n, err);
+        if (r < 0)
+                goto out;
+        ex = rows;
+        if (has_eventlog) {
+                r = read_rows(s, S_APP_EXECUTORS_OF, app_id, 1, app_executor_columns,
+                              N(app_executor_columns), sizeof(*app.executors), &rows,
+                              &app.n_executors, err);
+                if (r < 0)
+                        goto out;
+                app.executors = rows;
+                r = read_rows(s, S_STAGES_OF, app_id, 1, stage_columns, N(stage_columns),
+                              sizeof(*app.stages), &rows, &app.n_stages, err);
+                if (r < 0)
+                        goto out;
+                app.stages = rows;
+        }
+        tuner_store_assemble(&app, has_eventlog, ex, n, run);
+        r = 0;
+out:
+        tuner_app_free(&app);
+        return r;
+}
+
+int tuner_store_runs(struct tuner_store *s, const char *job, unsigned max, struct tuner_run **ret,
+                     size_t *ret_n, struct shim_error *err)
+{
+        _cleanup_free_ char *ids = NULL; /* n x TUNER_APP_ID_MAX */
+        _cleanup_free_ struct tuner_run *runs = NULL;
+        size_t n = 0, cap = 0;
+        struct store_stmt *st;
+        int r;
+
+        if ((r = stmt(s, S_RUN_LIST, &st, err)) < 0)
+                return r;
+        r = bind_text(s, st, 1, job);
+        if (r >= 0)
+                r = s->ops->bind_int64(st, 2, max ? (int64_t)max : INT64_MAX);
+        if (r < 0) {
+                s->ops->reset(st);
+                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+        }
+        while ((r = s->ops->step(st, err)) > 0) {
+                const char *id = s->ops->column_text(st, 0);
+
+                if (n == cap) {
+                        size_t ncap = cap ? cap * 2 : 16;
+                        char *p = realloc(ids, ncap * TUNER_APP_ID_MAX);
+                        if (!p) {
+                                r = shim_error_set(err, ENOMEM, "out of memory");
+                                break;
+                        }
+                        ids = p;
+                        cap = ncap;
+                }
+                snprintf(ids + n * TUNER_APP_ID_MAX, TUNER_APP_ID_MAX, "%s", id ? id : "");
+                n++;
+        }
+        s->ops->reset(st);
+        if (r < 0)
+                return r;
+        runs = calloc(n ? n : 1, sizeof(*runs));
+        if (!runs)
+                return shim_error_set(err, ENOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++)
+                if ((r = read_run(s, ids + i * TUNER_APP_ID_MAX, &runs[i], err)) < 0)
+                        return r;
+        *ret = runs; /* TAKE_PTR is a statement expression, which -Wpedantic rejects */
+        runs = NULL;
+        *ret_n = n;
+        return 0;
+}
+
+int tuner_store_jobs(struct tuner_store *s, struct tuner_store_job **ret, size_t *ret_n,
+                     struct shim_error *err)
+{
+        _cleanup_free_ struct tuner_store_job *jobs = NULL;
+        size_t n = 0, cap = 0;
+        struct store_stmt *st;
+        int r;
+
+        if ((r = stmt(s, S_JOBS, &st, err)) < 0)
+                return r;
+        while ((r = s->ops->step(st, err)) > 0) {
+                const char *job = s->ops->column_text(st, 0);
+
+                if (n == cap) {
+                        size_t ncap = cap ? cap * 2 : 16;
+                        struct tuner_store_job *p = realloc(jobs, ncap * sizeof(*p));
+                        if (!p) {
+                                r = shim_error_set(err, ENOMEM, "out of memory");
+                                break;
+                        }
+                        jobs = p;
+                        cap = ncap;
+                }
+                jobs[n] = (struct tuner_store_job){
+                    .runs = (unsigned)s->ops->column_int64(st, 1),
+                    .last_start_ms = s->ops->column_int64(st, 2),
+                };
+                snprintf(jobs[n].job, sizeof(jobs[n].job), "%s", job ? job : "");
+                n++;
+        }
+        s->ops->reset(st);
+        if (r < 0)
+                return r;
+        *ret = jobs; /* TAKE_PTR is a statement expression, which -Wpedantic rejects */
+        jobs = NULL;
+        *ret_n = n;
+        return 0;
+}

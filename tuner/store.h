@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The tuner's history store (docs/tuner.md): the runs of recurring Spark jobs, kept in a
+ * SQLite file (the default) or a PostgreSQL database, behind one interface. What is stored
+ * is what `sparkshim ingest` read: executor reports (sparkshim-report(5)) and Spark event
+ * logs, keyed by their natural keys (the Spark application id; the executor id; the stage id
+ * and attempt), so that ingesting the same input twice leaves the same history.
+ *
+ * A db starting with "postgresql://" or "postgres://" is a libpq connection URL; anything
+ * else is the path of a SQLite file, created (mode 0600, WAL journal) with its schema on
+ * first use. Parameters are always bound, never formatted into SQL.
+ *
+ * Errors: -errno with err "<what>: <why>" (-EIO for a database error, with the database's
+ * message; -ENOMEM; -EINVAL for an unusable db argument). The store never logs.
+ * One store per thread.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shim-common.h"
+#include "tuner.h"
+
+#define TUNER_STORE_SCHEMA_VERSION 1
+/*
+ * An executor that ended by SIGTERM or SIGKILL (exit 143 / 137 without an OOM kill) no earlier
+ * than this before its application's end was stopped by that end, not lost.
+ */
+#define TUNER_STORE_END_GRACE_MS 30000
+
+struct tuner_store;
+
+/* Open (and create) the store named by db. *ret is set only on success. */
+int tuner_store_open(const char *db, struct tuner_store **ret, struct shim_error *err);
+void tuner_store_close(struct tuner_store *s); /* NULL-safe; rolls back an open transaction */
+/* "sqlite" or "postgresql" */
+const char *tuner_store_backend(const struct tuner_store *s);
+
+/* One transaction; `sparkshim ingest` makes one per input file. */
+int tuner_store_begin(struct tuner_store *s, struct shim_error *err);
+int tuner_store_commit(struct tuner_store *s, struct shim_error *err);
+int tuner_store_rollback(struct tuner_store *s, struct shim_error *err);
+
+/*
+ * Store an event log's application (its run, stages and executors; upserts). job (may be
+ * NULL) becomes the run's job unless tuner_store_set_job() set one, which is kept.
+ */
+int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tuner_app *app,
+                        struct shim_error *err);
+/* Store one executor's report (upsert on app_id, executor_id); creates the run if needed. */
+int tuner_store_put_executor(struct tuner_store *s, const struct tuner_executor *e,
+                             struct shim_error *err);
+/* The run app_id belongs to job (`ingest --job`); it overrides the event log's job. */
+int tuner_store_set_job(struct tuner_store *s, const char *app_id, const char *job,
+                        struct shim_error *err);
+
+/*
+ * The job's runs, newest first (by start time), at most max (0: all), assembled as tuner.h
+ * documents struct tuner_run (failure: everything but TUNER_FAIL_RUNTIME, which the caller
+ * decides). *ret (free() it) and *ret_n are set only on success; no run is 0 with n 0.
+ */
+int tuner_store_runs(struct tuner_store *s, const char *job, unsigned max, struct tuner_run **ret,
+                     size_t *ret_n, struct shim_error *err);
+
+struct tuner_store_job {
+        char job[TUNER_JOB_MAX];
+        unsigned runs;
+        int64_t last_start_ms; /* 0 when unknown */
+};
+/* Every job with its run count, by name. *ret (free() it), *ret_n set only on success. */
+int tuner_store_jobs(struct tuner_store *s, struct tuner_store_job **ret, size_t *ret_n,
+                     struct shim_error *err);
+
+/* ---- report lines (report-ingest.c) ---- */
+
+/* The same bounds as `sparkshim report` (measure/report-read.h) */
+#define TUNER_REPORT_LINE_MAX  ((size_t)16 * 1024 * 1024)
+#define TUNER_REPORT_INPUT_MAX ((uint64_t)16 * 1024 * 1024 * 1024)
+
+/*
+ * One line of a sparkshim.report/v1 file (without its newline; need not be NUL-terminated):
+ * 1 with *ret filled for a final report of an executor of a Spark application, 0 for a line
+ * that holds none (blank, a sample, a final report without an app_id: not a Spark executor),
+ * -EINVAL for a line that is not a valid report (err says why, without file and line),
+ * -ENOMEM. *ret is written only when 1 is returned.
+ */
+int tuner_report_line(const char *line, size_t len, struct tuner_executor *ret,
+                      struct shim_error *err);
