@@ -4,84 +4,287 @@
  * for the history store. The files are written by runs of the job's user: every member read
  * is checked for its type and range, every string for its length, and a line that fails any
  * check is refused whole (the caller refuses its file).
+ *
+ * One pass of the validating scanner (jscan.h) per line: every line is checked as JSON, and
+ * only the members a final report's executor needs are looked at, by their paths. A member
+ * read twice is an error (jansson's JSON_REJECT_DUPLICATES, for what is read).
  */
 #include <errno.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
 
-#include <jansson.h>
-
+#include "jscan.h"
 #include "store.h"
 #include "util.h"
 
 #define SCHEMA "sparkshim.report/v1"
 
-static json_t *at(json_t *doc, const char *a, const char *b, const char *c)
-{
-        json_t *v = json_object_get(doc, a);
+enum field {
+        F_SCHEMA,
+        F_KIND,
+        F_IDENTITY, /* a scalar where the object should be */
+        F_APP_ID,
+        F_EXECUTOR_ID,
+        F_HOST,
+        F_START,
+        F_END,
+        F_WALL,
+        F_ARGV, /* a scalar where the array should be */
+        F_PLAN,
+        F_REQUEST_MILLICORES,
+        F_LIMIT_MILLICORES,
+        F_HEAP,
+        F_OFFHEAP,
+        F_PYSPARK,
+        F_OVERHEAD,
+        F_BURST_RATIO,
+        F_REQUEST_BYTES,
+        F_LIMIT_BYTES,
+        F_ENFORCED,
+        F_CPU_SECONDS,
+        F_THROTTLED,
+        F_RUNQ_WAIT,
+        F_PEAK,
+        F_AVERAGE,
+        F_P95,
+        F_ANON_PEAK,
+        F_OOM_KILLS,
+        F_HIGH_EVENTS,
+        F_EXIT,
+        F_EXIT_SIGNAL,
+        F_EXIT_STATUS,
+        F_OOM_KILLED,
+        F_SAMPLES,
+        F_FORCED_SPILLS,
+        F_THRESHOLD,
+        F_COUNT,
+};
 
-        if (b)
-                v = json_object_get(v, b);
-        if (c)
-                v = json_object_get(v, c);
-        return v;
+static const char *const paths[F_COUNT] = {
+        [F_SCHEMA] = "schema",
+        [F_KIND] = "kind",
+        [F_IDENTITY] = "identity",
+        [F_APP_ID] = "identity.app_id",
+        [F_EXECUTOR_ID] = "identity.executor_id",
+        [F_HOST] = "identity.host",
+        [F_START] = "identity.start",
+        [F_END] = "identity.end",
+        [F_WALL] = "identity.wall_seconds",
+        [F_ARGV] = "identity.argv",
+        [F_PLAN] = "plan",
+        [F_REQUEST_MILLICORES] = "plan.cpu.request_millicores",
+        [F_LIMIT_MILLICORES] = "plan.cpu.limit_millicores",
+        [F_HEAP] = "plan.memory.heap_bytes",
+        [F_OFFHEAP] = "plan.memory.offheap_bytes",
+        [F_PYSPARK] = "plan.memory.pyspark_bytes",
+        [F_OVERHEAD] = "plan.memory.overhead_bytes",
+        [F_BURST_RATIO] = "plan.memory.burst_ratio",
+        [F_REQUEST_BYTES] = "plan.memory.request_bytes",
+        [F_LIMIT_BYTES] = "plan.memory.limit_bytes",
+        [F_ENFORCED] = "enforcement.enforced",
+        [F_CPU_SECONDS] = "usage.cpu.seconds",
+        [F_THROTTLED] = "usage.cpu.throttled_seconds",
+        [F_RUNQ_WAIT] = "usage.cpu.runq_wait.seconds",
+        [F_PEAK] = "usage.memory.peak_bytes",
+        [F_AVERAGE] = "usage.memory.average_bytes",
+        [F_P95] = "usage.memory.p95_bytes",
+        [F_ANON_PEAK] = "usage.memory.anon_peak_bytes",
+        [F_OOM_KILLS] = "usage.memory.oom_kills",
+        [F_HIGH_EVENTS] = "usage.memory.high_events",
+        [F_EXIT] = "exit",
+        [F_EXIT_SIGNAL] = "exit.signal",
+        [F_EXIT_STATUS] = "exit.status",
+        [F_OOM_KILLED] = "exit.oom_killed",
+        [F_SAMPLES] = "samples",
+        [F_FORCED_SPILLS] = "spills.forced_spills",
+        [F_THRESHOLD] = "agent.threshold_bytes",
+};
+
+struct line_state {
+        struct jscan_value values[F_COUNT];
+        bool seen[F_COUNT];
+        const char *duplicate; /* the first path read twice */
+        const char *problem;   /* a shape error found while scanning */
+        char problem_text[96];
+        /* identity.argv[]: --cores N */
+        bool after_cores;
+        uint32_t cores;
+        /* samples[]: the current element and the series so far */
+        size_t sample;
+        double t, cpu;             /* this element's; NAN when absent or null */
+        bool t_seen, cpu_seen;
+        double last_t, last_cpu;   /* the last element with both */
+        double peak_cpu_per_second; /* highest cpu_usage_us delta per second; NAN */
+};
+
+static int on_scalar(void *userdata, const char *path, size_t path_len, const struct jscan_value *v)
+{
+        struct line_state *st = userdata;
+
+        /* the two series first: they are most of a report's values */
+        if (path_len > 10 && memcmp(path, "samples[].", 10) == 0) {
+                const char *member = path + 10;
+                bool is_t = strcmp(member, "t_seconds") == 0;
+
+                if (!is_t && strcmp(member, "cpu_usage_us") != 0)
+                        return 0;
+                if (is_t ? st->t_seen : st->cpu_seen) {
+                        snprintf(st->problem_text, sizeof(st->problem_text),
+                                 "samples[%zu].%s appears twice", st->sample, member);
+                        st->problem = st->problem_text;
+                        return -EINVAL;
+                }
+                if (is_t) {
+                        st->t_seen = true;
+                        if (v->type == JSCAN_NULL)
+                                return 0;
+                        if (jscan_double(v, &st->t) < 0 || !isfinite(st->t) || st->t < 0 ||
+                            st->t > 1e12) {
+                                st->problem = "samples[].t_seconds is not a number in [0, 1e12] or null";
+                                return -EINVAL;
+                        }
+                } else {
+                        int64_t c;
+
+                        st->cpu_seen = true;
+                        if (v->type == JSCAN_NULL)
+                                return 0;
+                        if (jscan_int64(v, &c) < 0 || c < 0) {
+                                snprintf(st->problem_text, sizeof(st->problem_text),
+                                         "samples[%zu].cpu_usage_us is not a non-negative integer or null",
+                                         st->sample);
+                                st->problem = st->problem_text;
+                                return -EINVAL;
+                        }
+                        st->cpu = (double)c;
+                }
+                return 0;
+        }
+        if (path_len == 9 && memcmp(path, "samples[]", 9) == 0) {
+                snprintf(st->problem_text, sizeof(st->problem_text), "samples[%zu] is not an object",
+                         st->sample);
+                st->problem = st->problem_text;
+                return -EINVAL;
+        }
+        if (path_len == 15 && memcmp(path, "identity.argv[]", 15) == 0) {
+                uint64_t n;
+                char arg[32];
+
+                if (st->after_cores && !st->cores && v->type == JSCAN_STRING &&
+                    jscan_string(v, arg, sizeof(arg)) == 0 && util_parse_u64(arg, &n) == 0 &&
+                    n <= 1u << 20)
+                        st->cores = (uint32_t)n;
+                st->after_cores = v->type == JSCAN_STRING && jscan_string_eq(v, "--cores");
+                return 0;
+        }
+        for (int f = 0; f < F_COUNT; f++) {
+                if (strlen(paths[f]) != path_len || memcmp(paths[f], path, path_len) != 0)
+                        continue;
+                if (st->seen[f]) {
+                        st->duplicate = paths[f];
+                        return -EINVAL;
+                }
+                st->seen[f] = true;
+                st->values[f] = *v;
+                return 0;
+        }
+        return 0;
+}
+
+static int on_end(void *userdata, const char *path, size_t path_len, bool object)
+{
+        struct line_state *st = userdata;
+
+        if (!object || path_len != 9 || memcmp(path, "samples[]", 9) != 0)
+                return 0;
+        /* one sample ends: its use since the last one */
+        if (isfinite(st->t) && isfinite(st->cpu) && isfinite(st->last_t) &&
+            isfinite(st->last_cpu) && st->t > st->last_t && st->cpu >= st->last_cpu) {
+                double use = (st->cpu - st->last_cpu) / (st->t - st->last_t);
+
+                if (isnan(st->peak_cpu_per_second) || use > st->peak_cpu_per_second)
+                        st->peak_cpu_per_second = use;
+        }
+        if (isfinite(st->t) && isfinite(st->cpu)) {
+                st->last_t = st->t;
+                st->last_cpu = st->cpu;
+        }
+        st->t = st->cpu = NAN;
+        st->t_seen = st->cpu_seen = false;
+        st->sample++;
+        return 0;
+}
+
+static const struct jscan_value *get(const struct line_state *st, enum field f)
+{
+        return st->seen[f] ? &st->values[f] : NULL;
 }
 
 /* a string member that must be present and fit size (with its NUL) */
-static int get_string(json_t *v, const char *name, char *buf, size_t size, struct shim_error *err)
+static int get_string(const struct line_state *st, enum field f, char *buf, size_t size,
+                      struct shim_error *err)
 {
-        const char *s = json_string_value(v);
-        size_t len;
+        const struct jscan_value *v = get(st, f);
+        int r;
 
-        if (!s)
-                return shim_error_set(err, EINVAL, "%s is missing or not a string", name);
-        len = json_string_length(v);
-        if (len >= size || strlen(s) != len)
+        if (!v || v->type != JSCAN_STRING)
+                return shim_error_set(err, EINVAL, "%s is missing or not a string", paths[f]);
+        r = jscan_string(v, buf, size);
+        if (r < 0)
                 return shim_error_set(err, EINVAL, "%s is longer than %zu bytes or holds a NUL",
-                                      name, size - 1);
-        memcpy(buf, s, len + 1);
+                                      paths[f], size - 1);
         return 0;
 }
 
 /* a non-negative number or null (NAN); absent is null too */
-static int get_seconds(json_t *v, const char *name, double *ret, struct shim_error *err)
+static int get_seconds(const struct line_state *st, enum field f, double *ret,
+                       struct shim_error *err)
 {
-        if (!v || json_is_null(v)) {
+        const struct jscan_value *v = get(st, f);
+        double d;
+
+        if (!v || v->type == JSCAN_NULL) {
                 *ret = NAN;
                 return 0;
         }
-        if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0 ||
-            json_number_value(v) > 1e12)
-                return shim_error_set(err, EINVAL, "%s is not a number in [0, 1e12] or null", name);
-        *ret = json_number_value(v);
+        if (jscan_double(v, &d) < 0 || !isfinite(d) || d < 0 || d > 1e12)
+                return shim_error_set(err, EINVAL, "%s is not a number in [0, 1e12] or null",
+                                      paths[f]);
+        *ret = d;
         return 0;
 }
 
 /* a non-negative integer or null (TUNER_UNKNOWN) */
-static int get_count(json_t *v, const char *name, uint64_t *ret, struct shim_error *err)
+static int get_count(const struct line_state *st, enum field f, uint64_t *ret,
+                     struct shim_error *err)
 {
-        if (!v || json_is_null(v)) {
+        const struct jscan_value *v = get(st, f);
+        int64_t i;
+
+        if (!v || v->type == JSCAN_NULL) {
                 *ret = TUNER_UNKNOWN;
                 return 0;
         }
-        if (!json_is_integer(v) || json_integer_value(v) < 0)
+        if (jscan_int64(v, &i) < 0 || i < 0)
                 return shim_error_set(err, EINVAL, "%s is not a non-negative integer or null",
-                                      name);
-        *ret = (uint64_t)json_integer_value(v);
+                                      paths[f]);
+        *ret = (uint64_t)i;
         return 0;
 }
 
 /* RFC 3339 UTC as the shim writes it: 2026-12-02T10:53:53Z, optionally with a fraction */
-static int get_time(json_t *v, const char *name, int64_t *ret, struct shim_error *err)
+static int get_time(const struct line_state *st, enum field f, int64_t *ret,
+                    struct shim_error *err)
 {
-        const char *s = json_string_value(v), *end;
+        char s[64];
+        const char *end;
         struct tm tm = {0};
         double fraction = 0;
         time_t t;
 
-        if (!s)
-                return shim_error_set(err, EINVAL, "%s is missing or not a string", name);
+        if (get_string(st, f, s, sizeof(s), NULL) < 0)
+                return shim_error_set(err, EINVAL, "%s is missing or not a string", paths[f]);
         end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
         if (end && *end == '.') {
                 const char *p = end + 1;
@@ -96,187 +299,106 @@ static int get_time(json_t *v, const char *name, int64_t *ret, struct shim_error
         }
         if (!end || strcmp(end, "Z") != 0 || tm.tm_year < 70 || tm.tm_year > 1100)
                 return shim_error_set(err, EINVAL, "%s is not a UTC time (YYYY-MM-DDTHH:MM:SSZ)",
-                                      name);
+                                      paths[f]);
         t = timegm(&tm);
         *ret = (int64_t)t * 1000 + (int64_t)(fraction * 1000);
         return 0;
 }
 
-/* --cores N of the executor's command line; 0 when absent or not a count */
-static uint32_t argv_cores(json_t *argv)
+static int executor_of(const struct line_state *st, struct tuner_executor *e,
+                       struct shim_error *err)
 {
-        size_t n = json_array_size(argv);
-
-        for (size_t i = 0; i + 1 < n; i++) {
-                const char *a = json_string_value(json_array_get(argv, i));
-                const char *b = json_string_value(json_array_get(argv, i + 1));
-                uint64_t v;
-
-                if (a && b && strcmp(a, "--cores") == 0 && util_parse_u64(b, &v) == 0 &&
-                    v <= 1u << 20)
-                        return (uint32_t)v;
-        }
-        return 0;
-}
-
-/* the highest sample-to-sample CPU use over the request; NAN with fewer than two samples */
-static int peak_cpu(json_t *samples, uint64_t request_millicores, double *ret,
-                    struct shim_error *err)
-{
-        double best = NAN, last_t = NAN, last_cpu = NAN;
-        json_t *s;
-        size_t i;
-
-        json_array_foreach(samples, i, s)
-        {
-                json_t *t = json_object_get(s, "t_seconds"),
-                       *c = json_object_get(s, "cpu_usage_us");
-                double tv, cv;
-
-                if (!json_is_object(s))
-                        return shim_error_set(err, EINVAL, "samples[%zu] is not an object", i);
-                if (get_seconds(t, "samples[].t_seconds", &tv, err) < 0)
-                        return -EINVAL;
-                if (c && !json_is_null(c) && (!json_is_integer(c) || json_integer_value(c) < 0))
-                        return shim_error_set(err, EINVAL,
-                                              "samples[%zu].cpu_usage_us is not a non-negative "
-                                              "integer or null",
-                                              i);
-                cv = json_is_integer(c) ? (double)json_integer_value(c) : NAN;
-                if (isfinite(tv) && isfinite(cv) && isfinite(last_t) && isfinite(last_cpu) &&
-                    tv > last_t && cv >= last_cpu && request_millicores != TUNER_UNKNOWN &&
-                    request_millicores > 0) {
-                        double use = (cv - last_cpu) / 1e6 / (tv - last_t) /
-                                     ((double)request_millicores / 1000.0);
-
-                        if (isnan(best) || use > best)
-                                best = use;
-                }
-                if (isfinite(tv) && isfinite(cv)) {
-                        last_t = tv;
-                        last_cpu = cv;
-                }
-        }
-        *ret = best;
-        return 0;
-}
-
-static int executor_of(json_t *doc, struct tuner_executor *e, struct shim_error *err)
-{
-        json_t *id = json_object_get(doc, "identity");
-        json_t *plan = json_object_get(doc, "plan"), *v;
-        json_t *exit_ = json_object_get(doc, "exit");
+        const struct jscan_value *v;
         uint64_t u;
+        int64_t i;
         int r;
 
-        if (!json_is_object(id))
+        if (get(st, F_IDENTITY))
                 return shim_error_set(err, EINVAL, "identity is missing or not an object");
-        if ((r = get_string(json_object_get(id, "app_id"), "identity.app_id", e->app_id,
-                            sizeof(e->app_id), err)) < 0 ||
-            (r = get_string(json_object_get(id, "executor_id"), "identity.executor_id",
-                            e->executor_id, sizeof(e->executor_id), err)) < 0 ||
-            (r = get_string(json_object_get(id, "host"), "identity.host", e->host, sizeof(e->host),
-                            err)) < 0 ||
-            (r = get_time(json_object_get(id, "start"), "identity.start", &e->start_ms, err)) < 0 ||
-            (r = get_time(json_object_get(id, "end"), "identity.end", &e->end_ms, err)) < 0 ||
-            (r = get_seconds(json_object_get(id, "wall_seconds"), "identity.wall_seconds",
-                             &e->wall_seconds, err)) < 0)
+        if ((r = get_string(st, F_APP_ID, e->app_id, sizeof(e->app_id), err)) < 0 ||
+            (r = get_string(st, F_EXECUTOR_ID, e->executor_id, sizeof(e->executor_id), err)) < 0 ||
+            (r = get_string(st, F_HOST, e->host, sizeof(e->host), err)) < 0 ||
+            (r = get_time(st, F_START, &e->start_ms, err)) < 0 ||
+            (r = get_time(st, F_END, &e->end_ms, err)) < 0 ||
+            (r = get_seconds(st, F_WALL, &e->wall_seconds, err)) < 0)
                 return r;
         if (isnan(e->wall_seconds))
                 return shim_error_set(err, EINVAL, "identity.wall_seconds is missing");
-        v = json_object_get(id, "argv");
-        if (v && !json_is_array(v))
+        if (get(st, F_ARGV) && get(st, F_ARGV)->type != JSCAN_NULL)
                 return shim_error_set(err, EINVAL, "identity.argv is not an array");
-        e->cores = argv_cores(v);
+        e->cores = st->cores;
 
-        if (plan && !json_is_null(plan) && !json_is_object(plan))
+        v = get(st, F_PLAN);
+        if (v && v->type != JSCAN_NULL)
                 return shim_error_set(err, EINVAL, "plan is not an object or null");
-        if ((r = get_count(at(plan, "cpu", "request_millicores", NULL),
-                           "plan.cpu.request_millicores", &e->request_millicores, err)) < 0 ||
-            (r = get_count(at(plan, "cpu", "limit_millicores", NULL), "plan.cpu.limit_millicores",
-                           &e->limit_millicores, err)) < 0 ||
-            (r = get_count(at(plan, "memory", "heap_bytes", NULL), "plan.memory.heap_bytes",
-                           &e->heap_bytes, err)) < 0 ||
-            (r = get_count(at(plan, "memory", "offheap_bytes", NULL), "plan.memory.offheap_bytes",
-                           &e->offheap_bytes, err)) < 0 ||
-            (r = get_count(at(plan, "memory", "pyspark_bytes", NULL), "plan.memory.pyspark_bytes",
-                           &e->pyspark_bytes, err)) < 0 ||
-            (r = get_count(at(plan, "memory", "overhead_bytes", NULL), "plan.memory.overhead_bytes",
-                           &e->overhead_bytes, err)) < 0 ||
-            (r = get_seconds(at(plan, "memory", "burst_ratio", NULL), "plan.memory.burst_ratio",
-                             &e->burst_ratio, err)) < 0 ||
-            (r = get_count(at(plan, "memory", "request_bytes", NULL), "plan.memory.request_bytes",
-                           &e->request_bytes, err)) < 0 ||
-            (r = get_count(at(plan, "memory", "limit_bytes", NULL), "plan.memory.limit_bytes",
-                           &e->limit_bytes, err)) < 0)
+        if ((r = get_count(st, F_REQUEST_MILLICORES, &e->request_millicores, err)) < 0 ||
+            (r = get_count(st, F_LIMIT_MILLICORES, &e->limit_millicores, err)) < 0 ||
+            (r = get_count(st, F_HEAP, &e->heap_bytes, err)) < 0 ||
+            (r = get_count(st, F_OFFHEAP, &e->offheap_bytes, err)) < 0 ||
+            (r = get_count(st, F_PYSPARK, &e->pyspark_bytes, err)) < 0 ||
+            (r = get_count(st, F_OVERHEAD, &e->overhead_bytes, err)) < 0 ||
+            (r = get_seconds(st, F_BURST_RATIO, &e->burst_ratio, err)) < 0 ||
+            (r = get_count(st, F_REQUEST_BYTES, &e->request_bytes, err)) < 0 ||
+            (r = get_count(st, F_LIMIT_BYTES, &e->limit_bytes, err)) < 0)
                 return r;
         if (isfinite(e->burst_ratio) && e->burst_ratio > 1)
                 return shim_error_set(err, EINVAL, "plan.memory.burst_ratio is not in [0, 1]");
-        v = at(doc, "enforcement", "enforced", NULL);
-        if (!json_is_boolean(v))
+        v = get(st, F_ENFORCED);
+        if (!v || (v->type != JSCAN_TRUE && v->type != JSCAN_FALSE))
                 return shim_error_set(err, EINVAL,
                                       "enforcement.enforced is missing or not a boolean");
-        e->enforced = json_is_true(v);
+        e->enforced = v->type == JSCAN_TRUE;
 
-        if ((r = get_seconds(at(doc, "usage", "cpu", "seconds"), "usage.cpu.seconds",
-                             &e->cpu_seconds, err)) < 0 ||
-            (r = get_seconds(at(doc, "usage", "cpu", "throttled_seconds"),
-                             "usage.cpu.throttled_seconds", &e->throttled_seconds, err)) < 0 ||
-            (r = get_seconds(json_object_get(at(doc, "usage", "cpu", "runq_wait"), "seconds"),
-                             "usage.cpu.runq_wait.seconds", &e->runq_wait_seconds, err)) < 0 ||
-            (r = get_count(at(doc, "usage", "memory", "peak_bytes"), "usage.memory.peak_bytes",
-                           &e->memory_peak_bytes, err)) < 0 ||
-            (r = get_count(at(doc, "usage", "memory", "average_bytes"),
-                           "usage.memory.average_bytes", &e->memory_average_bytes, err)) < 0 ||
-            (r = get_count(at(doc, "usage", "memory", "p95_bytes"), "usage.memory.p95_bytes",
-                           &e->memory_p95_bytes, err)) < 0 ||
-            (r = get_count(at(doc, "usage", "memory", "anon_peak_bytes"),
-                           "usage.memory.anon_peak_bytes", &e->anon_peak_bytes, err)) < 0 ||
-            (r = get_count(at(doc, "usage", "memory", "oom_kills"), "usage.memory.oom_kills",
-                           &e->oom_kills, err)) < 0 ||
-            (r = get_count(at(doc, "usage", "memory", "high_events"), "usage.memory.high_events",
-                           &e->high_events, err)) < 0)
+        if ((r = get_seconds(st, F_CPU_SECONDS, &e->cpu_seconds, err)) < 0 ||
+            (r = get_seconds(st, F_THROTTLED, &e->throttled_seconds, err)) < 0 ||
+            (r = get_seconds(st, F_RUNQ_WAIT, &e->runq_wait_seconds, err)) < 0 ||
+            (r = get_count(st, F_PEAK, &e->memory_peak_bytes, err)) < 0 ||
+            (r = get_count(st, F_AVERAGE, &e->memory_average_bytes, err)) < 0 ||
+            (r = get_count(st, F_P95, &e->memory_p95_bytes, err)) < 0 ||
+            (r = get_count(st, F_ANON_PEAK, &e->anon_peak_bytes, err)) < 0 ||
+            (r = get_count(st, F_OOM_KILLS, &e->oom_kills, err)) < 0 ||
+            (r = get_count(st, F_HIGH_EVENTS, &e->high_events, err)) < 0)
                 return r;
 
         /* exit: status 128+N and signal N when killed; tuner.h keeps -1 and N */
-        if (!json_is_object(exit_))
+        if (get(st, F_EXIT) || (!get(st, F_EXIT_STATUS) && !get(st, F_EXIT_SIGNAL)))
                 return shim_error_set(err, EINVAL,
                                       "exit is missing or not an object in a final report");
-        v = json_object_get(exit_, "signal");
-        if (v && !json_is_null(v)) {
-                if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 64)
+        v = get(st, F_EXIT_SIGNAL);
+        if (v && v->type != JSCAN_NULL) {
+                if (jscan_int64(v, &i) < 0 || i < 1 || i > 64)
                         return shim_error_set(err, EINVAL,
                                               "exit.signal is not a signal number or null");
                 e->exit_status = -1;
-                e->exit_signal = (int)json_integer_value(v);
+                e->exit_signal = (int)i;
         } else {
-                v = json_object_get(exit_, "status");
-                if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 255)
+                v = get(st, F_EXIT_STATUS);
+                if (!v || jscan_int64(v, &i) < 0 || i < 0 || i > 255)
                         return shim_error_set(err, EINVAL,
                                               "exit.status is not an exit status (0-255)");
-                e->exit_status = (int)json_integer_value(v);
+                e->exit_status = (int)i;
                 e->exit_signal = 0;
         }
-        v = json_object_get(exit_, "oom_killed");
-        if (v && !json_is_boolean(v))
+        v = get(st, F_OOM_KILLED);
+        if (v && v->type != JSCAN_TRUE && v->type != JSCAN_FALSE)
                 return shim_error_set(err, EINVAL, "exit.oom_killed is not a boolean");
-        e->oom_killed = json_is_true(v);
+        e->oom_killed = v && v->type == JSCAN_TRUE;
 
-        v = json_object_get(doc, "samples");
-        if (v && !json_is_array(v))
+        if (get(st, F_SAMPLES))
                 return shim_error_set(err, EINVAL, "samples is not an array");
-        if ((r = peak_cpu(v, e->request_millicores, &e->cpu_peak_util, err)) < 0)
-                return r;
+        e->cpu_peak_util = NAN;
+        if (isfinite(st->peak_cpu_per_second) && e->request_millicores != TUNER_UNKNOWN &&
+            e->request_millicores > 0)
+                e->cpu_peak_util = st->peak_cpu_per_second / 1e6 /
+                                   ((double)e->request_millicores / 1000.0);
 
         e->forced_spills = -1;
-        v = at(doc, "spills", "forced_spills", NULL);
-        if ((r = get_count(v, "spills.forced_spills", &u, err)) < 0)
+        if ((r = get_count(st, F_FORCED_SPILLS, &u, err)) < 0)
                 return r;
         if (u != TUNER_UNKNOWN)
                 e->forced_spills = u > INT64_MAX ? INT64_MAX : (int64_t)u;
         e->spill_threshold_fraction = NAN;
-        if ((r = get_count(at(doc, "agent", "threshold_bytes", NULL), "agent.threshold_bytes", &u,
-                           err)) < 0)
+        if ((r = get_count(st, F_THRESHOLD, &u, err)) < 0)
                 return r;
         if (u != TUNER_UNKNOWN && e->request_bytes != TUNER_UNKNOWN && e->request_bytes > 0)
                 e->spill_threshold_fraction = (double)u / (double)e->request_bytes;
@@ -287,10 +409,13 @@ int tuner_report_line(const char *line, size_t len, struct tuner_executor *ret,
                       struct shim_error *err)
 {
         struct tuner_executor e = {0};
-        json_error_t jerr;
-        json_t *doc;
-        const char *s;
-        size_t blank = 0;
+        struct line_state st = {
+                .t = NAN, .cpu = NAN, .last_t = NAN, .last_cpu = NAN,
+                .peak_cpu_per_second = NAN,
+        };
+        const struct jscan_visitor visitor = { on_scalar, on_end, &st };
+        const char *what = NULL;
+        size_t blank = 0, offset = 0;
         int r;
 
         while (blank < len && (line[blank] == ' ' || line[blank] == '\t' || line[blank] == '\r'))
@@ -300,36 +425,29 @@ int tuner_report_line(const char *line, size_t len, struct tuner_executor *ret,
         if (len > TUNER_REPORT_LINE_MAX)
                 return shim_error_set(err, EINVAL, "line longer than %zu bytes",
                                       TUNER_REPORT_LINE_MAX);
-        /* json_loadb: a NUL byte in the line is an error, not the end of the text */
-        doc = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-        if (!doc)
-                return shim_error_set(err, EINVAL, "not JSON: %s (column %d)", jerr.text,
-                                      jerr.column);
-        if (!json_is_object(doc)) {
-                r = shim_error_set(err, EINVAL, "not a JSON object");
-                goto out;
+        r = jscan(line, len, &visitor, &offset, &what);
+        if (r < 0) {
+                if (st.duplicate)
+                        return shim_error_set(err, EINVAL, "%s appears twice", st.duplicate);
+                if (st.problem)
+                        return shim_error_set(err, EINVAL, "%s", st.problem);
+                return shim_error_set(err, EINVAL, "not JSON: %s (column %zu)",
+                                      what ? what : "invalid", offset + 1);
         }
-        s = json_string_value(json_object_get(doc, "schema"));
-        if (!s || strcmp(s, SCHEMA) != 0) {
-                r = shim_error_set(err, EINVAL, "schema is not %s", SCHEMA);
-                goto out;
-        }
-        s = json_string_value(json_object_get(doc, "kind"));
-        if (!s || (strcmp(s, "sample") != 0 && strcmp(s, "final") != 0)) {
-                r = shim_error_set(err, EINVAL, "kind is not sample or final");
-                goto out;
-        }
-        r = 0;
-        if (strcmp(s, "final") != 0)
-                goto out;
-        if ((r = executor_of(doc, &e, err)) < 0)
-                goto out;
+        if (line[blank] != '{')
+                return shim_error_set(err, EINVAL, "not a JSON object");
+        if (!get(&st, F_SCHEMA) || !jscan_string_eq(get(&st, F_SCHEMA), SCHEMA))
+                return shim_error_set(err, EINVAL, "schema is not %s", SCHEMA);
+        if (!get(&st, F_KIND) || (!jscan_string_eq(get(&st, F_KIND), "sample") &&
+                                  !jscan_string_eq(get(&st, F_KIND), "final")))
+                return shim_error_set(err, EINVAL, "kind is not sample or final");
+        if (!jscan_string_eq(get(&st, F_KIND), "final"))
+                return 0;
+        if ((r = executor_of(&st, &e, err)) < 0)
+                return r;
         /* not an executor of a Spark application: nothing to key a run by */
         if (!*e.app_id)
-                goto out;
+                return 0;
         *ret = e;
-        r = 1;
-out:
-        json_decref(doc);
-        return r;
+        return 1;
 }

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The validating JSON scanner (tuner/jscan.h): valid and invalid texts, with jansson as the
+ * reference, paths, and the value helpers. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "jscan.h"
+
+static const char *const valid[] = {
+        "{}", "[]", "0", "-0", "1.5e-3", "-12.25E+10", "\"\"", "true", "false", "null",
+        " { \"a\" : [ 1 , 2 , { } ] , \"b\" : \"x\\\"y\\\\z\\/\\b\\f\\n\\r\\t\" } ",
+        "\"\\u00e9\\u20ac\\ud83d\\ude00\"", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"",
+        "[[[[[[[[[[]]]]]]]]]]", "{\"a\":{\"b\":{\"c\":[1,{\"d\":null}]}}}",
+};
+
+static const char *const invalid[] = {
+        "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\"}", "{a:1}", "[1 2]", "01", "1.", ".5",
+        "-", "1e", "1e+", "+1", "tru", "nul", "truex", "\"abc", "\"\\x\"", "\"\\u12\"",
+        "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"", "\"a\tb\"", "\"\xc3\"",
+        "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xf5\x80\x80\x80\"", "[1]x", "{} {}", "[\"a\",]",
+        "'a'", "NaN", "Infinity",
+};
+
+Test(jscan, agrees_with_jansson)
+{
+        for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+                json_error_t jerr;
+                json_t *doc = json_loads(valid[i], JSON_DECODE_ANY, &jerr);
+                cr_expect(doc != NULL, "jansson refuses %s: %s", valid[i], jerr.text);
+                json_decref(doc);
+                cr_expect_eq(jscan(valid[i], strlen(valid[i]), NULL, NULL, NULL), 0,
+                             "jscan refuses %s", valid[i]);
+        }
+        for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
+                json_error_t jerr;
+                json_t *doc = json_loads(invalid[i], JSON_DECODE_ANY, &jerr);
+                size_t offset = 99;
+                const char *what = NULL;
+
+                cr_expect(doc == NULL, "jansson takes %s", invalid[i]);
+                json_decref(doc);
+                cr_expect_eq(jscan(invalid[i], strlen(invalid[i]), NULL, &offset, &what), -EINVAL,
+                             "jscan takes %s", invalid[i]);
+                cr_expect(what != NULL && offset <= strlen(invalid[i]), "%s: what %s at %zu",
+                          invalid[i], what ? what : "(none)", offset);
+        }
+}
+
+Test(jscan, nul_bytes_and_depth)
+{
+        char deep[2 * 70 + 1];
+        const char *what = NULL;
+
+        cr_expect_eq(jscan("\"a\0b\"", 5, NULL, NULL, &what), -EINVAL);
+        cr_expect_str_eq(what, "a NUL byte");
+        cr_expect_eq(jscan("[1]\0", 4, NULL, NULL, NULL), -EINVAL, "a NUL after the value");
+        memset(deep, '[', 70);
+        memset(deep + 70, ']', 70);
+        deep[140] = '\0';
+        cr_expect_eq(jscan(deep, 140, NULL, NULL, &what), -EINVAL);
+        cr_expect_str_eq(what, "nesting deeper than 64");
+        cr_expect_eq(jscan(deep + 6, 128, NULL, NULL, NULL), 0, "64 levels are fine");
+}
+
+struct seen {
+        char text[1024];
+        size_t used;
+};
+
+static int record(void *userdata, const char *path, size_t path_len, const struct jscan_value *v)
+{
+        struct seen *s = userdata;
+
+        cr_assert_eq(strlen(path), path_len);
+        s->used += (size_t)snprintf(s->text + s->used, sizeof(s->text) - s->used, "%s=%.*s;", path,
+                                    (int)v->len, v->raw);
+        return 0;
+}
+
+static int record_end(void *userdata, const char *path, size_t path_len, bool object)
+{
+        struct seen *s = userdata;
+
+        s->used += (size_t)snprintf(s->text + s->used, sizeof(s->text) - s->used, "%s%s;", path,
+                                    object ? "}" : "]");
+        return 0;
+}
+
+static int stop_at_b(void *userdata, const char *path, size_t path_len, const struct jscan_value *v)
+{
+        return strcmp(path, "b") == 0 ? -ENOENT : 0;
+}
+
+Test(jscan, paths)
+{
+        static const char doc[] = "{\"a\":{\"b\":1,\"c\":[true,{\"d\":\"x\"}]},\"e\":null}";
+        struct seen s = { "", 0 };
+        struct jscan_visitor v = { record, record_end, &s };
+        struct jscan_visitor stop = { stop_at_b, NULL, NULL };
+        char longer[400];
+
+        cr_assert_eq(jscan(doc, strlen(doc), &v, NULL, NULL), 0);
+        cr_expect_str_eq(s.text, "a.b=1;a.c[]=true;a.c[].d=x;a.c[]};a.c];a};e=null;};");
+        cr_expect_eq(jscan("{\"b\":2}", 7, &stop, NULL, NULL), -ENOENT, "the visitor's error");
+
+        /* a path past the maximum is never a short one */
+        snprintf(longer, sizeof(longer), "{\"%0200d\":{\"x\":1}}", 0);
+        s.used = 0;
+        s.text[0] = '\0';
+        v.end = NULL;
+        cr_assert_eq(jscan(longer, strlen(longer), &v, NULL, NULL), 0);
+        cr_expect_eq(strlen(s.text), JSCAN_PATH_MAX + 3, "cut path (+ \"=1;\"): %s", s.text);
+}
+
+Test(jscan, values)
+{
+        struct jscan_value n = { JSCAN_NUMBER, "9223372036854775807", 19 };
+        struct jscan_value big = { JSCAN_NUMBER, "9223372036854775808", 19 };
+        struct jscan_value neg = { JSCAN_NUMBER, "-9223372036854775808", 20 };
+        struct jscan_value frac = { JSCAN_NUMBER, "1.25e2", 6 };
+        struct jscan_value str = { JSCAN_STRING, "a\\n\\u00e9\\ud83d\\ude00", 22 };
+        struct jscan_value nul = { JSCAN_STRING, "a\\u0000", 7 };
+        char buf[16];
+        int64_t i;
+        double d;
+
+        cr_expect_eq(jscan_int64(&n, &i), 0);
+        cr_expect_eq(i, INT64_MAX, "%" PRId64, i);
+        cr_expect_eq(jscan_int64(&big, &i), -ERANGE);
+        cr_expect_eq(jscan_int64(&neg, &i), 0);
+        cr_expect_eq(i, INT64_MIN, "%" PRId64, i);
+        cr_expect_eq(jscan_int64(&frac, &i), -EINVAL);
+        cr_expect_eq(jscan_double(&frac, &d), 0);
+        cr_expect_eq(d, 125.0, "%g", d);
+        cr_expect_eq(jscan_string(&str, buf, sizeof(buf)), 0);
+        cr_expect_str_eq(buf, "a\n\xc3\xa9\xf0\x9f\x98\x80");
+        cr_expect_eq(jscan_string(&str, buf, 5), -ENAMETOOLONG);
+        cr_expect_eq(jscan_string(&nul, buf, sizeof(buf)), -EINVAL, "no NUL inside a C string");
+        cr_expect(jscan_string_eq(&(struct jscan_value){ JSCAN_STRING, "fin\\u0061l", 10 }, "final"));
+        cr_expect(!jscan_string_eq(&(struct jscan_value){ JSCAN_STRING, "final", 5 }, "fina"));
+}

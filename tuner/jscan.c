@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A validating JSON scanner with path callbacks (jscan.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jscan.h"
+
+#define NUMBER_TEXT_MAX 64
+
+struct scanner {
+        const char *p, *end;
+        const struct jscan_visitor *visitor;
+        char path[JSCAN_PATH_MAX + 3];
+        size_t path_len;
+        int depth;
+        const char *error_at;
+        const char *what;
+};
+
+static int fail(struct scanner *s, const char *at, const char *what)
+{
+        s->error_at = at;
+        s->what = what;
+        return -EINVAL;
+}
+
+static void skip_space(struct scanner *s)
+{
+        while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
+                s->p++;
+}
+
+static int hex4(const char *p, unsigned *ret)
+{
+        unsigned v = 0;
+
+        for (int i = 0; i < 4; i++) {
+                char c = p[i];
+
+                v <<= 4;
+                if (c >= '0' && c <= '9')
+                        v |= (unsigned)(c - '0');
+                else if (c >= 'a' && c <= 'f')
+                        v |= (unsigned)(c - 'a' + 10);
+                else if (c >= 'A' && c <= 'F')
+                        v |= (unsigned)(c - 'A' + 10);
+                else
+                        return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}
+
+/* The length of a valid UTF-8 sequence starting at p (its lead byte >= 0x80), or 0. */
+static size_t utf8_length(const unsigned char *p, const unsigned char *end)
+{
+        unsigned char c = p[0];
+        size_t n;
+        unsigned char lo = 0x80, hi = 0xbf;
+
+        if (c >= 0xc2 && c <= 0xdf)
+                n = 2;
+        else if (c >= 0xe0 && c <= 0xef) {
+                n = 3;
+                if (c == 0xe0)
+                        lo = 0xa0;
+                else if (c == 0xed)
+                        hi = 0x9f; /* no surrogates */
+        } else if (c >= 0xf0 && c <= 0xf4) {
+                n = 4;
+                if (c == 0xf0)
+                        lo = 0x90;
+                else if (c == 0xf4)
+                        hi = 0x8f;
+        } else
+                return 0;
+        if ((size_t)(end - p) < n || p[1] < lo || p[1] > hi)
+                return 0;
+        for (size_t i = 2; i < n; i++)
+                if (p[i] < 0x80 || p[i] > 0xbf)
+                        return 0;
+        return n;
+}
+
+/* At the opening quote; leaves p after the closing one, the raw bytes in *ret_raw/len. */
+static int scan_string(struct scanner *s, const char **ret_raw, size_t *ret_len)
+{
+        const char *start = ++s->p;
+
+        while (s->p < s->end) {
+                unsigned char c = (unsigned char)*s->p;
+
+                if (c == '"') {
+                        *ret_raw = start;
+                        *ret_len = (size_t)(s->p - start);
+                        s->p++;
+                        return 0;
+                }
+                if (c == '\\') {
+                        unsigned u, low;
+
+                        if (s->end - s->p < 2)
+                                return fail(s, s->p, "an escape cut short");
+                        switch (s->p[1]) {
+                        case '"':
+                        case '\\':
+                        case '/':
+                        case 'b':
+                        case 'f':
+                        case 'n':
+                        case 'r':
+                        case 't':
+                                s->p += 2;
+                                continue;
+                        case 'u':
+                                if (s->end - s->p < 6 || hex4(s->p + 2, &u) < 0)
+                                        return fail(s, s->p, "a \\u escape without four hex digits");
+                                if (u >= 0xdc00 && u <= 0xdfff)
+                                        return fail(s, s->p, "a lone low surrogate");
+                                if (u >= 0xd800 && u <= 0xdbff) {
+                                        if (s->end - s->p < 12 || s->p[6] != '\\' || s->p[7] != 'u' ||
+                                            hex4(s->p + 8, &low) < 0 || low < 0xdc00 || low > 0xdfff)
+                                                return fail(s, s->p, "a high surrogate without its low one");
+                                        s->p += 12;
+                                } else
+                                        s->p += 6;
+                                continue;
+                        default:
+                                return fail(s, s->p, "an invalid escape");
+                        }
+                }
+                if (c < 0x20)
+                        return fail(s, s->p, c ? "a control character in a string" : "a NUL byte");
+                if (c < 0x80) {
+                        s->p++;
+                        continue;
+                }
+                {
+                        size_t n = utf8_length((const unsigned char *)s->p,
+                                               (const unsigned char *)s->end);
+                        if (!n)
+                                return fail(s, s->p, "invalid UTF-8");
+                        s->p += n;
+                }
+        }
+        return fail(s, start - 1, "a string without its closing quote");
+}
+
+static int scan_number(struct scanner *s, struct jscan_value *v)
+{
+        const char *start = s->p, *p = s->p, *end = s->end;
+
+        if (p < end && *p == '-')
+                p++;
+        if (p < end && *p == '0')
+                p++;
+        else if (p < end && *p >= '1' && *p <= '9')
+                while (p < end && *p >= '0' && *p <= '9')
+                        p++;
+        else
+                return fail(s, start, "an invalid number");
+        if (p < end && *p == '.') {
+                p++;
+                if (p >= end || *p < '0' || *p > '9')
+                        return fail(s, start, "an invalid number");
+                while (p < end && *p >= '0' && *p <= '9')
+                        p++;
+        }
+        if (p < end && (*p == 'e' || *p == 'E')) {
+                p++;
+                if (p < end && (*p == '+' || *p == '-'))
+                        p++;
+                if (p >= end || *p < '0' || *p > '9')
+                        return fail(s, start, "an invalid number");
+                while (p < end && *p >= '0' && *p <= '9')
+                        p++;
+        }
+        *v = (struct jscan_value){ JSCAN_NUMBER, start, (size_t)(p - start) };
+        s->p = p;
+        return 0;
+}
+
+static int scan_literal(struct scanner *s, const char *word, enum jscan_type type,
+                        struct jscan_value *v)
+{
+        size_t n = strlen(word);
+
+        if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+                return fail(s, s->p, "an invalid literal");
+        *v = (struct jscan_value){ type, s->p, n };
+        s->p += n;
+        return 0;
+}
+
+/* Append a path component; a path past the maximum stays at the maximum (never matches). */
+static void push(struct scanner *s, const char *text, size_t len, bool member)
+{
+        size_t room = JSCAN_PATH_MAX - s->path_len;
+        size_t sep = member && s->path_len ? 1 : 0;
+
+        if (sep + len > room) {
+                memset(s->path + s->path_len, '~', room);
+                s->path_len = JSCAN_PATH_MAX;
+                return;
+        }
+        if (sep)
+                s->path[s->path_len++] = '.';
+        memcpy(s->path + s->path_len, text, len);
+        s->path_len += len;
+}
+
+static int scan_value(struct scanner *s);
+
+static int scan_container(struct scanner *s, bool object)
+{
+        size_t saved = s->path_len;
+        char close = object ? '}' : ']';
+        int r;
+
+        if (++s->depth > JSCAN_DEPTH_MAX)
+                return fail(s, s->p, "nesting deeper than 64");
+        s->p++;
+        skip_space(s);
+        if (s->p < s->end && *s->p == close) {
+                s->p++;
+                goto done;
+        }
+        for (;;) {
+                if (object) {
+                        const char *key;
+                        size_t key_len;
+
+                        if (s->p >= s->end || *s->p != '"')
+                                return fail(s, s->p, "an object member without a string key");
+                        r = scan_string(s, &key, &key_len);
+                        if (r < 0)
+                                return r;
+                        skip_space(s);
+                        if (s->p >= s->end || *s->p != ':')
+                                return fail(s, s->p, "a member without ':'");
+                        s->p++;
+                        push(s, key, key_len, true);
+                } else
+                        push(s, "[]", 2, false);
+                r = scan_value(s);
+                if (r < 0)
+                        return r;
+                s->path_len = saved;
+                skip_space(s);
+                if (s->p < s->end && *s->p == ',') {
+                        s->p++;
+                        skip_space(s);
+                        continue;
+                }
+                if (s->p < s->end && *s->p == close) {
+                        s->p++;
+                        break;
+                }
+                return fail(s, s->p, object ? "expected ',' or '}'" : "expected ',' or ']'");
+        }
+done:
+        s->depth--;
+        if (s->visitor && s->visitor->end) {
+                s->path[s->path_len] = '\0';
+                r = s->visitor->end(s->visitor->userdata, s->path, s->path_len, object);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int scan_value(struct scanner *s)
+{
+        struct jscan_value v;
+        int r;
+
+        skip_space(s);
+        if (s->p >= s->end)
+                return fail(s, s->p, "a value is missing");
+        switch (*s->p) {
+        case '{':
+                return scan_container(s, true);
+        case '[':
+                return scan_container(s, false);
+        case '"':
+                v.type = JSCAN_STRING;
+                r = scan_string(s, &v.raw, &v.len);
+                break;
+        case 't':
+                r = scan_literal(s, "true", JSCAN_TRUE, &v);
+                break;
+        case 'f':
+                r = scan_literal(s, "false", JSCAN_FALSE, &v);
+                break;
+        case 'n':
+                r = scan_literal(s, "null", JSCAN_NULL, &v);
+                break;
+        default:
+                r = scan_number(s, &v);
+                break;
+        }
+        if (r < 0)
+                return r;
+        if (s->visitor && s->visitor->scalar) {
+                s->path[s->path_len] = '\0';
+                return s->visitor->scalar(s->visitor->userdata, s->path, s->path_len, &v);
+        }
+        return 0;
+}
+
+int jscan(const char *text, size_t len, const struct jscan_visitor *visitor, size_t *ret_offset,
+          const char **ret_what)
+{
+        struct scanner s = { .p = text, .end = text + len, .visitor = visitor };
+        int r = scan_value(&s);
+
+        if (r == 0) {
+                skip_space(&s);
+                if (s.p != s.end)
+                        r = fail(&s, s.p, "text after the value");
+        }
+        if (r == -EINVAL && s.what) {
+                if (ret_offset)
+                        *ret_offset = (size_t)(s.error_at - text);
+                if (ret_what)
+                        *ret_what = s.what;
+        }
+        return r;
+}
+
+int jscan_int64(const struct jscan_value *v, int64_t *ret)
+{
+        const char *p = v->raw, *end = v->raw + v->len;
+        bool negative = false;
+        uint64_t u = 0;
+
+        if (v->type != JSCAN_NUMBER)
+                return -EINVAL;
+        if (p < end && *p == '-') {
+                negative = true;
+                p++;
+        }
+        if (p == end)
+                return -EINVAL;
+        for (; p < end; p++) {
+                if (*p < '0' || *p > '9')
+                        return -EINVAL; /* a fraction or an exponent */
+                if (u > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+                        return -ERANGE;
+                u = u * 10 + (uint64_t)(*p - '0');
+        }
+        if (negative ? u > (uint64_t)INT64_MAX + 1 : u > (uint64_t)INT64_MAX)
+                return -ERANGE;
+        *ret = negative ? (int64_t)(0 - u) : (int64_t)u;
+        return 0;
+}
+
+int jscan_double(const struct jscan_value *v, double *ret)
+{
+        char text[NUMBER_TEXT_MAX];
+        char *end;
+        double d;
+
+        if (v->type != JSCAN_NUMBER || v->len >= sizeof(text))
+                return -EINVAL;
+        memcpy(text, v->raw, v->len);
+        text[v->len] = '\0';
+        errno = 0;
+        d = strtod(text, &end);
+        if (*end || errno == ERANGE)
+                return -EINVAL;
+        *ret = d;
+        return 0;
+}
+
+/* Write code point u as UTF-8 at out (room checked by the caller: 4 bytes). */
+static size_t put_utf8(unsigned u, char *out)
+{
+        if (u < 0x80) {
+                out[0] = (char)u;
+                return 1;
+        }
+        if (u < 0x800) {
+                out[0] = (char)(0xc0 | (u >> 6));
+                out[1] = (char)(0x80 | (u & 0x3f));
+                return 2;
+        }
+        if (u < 0x10000) {
+                out[0] = (char)(0xe0 | (u >> 12));
+                out[1] = (char)(0x80 | ((u >> 6) & 0x3f));
+                out[2] = (char)(0x80 | (u & 0x3f));
+                return 3;
+        }
+        out[0] = (char)(0xf0 | (u >> 18));
+        out[1] = (char)(0x80 | ((u >> 12) & 0x3f));
+        out[2] = (char)(0x80 | ((u >> 6) & 0x3f));
+        out[3] = (char)(0x80 | (u & 0x3f));
+        return 4;
+}
+
+int jscan_string(const struct jscan_value *v, char *buf, size_t size)
+{
+        const char *p = v->raw, *end = v->raw + v->len;
+        size_t n = 0;
+
+        if (v->type != JSCAN_STRING || size == 0)
+                return -EINVAL;
+        /* the scanner validated the escapes; here they are only undone */
+        while (p < end) {
+                char one[4];
+                size_t k = 1;
+
+                if (*p != '\\') {
+                        one[0] = *p++;
+                } else {
+                        unsigned u = 0, low = 0;
+
+                        switch (p[1]) {
+                        case 'b': one[0] = '\b'; p += 2; break;
+                        case 'f': one[0] = '\f'; p += 2; break;
+                        case 'n': one[0] = '\n'; p += 2; break;
+                        case 'r': one[0] = '\r'; p += 2; break;
+                        case 't': one[0] = '\t'; p += 2; break;
+                        case 'u':
+                                if (end - p < 6 || hex4(p + 2, &u) < 0)
+                                        return -EINVAL;
+                                p += 6;
+                                if (u >= 0xd800 && u <= 0xdbff) {
+                                        if (end - p < 6 || hex4(p + 2, &low) < 0)
+                                                return -EINVAL;
+                                        u = 0x10000 + ((u - 0xd800) << 10) + (low - 0xdc00);
+                                        p += 6;
+                                }
+                                if (u == 0)
+                                        return -EINVAL;
+                                k = put_utf8(u, one);
+                                break;
+                        default: one[0] = p[1]; p += 2; break;
+                        }
+                }
+                if (n + k >= size)
+                        return -ENAMETOOLONG;
+                memcpy(buf + n, one, k);
+                n += k;
+        }
+        buf[n] = '\0';
+        return 0;
+}
+
+bool jscan_string_eq(const struct jscan_value *v, const char *s)
+{
+        size_t n = strlen(s);
+
+        /* the documents' own strings have no escapes; one that has them is unescaped */
+        if (v->type != JSCAN_STRING)
+                return false;
+        if (!memchr(v->raw, '\\', v->len))
+                return v->len == n && memcmp(v->raw, s, n) == 0;
+        {
+                char buf[256];
+                return n < sizeof(buf) && jscan_string(v, buf, sizeof(buf)) == 0 && strcmp(buf, s) == 0;
+        }
+}
