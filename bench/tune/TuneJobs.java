@@ -14,19 +14,26 @@
 //              spark.sql.shuffle.partitions is small.
 //   skew       ROWS rows of which SKEW percent have the key 0 and the rest 997 other keys,
 //              hash-partitioned by key (spark.sql.shuffle.partitions) and sorted within each
-//              partition: one task of that stage gets most of the rows.
+//              partition: one task of that stage gets most of the rows. With PAYLOAD > 0 a
+//              second skewed stage follows, the classic skew OOM: a string of PAYLOAD bytes a
+//              row collected into one list per key (collect_list), so that the task of key 0
+//              holds SKEW percent of ROWS x (PAYLOAD + ~50) bytes of JVM objects at once and
+//              fails with java.lang.OutOfMemoryError when the heap is too small.
 //
 // Adaptive query execution is off by default (spark.sql.adaptive.enabled=false) so that
 // spark.sql.shuffle.partitions is what the stages really use; any key=value argument that
 // is not one of the job's sizes is passed to the SparkSession as a setting.
 //
-// Usage: TuneJobs JOB [rows=N] [parts=N] [sleep_ms=N] [skew=PERCENT] [spark.key=value ...]
+// Usage: TuneJobs JOB [rows=N] [parts=N] [sleep_ms=N] [skew=PERCENT] [payload=BYTES] [spark.key=value ...]
 // Prints: tunejob job=JOB rows=N checksum=HEX ordered=true|false seconds=S
 import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.collect_list;
 import static org.apache.spark.sql.functions.concat;
 import static org.apache.spark.sql.functions.count;
+import static org.apache.spark.sql.functions.expr;
 import static org.apache.spark.sql.functions.lit;
 import static org.apache.spark.sql.functions.pmod;
+import static org.apache.spark.sql.functions.size;
 import static org.apache.spark.sql.functions.sum;
 import static org.apache.spark.sql.functions.when;
 import static org.apache.spark.sql.functions.xxhash64;
@@ -139,21 +146,22 @@ public final class TuneJobs {
             System.exit(2);
         }
         String job = args[0];
-        Map<String, Long> size = new HashMap<>();
+        Map<String, Long> sizes = new HashMap<>();
         switch (job) {
             case "cpu-light":
-                size.put("rows", 2_000_000L);
-                size.put("parts", 24L);
-                size.put("sleep_ms", 1000L);
+                sizes.put("rows", 2_000_000L);
+                sizes.put("parts", 24L);
+                sizes.put("sleep_ms", 1000L);
                 break;
             case "mem-sort":
-                size.put("rows", 3_000_000L);
-                size.put("parts", 2L);
+                sizes.put("rows", 3_000_000L);
+                sizes.put("parts", 2L);
                 break;
             case "skew":
-                size.put("rows", 2_000_000L);
-                size.put("parts", 4L);
-                size.put("skew", 80L);
+                sizes.put("rows", 2_000_000L);
+                sizes.put("parts", 4L);
+                sizes.put("skew", 80L);
+                sizes.put("payload", 64L);
                 break;
             default:
                 System.err.println("TuneJobs: unknown job '" + job + "'; allowed: cpu-light, mem-sort, skew");
@@ -168,20 +176,20 @@ public final class TuneJobs {
                 System.err.println("TuneJobs: argument '" + args[i] + "' is not key=value");
                 System.exit(2);
             }
-            if (size.containsKey(kv[0])) {
-                size.put(kv[0], Long.parseLong(kv[1]));
+            if (sizes.containsKey(kv[0])) {
+                sizes.put(kv[0], Long.parseLong(kv[1]));
             } else if (kv[0].startsWith("spark.")) {
                 builder.config(kv[0], kv[1]);
             } else {
-                System.err.println("TuneJobs: " + job + " has no size '" + kv[0] + "'; allowed: " + size.keySet()
+                System.err.println("TuneJobs: " + job + " has no size '" + kv[0] + "'; allowed: " + sizes.keySet()
                         + " or spark.* settings");
                 System.exit(2);
             }
         }
         SparkSession spark = builder.getOrCreate();
         spark.sparkContext().setLogLevel("WARN");
-        long rows = size.get("rows");
-        int parts = (int) (long) size.get("parts");
+        long rows = sizes.get("rows");
+        int parts = (int) (long) sizes.get("parts");
         long start = System.nanoTime();
         long checksum;
         long[] n = {0};
@@ -190,7 +198,7 @@ public final class TuneJobs {
         switch (job) {
             case "cpu-light": {
                 Dataset<Row> in = spark.range(0, rows, 1, parts).toDF();
-                List<Long> sums = in.javaRDD().mapPartitions(new SleepSum(size.get("sleep_ms"))).collect();
+                List<Long> sums = in.javaRDD().mapPartitions(new SleepSum(sizes.get("sleep_ms"))).collect();
                 checksum = 0;
                 for (long s : sums) {
                     checksum += s;
@@ -216,7 +224,7 @@ public final class TuneJobs {
                 break;
             }
             default: { // skew
-                long skew = size.get("skew");
+                long skew = sizes.get("skew");
                 Dataset<Row> in = spark.range(0, rows, 1, parts).select(
                         when(pmod(col("id"), lit(100)).lt(skew), lit(0L))
                                 .otherwise(pmod(xxhash64(col("id")), lit(997)).plus(1)).as("key"),
@@ -224,6 +232,18 @@ public final class TuneJobs {
                 Dataset<Row> sorted = in.repartition(col("key")).sortWithinPartitions(col("key"), col("v"));
                 List<String> out = sorted.javaRDD().mapPartitionsWithIndex(new OrderedSum(0, 1), true).collect();
                 checksum = combine(out, ordered, n, false);
+                long payload = sizes.get("payload");
+                if (payload > 0) {
+                    // the list's order depends on the shuffle: sum its elements' hashes
+                    Row g = in.select(col("key"), concat(col("v").cast("string"), lit(":"),
+                            expr("repeat('x', " + payload + ")")).as("p"))
+                            .groupBy(col("key")).agg(collect_list(col("p")).as("l"))
+                            .select(col("key"), size(col("l")).as("n"),
+                                    expr("aggregate(l, 0L, (acc, x) -> acc + xxhash64(x))").as("h"))
+                            .agg(sum(col("n")), sum(xxhash64(col("key"), col("n"), col("h"))))
+                            .collectAsList().get(0);
+                    checksum = checksum * 31 + mix(g.getLong(0)) + g.getLong(1);
+                }
                 break;
             }
         }
