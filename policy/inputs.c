@@ -478,6 +478,7 @@ int policy_inputs_from_env(struct policy_inputs *in, char *const envp[],
                 E_OFFHEAP,
                 E_PYSPARK,
                 E_BURST_RATIO,
+                E_SPILL_FRACTION,
         };
         static const struct {
                 const char *name;
@@ -492,6 +493,7 @@ int policy_inputs_from_env(struct policy_inputs *in, char *const envp[],
                 { "SPARKSHIM_OFFHEAP", KIND_SPARK_MIB, E_OFFHEAP },
                 { "SPARKSHIM_PYSPARK_MEMORY", KIND_SPARK_MIB, E_PYSPARK },
                 { "SPARKSHIM_BURST_RATIO", KIND_RATIO, E_BURST_RATIO },
+                { "SPARKSHIM_SPILL_FRACTION", KIND_RATIO, E_SPILL_FRACTION },
         };
         struct parsed values[ELEMENTSOF(vars)];
         bool present[ELEMENTSOF(vars)] = { false };
@@ -544,6 +546,9 @@ int policy_inputs_from_env(struct policy_inputs *in, char *const envp[],
                         break;
                 case E_BURST_RATIO:
                         policy_input_set_double(&in->burst_ratio, v->d, src, name);
+                        break;
+                case E_SPILL_FRACTION:
+                        policy_input_set_double(&in->spill_fraction, v->d, src, name);
                         break;
                 }
         }

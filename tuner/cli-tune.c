@@ -194,13 +194,15 @@ static uint64_t mib_up(uint64_t bytes)
         return (bytes + (UINT64_C(1) << 20) - 1) >> 20;
 }
 
+#define PROPERTIES_MAX 16
+
 struct property {
         const char *key;
         char value[64];
         enum tuner_param_index param;
 };
 
-static size_t properties(const struct tuner_params *p, struct property out[8])
+static size_t properties(const struct tuner_params *p, struct property out[PROPERTIES_MAX])
 {
         size_t n = 0;
 
@@ -225,6 +227,20 @@ static size_t properties(const struct tuner_params *p, struct property out[8])
                 out[n] = (struct property){ "spark.sql.shuffle.partitions", "", TUNER_P_PARTITIONS };
                 snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu32, p->shuffle_partitions);
         }
+        /* YARN and standalone give the executor's command line none of these, and Spark
+         * refuses -Dspark.* in extraJavaOptions: the executor's environment carries them to
+         * sparkshim (sparkshim(1), ENVIRONMENT) */
+        out[n] = (struct property){ "spark.executorEnv.SPARKSHIM_MILLICORES", "", TUNER_P_MILLICORES };
+        snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu64, p->millicores);
+        out[n] = (struct property){ "spark.executorEnv.SPARKSHIM_MEMORY_OVERHEAD", "", TUNER_P_OVERHEAD };
+        snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu64 "m", mib_up(p->overhead_bytes));
+        out[n] = (struct property){ "spark.executorEnv.SPARKSHIM_BURST_RATIO", "", TUNER_P_BURST_RATIO };
+        snprintf(out[n++].value, sizeof(out[0].value), "%.2f", p->burst_ratio);
+        if (isfinite(p->spill_fraction)) {
+                out[n] = (struct property){ "spark.executorEnv.SPARKSHIM_SPILL_FRACTION", "",
+                                            TUNER_P_SPILL_FRACTION };
+                snprintf(out[n++].value, sizeof(out[0].value), "%.2f", p->spill_fraction);
+        }
         return n;
 }
 
@@ -246,7 +262,7 @@ static json_t *number_or_null(double d)
 static int print_json(const struct tune_options *o, const struct tuner_run *runs, size_t n,
                       const struct tuner_recommendation *rec)
 {
-        struct property props[8];
+        struct property props[PROPERTIES_MAX];
         size_t np = properties(&rec->params, props);
         json_t *doc = json_object(), *jp = json_object(), *jr = json_object(), *last = json_object();
         int r = 0;
@@ -294,7 +310,7 @@ int tuner_cli_tune(int argc, char **argv)
         struct tuner_run *runs = NULL;
         struct tuner_recommendation rec;
         struct shim_error err = { 0 };
-        struct property props[8];
+        struct property props[PROPERTIES_MAX];
         size_t n = 0, np;
         int r;
 

@@ -634,3 +634,20 @@ Test(inputs, spill_fraction_from_the_command)
         cr_expect_lt(policy_inputs_from_command(&in, 4, bad, &err), 0, "1.5 refused");
         cr_expect(strstr(err.text, "spillFraction=1.5") != NULL, "error \"%s\"", err.text);
 }
+
+Test(inputs, spill_fraction_from_the_environment)
+{
+        char *env[] = { "SPARKSHIM_SPILL_FRACTION=0.6", NULL };
+        char *bad[] = { "SPARKSHIM_SPILL_FRACTION=2", NULL };
+        struct policy_error err = { 0 };
+        struct policy_inputs in;
+
+        policy_inputs_init(&in);
+        cr_assert_eq(policy_inputs_from_env(&in, env, &err), 0, "%s", err.text);
+        cr_expect_eq(in.spill_fraction.source, POLICY_SOURCE_ENV, "source %d",
+                     (int)in.spill_fraction.source);
+        cr_expect_eq(in.spill_fraction.value, 0.6, "value %g", in.spill_fraction.value);
+        policy_inputs_init(&in);
+        cr_expect_lt(policy_inputs_from_env(&in, bad, &err), 0, "2 refused");
+        cr_expect(strstr(err.text, "SPARKSHIM_SPILL_FRACTION=2") != NULL, "error \"%s\"", err.text);
+}

@@ -1,0 +1,103 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# tune.sh SPARKSHIM: `sparkshim ingest`, `sparkshim tune` and `sparkshim report --job` as an
+# admin runs them (sparkshim-tune(1)), through sparkshim's own dispatch to sparkshim-tuner,
+# over real reports of `sparkshim run` (stand-in executors that sleep: CPU use near 0 of a
+# 2000-millicore request):
+#   - the rules lower the CPU request, with their reason in --format json, the same output
+#     twice (deterministic), conf and properties forms with the executors' environment;
+#   - the policy's bounds hold (cpu.millicores.min) and say so;
+#   - report --job lists the runs (table and JSON lines);
+#   - exit statuses: 2 for a job or a history that is not there (and no file made), 120 for
+#     a bad flag, 121 for a bad policy.
+set -eu
+shim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+fail() { echo "FAIL: $*"; exit 1; }
+
+tmp=$(mktemp -d /tmp/sparkshim-tune.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+printf '{ "version": 1, "fail_mode": "open" }\n' >open.json
+printf '{ "version": 1, "cpu": { "millicores": { "min": 1500 } } }\n' >bounded.json
+printf '{ "version": 1, "tuner": { "bogus": 1 } }\n' >bad.json
+chmod 0644 open.json bounded.json bad.json
+
+for i in 1 2 3 4; do
+	for e in 1 2; do
+		"$shim" run -q --policy open.json --memory 256m --cores 2 --millicores 2000 \
+			--report "run$i.jsonl" --report-interval 1 -- /bin/sh -c 'sleep 1.2' sh \
+			--app-id "app-tune-$i" --executor-id "$e" --cores 2 || fail "run $i.$e"
+	done
+done
+echo "8 executors of 4 runs reported"
+
+"$shim" ingest --policy open.json --db h.db --job nightly run1.jsonl run2.jsonl run3.jsonl \
+	run4.jsonl >ingest.out || fail "ingest exited $?: $(cat ingest.out)"
+[ "$(grep -c 'job nightly' ingest.out)" = 4 ] || fail "ingest said: $(cat ingest.out)"
+
+# --- tune -------------------------------------------------------------------------------
+"$shim" tune --policy open.json --db h.db --job nightly --format json >a.json || fail "tune json"
+"$shim" tune --policy open.json --db h.db --job nightly --format json >b.json || fail "tune json again"
+cmp -s a.json b.json || fail "two tunes of one history differ"
+python3 - a.json <<'PY' || fail "tune --format json: $(cat a.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["job"] == "nightly" and d["stage"] == "rules" and d["runs_used"] >= 1, d
+m = int(d["properties"]["spark.executor.millicores"])
+assert 0 < m < 2000, m
+assert d["reasons"]["millicores"]["source"].startswith("rule:cpu"), d["reasons"]["millicores"]
+assert d["properties"]["spark.executorEnv.SPARKSHIM_MILLICORES"] == str(m)
+assert d["properties"]["spark.executor.cores"] == "2"
+assert d["last_run"]["app_id"] == "app-tune-4", d["last_run"]
+print("json: millicores 2000 ->", m, "by", d["reasons"]["millicores"]["source"] + ":",
+      d["reasons"]["millicores"]["text"])
+PY
+"$shim" tune --policy open.json --db h.db --job nightly >conf.out || fail "tune conf"
+grep -qx -- '--conf spark.executor.millicores=[0-9]*' conf.out || fail "conf: $(cat conf.out)"
+grep -qx -- '--conf spark.executorEnv.SPARKSHIM_BURST_RATIO=[0-9.]*' conf.out || fail "conf: $(cat conf.out)"
+grep -v -- '^--conf spark\.[A-Za-z._]*=[0-9a-z.]*$' conf.out && fail "conf: a line of another form"
+"$shim" tune --policy open.json --db h.db --job nightly --format properties >p.out || fail "tune properties"
+[ "$(grep -vc '^#' p.out)" = "$(wc -l <conf.out)" ] || fail "properties and conf differ: $(cat p.out)"
+
+# the admin's bounds win
+"$shim" tune --policy bounded.json --db h.db --job nightly --format json >bounded.out ||
+	fail "tune with bounds"
+python3 - bounded.out <<'PY' || fail "bounded: $(cat bounded.out)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = int(d["properties"]["spark.executor.millicores"])
+assert m >= 1500, m
+assert d["reasons"]["millicores"]["source"] in ("bound", "unchanged") or m >= 1500, d["reasons"]
+print("bounded: millicores", m, d["reasons"]["millicores"])
+PY
+
+# --- report --job -------------------------------------------------------------------------
+"$shim" report --policy open.json --db h.db --job nightly >table.out || fail "report --job"
+[ "$(grep -c '^app-tune-' table.out)" = 4 ] || fail "report table: $(cat table.out)"
+grep -q '^job nightly: 4 runs, 0 failed$' table.out || fail "report table: $(cat table.out)"
+"$shim" report --policy open.json --db h.db --job nightly --json >lines.out || fail "report --json"
+python3 - lines.out <<'PY' || fail "report --json: $(cat lines.out)"
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["app_id"] for r in runs] == ["app-tune-1", "app-tune-2", "app-tune-3", "app-tune-4"], runs
+assert all(r["executors"] == 2 and r["millicores"] == 2000 and r["failure"] == "ok" for r in runs)
+assert all(0 <= r["cpu_util"] < 0.5 for r in runs), [r["cpu_util"] for r in runs]
+PY
+cat table.out
+
+# --- exit statuses ------------------------------------------------------------------------
+status=0; "$shim" tune --policy open.json --db h.db --job nobody 2>err.txt || status=$?
+[ "$status" = 2 ] || fail "unknown job: exit $status"
+grep -q "job 'nobody': no run" err.txt || fail "unknown job: $(cat err.txt)"
+status=0; "$shim" tune --policy open.json --db "$tmp/none.db" --job nightly 2>err.txt || status=$?
+[ "$status" = 2 ] || fail "missing history: exit $status"
+[ ! -e "$tmp/none.db" ] || fail "tune made a history file"
+status=0; "$shim" tune --policy open.json --db h.db --job nightly --format yaml 2>err.txt || status=$?
+[ "$status" = 120 ] || fail "bad format: exit $status"
+grep -q "'yaml' is not a format; allowed: conf, properties, json" err.txt || fail "bad format: $(cat err.txt)"
+status=0; "$shim" tune --policy open.json --db h.db 2>err.txt || status=$?
+[ "$status" = 120 ] || fail "no --job: exit $status"
+status=0; "$shim" tune --policy bad.json --db h.db --job nightly 2>err.txt || status=$?
+[ "$status" = 121 ] || fail "bad policy: exit $status"
+grep -q 'tuner.bogus: unknown key' err.txt || fail "bad policy: $(cat err.txt)"
+echo "tune: ok"
