@@ -26,6 +26,7 @@ struct tune_options {
         enum format format;
         bool json; /* report --job --json */
         bool seed_set;
+        enum tuner_stage_used stage; /* --stage; NONE = auto */
         uint64_t seed;
 };
 
@@ -50,7 +51,7 @@ int tuner_cli_load_policy(const char *path, bool explicit, struct policy *p)
 
 static int parse(int argc, char **argv, bool report, struct tune_options *o)
 {
-        enum { OPT_JOB = 256, OPT_DB, OPT_POLICY, OPT_FORMAT, OPT_JSON, OPT_SEED, OPT_HELP };
+        enum { OPT_JOB = 256, OPT_DB, OPT_POLICY, OPT_FORMAT, OPT_JSON, OPT_SEED, OPT_STAGE, OPT_HELP };
         static const struct option options[] = {
                 { "job", required_argument, NULL, OPT_JOB },
                 { "db", required_argument, NULL, OPT_DB },
@@ -58,6 +59,7 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
                 { "format", required_argument, NULL, OPT_FORMAT },
                 { "json", no_argument, NULL, OPT_JSON },
                 { "seed", required_argument, NULL, OPT_SEED },
+                { "stage", required_argument, NULL, OPT_STAGE },
                 { "help", no_argument, NULL, OPT_HELP },
                 { NULL, 0, NULL, 0 },
         };
@@ -104,6 +106,17 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
                 case OPT_JSON:
                         o->json = true;
                         break;
+                case OPT_STAGE:
+                        if (report || (strcmp(optarg, "auto") != 0 && strcmp(optarg, "rules") != 0 &&
+                                       strcmp(optarg, "bo") != 0)) {
+                                log_error("%s: --stage: '%s' is not a stage; allowed: auto, rules, bo (tune only)",
+                                          command, optarg);
+                                return SHIM_EXIT_USAGE;
+                        }
+                        o->stage = strcmp(optarg, "rules") == 0 ? TUNER_STAGE_RULES
+                                   : strcmp(optarg, "bo") == 0  ? TUNER_STAGE_BO
+                                                                : TUNER_STAGE_NONE;
+                        break;
                 case OPT_SEED: {
                         char *end;
                         errno = 0;
@@ -120,7 +133,7 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
                 case OPT_HELP:
                 case 'h':
                         printf(report ? "usage: sparkshim report --job KEY [--db DB] [--policy FILE] [--json]\n"
-                                      : "usage: sparkshim tune --job KEY [--db DB] [--policy FILE] [--format conf|properties|json] [--seed N]\n");
+                                      : "usage: sparkshim tune --job KEY [--db DB] [--policy FILE] [--format conf|properties|json] [--seed N] [--stage auto|rules|bo]\n");
                         printf("See sparkshim-tune(1).\n");
                         return -1;
                 case ':':
@@ -323,7 +336,7 @@ int tuner_cli_tune(int argc, char **argv)
         r = load_runs(&o, &p, &b, &runs, &n);
         if (r)
                 return r;
-        r = tuner_recommend(runs, n, &b, &rec, &err);
+        r = tuner_recommend_stage(runs, n, &b, o.stage, &rec, &err);
         if (r < 0) {
                 log_error("tune: job '%s': %s", o.job, err.text);
                 free(runs);

@@ -19,6 +19,13 @@
 int tuner_recommend(struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                     struct tuner_recommendation *ret, struct shim_error *err)
 {
+        return tuner_recommend_stage(runs, n, b, TUNER_STAGE_NONE, ret, err);
+}
+
+int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
+                          enum tuner_stage_used stage, struct tuner_recommendation *ret,
+                          struct shim_error *err)
+{
         struct tuner_recommendation rules, bo;
         struct tuner_params floor;
         size_t good = 0;
@@ -31,7 +38,7 @@ int tuner_recommend(struct tuner_run *runs, size_t n, const struct tuner_bounds 
                 return shim_error_set(err, -r, "the rules cannot recommend: %s", strerror(-r));
         for (size_t i = 0; i < n; i++)
                 good += runs[i].failure == TUNER_OK && isfinite(runs[i].objective);
-        if (rules.converged && good >= BO_MIN_RUNS) {
+        if (stage == TUNER_STAGE_BO || (stage == TUNER_STAGE_NONE && rules.converged && good >= BO_MIN_RUNS)) {
                 struct shim_error bo_err = { 0 };
 
                 /* what the job never set stays unset: no partitions for a job without SQL
@@ -50,7 +57,7 @@ int tuner_recommend(struct tuner_run *runs, size_t n, const struct tuner_bounds 
                         *ret = bo;
                         return 0;
                 }
-                if (r != -ENODATA)
+                if (r != -ENODATA || stage == TUNER_STAGE_BO)
                         return shim_error_set(err, -r, "stage 2: %s", bo_err.text);
         }
         tuner_clamp(&rules.params, rules.reasons, b);

@@ -250,6 +250,12 @@ unsigned tuner_clamp(struct tuner_params *params, struct tuner_reason reasons[TU
  */
 int tuner_recommend(struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                     struct tuner_recommendation *ret, struct shim_error *err);
+/* The same with the stage forced: TUNER_STAGE_RULES (stage 1 only) or TUNER_STAGE_BO (stage 2
+ * whether or not the rules have converged, still within their floor; -ENODATA with fewer
+ * than 2 successful runs); TUNER_STAGE_NONE is tuner_recommend(). */
+int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
+                          enum tuner_stage_used stage, struct tuner_recommendation *ret,
+                          struct shim_error *err);
 
 /* A run as one JSON object (`sparkshim report --job --json`, the offline benchmark's data):
  * every field of struct tuner_run, unknown figures as null. NULL only for ENOMEM. */

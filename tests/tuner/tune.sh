@@ -59,6 +59,20 @@ grep -v -- '^--conf spark\.[A-Za-z._]*=[0-9a-z.]*$' conf.out && fail "conf: a li
 "$shim" tune --policy open.json --db h.db --job nightly --format properties >p.out || fail "tune properties"
 [ "$(grep -vc '^#' p.out)" = "$(wc -l <conf.out)" ] || fail "properties and conf differ: $(cat p.out)"
 
+# stage 2 on demand: a prediction and a failure probability below the policy's bound
+"$shim" tune --policy open.json --db h.db --job nightly --format json --stage bo >bo.json ||
+	fail "tune --stage bo"
+python3 - bo.json <<'PY' || fail "tune --stage bo: $(cat bo.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["stage"] == "bo", d["stage"]
+assert d["predicted_objective"] > 0 and 0 <= d["failure_probability"] < 0.1, d
+assert d["reasons"]["millicores"]["source"] in ("bo", "bound", "unchanged"), d["reasons"]
+print("bo: predicted objective", d["predicted_objective"], "P(failure)", d["failure_probability"])
+PY
+"$shim" tune --policy open.json --db h.db --job nightly --format json --stage rules | grep -q '"stage": "rules"' ||
+	fail "tune --stage rules"
+
 # the admin's bounds win
 "$shim" tune --policy bounded.json --db h.db --job nightly --format json >bounded.out ||
 	fail "tune with bounds"
@@ -95,6 +109,8 @@ status=0; "$shim" tune --policy open.json --db "$tmp/none.db" --job nightly 2>er
 status=0; "$shim" tune --policy open.json --db h.db --job nightly --format yaml 2>err.txt || status=$?
 [ "$status" = 120 ] || fail "bad format: exit $status"
 grep -q "'yaml' is not a format; allowed: conf, properties, json" err.txt || fail "bad format: $(cat err.txt)"
+status=0; "$shim" tune --policy open.json --db h.db --job nightly --stage best 2>err.txt || status=$?
+[ "$status" = 120 ] || fail "bad stage: exit $status"
 status=0; "$shim" tune --policy open.json --db h.db 2>err.txt || status=$?
 [ "$status" = 120 ] || fail "no --job: exit $status"
 status=0; "$shim" tune --policy bad.json --db h.db --job nightly 2>err.txt || status=$?
