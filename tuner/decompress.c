@@ -182,7 +182,7 @@ static int read_some(struct tuner_stream *s, uint8_t *buf, size_t size, size_t *
 static int want_in(struct tuner_stream *s, size_t need, struct shim_error *err)
 {
         while (s->in_end - s->in_start < need) {
-                size_t n;
+                size_t n, size;
                 int r;
 
                 if (s->in_eof)
@@ -192,7 +192,11 @@ static int want_in(struct tuner_stream *s, size_t need, struct shim_error *err)
                         s->in_end -= s->in_start;
                         s->in_start = 0;
                 }
-                r = grow(&s->in, &s->in_cap, need > 65536 ? need : 65536);
+                /* grow with the data that arrives, not with the length a header claims */
+                size = need;
+                if (size > s->in_cap && size > (s->in_cap < 65536 ? 65536 : s->in_cap * 2))
+                        size = s->in_cap < 65536 ? 65536 : s->in_cap * 2;
+                r = grow(&s->in, &s->in_cap, size < 65536 ? 65536 : size);
                 if (r < 0)
                         return shim_error_set(err, r, "%s: out of memory", s->name);
                 r = read_some(s, s->in + s->in_end, s->in_cap - s->in_end, &n, err);
@@ -310,6 +314,12 @@ static int next_lz4(struct tuner_stream *s, struct shim_error *err)
                                               "%s: lz4 block of %" PRIu32 " -> %" PRIu32
                                               " bytes; allowed: up to %" PRIu64 " (raw: equal)",
                                               s->name, clen, dlen, TUNER_STREAM_BLOCK_MAX);
+                /* LZ4 expands at most ~255 times: a larger claim would only cost memory */
+                if (method == LZ4_METHOD_LZ4 && dlen / 255 > clen)
+                        return shim_error_set(err, EINVAL,
+                                              "%s: lz4 block of %" PRIu32 " -> %" PRIu32
+                                              " bytes: more than LZ4 can expand",
+                                              s->name, clen, dlen);
                 if (clen == 0 && dlen == 0) { /* the end of one stream; another may follow */
                         s->in_start += LZ4_HEADER;
                         continue;
@@ -386,8 +396,9 @@ static int next_snappy(struct tuner_stream *s, struct shim_error *err)
                 if (r > 0)
                         return cut_short(s, "a chunk", err);
                 h = s->in + s->in_start + 4;
+                /* snappy expands at most ~22 times (a 3-byte copy of 64 bytes) */
                 if (snappy_uncompressed_length((const char *)h, clen, &dlen) != SNAPPY_OK ||
-                    dlen > TUNER_STREAM_BLOCK_MAX)
+                    dlen > TUNER_STREAM_BLOCK_MAX || dlen / 32 > clen)
                         return shim_error_set(err, EINVAL,
                                               "%s: corrupt snappy chunk (bad length; allowed: up "
                                               "to %" PRIu64 " bytes)",
