@@ -15,15 +15,15 @@
 #include "decompress.h"
 #include "util.h"
 
-#define PLAIN_CHUNK     (UINT64_C(1) << 20)
-#define LZ4_MAGIC       "LZ4Block"
-#define LZ4_HEADER      21 /* magic, token, compressed length, length, checksum */
-#define LZ4_METHOD_RAW  0x10
-#define LZ4_METHOD_LZ4  0x20
-#define LZ4_SEED        UINT32_C(0x9747b28c)
-#define SNAPPY_HEADER   16
-#define LZF_HEADER_RAW  5
-#define LZF_HEADER_LZF  7
+#define PLAIN_CHUNK    (UINT64_C(1) << 20)
+#define LZ4_MAGIC      "LZ4Block"
+#define LZ4_HEADER     21 /* magic, token, compressed length, length, checksum */
+#define LZ4_METHOD_RAW 0x10
+#define LZ4_METHOD_LZ4 0x20
+#define LZ4_SEED       UINT32_C(0x9747b28c)
+#define SNAPPY_HEADER  16
+#define LZF_HEADER_RAW 5
+#define LZF_HEADER_LZF 7
 
 static const uint8_t snappy_magic[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
 
@@ -119,8 +119,8 @@ static uint32_t read_be16(const uint8_t *p)
 /* XXH32 as its specification (github.com/Cyan4973/xxHash, doc/xxhash_spec.md) defines it. */
 uint32_t tuner_xxh32(const void *data, size_t len, uint32_t seed)
 {
-        static const uint32_t p1 = 2654435761U, p2 = 2246822519U, p3 = 3266489917U,
-                              p4 = 668265263U, p5 = 374761393U;
+        static const uint32_t p1 = 2654435761U, p2 = 2246822519U, p3 = 3266489917U, p4 = 668265263U,
+                              p5 = 374761393U;
         const uint8_t *p = data, *end = p + len;
         uint32_t h;
 
@@ -295,10 +295,11 @@ static int next_lz4(struct tuner_stream *s, struct shim_error *err)
                         return s->in_end == s->in_start ? 0 : cut_short(s, "a block header", err);
                 h = s->in + s->in_start;
                 if (memcmp(h, LZ4_MAGIC, 8) != 0)
-                        return shim_error_set(err, EINVAL,
-                                              "%s: not lz4-java block data (no \"LZ4Block\" magic at "
-                                              "a block's start)",
-                                              s->name);
+                        return shim_error_set(
+                            err, EINVAL,
+                            "%s: not lz4-java block data (no \"LZ4Block\" magic at "
+                            "a block's start)",
+                            s->name);
                 method = h[8] & 0xf0;
                 clen = read_le32(h + 9);
                 dlen = read_le32(h + 13);
@@ -329,7 +330,7 @@ static int next_lz4(struct tuner_stream *s, struct shim_error *err)
                         return r;
                 if (r > 0)
                         return cut_short(s, "a block", err);
-                r = out_reserve(s, dlen, err);
+                r = out_reserve(s, dlen ? dlen : 1, err);
                 if (r < 0)
                         return r;
                 h = s->in + s->in_start;
@@ -562,10 +563,9 @@ int tuner_stream_line(struct tuner_stream *s, const char **ret_line, size_t *ret
                 nl = memchr(p, '\n', s->out_len - s->out_pos);
                 chunk = nl ? (size_t)(nl - p) : s->out_len - s->out_pos;
                 if (chunk > s->line_max - s->line_len)
-                        return shim_error_set(err, EFBIG,
-                                              "%s:%" PRIu64 ": a line longer than %" PRIu64
-                                              " bytes",
-                                              s->name, s->lineno + 1, s->line_max);
+                        return shim_error_set(
+                            err, EFBIG, "%s:%" PRIu64 ": a line longer than %" PRIu64 " bytes",
+                            s->name, s->lineno + 1, s->line_max);
                 if (grow((uint8_t **)&s->line, &s->line_cap, s->line_len + chunk + 1) < 0)
                         return shim_error_set(err, ENOMEM, "%s: out of memory", s->name);
                 memcpy(s->line + s->line_len, p, chunk);

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "decompress.h"
@@ -65,6 +66,7 @@ struct tuner_eventlog {
         size_t executor_index_cap;
         uint64_t durations_kept;
         uint64_t sample_state;
+        uint64_t hash_seed;
         bool started;
 };
 
@@ -97,9 +99,10 @@ struct ctx {
 static int wrong_type(const struct ctx *c, const char *key, const json_t *v, const char *want)
 {
         static const char *const names[] = {
-                [JSON_OBJECT] = "an object", [JSON_ARRAY] = "an array", [JSON_STRING] = "a string",
-                [JSON_INTEGER] = "an integer", [JSON_REAL] = "a real number",
-                [JSON_TRUE] = "true", [JSON_FALSE] = "false", [JSON_NULL] = "null",
+            [JSON_OBJECT] = "an object",   [JSON_ARRAY] = "an array",
+            [JSON_STRING] = "a string",    [JSON_INTEGER] = "an integer",
+            [JSON_REAL] = "a real number", [JSON_TRUE] = "true",
+            [JSON_FALSE] = "false",        [JSON_NULL] = "null",
         };
         return shim_error_set(c->err, EINVAL, "%s: \"%s\" is %s; want %s", c->event, key,
                               names[json_typeof(v)], want);
@@ -178,8 +181,7 @@ static int require_str(const struct ctx *c, const json_t *obj, const char *key, 
         return r > 0 ? missing(c, key, "a string") : r;
 }
 
-static int require_obj(const struct ctx *c, const json_t *obj, const char *key,
-                       const json_t **ret)
+static int require_obj(const struct ctx *c, const json_t *obj, const char *key, const json_t **ret)
 {
         int r = field_obj(c, obj, key, ret);
 
@@ -195,8 +197,7 @@ static int id32(const struct ctx *c, const char *key, int64_t v, int32_t *ret)
         return 0;
 }
 
-static int copy_id(const struct ctx *c, const char *key, const char *value, char *buf,
-                   size_t size)
+static int copy_id(const struct ctx *c, const char *key, const char *value, char *buf, size_t size)
 {
         size_t n = strlen(value);
 
@@ -209,26 +210,27 @@ static int copy_id(const struct ctx *c, const char *key, const char *value, char
 
 /* ---- the indexes ---- */
 
-static uint64_t hash_bytes(const void *data, size_t len)
+/* FNV-1a from a per-reader random start, so that a log cannot be made of colliding ids */
+static uint64_t hash_bytes(uint64_t seed, const void *data, size_t len)
 {
         const uint8_t *p = data;
-        uint64_t h = UINT64_C(14695981039346656037);
+        uint64_t h = UINT64_C(14695981039346656037) ^ seed;
 
         for (size_t i = 0; i < len; i++)
                 h = (h ^ p[i]) * UINT64_C(1099511628211);
         return h;
 }
 
-static uint64_t stage_hash(int32_t id, int32_t attempt)
+static uint64_t stage_hash(const struct tuner_eventlog *el, int32_t id, int32_t attempt)
 {
         int32_t key[2] = {id, attempt};
 
-        return hash_bytes(key, sizeof(key));
+        return hash_bytes(el->hash_seed, key, sizeof(key));
 }
 
-static uint64_t executor_hash(const char *id)
+static uint64_t executor_hash(const struct tuner_eventlog *el, const char *id)
 {
-        return hash_bytes(id, strlen(id));
+        return hash_bytes(el->hash_seed, id, strlen(id));
 }
 
 /* Insert index i (hash h) into table (cap a power of two, with room). */
@@ -257,9 +259,10 @@ static int index_grow(struct tuner_eventlog *el, bool stages)
         if (!t)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
-                index_put(t, new_cap, stages ? stage_hash(el->stages[i].stage.stage_id,
-                                                          el->stages[i].stage.attempt)
-                                             : executor_hash(el->executors[i].executor_id),
+                index_put(t, new_cap,
+                          stages ? stage_hash(el, el->stages[i].stage.stage_id,
+                                              el->stages[i].stage.attempt)
+                                 : executor_hash(el, el->executors[i].executor_id),
                           i);
         free(*table);
         *table = t;
@@ -268,8 +271,7 @@ static int index_grow(struct tuner_eventlog *el, bool stages)
 }
 
 /* The stage attempt's state, made on first sight; NULL past STAGES_MAX (or -ENOMEM in *r). */
-static struct stage_state *stage_get(struct tuner_eventlog *el, int32_t id, int32_t attempt,
-                                     int *r)
+static struct stage_state *stage_get(struct tuner_eventlog *el, int32_t id, int32_t attempt, int *r)
 {
         struct stage_state *s;
 
@@ -277,7 +279,7 @@ static struct stage_state *stage_get(struct tuner_eventlog *el, int32_t id, int3
         if (el->stage_index_cap) {
                 size_t mask = el->stage_index_cap - 1;
 
-                for (size_t slot = stage_hash(id, attempt) & mask; el->stage_index[slot];
+                for (size_t slot = stage_hash(el, id, attempt) & mask; el->stage_index[slot];
                      slot = (slot + 1) & mask) {
                         s = &el->stages[el->stage_index[slot] - 1];
                         if (s->stage.stage_id == id && s->stage.attempt == attempt)
@@ -299,14 +301,15 @@ static struct stage_state *stage_get(struct tuner_eventlog *el, int32_t id, int3
                 goto oom;
         s = &el->stages[el->n_stages];
         *s = (struct stage_state){
-                .stage = {
-                        .stage_id = id,
-                        .attempt = attempt,
-                        .task_max_seconds = NAN,
-                        .task_median_seconds = NAN,
+            .stage =
+                {
+                    .stage_id = id,
+                    .attempt = attempt,
+                    .task_max_seconds = NAN,
+                    .task_median_seconds = NAN,
                 },
         };
-        index_put(el->stage_index, el->stage_index_cap, stage_hash(id, attempt), el->n_stages);
+        index_put(el->stage_index, el->stage_index_cap, stage_hash(el, id, attempt), el->n_stages);
         el->n_stages++;
         return s;
 oom:
@@ -322,7 +325,7 @@ static struct tuner_app_executor *executor_get(struct tuner_eventlog *el, const 
         if (el->executor_index_cap) {
                 size_t mask = el->executor_index_cap - 1;
 
-                for (size_t slot = executor_hash(id) & mask; el->executor_index[slot];
+                for (size_t slot = executor_hash(el, id) & mask; el->executor_index[slot];
                      slot = (slot + 1) & mask) {
                         e = &el->executors[el->executor_index[slot] - 1];
                         if (strcmp(e->executor_id, id) == 0)
@@ -344,12 +347,12 @@ static struct tuner_app_executor *executor_get(struct tuner_eventlog *el, const 
                 goto oom;
         e = &el->executors[el->app.n_executors];
         *e = (struct tuner_app_executor){
-                .jvm_heap_peak = TUNER_UNKNOWN,
-                .jvm_offheap_peak = TUNER_UNKNOWN,
-                .rss_peak = TUNER_UNKNOWN,
+            .jvm_heap_peak = TUNER_UNKNOWN,
+            .jvm_offheap_peak = TUNER_UNKNOWN,
+            .rss_peak = TUNER_UNKNOWN,
         };
         snprintf(e->executor_id, sizeof(e->executor_id), "%s", id);
-        index_put(el->executor_index, el->executor_index_cap, executor_hash(id),
+        index_put(el->executor_index, el->executor_index_cap, executor_hash(el, id),
                   el->app.n_executors);
         el->app.n_executors++;
         return e;
@@ -382,7 +385,8 @@ static int on_app_start(struct tuner_eventlog *el, const struct ctx *c, const js
         int r;
 
         if ((r = field_str(c, ev, "App Name", &name)) < 0 ||
-            (r = field_str(c, ev, "App ID", &id)) < 0 || (r = field_int(c, ev, "Timestamp", &ts)) < 0)
+            (r = field_str(c, ev, "App ID", &id)) < 0 ||
+            (r = field_int(c, ev, "Timestamp", &ts)) < 0)
                 return r;
         if (id && (r = copy_id(c, "App ID", id, el->app.app_id, sizeof(el->app.app_id))) < 0)
                 return r;
@@ -417,12 +421,13 @@ static int on_environment(struct tuner_eventlog *el, const struct ctx *c, const 
                 const char *k;
                 const json_t *v;
 
-                json_object_foreach ((json_t *)props, k, v)
-                        if (!json_is_string(v))
-                                return shim_error_set(c->err, EINVAL,
-                                                      "%s: \"Spark Properties\".\"%s\" is not a "
-                                                      "string",
-                                                      c->event, k);
+                json_object_foreach(
+                    (json_t *)props, k,
+                    v) if (!json_is_string(v)) return shim_error_set(c->err, EINVAL,
+                                                                     "%s: \"Spark "
+                                                                     "Properties\".\"%s\" is not a "
+                                                                     "string",
+                                                                     c->event, k);
                 obj = json_incref((json_t *)props);
         } else if (json_is_array(props)) { /* [[key, value], ...] */
                 size_t i;
@@ -431,7 +436,8 @@ static int on_environment(struct tuner_eventlog *el, const struct ctx *c, const 
                 obj = json_object();
                 if (!obj)
                         return oom(c);
-                json_array_foreach (props, i, pair) {
+                json_array_foreach(props, i, pair)
+                {
                         const json_t *k = json_array_get(pair, 0), *v = json_array_get(pair, 1);
 
                         if (!json_is_array(pair) || json_array_size(pair) != 2 ||
@@ -578,8 +584,8 @@ static void keep_duration(struct tuner_eventlog *el, struct stage_state *s, uint
         if (s->n_durations == 0)
                 return;
         /* reservoir sampling with a fixed stream: the same log, the same median */
-        el->sample_state = el->sample_state * UINT64_C(6364136223846793005) +
-                           UINT64_C(1442695040888963407);
+        el->sample_state =
+            el->sample_state * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
         {
                 uint64_t j = (el->sample_state >> 11) % s->seen_durations;
 
@@ -657,7 +663,8 @@ static int on_task_end(struct tuner_eventlog *el, const struct ctx *c, const jso
                 if ((r = field_add(c, metrics, "Executor Run Time", &run)) < 0 ||
                     (r = field_add(c, metrics, "Executor CPU Time", &cpu)) < 0 ||
                     (r = field_add(c, metrics, "JVM GC Time", &gc)) < 0 ||
-                    (r = field_add(c, metrics, "Memory Bytes Spilled", &st->memory_spill_bytes)) < 0 ||
+                    (r = field_add(c, metrics, "Memory Bytes Spilled", &st->memory_spill_bytes)) <
+                        0 ||
                     (r = field_add(c, metrics, "Disk Bytes Spilled", &st->disk_spill_bytes)) < 0)
                         return r;
                 st->run_seconds += (double)run / 1e3;
@@ -666,15 +673,17 @@ static int on_task_end(struct tuner_eventlog *el, const struct ctx *c, const jso
                 el->app.gc_seconds += (double)gc / 1e3;
                 r = field_obj(c, metrics, "Shuffle Read Metrics", &sub);
                 if (r < 0 ||
-                    (r == 0 && ((r = field_add(c, sub, "Remote Bytes Read", &st->shuffle_read_bytes)) < 0 ||
-                                (r = field_add(c, sub, "Local Bytes Read", &st->shuffle_read_bytes)) < 0)))
+                    (r == 0 &&
+                     ((r = field_add(c, sub, "Remote Bytes Read", &st->shuffle_read_bytes)) < 0 ||
+                      (r = field_add(c, sub, "Local Bytes Read", &st->shuffle_read_bytes)) < 0)))
                         return r;
                 r = field_obj(c, metrics, "Shuffle Write Metrics", &sub);
                 if (r < 0 || (r == 0 && (r = field_add(c, sub, "Shuffle Bytes Written",
                                                        &st->shuffle_write_bytes)) < 0))
                         return r;
                 r = field_obj(c, metrics, "Input Metrics", &sub);
-                if (r < 0 || (r == 0 && (r = field_add(c, sub, "Bytes Read", &st->input_bytes)) < 0))
+                if (r < 0 ||
+                    (r == 0 && (r = field_add(c, sub, "Bytes Read", &st->input_bytes)) < 0))
                         return r;
         }
         if (s && outcome == TASK_OK && launch > 0 && finish >= launch) {
@@ -726,7 +735,8 @@ static int on_executor_added(struct tuner_eventlog *el, const struct ctx *c, con
  */
 static bool removal_is_release(const char *reason)
 {
-        return strstr(reason, "killed by driver") || strncmp(reason, "Executor decommission", 21) == 0;
+        return strstr(reason, "killed by driver") ||
+               strncmp(reason, "Executor decommission", 21) == 0;
 }
 
 static int on_executor_removed(struct tuner_eventlog *el, const struct ctx *c, const json_t *ev)
@@ -818,9 +828,22 @@ int tuner_eventlog_line(struct tuner_eventlog *el, const char *line, size_t len,
         return 0; /* unknown events: Spark adds them across versions */
 }
 
+static uint64_t random_seed(const void *salt)
+{
+        uint64_t seed;
+
+        if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
+                seed = (uint64_t)(uintptr_t)salt * UINT64_C(0x9e3779b97f4a7c15);
+        return seed;
+}
+
 struct tuner_eventlog *tuner_eventlog_new(void)
 {
-        return calloc(1, sizeof(struct tuner_eventlog));
+        struct tuner_eventlog *el = calloc(1, sizeof(*el));
+
+        if (el)
+                el->hash_seed = random_seed(el);
+        return el;
 }
 
 static void eventlog_clear(struct tuner_eventlog *el)
@@ -832,7 +855,7 @@ static void eventlog_clear(struct tuner_eventlog *el)
         free(el->stage_index);
         free(el->executor_index);
         free(el->app.conf_json);
-        *el = (struct tuner_eventlog){0};
+        *el = (struct tuner_eventlog){.hash_seed = el->hash_seed};
 }
 
 void tuner_eventlog_free(struct tuner_eventlog *el)
@@ -901,8 +924,9 @@ int tuner_eventlog_finish(struct tuner_eventlog *el, struct tuner_app *ret, stru
                 if (n > 0) {
                         qsort(s->durations_ms, n, sizeof(uint32_t), cmp_u32);
                         s->stage.task_median_seconds =
-                                n % 2 ? s->durations_ms[n / 2] / 1e3
-                                      : ((double)s->durations_ms[n / 2 - 1] + s->durations_ms[n / 2]) / 2e3;
+                            n % 2 ? s->durations_ms[n / 2] / 1e3
+                                  : ((double)s->durations_ms[n / 2 - 1] + s->durations_ms[n / 2]) /
+                                        2e3;
                 }
                 stages[i] = s->stage;
         }
@@ -923,8 +947,8 @@ int tuner_eventlog_finish(struct tuner_eventlog *el, struct tuner_app *ret, stru
 /* ---- files ---- */
 
 /* Feed the lines of one file; last_may_be_cut: an in-progress log's last line may be cut. */
-static int read_file(struct tuner_eventlog *el, const char *path, bool in_progress,
-                     uint64_t *total, struct shim_error *err)
+static int read_file(struct tuner_eventlog *el, const char *path, bool in_progress, uint64_t *total,
+                     struct shim_error *err)
 {
         struct tuner_stream *s = NULL;
         struct shim_error line_err;
@@ -951,8 +975,8 @@ static int read_file(struct tuner_eventlog *el, const char *path, bool in_progre
                         continue;
                 }
                 if (r < 0) {
-                        shim_error_set(err, r, "%s:%" PRIu64 ": %s", path,
-                                       tuner_stream_lineno(s), line_err.text);
+                        shim_error_set(err, r, "%s:%" PRIu64 ": %s", path, tuner_stream_lineno(s),
+                                       line_err.text);
                         break;
                 }
         }
@@ -1114,8 +1138,7 @@ bool tuner_eventlog_detect(const char *path)
         tuner_stream_set_limits(s, DETECT_LINE_MAX, DETECT_LINE_MAX);
         if (tuner_stream_line(s, &line, &len, &terminated, NULL) > 0) {
                 ev = json_loadb(line, len, 0, NULL);
-                ok = json_is_object(ev) &&
-                     json_is_string(json_object_get(ev, "Event")) &&
+                ok = json_is_object(ev) && json_is_string(json_object_get(ev, "Event")) &&
                      strcmp(json_string_value(json_object_get(ev, "Event")),
                             "SparkListenerLogStart") == 0;
         }

@@ -2,9 +2,10 @@
 /*
  * libFuzzer harness: the event-log decompressor (tuner/decompress.c) on untrusted files. The
  * first input byte picks the codec (its low 3 bits mod 5: plain, zstd, lz4, snappy, lzf, so
- * '0'..'4') and, with bit 3, an in-progress stream ('8'..'<'); the rest is the file, read through a memfd line by line
- * with small bounds (lines of 4 KiB, 4 MiB in all), so that the bounds are exercised too.
- * Seeds in tests/fuzz/corpus/decompress/: the start of real Spark logs in each codec.
+ * '0'..'4') and, with bit 3, an in-progress stream ('8'..'<'); the rest is the file, read through a
+ * memfd line by line with small bounds (lines of 4 KiB, 4 MiB in all), so that the bounds are
+ * exercised too. Seeds in tests/fuzz/corpus/decompress/: the start of real Spark logs in each
+ * codec.
  */
 #include <stddef.h>
 #include <stdint.h>
