@@ -24,31 +24,26 @@ static json_t *u64(uint64_t v)
 
 static json_t *stage_json(const struct tuner_stage *s)
 {
-        return json_pack("{si si si si sO sO sO sO sO so so so so so sI sI sb}",
-                         "stage_id", s->stage_id, "attempt", s->attempt,
-                         "tasks", (int)s->tasks, "failed_tasks", (int)s->failed_tasks,
-                         "input_bytes", u64(s->input_bytes),
-                         "shuffle_read_bytes", u64(s->shuffle_read_bytes),
-                         "shuffle_write_bytes", u64(s->shuffle_write_bytes),
-                         "memory_spill_bytes", u64(s->memory_spill_bytes),
-                         "disk_spill_bytes", u64(s->disk_spill_bytes),
+        return json_pack("{si si si si sO sO sO sO sO so so so so so sI sI sb}", "stage_id",
+                         s->stage_id, "attempt", s->attempt, "tasks", (int)s->tasks, "failed_tasks",
+                         (int)s->failed_tasks, "input_bytes", u64(s->input_bytes),
+                         "shuffle_read_bytes", u64(s->shuffle_read_bytes), "shuffle_write_bytes",
+                         u64(s->shuffle_write_bytes), "memory_spill_bytes",
+                         u64(s->memory_spill_bytes), "disk_spill_bytes", u64(s->disk_spill_bytes),
                          "run_seconds", real(s->run_seconds), "cpu_seconds", real(s->cpu_seconds),
-                         "gc_seconds", real(s->gc_seconds),
-                         "task_max_seconds", real(s->task_max_seconds),
-                         "task_median_seconds", real(s->task_median_seconds),
-                         "submit_ms", (json_int_t)s->submit_ms,
+                         "gc_seconds", real(s->gc_seconds), "task_max_seconds",
+                         real(s->task_max_seconds), "task_median_seconds",
+                         real(s->task_median_seconds), "submit_ms", (json_int_t)s->submit_ms,
                          "complete_ms", (json_int_t)s->complete_ms, "failed", s->failed);
 }
 
 static json_t *executor_json(const struct tuner_app_executor *e)
 {
-        return json_pack("{ss si sI sI ss sb so so so}", "executor_id", e->executor_id,
-                         "cores", (int)e->cores, "added_ms", (json_int_t)e->added_ms,
-                         "removed_ms", (json_int_t)e->removed_ms,
-                         "removed_reason", e->removed_reason, "lost", e->lost,
-                         "jvm_heap_peak", u64(e->jvm_heap_peak),
-                         "jvm_offheap_peak", u64(e->jvm_offheap_peak), "rss_peak",
-                         u64(e->rss_peak));
+        return json_pack("{ss si sI sI ss sb so so so}", "executor_id", e->executor_id, "cores",
+                         (int)e->cores, "added_ms", (json_int_t)e->added_ms, "removed_ms",
+                         (json_int_t)e->removed_ms, "removed_reason", e->removed_reason, "lost",
+                         e->lost, "jvm_heap_peak", u64(e->jvm_heap_peak), "jvm_offheap_peak",
+                         u64(e->jvm_offheap_peak), "rss_peak", u64(e->rss_peak));
 }
 
 int main(int argc, char **argv)

@@ -26,8 +26,8 @@
 #include "test_helpers.h"
 
 static const char *const app_start =
-        "{\"Event\":\"SparkListenerApplicationStart\",\"App Name\":\"job\",\"App ID\":\"app-1\","
-        "\"Timestamp\":1000,\"User\":\"u\"}";
+    "{\"Event\":\"SparkListenerApplicationStart\",\"App Name\":\"job\",\"App ID\":\"app-1\","
+    "\"Timestamp\":1000,\"User\":\"u\"}";
 
 static struct tuner_eventlog *el;
 
@@ -117,7 +117,8 @@ Test(eventlog_line, task_failures_by_reason)
         /* metrics of every attempt count (the work was done); durations of successes only */
         cr_expect_eq(app.stages[0].memory_spill_bytes, 40, "stage 0 spill %" PRIu64,
                      app.stages[0].memory_spill_bytes);
-        cr_expect_float_eq(app.stages[0].run_seconds, 8.0, 1e-9, "run %g", app.stages[0].run_seconds);
+        cr_expect_float_eq(app.stages[0].run_seconds, 8.0, 1e-9, "run %g",
+                           app.stages[0].run_seconds);
         cr_expect_float_eq(app.gc_seconds, 0.9, 1e-9, "gc %g", app.gc_seconds);
         cr_expect_float_eq(app.stages[0].task_median_seconds, 2.0, 1e-9, "median %g",
                            app.stages[0].task_median_seconds);
@@ -133,9 +134,9 @@ Test(eventlog_line, task_failures_by_reason)
 Test(eventlog_line, stages_median_and_failure)
 {
         static const char *const fmt =
-                "{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":4,\"Stage Attempt ID\":1,"
-                "\"Task End Reason\":{\"Reason\":\"Success\"},\"Task Info\":{\"Launch Time\":1000,"
-                "\"Finish Time\":%d}}";
+            "{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":4,\"Stage Attempt ID\":1,"
+            "\"Task End Reason\":{\"Reason\":\"Success\"},\"Task Info\":{\"Launch Time\":1000,"
+            "\"Finish Time\":%d}}";
         struct tuner_app app;
         char line[512];
 
@@ -203,13 +204,15 @@ Test(eventlog_line, lost_executors_and_the_end)
         /* 3: graceful decommission */
         feed("{\"Event\":\"SparkListenerExecutorRemoved\",\"Timestamp\":2200,\"Executor ID\":\"3\","
              "\"Removed Reason\":\"Executor decommission: scaling down\"}");
-        feed("{\"Event\":\"SparkListenerStageExecutorMetrics\",\"Executor ID\":\"4\",\"Stage ID\":0,"
-             "\"Stage Attempt ID\":0,\"Executor Metrics\":{\"JVMHeapMemory\":500,"
-             "\"JVMOffHeapMemory\":70,\"ProcessTreeJVMRSSMemory\":900,"
-             "\"ProcessTreeOtherRSSMemory\":100}}");
-        feed("{\"Event\":\"SparkListenerStageExecutorMetrics\",\"Executor ID\":\"4\",\"Stage ID\":1,"
-             "\"Stage Attempt ID\":0,\"Executor Metrics\":{\"JVMHeapMemory\":300,"
-             "\"JVMOffHeapMemory\":80,\"ProcessTreeJVMRSSMemory\":0}}");
+        feed(
+            "{\"Event\":\"SparkListenerStageExecutorMetrics\",\"Executor ID\":\"4\",\"Stage ID\":0,"
+            "\"Stage Attempt ID\":0,\"Executor Metrics\":{\"JVMHeapMemory\":500,"
+            "\"JVMOffHeapMemory\":70,\"ProcessTreeJVMRSSMemory\":900,"
+            "\"ProcessTreeOtherRSSMemory\":100}}");
+        feed(
+            "{\"Event\":\"SparkListenerStageExecutorMetrics\",\"Executor ID\":\"4\",\"Stage ID\":1,"
+            "\"Stage Attempt ID\":0,\"Executor Metrics\":{\"JVMHeapMemory\":300,"
+            "\"JVMOffHeapMemory\":80,\"ProcessTreeJVMRSSMemory\":0}}");
         feed("{\"Event\":\"SparkListenerApplicationEnd\",\"Timestamp\":5000}");
         /* 4: ended by the application's end (a standalone executor's exit 143 after TERM) */
         feed("{\"Event\":\"SparkListenerExecutorRemoved\",\"Timestamp\":5001,\"Executor ID\":\"4\","
@@ -247,12 +250,13 @@ Test(eventlog_line, counters_saturate)
 
         feed(app_start);
         for (int i = 0; i < 3; i++) {
-                snprintf(line, sizeof(line),
-                         "{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":0,\"Stage Attempt ID\":0,"
-                         "\"Task End Reason\":{\"Reason\":\"Success\"},\"Task Metrics\":{"
-                         "\"Disk Bytes Spilled\":%" PRId64 ",\"Memory Bytes Spilled\":-1,"
-                         "\"Shuffle Write Metrics\":{\"Shuffle Bytes Written\":%" PRId64 "}}}",
-                         INT64_MAX, INT64_MAX);
+                snprintf(
+                    line, sizeof(line),
+                    "{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":0,\"Stage Attempt ID\":0,"
+                    "\"Task End Reason\":{\"Reason\":\"Success\"},\"Task Metrics\":{"
+                    "\"Disk Bytes Spilled\":%" PRId64 ",\"Memory Bytes Spilled\":-1,"
+                    "\"Shuffle Write Metrics\":{\"Shuffle Bytes Written\":%" PRId64 "}}}",
+                    INT64_MAX, INT64_MAX);
                 feed(line);
         }
         feed("{\"Event\":\"SparkListenerStageSubmitted\",\"Stage Info\":{\"Stage ID\":0,"
@@ -422,8 +426,7 @@ Test(eventlog_file, errors)
         snprintf(path, sizeof(path), "%s/app.snappy", tmpdir);
         write_file(path, "\x82SNAPPY\0\0\0\0\1\0\0\0\1\xff\xff\xff\xff", 20);
         cr_expect_eq(tuner_eventlog_read(path, &app, &err), -EINVAL);
-        cr_expect(strstr(err.text, "app.snappy: snappy chunk of 4294967295 bytes"), "%s",
-                  err.text);
+        cr_expect(strstr(err.text, "app.snappy: snappy chunk of 4294967295 bytes"), "%s", err.text);
 
         snprintf(path, sizeof(path), "%s/app.zstd", tmpdir);
         write_file(path, "not zstd at all", 15);
@@ -557,14 +560,14 @@ Test(eventlog_file, rolling_directory_of_a_real_log)
                 const struct tuner_stage *a = &rolled.stages[i], *b = &one.stages[i];
 
                 cr_expect(a->stage_id == b->stage_id && a->tasks == b->tasks &&
-                                  a->failed_tasks == b->failed_tasks &&
-                                  a->memory_spill_bytes == b->memory_spill_bytes &&
-                                  a->disk_spill_bytes == b->disk_spill_bytes &&
-                                  a->shuffle_read_bytes == b->shuffle_read_bytes &&
-                                  a->shuffle_write_bytes == b->shuffle_write_bytes &&
-                                  a->run_seconds == b->run_seconds &&
-                                  a->task_median_seconds == b->task_median_seconds &&
-                                  a->complete_ms == b->complete_ms,
+                              a->failed_tasks == b->failed_tasks &&
+                              a->memory_spill_bytes == b->memory_spill_bytes &&
+                              a->disk_spill_bytes == b->disk_spill_bytes &&
+                              a->shuffle_read_bytes == b->shuffle_read_bytes &&
+                              a->shuffle_write_bytes == b->shuffle_write_bytes &&
+                              a->run_seconds == b->run_seconds &&
+                              a->task_median_seconds == b->task_median_seconds &&
+                              a->complete_ms == b->complete_ms,
                           "stage %zu differs between the file and the rolling directory", i);
         }
         tuner_app_free(&rolled);
