@@ -6,8 +6,11 @@
 //          (spark.shuffle.spill.numElementsForceSpillThreshold) -> collect: 2 stages,
 //          4 + 1 + 3 = 8 task attempts, 1 failed;
 //   job 1: a count over 2 partitions: 1 stage, 2 tasks.
-// Prints "ok <distinct keys>".
-// Usage: EventLogJob APP_NAME
+// With "lose-executor" (on local-cluster only: executors are JVMs of their own), the first
+// attempt of job 1's first task halts its executor's JVM: a lost executor, an
+// ExecutorLostFailure, and the task's retry on another executor: 3 attempts in job 1.
+// Prints "ok <distinct keys> <count>".
+// Usage: EventLogJob APP_NAME [lose-executor]
 import java.util.ArrayList;
 import java.util.List;
 
@@ -34,7 +37,14 @@ public final class EventLogJob {
                 }
                 return new Tuple2<>(i % 5000, (long) i);
             }).reduceByKey(Long::sum, 3).collect().size();
-            long count = sc.parallelize(numbers, 2).count();
+            boolean lose = args.length > 1 && args[1].equals("lose-executor");
+            long count = sc.parallelize(numbers, 2).map(i -> {
+                TaskContext tc = TaskContext.get();
+                if (lose && tc.partitionId() == 0 && tc.attemptNumber() == 0) {
+                    Runtime.getRuntime().halt(1);
+                }
+                return i;
+            }).count();
             System.out.println("ok " + keys + " " + count);
         }
     }

@@ -6,7 +6,9 @@
 # 3.5). The job (tests/tuner/EventLogJob.java, on local[2,2]) has a known shape: 2 jobs,
 # 3 stages of 4, 3 and 2 tasks, 10 task attempts of which 1 failed (the first attempt of one
 # map task throws; its retry succeeds), a shuffle, and sorters forced to spill
-# (spark.shuffle.spill.numElementsForceSpillThreshold). eventlog-dump prints what the reader
+# (spark.shuffle.spill.numElementsForceSpillThreshold). The lzf one runs on local-cluster
+# (executors in JVMs of their own) where one executor halts in job 1: an ExecutorLostFailure,
+# a lost executor, the task retried elsewhere (11 attempts, 2 failed). eventlog-dump prints what the reader
 # made of each log; it must match that shape, the application's name and id, a property the
 # test set, and, for the logs that are plain text, every per-stage sum that python computes
 # from the same JSON lines. Then copies of the logs cut mid-line (plain) and mid-block
@@ -74,7 +76,8 @@ z = zipfile.ZipFile(sys.argv[1], "w")
 for n in os.listdir(sys.argv[2]):
     z.write(os.path.join(sys.argv[2], n), n)' "$WORK/job.jar" "$WORK/classes"
 
-# submit FORM [--conf k=v ...]: run the job with its event log in $WORK/logs-FORM
+# submit FORM [--conf k=v ...]: run the job with its event log in $WORK/logs-FORM, on
+# $MASTER (default local[2,2]) with $JOB_ARGS after the application's name
 # (SPARKSHIM_EVENTLOG_REUSE=DIR: take DIR/logs-FORM from an earlier run, kept by
 # SPARKSHIM_EVENTLOG_KEEP=DIR; for working on the checks)
 submit() {
@@ -86,14 +89,14 @@ submit() {
   fi
   mkdir -p "$WORK/logs-$form"
   start=$(date +%s)
-  "$SPARK_HOME/bin/spark-submit" --master 'local[2,2]' --class EventLogJob \
+  "$SPARK_HOME/bin/spark-submit" --master "${MASTER:-local[2,2]}" --class EventLogJob \
     --driver-memory 512m \
     --conf spark.ui.enabled=false \
     --conf spark.eventLog.enabled=true \
     --conf "spark.eventLog.dir=file://$WORK/logs-$form" \
     --conf spark.shuffle.spill.numElementsForceSpillThreshold=500 \
     --conf "spark.sparkshim.test=$form" \
-    "$@" "$WORK/job.jar" "el-$form" >"$WORK/$form.out" 2>"$WORK/$form.err" &
+    "$@" "$WORK/job.jar" "el-$form" ${JOB_ARGS:-} >"$WORK/$form.out" 2>"$WORK/$form.err" &
   SUBMIT=$!
   rc=0
   wait "$SUBMIT" || rc=$?
@@ -113,8 +116,13 @@ submit lz4 --conf spark.eventLog.compress=true --conf spark.eventLog.compression
   --conf spark.eventLog.rolling.enabled=false
 submit snappy --conf spark.eventLog.compress=true --conf spark.eventLog.compression.codec=snappy \
   --conf spark.eventLog.rolling.enabled=false
-submit lzf --conf spark.eventLog.compress=true --conf spark.eventLog.compression.codec=lzf \
-  --conf spark.eventLog.rolling.enabled=false
+# lzf, on a local cluster (a Master, a Worker, 2 executor JVMs of 1 core): job 1 loses one;
+# the executors' memory is polled often enough for every task to see it
+MASTER='local-cluster[2,1,1024]' JOB_ARGS=lose-executor \
+  submit lzf --conf spark.eventLog.compress=true --conf spark.eventLog.compression.codec=lzf \
+  --conf spark.eventLog.rolling.enabled=false --conf spark.executor.memory=512m \
+  --conf spark.executor.metrics.pollingInterval=50ms \
+  --conf spark.executor.processTreeMetrics.enabled=true
 if [ "$LINE" = 3.5 ]; then
   submit rolling --conf spark.eventLog.rolling.enabled=true \
     --conf spark.eventLog.compress=true --conf spark.eventLog.compression.codec=zstd
@@ -197,9 +205,10 @@ def oracle(path):
 def check_shape(form, path, d):
     where = f"{form} ({os.path.basename(path)})"
     app_id = os.path.basename(path).split(".")[0].removeprefix("eventlog_v2_")
-    want = dict(app_name=f"el-{form}", app_id=app_id, jobs=2, failed_jobs=0, tasks=10,
-                failed_tasks=1, killed_tasks=0, oom_task_failures=0, lost_task_failures=0,
-                ended=True)
+    lost = form == "lzf"  # local-cluster, one executor halted in job 1
+    want = dict(app_name=f"el-{form}", app_id=app_id, jobs=2, failed_jobs=0,
+                tasks=11 if lost else 10, failed_tasks=2 if lost else 1, killed_tasks=0,
+                oom_task_failures=0, lost_task_failures=1 if lost else 0, ended=True)
     for k, v in want.items():
         if d[k] != v:
             fail(f"{where}: {k} {d[k]!r}, want {v!r}")
@@ -213,7 +222,7 @@ def check_shape(form, path, d):
              f"spark.app.name {conf.get('spark.app.name')!r}")
     st = d["stages"]
     got = [(s["stage_id"], s["attempt"], s["tasks"], s["failed_tasks"], s["failed"]) for s in st]
-    if got != [(0, 0, 4, 1, False), (1, 0, 3, 0, False), (2, 0, 2, 0, False)]:
+    if got != [(0, 0, 4, 1, False), (1, 0, 3, 0, False), (2, 0, 2, 1 if lost else 0, False)]:
         fail(f"{where}: stages (id, attempt, tasks, failed tasks, failed) {got}")
         return
     if not (st[0]["shuffle_write_bytes"] > 0 and
@@ -232,7 +241,19 @@ def check_shape(form, path, d):
                  f"{s['task_median_seconds']}, max {s['task_max_seconds']}, submit "
                  f"{s['submit_ms']}, complete {s['complete_ms']}")
     ex = {e["executor_id"]: e for e in d["executors"]}
-    if "driver" not in ex or ex["driver"]["lost"] or ex["driver"]["cores"] != 2:
+    if lost:
+        gone = [e for e in d["executors"] if e["lost"]]
+        if (len(gone) != 1 or "exited with code 1" not in gone[0]["removed_reason"] or
+                not gone[0]["removed_ms"] >= gone[0]["added_ms"] > 0 or
+                len(d["executors"]) < 2 or any(e["cores"] != 1 for e in d["executors"])):
+            fail(f"{where}: executors {d['executors']}: want 2 or more of 1 core, exactly one "
+                 f"lost ('Command exited with code 1')")
+        # polled every 50 ms (spark.executor.metrics.pollingInterval), with the process tree
+        if not any(e["jvm_heap_peak"] and e["rss_peak"] and e["rss_peak"] > e["jvm_heap_peak"]
+                   for e in d["executors"]):
+            fail(f"{where}: no executor has a JVM heap peak and a larger RSS peak (Task "
+                 f"Executor Metrics): {d['executors']}")
+    elif "driver" not in ex or ex["driver"]["lost"] or ex["driver"]["cores"] != 2:
         fail(f"{where}: executors {d['executors']}: want the local driver, 2 cores, not lost")
     if not detect(path):
         fail(f"{where}: eventlog-dump --detect says false")
@@ -322,9 +343,9 @@ for form in [plain, "zstd", "lz4", "snappy", "lzf"]:
     shutil.copy(name + ".inprogress", name)
     d = read(name + ".inprogress")
     if d is not None:
-        if d["ended"] or d["app_name"] != dumps[form]["app_name"] or d["tasks"] > 10:
+        if d["ended"] or d["app_name"] != dumps[form]["app_name"] or d["tasks"] > 11:
             fail(f"{form} cut .inprogress: ended {d['ended']}, app_name {d['app_name']!r}, "
-                 f"tasks {d['tasks']}: want not ended, the same name, at most 10 tasks")
+                 f"tasks {d['tasks']}: want not ended, the same name, at most 11 tasks")
         print(f"{form} cut at {at} of {len(data)} B, .inprogress: "
               f"{d['tasks']} tasks, {len(d['stages'])} stages")
     p = subprocess.run([dump, name], capture_output=True, text=True)

@@ -6,7 +6,8 @@
  * readers on real logs that Spark 3.5.9 wrote (tests/unit/fixtures/eventlog: the job of
  * tests/tuner/EventLogJob.java; in the plain one the environment's "Classpath Entries" and
  * "System Properties" were emptied to keep it small), plain and compressed with each codec,
- * and a rolling directory made here by cutting the plain one into three files.
+ * one from local-cluster with a lost executor, and a rolling directory made here by cutting
+ * the plain one into three files.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -585,4 +586,47 @@ Test(eventlog_file, rolling_directory_of_a_real_log)
         tuner_app_free(&rolled);
         tuner_app_free(&one);
         free(text);
+}
+
+/*
+ * A real lost executor: EventLogJob on local-cluster[2,1,1024] with "lose-executor" (one
+ * executor's JVM halts in job 1), lzf-compressed, executor memory polled every 50 ms with
+ * the process tree (tests/tuner/eventlog-spark.sh's lzf form).
+ */
+Test(eventlog_file, real_lost_executor)
+{
+        char path[512];
+        struct tuner_app app;
+        unsigned lost = 0;
+
+        fixture_path("eventlog/spark-3.5.9-local-cluster-lost.lzf", path, sizeof(path));
+        read_ok(path, &app);
+        cr_expect_str_eq(app.app_id, "app-20261203172559-0000");
+        cr_expect_eq(app.tasks, 11, "tasks %" PRIu32, app.tasks);
+        cr_expect_eq(app.failed_tasks, 2, "failed %" PRIu32, app.failed_tasks);
+        cr_expect_eq(app.lost_task_failures, 1, "lost task failures %" PRIu32,
+                     app.lost_task_failures);
+        cr_expect_eq(app.oom_task_failures, 0);
+        cr_assert_eq(app.n_stages, 3);
+        cr_expect_eq(app.stages[2].failed_tasks, 1);
+        cr_assert_eq(app.n_executors, 2, "%zu executors", app.n_executors);
+        for (size_t i = 0; i < app.n_executors; i++) {
+                const struct tuner_app_executor *e = &app.executors[i];
+
+                cr_expect_eq(e->cores, 1);
+                cr_expect(e->jvm_heap_peak != TUNER_UNKNOWN && e->jvm_heap_peak > 0,
+                          "executor %s: no heap peak", e->executor_id);
+                cr_expect(e->rss_peak != TUNER_UNKNOWN && e->rss_peak > e->jvm_heap_peak,
+                          "executor %s: RSS peak %" PRIu64 ", heap %" PRIu64, e->executor_id,
+                          e->rss_peak, e->jvm_heap_peak);
+                if (e->lost) {
+                        lost++;
+                        cr_expect_str_eq(e->removed_reason, "Command exited with code 1");
+                        cr_expect(e->removed_ms > e->added_ms);
+                } else {
+                        cr_expect_eq(e->removed_ms, 0);
+                }
+        }
+        cr_expect_eq(lost, 1, "%u executors lost, want 1", lost);
+        tuner_app_free(&app);
 }
