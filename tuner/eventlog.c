@@ -317,21 +317,31 @@ oom:
         return NULL;
 }
 
+static struct tuner_app_executor *executor_find(struct tuner_eventlog *el, const char *id)
+{
+        size_t mask = el->executor_index_cap - 1;
+
+        if (!el->executor_index_cap)
+                return NULL;
+        for (size_t slot = executor_hash(el, id) & mask; el->executor_index[slot];
+             slot = (slot + 1) & mask) {
+                struct tuner_app_executor *e = &el->executors[el->executor_index[slot] - 1];
+
+                if (strcmp(e->executor_id, id) == 0)
+                        return e;
+        }
+        return NULL;
+}
+
+/* The executor, made on first sight; NULL past EXECUTORS_MAX (or -ENOMEM in *r). */
 static struct tuner_app_executor *executor_get(struct tuner_eventlog *el, const char *id, int *r)
 {
         struct tuner_app_executor *e;
 
         *r = 0;
-        if (el->executor_index_cap) {
-                size_t mask = el->executor_index_cap - 1;
-
-                for (size_t slot = executor_hash(el, id) & mask; el->executor_index[slot];
-                     slot = (slot + 1) & mask) {
-                        e = &el->executors[el->executor_index[slot] - 1];
-                        if (strcmp(e->executor_id, id) == 0)
-                                return e;
-                }
-        }
+        e = executor_find(el, id);
+        if (e)
+                return e;
         if (el->app.n_executors >= EXECUTORS_MAX)
                 return NULL;
         if (el->app.n_executors == el->cap_executors) {
@@ -539,9 +549,9 @@ static int executor_peaks(struct tuner_eventlog *el, const struct ctx *c, const 
                 return r;
         if (heap == 0 && offheap == 0 && rss == 0) /* nothing measured (yet) */
                 return 0;
-        e = executor_get(el, id, &r);
-        if (r < 0)
-                return oom(c);
+        /* only executors that were added: the driver of a cluster-mode application reports
+         * its metrics too ("driver"), but it is no executor (in local mode it is, and added) */
+        e = executor_find(el, id);
         if (!e)
                 return 0;
         /* a 0 is "not polled": no JVM runs without heap, no process without RSS */

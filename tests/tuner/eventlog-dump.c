@@ -24,7 +24,7 @@ static json_t *u64(uint64_t v)
 
 static json_t *stage_json(const struct tuner_stage *s)
 {
-        return json_pack("{si si si si sO sO sO sO sO so so so so so sI sI sb}", "stage_id",
+        return json_pack("{si si si si so so so so so so so so so so sI sI sb}", "stage_id",
                          s->stage_id, "attempt", s->attempt, "tasks", (int)s->tasks, "failed_tasks",
                          (int)s->failed_tasks, "input_bytes", u64(s->input_bytes),
                          "shuffle_read_bytes", u64(s->shuffle_read_bytes), "shuffle_write_bytes",

@@ -214,6 +214,9 @@ Test(eventlog_line, lost_executors_and_the_end)
             "{\"Event\":\"SparkListenerStageExecutorMetrics\",\"Executor ID\":\"4\",\"Stage ID\":1,"
             "\"Stage Attempt ID\":0,\"Executor Metrics\":{\"JVMHeapMemory\":300,"
             "\"JVMOffHeapMemory\":80,\"ProcessTreeJVMRSSMemory\":0}}");
+        /* the driver of a cluster-mode application: metrics, but no executor */
+        feed("{\"Event\":\"SparkListenerStageExecutorMetrics\",\"Executor ID\":\"driver\","
+             "\"Stage ID\":1,\"Stage Attempt ID\":0,\"Executor Metrics\":{\"JVMHeapMemory\":300}}");
         feed("{\"Event\":\"SparkListenerApplicationEnd\",\"Timestamp\":5000}");
         /* 4: ended by the application's end (a standalone executor's exit 143 after TERM) */
         feed("{\"Event\":\"SparkListenerExecutorRemoved\",\"Timestamp\":5001,\"Executor ID\":\"4\","
