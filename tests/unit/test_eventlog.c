@@ -465,6 +465,28 @@ Test(eventlog_file, line_bound)
         tuner_stream_free(s);
 }
 
+Test(eventlog_file, total_bound)
+{
+        struct tuner_stream *s;
+        struct shim_error err = {0};
+        const char *line;
+        size_t len;
+        bool terminated;
+        char path[512];
+        int r;
+
+        fixture_path("eventlog/spark-3.5.9-zstd.zstd", path, sizeof(path));
+        cr_assert_eq(tuner_stream_open(path, false, &s, &err), 0, "%s", err.text);
+        tuner_stream_set_limits(s, 1 << 20, 100000); /* the log is ~156 KB decompressed */
+        while ((r = tuner_stream_line(s, &line, &len, &terminated, &err)) > 0)
+                ;
+        cr_expect_eq(r, -EFBIG, "%d (%s)", r, err.text);
+        cr_expect(strstr(err.text, "spark-3.5.9-zstd.zstd: more than 100000 bytes once "
+                                   "decompressed"),
+                  "%s", err.text);
+        tuner_stream_free(s);
+}
+
 /* The figures every fixture must give: the job of tests/tuner/EventLogJob.java. */
 static void expect_job(const struct tuner_app *app, const char *name)
 {
