@@ -43,6 +43,7 @@ cleanup() {
   [ -n "$SUBMIT" ] && kill -TERM "$SUBMIT" 2>/dev/null
   cd /
   if [ -n "${SPARKSHIM_EVENTLOG_KEEP:-}" ]; then
+    rm -rf "$SPARKSHIM_EVENTLOG_KEEP"
     mkdir -p "$SPARKSHIM_EVENTLOG_KEEP"
     cp -r "$WORK"/logs-* "$SPARKSHIM_EVENTLOG_KEEP/"
   fi
