@@ -28,8 +28,8 @@
 #define RUNS_MAX 64
 
 enum tuner_kind { T_RULES, T_BO_SAFE, T_BO_UNSAFE, T_TWO_STAGE, T_RANDOM, T_COUNT };
-static const char *const kind_names[T_COUNT] = { "rules only", "BO (safe)", "BO without safety",
-                                                 "two-stage", "random search" };
+static const char *const kind_names[T_COUNT] = {"rules only", "BO (safe)", "BO without safety",
+                                                "two-stage", "random search"};
 
 struct grid {
         struct tuner_run *runs;
@@ -51,7 +51,8 @@ static uint64_t next_random(void)
 
 static void coords(const struct tuner_params *p, double x[6])
 {
-        x[0] = p->cores ? (double)p->millicores / (1000.0 * p->cores) : (double)p->millicores / 1000.0;
+        x[0] =
+            p->cores ? (double)p->millicores / (1000.0 * p->cores) : (double)p->millicores / 1000.0;
         x[1] = log2((double)(p->heap_bytes ? p->heap_bytes : 1));
         x[2] = log2((double)(p->overhead_bytes ? p->overhead_bytes : 1));
         x[3] = p->burst_ratio;
@@ -64,7 +65,8 @@ static void coords(const struct tuner_params *p, double x[6])
  * current run's goes at least one grid step that way (a grid coarser than the tuner's steps
  * must not hold it in place), then the nearest point to that.
  */
-static size_t nearest(const struct grid *g, const struct tuner_params *p, const struct tuner_params *cur)
+static size_t nearest(const struct grid *g, const struct tuner_params *p,
+                      const struct tuner_params *cur)
 {
         double want[6], now[6], best = INFINITY;
         size_t at = 0;
@@ -76,7 +78,8 @@ static size_t nearest(const struct grid *g, const struct tuner_params *p, const 
 
                 if (fabs(want[k] - now[k]) < 1e-9)
                         continue;
-                /* the grid value on want's side of now that is nearest to want, or the first step */
+                /* the grid value on want's side of now that is nearest to want, or the first step
+                 */
                 for (size_t i = 0; i < g->n; i++) {
                         double x[6];
 
@@ -117,9 +120,9 @@ static int load(const char *path, struct grid *g)
                 fprintf(stderr, "tune-offline: %s: %s\n", path, strerror(errno));
                 return -errno;
         }
-        *g = (struct grid){ 0 };
+        *g = (struct grid){0};
         while (getline(&line, &cap, f) > 0) {
-                struct shim_error err = { 0 };
+                struct shim_error err = {0};
                 json_error_t jerr;
                 json_t *doc;
                 struct tuner_run run;
@@ -143,7 +146,8 @@ static int load(const char *path, struct grid *g)
         free(line);
         fclose(f);
         for (size_t i = 0; i < g->n; i++) {
-                double size = (double)g->runs[i].params.heap_bytes + (double)g->runs[i].params.overhead_bytes +
+                double size = (double)g->runs[i].params.heap_bytes +
+                              (double)g->runs[i].params.overhead_bytes +
                               (double)g->runs[i].params.millicores * 1e6;
                 if (size > most) {
                         most = size;
@@ -171,8 +175,8 @@ static unsigned episode(const struct grid *g, enum tuner_kind kind, const struct
                 so_far = hist[0].objective;
         for (unsigned k = 1; k <= runs && n < RUNS_MAX; k++) {
                 struct tuner_recommendation rec;
-                struct tuner_bo_recommend_options fixed = { .fixed = 1u << TUNER_P_CORES };
-                struct shim_error err = { 0 };
+                struct tuner_bo_recommend_options fixed = {.fixed = 1u << TUNER_P_CORES};
+                struct shim_error err = {0};
                 struct tuner_run work[RUNS_MAX];
                 size_t pick;
                 int r = -ENODATA;
@@ -206,7 +210,8 @@ static unsigned episode(const struct grid *g, enum tuner_kind kind, const struct
                 if (r == 0)
                         pick = nearest(g, &rec.params, &hist[0].params);
                 else
-                        pick = (size_t)(next_random() % g->n); /* random search, or too little history */
+                        pick = (size_t)(next_random() %
+                                        g->n); /* random search, or too little history */
                 memmove(hist + 1, hist, n * sizeof(hist[0]));
                 hist[0] = g->runs[pick];
                 snprintf(hist[0].app_id, sizeof(hist[0].app_id), "sim-%u", k);
@@ -215,7 +220,8 @@ static unsigned episode(const struct grid *g, enum tuner_kind kind, const struct
                 memcpy(work, hist, n * sizeof(hist[0]));
                 tuner_mark_runtime(work, n, allowance);
                 if (trace && seed == 1)
-                        printf("  %-18s run %2u: %s (millicores %" PRIu64 ", heap %" PRIu64 "m, overhead %" PRIu64
+                        printf("  %-18s run %2u: %s (millicores %" PRIu64 ", heap %" PRIu64
+                               "m, overhead %" PRIu64
                                "m, burst %.2f) cpu %.2f mem %.2f objective %.3f %s; asked: %s\n",
                                kind_names[kind], k, g->runs[pick].app_id, hist[0].params.millicores,
                                hist[0].params.heap_bytes >> 20, hist[0].params.overhead_bytes >> 20,
@@ -239,7 +245,7 @@ static int compare_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-        struct grid g = { 0 };
+        struct grid g = {0};
         struct tuner_bounds b;
         unsigned runs = 10, seeds = 50;
         double allowance = 1.5, grid_best = INFINITY;
@@ -257,12 +263,16 @@ int main(int argc, char **argv)
                 else if (!path && argv[i][0] != '-')
                         path = argv[i];
                 else {
-                        fprintf(stderr, "usage: tune-offline GRID.jsonl [--runs K] [--seeds N] [--allowance A]\n");
+                        fprintf(stderr, "usage: tune-offline GRID.jsonl [--runs K] [--seeds N] "
+                                        "[--allowance A]\n");
                         return 120;
                 }
         }
         if (!path || runs < 1 || runs >= RUNS_MAX || seeds < 1) {
-                fprintf(stderr, "usage: tune-offline GRID.jsonl [--runs K<%d] [--seeds N] [--allowance A]\n", RUNS_MAX);
+                fprintf(
+                    stderr,
+                    "usage: tune-offline GRID.jsonl [--runs K<%d] [--seeds N] [--allowance A]\n",
+                    RUNS_MAX);
                 return 120;
         }
         if (load(path, &g) < 0)
@@ -275,7 +285,7 @@ int main(int argc, char **argv)
                 if (!all)
                         return 124;
                 for (size_t i = 0; i < g.n; i++) {
-                        struct tuner_run pair[2] = { g.runs[i], g.runs[g.start] };
+                        struct tuner_run pair[2] = {g.runs[i], g.runs[g.start]};
                         tuner_mark_runtime(pair, 2, allowance);
                         if (pair[0].failure == TUNER_OK && isfinite(pair[0].objective) &&
                             pair[0].objective < grid_best)
@@ -290,27 +300,31 @@ int main(int argc, char **argv)
         for (int kind = 0; kind < T_COUNT; kind++) {
                 double *at = calloc((size_t)seeds * (runs + 1), sizeof(double));
                 double col[4][1024];
-                unsigned ks[4] = { 1, 3, 5, runs }, within = 0;
+                unsigned ks[4] = {1, 3, 5, runs}, within = 0;
                 double failures = 0;
 
                 if (!at || seeds > 1024)
                         return 124;
                 for (unsigned s = 0; s < seeds; s++) {
                         double *best = at + (size_t)s * (runs + 1);
-                        failures += episode(&g, (enum tuner_kind)kind, &b, s + 1, runs, allowance, best);
+                        failures +=
+                            episode(&g, (enum tuner_kind)kind, &b, s + 1, runs, allowance, best);
                         within += best[runs] <= 1.1 * grid_best;
                         for (int c = 0; c < 4; c++)
                                 col[c][s] = best[ks[c] <= runs ? ks[c] : runs];
                 }
                 for (int c = 0; c < 4; c++)
                         qsort(col[c], seeds, sizeof(double), compare_double);
-                printf("%-18s %10.3f %10.3f %10.3f %10.3f %9.3f %11.0f%% %10.2f\n", kind_names[kind],
-                       col[0][seeds / 2], col[1][seeds / 2], col[2][seeds / 2], col[3][seeds / 2],
-                       col[3][seeds / 2] / grid_best, 100.0 * within / seeds, failures / seeds);
+                printf("%-18s %10.3f %10.3f %10.3f %10.3f %9.3f %11.0f%% %10.2f\n",
+                       kind_names[kind], col[0][seeds / 2], col[1][seeds / 2], col[2][seeds / 2],
+                       col[3][seeds / 2], col[3][seeds / 2] / grid_best, 100.0 * within / seeds,
+                       failures / seeds);
                 free(at);
         }
-        printf("best@k: median over %u seeds of the best safe objective (lower is better) after k runs beyond the start; "
-               "ratio: to the grid's best; within10%%: seeds at most 1.1 x the grid's best after %u runs; failures: mean failed runs suggested in %u\n",
+        printf("best@k: median over %u seeds of the best safe objective (lower is better) after k "
+               "runs beyond the start; "
+               "ratio: to the grid's best; within10%%: seeds at most 1.1 x the grid's best after "
+               "%u runs; failures: mean failed runs suggested in %u\n",
                seeds, runs, runs);
         free(g.runs);
         return 0;

@@ -45,7 +45,8 @@ enum outcome { STORED = 0, REFUSED = 1, STORE_FAILED = -1 };
 
 static int help(FILE *f, int status)
 {
-        fputs("usage: sparkshim ingest [--db DB] [--policy FILE] [--job KEY] [--job-key PROPERTY] FILE...\n"
+        fputs("usage: sparkshim ingest [--db DB] [--policy FILE] [--job KEY] [--job-key PROPERTY] "
+              "FILE...\n"
               "Store executor reports (sparkshim-report(5)), Spark event logs and rolling event\n"
               "log directories in the tuner's history; - reads a report file from standard input.\n"
               "  --db DB             a SQLite file or a postgresql:// URL (default: the\n"
@@ -317,12 +318,9 @@ static enum outcome ingest_path(struct ingest *in, const char *path)
 int tuner_cli_ingest(int argc, char **argv)
 {
         static const struct option options[] = {
-            {"db", required_argument, NULL, 'd'},
-            {"job", required_argument, NULL, 'j'},
-            {"job-key", required_argument, NULL, 'k'},
-            {"policy", required_argument, NULL, 'p'},
-            {"help", no_argument, NULL, 'h'},
-            {NULL, 0, NULL, 0},
+            {"db", required_argument, NULL, 'd'},      {"job", required_argument, NULL, 'j'},
+            {"job-key", required_argument, NULL, 'k'}, {"policy", required_argument, NULL, 'p'},
+            {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
         };
         struct ingest in = {
             .job_key = DEFAULT_JOB_KEY,

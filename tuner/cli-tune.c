@@ -32,7 +32,7 @@ struct tune_options {
 
 int tuner_cli_load_policy(const char *path, bool explicit, struct policy *p)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         int r;
 
         policy_init_defaults(p);
@@ -51,30 +51,40 @@ int tuner_cli_load_policy(const char *path, bool explicit, struct policy *p)
 
 static int parse(int argc, char **argv, bool report, struct tune_options *o)
 {
-        enum { OPT_JOB = 256, OPT_DB, OPT_POLICY, OPT_FORMAT, OPT_JSON, OPT_SEED, OPT_STAGE, OPT_HELP };
+        enum {
+                OPT_JOB = 256,
+                OPT_DB,
+                OPT_POLICY,
+                OPT_FORMAT,
+                OPT_JSON,
+                OPT_SEED,
+                OPT_STAGE,
+                OPT_HELP
+        };
         static const struct option options[] = {
-                { "job", required_argument, NULL, OPT_JOB },
-                { "db", required_argument, NULL, OPT_DB },
-                { "policy", required_argument, NULL, OPT_POLICY },
-                { "format", required_argument, NULL, OPT_FORMAT },
-                { "json", no_argument, NULL, OPT_JSON },
-                { "seed", required_argument, NULL, OPT_SEED },
-                { "stage", required_argument, NULL, OPT_STAGE },
-                { "help", no_argument, NULL, OPT_HELP },
-                { NULL, 0, NULL, 0 },
+            {"job", required_argument, NULL, OPT_JOB},
+            {"db", required_argument, NULL, OPT_DB},
+            {"policy", required_argument, NULL, OPT_POLICY},
+            {"format", required_argument, NULL, OPT_FORMAT},
+            {"json", no_argument, NULL, OPT_JSON},
+            {"seed", required_argument, NULL, OPT_SEED},
+            {"stage", required_argument, NULL, OPT_STAGE},
+            {"help", no_argument, NULL, OPT_HELP},
+            {NULL, 0, NULL, 0},
         };
         const char *command = report ? "report" : "tune";
         int c;
 
-        *o = (struct tune_options){ .policy_path = SPARKSHIM_DEFAULT_POLICY };
+        *o = (struct tune_options){.policy_path = SPARKSHIM_DEFAULT_POLICY};
         opterr = 0;
         optind = 1;
         while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
                 switch (c) {
                 case OPT_JOB:
                         if (!optarg[0] || strlen(optarg) >= TUNER_JOB_MAX) {
-                                log_error("%s: --job: '%s' is not a job key; allowed: 1 to %d bytes",
-                                          command, optarg, TUNER_JOB_MAX - 1);
+                                log_error(
+                                    "%s: --job: '%s' is not a job key; allowed: 1 to %d bytes",
+                                    command, optarg, TUNER_JOB_MAX - 1);
                                 return SHIM_EXIT_USAGE;
                         }
                         o->job = optarg;
@@ -88,7 +98,8 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
                         break;
                 case OPT_FORMAT:
                         if (report) {
-                                log_error("report: --format: not a flag of report --job; allowed: --json");
+                                log_error("report: --format: not a flag of report --job; allowed: "
+                                          "--json");
                                 return SHIM_EXIT_USAGE;
                         }
                         if (strcmp(optarg, "conf") == 0)
@@ -98,7 +109,8 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
                         else if (strcmp(optarg, "json") == 0)
                                 o->format = FORMAT_JSON;
                         else {
-                                log_error("tune: --format: '%s' is not a format; allowed: conf, properties, json",
+                                log_error("tune: --format: '%s' is not a format; allowed: conf, "
+                                          "properties, json",
                                           optarg);
                                 return SHIM_EXIT_USAGE;
                         }
@@ -107,9 +119,10 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
                         o->json = true;
                         break;
                 case OPT_STAGE:
-                        if (report || (strcmp(optarg, "auto") != 0 && strcmp(optarg, "rules") != 0 &&
-                                       strcmp(optarg, "bo") != 0)) {
-                                log_error("%s: --stage: '%s' is not a stage; allowed: auto, rules, bo (tune only)",
+                        if (report || (strcmp(optarg, "auto") != 0 &&
+                                       strcmp(optarg, "rules") != 0 && strcmp(optarg, "bo") != 0)) {
+                                log_error("%s: --stage: '%s' is not a stage; allowed: auto, rules, "
+                                          "bo (tune only)",
                                           command, optarg);
                                 return SHIM_EXIT_USAGE;
                         }
@@ -122,7 +135,8 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
                         errno = 0;
                         unsigned long long v = strtoull(optarg, &end, 10);
                         if (errno || end == optarg || *end || optarg[0] == '-') {
-                                log_error("%s: --seed: '%s' is not a seed; allowed: an integer 0 to 2^64-1",
+                                log_error("%s: --seed: '%s' is not a seed; allowed: an integer 0 "
+                                          "to 2^64-1",
                                           command, optarg);
                                 return SHIM_EXIT_USAGE;
                         }
@@ -132,24 +146,31 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
                 }
                 case OPT_HELP:
                 case 'h':
-                        printf(report ? "usage: sparkshim report --job KEY [--db DB] [--policy FILE] [--json]\n"
-                                      : "usage: sparkshim tune --job KEY [--db DB] [--policy FILE] [--format conf|properties|json] [--seed N] [--stage auto|rules|bo]\n");
+                        printf(report ? "usage: sparkshim report --job KEY [--db DB] [--policy "
+                                        "FILE] [--json]\n"
+                                      : "usage: sparkshim tune --job KEY [--db DB] [--policy FILE] "
+                                        "[--format conf|properties|json] [--seed N] [--stage "
+                                        "auto|rules|bo]\n");
                         printf("See sparkshim-tune(1).\n");
                         return -1;
                 case ':':
-                        log_error("%s: %s: needs a value; see sparkshim-tune(1)", command, argv[optind - 1]);
+                        log_error("%s: %s: needs a value; see sparkshim-tune(1)", command,
+                                  argv[optind - 1]);
                         return SHIM_EXIT_USAGE;
                 default:
-                        log_error("%s: %s: unknown option; see sparkshim-tune(1)", command, argv[optind - 1]);
+                        log_error("%s: %s: unknown option; see sparkshim-tune(1)", command,
+                                  argv[optind - 1]);
                         return SHIM_EXIT_USAGE;
                 }
         }
         if (optind < argc) {
-                log_error("%s: unexpected argument '%s'; see sparkshim-tune(1)", command, argv[optind]);
+                log_error("%s: unexpected argument '%s'; see sparkshim-tune(1)", command,
+                          argv[optind]);
                 return SHIM_EXIT_USAGE;
         }
         if (!o->job) {
-                log_error("%s: --job KEY is required: the recurring job's key (the policy's tuner.job_key property)",
+                log_error("%s: --job KEY is required: the recurring job's key (the policy's "
+                          "tuner.job_key property)",
                           command);
                 return SHIM_EXIT_USAGE;
         }
@@ -160,7 +181,7 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
 static int load_runs(const struct tune_options *o, const struct policy *p, struct tuner_bounds *b,
                      struct tuner_run **ret, size_t *ret_n)
 {
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
         struct tuner_store *store = NULL;
         const char *db = o->db ? o->db : p->tuner.db;
         int r;
@@ -188,7 +209,8 @@ static int load_runs(const struct tune_options *o, const struct policy *p, struc
         if (*ret_n == 0) {
                 free(*ret);
                 *ret = NULL;
-                log_error("job '%s': no run in the history at %s; ingest its event logs and reports first (sparkshim ingest)",
+                log_error("job '%s': no run in the history at %s; ingest its event logs and "
+                          "reports first (sparkshim ingest)",
                           o->job, db);
                 return TUNER_EXIT_NO_HISTORY;
         }
@@ -219,52 +241,56 @@ static size_t properties(const struct tuner_params *p, struct property out[PROPE
 {
         size_t n = 0;
 
-        out[n] = (struct property){ "spark.executor.cores", "", TUNER_P_CORES };
+        out[n] = (struct property){"spark.executor.cores", "", TUNER_P_CORES};
         snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu32, p->cores);
-        out[n] = (struct property){ "spark.executor.memory", "", TUNER_P_HEAP };
+        out[n] = (struct property){"spark.executor.memory", "", TUNER_P_HEAP};
         snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu64 "m", mib_up(p->heap_bytes));
-        out[n] = (struct property){ "spark.executor.memoryOverhead", "", TUNER_P_OVERHEAD };
+        out[n] = (struct property){"spark.executor.memoryOverhead", "", TUNER_P_OVERHEAD};
         snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu64 "m", mib_up(p->overhead_bytes));
-        out[n] = (struct property){ "spark.executor.millicores", "", TUNER_P_MILLICORES };
+        out[n] = (struct property){"spark.executor.millicores", "", TUNER_P_MILLICORES};
         snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu64, p->millicores);
-        out[n] = (struct property){ "spark.kubernetes.executor.request.cores", "", TUNER_P_MILLICORES };
+        out[n] =
+            (struct property){"spark.kubernetes.executor.request.cores", "", TUNER_P_MILLICORES};
         snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu64 "m", p->millicores);
-        out[n] = (struct property){ "spark.executor.memoryBurst.ratio", "", TUNER_P_BURST_RATIO };
+        out[n] = (struct property){"spark.executor.memoryBurst.ratio", "", TUNER_P_BURST_RATIO};
         snprintf(out[n++].value, sizeof(out[0].value), "%.2f", p->burst_ratio);
         if (isfinite(p->spill_fraction)) {
-                out[n] = (struct property){ "spark.executor.sparkshim.spillFraction", "",
-                                            TUNER_P_SPILL_FRACTION };
+                out[n] = (struct property){"spark.executor.sparkshim.spillFraction", "",
+                                           TUNER_P_SPILL_FRACTION};
                 snprintf(out[n++].value, sizeof(out[0].value), "%.2f", p->spill_fraction);
         }
         if (p->shuffle_partitions) {
-                out[n] = (struct property){ "spark.sql.shuffle.partitions", "", TUNER_P_PARTITIONS };
+                out[n] = (struct property){"spark.sql.shuffle.partitions", "", TUNER_P_PARTITIONS};
                 snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu32, p->shuffle_partitions);
         }
         /* YARN and standalone give the executor's command line none of these, and Spark
          * refuses -Dspark.* in extraJavaOptions: the executor's environment carries them to
          * sparkshim (sparkshim(1), ENVIRONMENT) */
-        out[n] = (struct property){ "spark.executorEnv.SPARKSHIM_MILLICORES", "", TUNER_P_MILLICORES };
+        out[n] =
+            (struct property){"spark.executorEnv.SPARKSHIM_MILLICORES", "", TUNER_P_MILLICORES};
         snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu64, p->millicores);
-        out[n] = (struct property){ "spark.executorEnv.SPARKSHIM_MEMORY_OVERHEAD", "", TUNER_P_OVERHEAD };
+        out[n] =
+            (struct property){"spark.executorEnv.SPARKSHIM_MEMORY_OVERHEAD", "", TUNER_P_OVERHEAD};
         snprintf(out[n++].value, sizeof(out[0].value), "%" PRIu64 "m", mib_up(p->overhead_bytes));
-        out[n] = (struct property){ "spark.executorEnv.SPARKSHIM_BURST_RATIO", "", TUNER_P_BURST_RATIO };
+        out[n] =
+            (struct property){"spark.executorEnv.SPARKSHIM_BURST_RATIO", "", TUNER_P_BURST_RATIO};
         snprintf(out[n++].value, sizeof(out[0].value), "%.2f", p->burst_ratio);
         if (isfinite(p->spill_fraction)) {
-                out[n] = (struct property){ "spark.executorEnv.SPARKSHIM_SPILL_FRACTION", "",
-                                            TUNER_P_SPILL_FRACTION };
+                out[n] = (struct property){"spark.executorEnv.SPARKSHIM_SPILL_FRACTION", "",
+                                           TUNER_P_SPILL_FRACTION};
                 snprintf(out[n++].value, sizeof(out[0].value), "%.2f", p->spill_fraction);
         }
         return n;
 }
 
 static const char *const param_names[TUNER_P_COUNT] = {
-        [TUNER_P_CORES] = "cores",
-        [TUNER_P_MILLICORES] = "millicores",
-        [TUNER_P_HEAP] = "heap",
-        [TUNER_P_OVERHEAD] = "overhead",
-        [TUNER_P_BURST_RATIO] = "burst_ratio",
-        [TUNER_P_SPILL_FRACTION] = "spill_fraction",
-        [TUNER_P_PARTITIONS] = "shuffle_partitions",
+    [TUNER_P_CORES] = "cores",
+    [TUNER_P_MILLICORES] = "millicores",
+    [TUNER_P_HEAP] = "heap",
+    [TUNER_P_OVERHEAD] = "overhead",
+    [TUNER_P_BURST_RATIO] = "burst_ratio",
+    [TUNER_P_SPILL_FRACTION] = "spill_fraction",
+    [TUNER_P_PARTITIONS] = "shuffle_partitions",
 };
 
 static json_t *number_or_null(double d)
@@ -277,7 +303,8 @@ static int print_json(const struct tune_options *o, const struct tuner_run *runs
 {
         struct property props[PROPERTIES_MAX];
         size_t np = properties(&rec->params, props);
-        json_t *doc = json_object(), *jp = json_object(), *jr = json_object(), *last = json_object();
+        json_t *doc = json_object(), *jp = json_object(), *jr = json_object(),
+               *last = json_object();
         int r = 0;
 
         if (!doc || !jp || !jr || !last) {
@@ -305,7 +332,8 @@ static int print_json(const struct tune_options *o, const struct tuner_run *runs
         json_object_set_new(doc, "reasons", jr);
         json_object_set_new(doc, "last_run", last);
         jp = jr = last = NULL;
-        if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) < 0 || putchar('\n') == EOF)
+        if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) < 0 ||
+            putchar('\n') == EOF)
                 r = -EIO;
 out:
         json_decref(doc);
@@ -322,7 +350,7 @@ int tuner_cli_tune(int argc, char **argv)
         struct tuner_bounds b;
         struct tuner_run *runs = NULL;
         struct tuner_recommendation rec;
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
         struct property props[PROPERTIES_MAX];
         size_t n = 0, np;
         int r;
@@ -356,7 +384,8 @@ int tuner_cli_tune(int argc, char **argv)
         }
         free(runs);
         if (r < 0 || fflush(stdout) != 0) {
-                log_error("tune: cannot write the recommendation: %s", strerror(r == -ENOMEM ? ENOMEM : EIO));
+                log_error("tune: cannot write the recommendation: %s",
+                          strerror(r == -ENOMEM ? ENOMEM : EIO));
                 return SHIM_EXIT_INTERNAL;
         }
         return 0;
@@ -411,7 +440,8 @@ int tuner_cli_report(int argc, char **argv)
                 if (o.json) {
                         json_t *j = tuner_run_to_json(run);
 
-                        if (!j || json_dumpf(j, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10)) < 0) {
+                        if (!j ||
+                            json_dumpf(j, stdout, JSON_COMPACT | JSON_REAL_PRECISION(10)) < 0) {
                                 json_decref(j);
                                 free(runs);
                                 log_error("report: out of memory");

@@ -14,7 +14,8 @@
 static int usage(FILE *f, int status)
 {
         fputs("usage: sparkshim ingest [--db DB] [--policy FILE] [--job KEY] FILE...\n"
-              "       sparkshim tune --job KEY [--db DB] [--policy FILE] [--format conf|properties|json]\n"
+              "       sparkshim tune --job KEY [--db DB] [--policy FILE] [--format "
+              "conf|properties|json]\n"
               "       sparkshim report --job KEY [--db DB] [--json]\n"
               "DB is a SQLite file (default " TUNER_DEFAULT_DB ") or a postgresql:// URL.\n"
               "See sparkshim-tune(1).\n",

@@ -13,9 +13,9 @@
 #include "shim-common.h"
 
 enum {
-        TUNER_EXIT_PARTIAL = 1,   /* ingest: at least one file refused, the valid ones stored */
+        TUNER_EXIT_PARTIAL = 1,    /* ingest: at least one file refused, the valid ones stored */
         TUNER_EXIT_NO_HISTORY = 2, /* tune / report --job: no run of that job in the store */
-        TUNER_EXIT_STORE = 3,     /* the history store cannot be opened, read or written */
+        TUNER_EXIT_STORE = 3,      /* the history store cannot be opened, read or written */
 };
 
 /* The default store: a SQLite file. */

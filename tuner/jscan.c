@@ -115,13 +115,16 @@ static int scan_string(struct scanner *s, const char **ret_raw, size_t *ret_len)
                                 continue;
                         case 'u':
                                 if (s->end - s->p < 6 || hex4(s->p + 2, &u) < 0)
-                                        return fail(s, s->p, "a \\u escape without four hex digits");
+                                        return fail(s, s->p,
+                                                    "a \\u escape without four hex digits");
                                 if (u >= 0xdc00 && u <= 0xdfff)
                                         return fail(s, s->p, "a lone low surrogate");
                                 if (u >= 0xd800 && u <= 0xdbff) {
-                                        if (s->end - s->p < 12 || s->p[6] != '\\' || s->p[7] != 'u' ||
-                                            hex4(s->p + 8, &low) < 0 || low < 0xdc00 || low > 0xdfff)
-                                                return fail(s, s->p, "a high surrogate without its low one");
+                                        if (s->end - s->p < 12 || s->p[6] != '\\' ||
+                                            s->p[7] != 'u' || hex4(s->p + 8, &low) < 0 ||
+                                            low < 0xdc00 || low > 0xdfff)
+                                                return fail(s, s->p,
+                                                            "a high surrogate without its low one");
                                         s->p += 12;
                                 } else
                                         s->p += 6;
@@ -137,8 +140,8 @@ static int scan_string(struct scanner *s, const char **ret_raw, size_t *ret_len)
                         continue;
                 }
                 {
-                        size_t n = utf8_length((const unsigned char *)s->p,
-                                               (const unsigned char *)s->end);
+                        size_t n =
+                            utf8_length((const unsigned char *)s->p, (const unsigned char *)s->end);
                         if (!n)
                                 return fail(s, s->p, "invalid UTF-8");
                         s->p += n;
@@ -176,7 +179,7 @@ static int scan_number(struct scanner *s, struct jscan_value *v)
                 while (p < end && *p >= '0' && *p <= '9')
                         p++;
         }
-        *v = (struct jscan_value){ JSCAN_NUMBER, start, (size_t)(p - start) };
+        *v = (struct jscan_value){JSCAN_NUMBER, start, (size_t)(p - start)};
         s->p = p;
         return 0;
 }
@@ -188,7 +191,7 @@ static int scan_literal(struct scanner *s, const char *word, enum jscan_type typ
 
         if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
                 return fail(s, s->p, "an invalid literal");
-        *v = (struct jscan_value){ type, s->p, n };
+        *v = (struct jscan_value){type, s->p, n};
         s->p += n;
         return 0;
 }
@@ -312,7 +315,7 @@ static int scan_value(struct scanner *s)
 int jscan(const char *text, size_t len, const struct jscan_visitor *visitor, size_t *ret_offset,
           const char **ret_what)
 {
-        struct scanner s = { .p = text, .end = text + len, .visitor = visitor };
+        struct scanner s = {.p = text, .end = text + len, .visitor = visitor};
         int r = scan_value(&s);
 
         if (r == 0) {
@@ -417,11 +420,26 @@ int jscan_string(const struct jscan_value *v, char *buf, size_t size)
                         unsigned u = 0, low = 0;
 
                         switch (p[1]) {
-                        case 'b': one[0] = '\b'; p += 2; break;
-                        case 'f': one[0] = '\f'; p += 2; break;
-                        case 'n': one[0] = '\n'; p += 2; break;
-                        case 'r': one[0] = '\r'; p += 2; break;
-                        case 't': one[0] = '\t'; p += 2; break;
+                        case 'b':
+                                one[0] = '\b';
+                                p += 2;
+                                break;
+                        case 'f':
+                                one[0] = '\f';
+                                p += 2;
+                                break;
+                        case 'n':
+                                one[0] = '\n';
+                                p += 2;
+                                break;
+                        case 'r':
+                                one[0] = '\r';
+                                p += 2;
+                                break;
+                        case 't':
+                                one[0] = '\t';
+                                p += 2;
+                                break;
                         case 'u':
                                 if (end - p < 6 || hex4(p + 2, &u) < 0)
                                         return -EINVAL;
@@ -436,7 +454,10 @@ int jscan_string(const struct jscan_value *v, char *buf, size_t size)
                                         return -EINVAL;
                                 k = put_utf8(u, one);
                                 break;
-                        default: one[0] = p[1]; p += 2; break;
+                        default:
+                                one[0] = p[1];
+                                p += 2;
+                                break;
                         }
                 }
                 if (n + k >= size)
@@ -459,6 +480,7 @@ bool jscan_string_eq(const struct jscan_value *v, const char *s)
                 return v->len == n && memcmp(v->raw, s, n) == 0;
         {
                 char buf[256];
-                return n < sizeof(buf) && jscan_string(v, buf, sizeof(buf)) == 0 && strcmp(buf, s) == 0;
+                return n < sizeof(buf) && jscan_string(v, buf, sizeof(buf)) == 0 &&
+                       strcmp(buf, s) == 0;
         }
 }

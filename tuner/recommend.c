@@ -38,12 +38,13 @@ int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_b
                 return shim_error_set(err, -r, "the rules cannot recommend: %s", strerror(-r));
         for (size_t i = 0; i < n; i++)
                 good += runs[i].failure == TUNER_OK && isfinite(runs[i].objective);
-        if (stage == TUNER_STAGE_BO || (stage == TUNER_STAGE_NONE && rules.converged && good >= BO_MIN_RUNS)) {
-                struct shim_error bo_err = { 0 };
+        if (stage == TUNER_STAGE_BO ||
+            (stage == TUNER_STAGE_NONE && rules.converged && good >= BO_MIN_RUNS)) {
+                struct shim_error bo_err = {0};
 
                 /* what the job never set stays unset: no partitions for a job without SQL
                  * shuffles, no agent fraction where the policy's applies */
-                struct tuner_bo_recommend_options opt = { .fixed = 1u << TUNER_P_CORES };
+                struct tuner_bo_recommend_options opt = {.fixed = 1u << TUNER_P_CORES};
 
                 if (!runs[0].params.shuffle_partitions)
                         opt.fixed |= 1u << TUNER_P_PARTITIONS;

@@ -62,43 +62,43 @@ enum field {
 };
 
 static const char *const paths[F_COUNT] = {
-        [F_SCHEMA] = "schema",
-        [F_KIND] = "kind",
-        [F_IDENTITY] = "identity",
-        [F_APP_ID] = "identity.app_id",
-        [F_EXECUTOR_ID] = "identity.executor_id",
-        [F_HOST] = "identity.host",
-        [F_START] = "identity.start",
-        [F_END] = "identity.end",
-        [F_WALL] = "identity.wall_seconds",
-        [F_ARGV] = "identity.argv",
-        [F_PLAN] = "plan",
-        [F_REQUEST_MILLICORES] = "plan.cpu.request_millicores",
-        [F_LIMIT_MILLICORES] = "plan.cpu.limit_millicores",
-        [F_HEAP] = "plan.memory.heap_bytes",
-        [F_OFFHEAP] = "plan.memory.offheap_bytes",
-        [F_PYSPARK] = "plan.memory.pyspark_bytes",
-        [F_OVERHEAD] = "plan.memory.overhead_bytes",
-        [F_BURST_RATIO] = "plan.memory.burst_ratio",
-        [F_REQUEST_BYTES] = "plan.memory.request_bytes",
-        [F_LIMIT_BYTES] = "plan.memory.limit_bytes",
-        [F_ENFORCED] = "enforcement.enforced",
-        [F_CPU_SECONDS] = "usage.cpu.seconds",
-        [F_THROTTLED] = "usage.cpu.throttled_seconds",
-        [F_RUNQ_WAIT] = "usage.cpu.runq_wait.seconds",
-        [F_PEAK] = "usage.memory.peak_bytes",
-        [F_AVERAGE] = "usage.memory.average_bytes",
-        [F_P95] = "usage.memory.p95_bytes",
-        [F_ANON_PEAK] = "usage.memory.anon_peak_bytes",
-        [F_OOM_KILLS] = "usage.memory.oom_kills",
-        [F_HIGH_EVENTS] = "usage.memory.high_events",
-        [F_EXIT] = "exit",
-        [F_EXIT_SIGNAL] = "exit.signal",
-        [F_EXIT_STATUS] = "exit.status",
-        [F_OOM_KILLED] = "exit.oom_killed",
-        [F_SAMPLES] = "samples",
-        [F_FORCED_SPILLS] = "spills.forced_spills",
-        [F_THRESHOLD] = "agent.threshold_bytes",
+    [F_SCHEMA] = "schema",
+    [F_KIND] = "kind",
+    [F_IDENTITY] = "identity",
+    [F_APP_ID] = "identity.app_id",
+    [F_EXECUTOR_ID] = "identity.executor_id",
+    [F_HOST] = "identity.host",
+    [F_START] = "identity.start",
+    [F_END] = "identity.end",
+    [F_WALL] = "identity.wall_seconds",
+    [F_ARGV] = "identity.argv",
+    [F_PLAN] = "plan",
+    [F_REQUEST_MILLICORES] = "plan.cpu.request_millicores",
+    [F_LIMIT_MILLICORES] = "plan.cpu.limit_millicores",
+    [F_HEAP] = "plan.memory.heap_bytes",
+    [F_OFFHEAP] = "plan.memory.offheap_bytes",
+    [F_PYSPARK] = "plan.memory.pyspark_bytes",
+    [F_OVERHEAD] = "plan.memory.overhead_bytes",
+    [F_BURST_RATIO] = "plan.memory.burst_ratio",
+    [F_REQUEST_BYTES] = "plan.memory.request_bytes",
+    [F_LIMIT_BYTES] = "plan.memory.limit_bytes",
+    [F_ENFORCED] = "enforcement.enforced",
+    [F_CPU_SECONDS] = "usage.cpu.seconds",
+    [F_THROTTLED] = "usage.cpu.throttled_seconds",
+    [F_RUNQ_WAIT] = "usage.cpu.runq_wait.seconds",
+    [F_PEAK] = "usage.memory.peak_bytes",
+    [F_AVERAGE] = "usage.memory.average_bytes",
+    [F_P95] = "usage.memory.p95_bytes",
+    [F_ANON_PEAK] = "usage.memory.anon_peak_bytes",
+    [F_OOM_KILLS] = "usage.memory.oom_kills",
+    [F_HIGH_EVENTS] = "usage.memory.high_events",
+    [F_EXIT] = "exit",
+    [F_EXIT_SIGNAL] = "exit.signal",
+    [F_EXIT_STATUS] = "exit.status",
+    [F_OOM_KILLED] = "exit.oom_killed",
+    [F_SAMPLES] = "samples",
+    [F_FORCED_SPILLS] = "spills.forced_spills",
+    [F_THRESHOLD] = "agent.threshold_bytes",
 };
 
 struct line_state {
@@ -112,9 +112,9 @@ struct line_state {
         uint32_t cores;
         /* samples[]: the current element and the series so far */
         size_t sample;
-        double t, cpu;             /* this element's; NAN when absent or null */
+        double t, cpu; /* this element's; NAN when absent or null */
         bool t_seen, cpu_seen;
-        double last_t, last_cpu;   /* the last element with both */
+        double last_t, last_cpu;    /* the last element with both */
         double peak_cpu_per_second; /* highest cpu_usage_us delta per second; NAN */
 };
 
@@ -141,7 +141,8 @@ static int on_scalar(void *userdata, const char *path, size_t path_len, const st
                                 return 0;
                         if (jscan_double(v, &st->t) < 0 || !isfinite(st->t) || st->t < 0 ||
                             st->t > 1e12) {
-                                st->problem = "samples[].t_seconds is not a number in [0, 1e12] or null";
+                                st->problem =
+                                    "samples[].t_seconds is not a number in [0, 1e12] or null";
                                 return -EINVAL;
                         }
                 } else {
@@ -152,7 +153,8 @@ static int on_scalar(void *userdata, const char *path, size_t path_len, const st
                                 return 0;
                         if (jscan_int64(v, &c) < 0 || c < 0) {
                                 snprintf(st->problem_text, sizeof(st->problem_text),
-                                         "samples[%zu].cpu_usage_us is not a non-negative integer or null",
+                                         "samples[%zu].cpu_usage_us is not a non-negative integer "
+                                         "or null",
                                          st->sample);
                                 st->problem = st->problem_text;
                                 return -EINVAL;
@@ -162,8 +164,8 @@ static int on_scalar(void *userdata, const char *path, size_t path_len, const st
                 return 0;
         }
         if (path_len == 9 && memcmp(path, "samples[]", 9) == 0) {
-                snprintf(st->problem_text, sizeof(st->problem_text), "samples[%zu] is not an object",
-                         st->sample);
+                snprintf(st->problem_text, sizeof(st->problem_text),
+                         "samples[%zu] is not an object", st->sample);
                 st->problem = st->problem_text;
                 return -EINVAL;
         }
@@ -274,8 +276,7 @@ static int get_count(const struct line_state *st, enum field f, uint64_t *ret,
 }
 
 /* RFC 3339 UTC as the shim writes it: 2026-12-02T10:53:53Z, optionally with a fraction */
-static int get_time(const struct line_state *st, enum field f, int64_t *ret,
-                    struct shim_error *err)
+static int get_time(const struct line_state *st, enum field f, int64_t *ret, struct shim_error *err)
 {
         char s[64];
         const char *end;
@@ -389,8 +390,8 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
         e->cpu_peak_util = NAN;
         if (isfinite(st->peak_cpu_per_second) && e->request_millicores != TUNER_UNKNOWN &&
             e->request_millicores > 0)
-                e->cpu_peak_util = st->peak_cpu_per_second / 1e6 /
-                                   ((double)e->request_millicores / 1000.0);
+                e->cpu_peak_util =
+                    st->peak_cpu_per_second / 1e6 / ((double)e->request_millicores / 1000.0);
 
         e->forced_spills = -1;
         if ((r = get_count(st, F_FORCED_SPILLS, &u, err)) < 0)
@@ -410,10 +411,13 @@ int tuner_report_line(const char *line, size_t len, struct tuner_executor *ret,
 {
         struct tuner_executor e = {0};
         struct line_state st = {
-                .t = NAN, .cpu = NAN, .last_t = NAN, .last_cpu = NAN,
-                .peak_cpu_per_second = NAN,
+            .t = NAN,
+            .cpu = NAN,
+            .last_t = NAN,
+            .last_cpu = NAN,
+            .peak_cpu_per_second = NAN,
         };
-        const struct jscan_visitor visitor = { on_scalar, on_end, &st };
+        const struct jscan_visitor visitor = {on_scalar, on_end, &st};
         const char *what = NULL;
         size_t blank = 0, offset = 0;
         int r;

@@ -1159,8 +1159,8 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
         /* use beyond the request is borrowing from the overcommitted limit, not better
          * packing: the objective caps each utilisation at 1 (docs/tuner.md) */
         run->objective = run->cpu_util > 0 && run->mem_util > 0
-                                 ? 1.0 / (fmin(run->cpu_util, 1.0) * fmin(run->mem_util, 1.0))
-                                 : NAN;
+                             ? 1.0 / (fmin(run->cpu_util, 1.0) * fmin(run->mem_util, 1.0))
+                             : NAN;
         run->throttled_fraction = have_throttled ? ratio(throttled, wall) : NAN;
         run->runq_wait_per_cpu = have_runq ? ratio(runq, runq_cpu) : NAN;
 

@@ -46,25 +46,25 @@ void tuner_app_free(struct tuner_app *app)
 void tuner_bounds_default(struct tuner_bounds *b)
 {
         *b = (struct tuner_bounds){
-                .millicores_min = 100,
-                .millicores_max = 256000,
-                .heap_min_bytes = UINT64_C(256) << 20,
-                .heap_max_bytes = UINT64_C(64) << 30,
-                .overhead_min_bytes = UINT64_C(384) << 20,
-                .overhead_max_bytes = UINT64_C(16) << 30,
-                .memory_limit_max = 0,
-                .burst_ratio_max = 1.0,
-                .spill_fraction_min = 0.5,
-                .spill_fraction_max = 1.0,
-                .partitions_min = 1,
-                .partitions_max = 100000,
-                .failure_bound = 0.1,
-                .runtime_allowance = 1.5,
-                .cpu_target = 0.85,
-                .mem_target = 0.7,
-                .history_runs = 20,
-                .seed = 1,
-                .runtime_target = 1.1,
+            .millicores_min = 100,
+            .millicores_max = 256000,
+            .heap_min_bytes = UINT64_C(256) << 20,
+            .heap_max_bytes = UINT64_C(64) << 30,
+            .overhead_min_bytes = UINT64_C(384) << 20,
+            .overhead_max_bytes = UINT64_C(16) << 30,
+            .memory_limit_max = 0,
+            .burst_ratio_max = 1.0,
+            .spill_fraction_min = 0.5,
+            .spill_fraction_max = 1.0,
+            .partitions_min = 1,
+            .partitions_max = 100000,
+            .failure_bound = 0.1,
+            .runtime_allowance = 1.5,
+            .cpu_target = 0.85,
+            .mem_target = 0.7,
+            .history_runs = 20,
+            .seed = 1,
+            .runtime_target = 1.1,
         };
 }
 
@@ -78,8 +78,8 @@ void tuner_bounds_from_policy(const struct policy *p, struct tuner_bounds *b)
         b->heap_min_bytes = t->heap_min;
         b->heap_max_bytes = t->heap_max;
         b->overhead_min_bytes = p->overhead_min_bytes;
-        b->overhead_max_bytes = t->overhead_max > p->overhead_min_bytes ? t->overhead_max
-                                                                        : p->overhead_min_bytes;
+        b->overhead_max_bytes =
+            t->overhead_max > p->overhead_min_bytes ? t->overhead_max : p->overhead_min_bytes;
         b->memory_limit_max = p->memory_limit_max;
         b->burst_ratio_max = p->burst_ratio_max;
         b->spill_fraction_min = t->spill_fraction_min;
@@ -136,8 +136,9 @@ static bool clamp_u64(uint64_t *v, uint64_t lo, uint64_t hi, struct tuner_reason
 
         if (*v >= lo && *v <= hi)
                 return false;
-        snprintf(what, sizeof(what), "%s %" PRIu64 " clamped into the policy's [%" PRIu64
-                 ", %" PRIu64 "]", name, *v, lo, hi);
+        snprintf(what, sizeof(what),
+                 "%s %" PRIu64 " clamped into the policy's [%" PRIu64 ", %" PRIu64 "]", name, *v,
+                 lo, hi);
         *v = *v < lo ? lo : hi;
         clamped(reason, what);
         return true;
@@ -165,28 +166,29 @@ unsigned tuner_clamp(struct tuner_params *params, struct tuner_reason reasons[TU
         if (!(params->burst_ratio >= 0.0) || params->burst_ratio > b->burst_ratio_max) {
                 snprintf(what, sizeof(what), "burst ratio %g clamped into the policy's [0, %g]",
                          params->burst_ratio, b->burst_ratio_max);
-                params->burst_ratio = params->burst_ratio > b->burst_ratio_max ? b->burst_ratio_max
-                                                                                : 0.0;
+                params->burst_ratio =
+                    params->burst_ratio > b->burst_ratio_max ? b->burst_ratio_max : 0.0;
                 clamped(&reasons[TUNER_P_BURST_RATIO], what);
                 n++;
         }
-        if (isfinite(params->spill_fraction) &&
-            (params->spill_fraction < b->spill_fraction_min ||
-             params->spill_fraction > b->spill_fraction_max)) {
+        if (isfinite(params->spill_fraction) && (params->spill_fraction < b->spill_fraction_min ||
+                                                 params->spill_fraction > b->spill_fraction_max)) {
                 snprintf(what, sizeof(what), "spill fraction %g clamped into the policy's [%g, %g]",
                          params->spill_fraction, b->spill_fraction_min, b->spill_fraction_max);
                 params->spill_fraction = params->spill_fraction < b->spill_fraction_min
-                                                 ? b->spill_fraction_min
-                                                 : b->spill_fraction_max;
+                                             ? b->spill_fraction_min
+                                             : b->spill_fraction_max;
                 clamped(&reasons[TUNER_P_SPILL_FRACTION], what);
                 n++;
         }
         /* the limit (heap + overhead) last: the overhead gives way, then the heap */
-        if (b->memory_limit_max && params->heap_bytes + params->overhead_bytes > b->memory_limit_max) {
+        if (b->memory_limit_max &&
+            params->heap_bytes + params->overhead_bytes > b->memory_limit_max) {
                 uint64_t room = b->memory_limit_max > params->heap_bytes
-                                        ? b->memory_limit_max - params->heap_bytes
-                                        : 0;
-                snprintf(what, sizeof(what), "heap + overhead %" PRIu64 " above the policy's memory.limit_max %" PRIu64,
+                                    ? b->memory_limit_max - params->heap_bytes
+                                    : 0;
+                snprintf(what, sizeof(what),
+                         "heap + overhead %" PRIu64 " above the policy's memory.limit_max %" PRIu64,
                          params->heap_bytes + params->overhead_bytes, b->memory_limit_max);
                 if (room >= b->overhead_min_bytes) {
                         params->overhead_bytes = room;
@@ -194,8 +196,8 @@ unsigned tuner_clamp(struct tuner_params *params, struct tuner_reason reasons[TU
                 } else {
                         params->overhead_bytes = b->overhead_min_bytes;
                         params->heap_bytes = b->memory_limit_max > b->overhead_min_bytes
-                                                     ? b->memory_limit_max - b->overhead_min_bytes
-                                                     : 0;
+                                                 ? b->memory_limit_max - b->overhead_min_bytes
+                                                 : 0;
                         clamped(&reasons[TUNER_P_OVERHEAD], what);
                         clamped(&reasons[TUNER_P_HEAP], what);
                 }
@@ -213,44 +215,47 @@ static const struct run_field {
         enum field_kind kind;
         size_t offset;
 } run_fields[] = {
-#define RF(name, kind, member) { name, kind, offsetof(struct tuner_run, member) }
-        RF("start_ms", F_I64, start_ms),
-        RF("duration_seconds", F_DOUBLE, duration_seconds),
-        RF("cores", F_U32, params.cores),
-        RF("millicores", F_U64, params.millicores),
-        RF("heap_bytes", F_U64, params.heap_bytes),
-        RF("overhead_bytes", F_U64, params.overhead_bytes),
-        RF("burst_ratio", F_DOUBLE, params.burst_ratio),
-        RF("spill_fraction", F_DOUBLE, params.spill_fraction),
-        RF("shuffle_partitions", F_U32, params.shuffle_partitions),
-        RF("executors", F_U32, executors),
-        RF("cpu_util", F_DOUBLE, cpu_util),
-        RF("mem_util", F_DOUBLE, mem_util),
-        RF("objective", F_DOUBLE, objective),
-        RF("cpu_peak_util", F_DOUBLE, cpu_peak_util),
-        RF("throttled_fraction", F_DOUBLE, throttled_fraction),
-        RF("runq_wait_per_cpu", F_DOUBLE, runq_wait_per_cpu),
-        RF("memory_peak_bytes", F_U64, memory_peak_bytes),
-        RF("heap_peak_bytes", F_U64, heap_peak_bytes),
-        RF("offheap_peak_bytes", F_U64, offheap_peak_bytes),
-        RF("high_events", F_U64, high_events),
-        RF("oom_kills", F_U64, oom_kills),
-        RF("forced_spills", F_I64, forced_spills),
-        RF("has_eventlog", F_BOOL, has_eventlog),
-        RF("has_reports", F_BOOL, has_reports),
-        RF("stages", F_U32, stages),
-        RF("tasks", F_U32, tasks),
-        RF("failed_tasks", F_U32, failed_tasks),
-        RF("oom_task_failures", F_U32, oom_task_failures),
-        RF("executors_lost", F_U32, executors_lost),
-        RF("max_stage_tasks", F_U32, max_stage_tasks),
-        RF("max_stage_skew", F_DOUBLE, max_stage_skew),
-        RF("memory_spill_bytes", F_U64, memory_spill_bytes),
-        RF("disk_spill_bytes", F_U64, disk_spill_bytes),
-        RF("shuffle_read_bytes", F_U64, shuffle_read_bytes),
-        RF("shuffle_write_bytes", F_U64, shuffle_write_bytes),
-        RF("gc_seconds", F_DOUBLE, gc_seconds),
-        RF("executor_run_seconds", F_DOUBLE, executor_run_seconds),
+#define RF(name, kind, member)                                                                     \
+        {                                                                                          \
+                name, kind, offsetof(struct tuner_run, member)                                     \
+        }
+    RF("start_ms", F_I64, start_ms),
+    RF("duration_seconds", F_DOUBLE, duration_seconds),
+    RF("cores", F_U32, params.cores),
+    RF("millicores", F_U64, params.millicores),
+    RF("heap_bytes", F_U64, params.heap_bytes),
+    RF("overhead_bytes", F_U64, params.overhead_bytes),
+    RF("burst_ratio", F_DOUBLE, params.burst_ratio),
+    RF("spill_fraction", F_DOUBLE, params.spill_fraction),
+    RF("shuffle_partitions", F_U32, params.shuffle_partitions),
+    RF("executors", F_U32, executors),
+    RF("cpu_util", F_DOUBLE, cpu_util),
+    RF("mem_util", F_DOUBLE, mem_util),
+    RF("objective", F_DOUBLE, objective),
+    RF("cpu_peak_util", F_DOUBLE, cpu_peak_util),
+    RF("throttled_fraction", F_DOUBLE, throttled_fraction),
+    RF("runq_wait_per_cpu", F_DOUBLE, runq_wait_per_cpu),
+    RF("memory_peak_bytes", F_U64, memory_peak_bytes),
+    RF("heap_peak_bytes", F_U64, heap_peak_bytes),
+    RF("offheap_peak_bytes", F_U64, offheap_peak_bytes),
+    RF("high_events", F_U64, high_events),
+    RF("oom_kills", F_U64, oom_kills),
+    RF("forced_spills", F_I64, forced_spills),
+    RF("has_eventlog", F_BOOL, has_eventlog),
+    RF("has_reports", F_BOOL, has_reports),
+    RF("stages", F_U32, stages),
+    RF("tasks", F_U32, tasks),
+    RF("failed_tasks", F_U32, failed_tasks),
+    RF("oom_task_failures", F_U32, oom_task_failures),
+    RF("executors_lost", F_U32, executors_lost),
+    RF("max_stage_tasks", F_U32, max_stage_tasks),
+    RF("max_stage_skew", F_DOUBLE, max_stage_skew),
+    RF("memory_spill_bytes", F_U64, memory_spill_bytes),
+    RF("disk_spill_bytes", F_U64, disk_spill_bytes),
+    RF("shuffle_read_bytes", F_U64, shuffle_read_bytes),
+    RF("shuffle_write_bytes", F_U64, shuffle_write_bytes),
+    RF("gc_seconds", F_DOUBLE, gc_seconds),
+    RF("executor_run_seconds", F_DOUBLE, executor_run_seconds),
 #undef RF
 };
 
@@ -274,8 +279,9 @@ json_t *tuner_run_to_json(const struct tuner_run *run)
                         break;
                 case F_U64:
                         u = *(const uint64_t *)at;
-                        v = u == TUNER_UNKNOWN || u > (uint64_t)INT64_MAX ? json_null()
-                                                                          : json_integer((json_int_t)u);
+                        v = u == TUNER_UNKNOWN || u > (uint64_t)INT64_MAX
+                                ? json_null()
+                                : json_integer((json_int_t)u);
                         break;
                 case F_I64:
                         v = json_integer(*(const int64_t *)at);
@@ -291,8 +297,10 @@ json_t *tuner_run_to_json(const struct tuner_run *run)
                 ok = json_object_set_new(doc, run_fields[i].name, v) == 0;
         }
         if (ok)
-                ok = json_object_set_new(doc, "failure", json_string(tuner_failure_name(run->failure))) == 0 &&
-                     json_object_set_new(doc, "failure_detail", json_string(run->failure_detail)) == 0;
+                ok = json_object_set_new(doc, "failure",
+                                         json_string(tuner_failure_name(run->failure))) == 0 &&
+                     json_object_set_new(doc, "failure_detail", json_string(run->failure_detail)) ==
+                         0;
         if (!ok) {
                 json_decref(doc);
                 return NULL;
@@ -314,7 +322,7 @@ static int copy_string(const json_t *doc, const char *key, char *dest, size_t si
 
 int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct shim_error *err)
 {
-        struct tuner_run run = { 0 };
+        struct tuner_run run = {0};
         const char *failure;
         int r;
 
@@ -336,33 +344,38 @@ int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct shim_er
                 switch (run_fields[i].kind) {
                 case F_U32:
                         if (!json_is_integer(v) || n < 0 || n > UINT32_MAX)
-                                return shim_error_set(err, EINVAL, "%s: not a 32-bit count", run_fields[i].name);
+                                return shim_error_set(err, EINVAL, "%s: not a 32-bit count",
+                                                      run_fields[i].name);
                         *(uint32_t *)at = (uint32_t)n;
                         break;
                 case F_U64:
                         if (json_is_null(v))
                                 *(uint64_t *)at = TUNER_UNKNOWN;
                         else if (!json_is_integer(v) || n < 0)
-                                return shim_error_set(err, EINVAL, "%s: not a count", run_fields[i].name);
+                                return shim_error_set(err, EINVAL, "%s: not a count",
+                                                      run_fields[i].name);
                         else
                                 *(uint64_t *)at = (uint64_t)n;
                         break;
                 case F_I64:
                         if (!json_is_integer(v))
-                                return shim_error_set(err, EINVAL, "%s: not an integer", run_fields[i].name);
+                                return shim_error_set(err, EINVAL, "%s: not an integer",
+                                                      run_fields[i].name);
                         *(int64_t *)at = (int64_t)n;
                         break;
                 case F_DOUBLE:
                         if (json_is_null(v))
                                 *(double *)at = NAN;
                         else if (!json_is_number(v))
-                                return shim_error_set(err, EINVAL, "%s: not a number", run_fields[i].name);
+                                return shim_error_set(err, EINVAL, "%s: not a number",
+                                                      run_fields[i].name);
                         else
                                 *(double *)at = json_number_value(v);
                         break;
                 case F_BOOL:
                         if (!json_is_boolean(v))
-                                return shim_error_set(err, EINVAL, "%s: not a boolean", run_fields[i].name);
+                                return shim_error_set(err, EINVAL, "%s: not a boolean",
+                                                      run_fields[i].name);
                         *(bool *)at = json_is_true(v);
                         break;
                 }
@@ -374,5 +387,7 @@ int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct shim_er
                         *ret = run;
                         return 0;
                 }
-        return shim_error_set(err, EINVAL, "failure: not one of ok, oom, executor_lost, failed_tasks, app_failed, runtime");
+        return shim_error_set(
+            err, EINVAL,
+            "failure: not one of ok, oom, executor_lost, failed_tasks, app_failed, runtime");
 }

@@ -21,11 +21,11 @@
 
 #include "shim-common.h"
 
-#define TUNER_UNKNOWN    UINT64_MAX
-#define TUNER_APP_ID_MAX 128
-#define TUNER_JOB_MAX    256
+#define TUNER_UNKNOWN     UINT64_MAX
+#define TUNER_APP_ID_MAX  128
+#define TUNER_JOB_MAX     256
 #define TUNER_EXEC_ID_MAX 64
-#define TUNER_REASON_MAX 512
+#define TUNER_REASON_MAX  512
 
 /* The settings of one run that the tuner reads and recommends (one executor's worth). */
 struct tuner_params {
@@ -41,11 +41,12 @@ struct tuner_params {
 /* Why a run counts as failed (most severe first); TUNER_OK for a success. */
 enum tuner_failure {
         TUNER_OK = 0,
-        TUNER_FAIL_OOM,           /* an executor OOM-killed (kernel) or java.lang.OutOfMemoryError */
-        TUNER_FAIL_EXECUTOR_LOST, /* an executor lost mid-application (not ended by the app's end) */
+        TUNER_FAIL_OOM, /* an executor OOM-killed (kernel) or java.lang.OutOfMemoryError */
+        TUNER_FAIL_EXECUTOR_LOST, /* an executor lost mid-application (not ended by the app's end)
+                                   */
         TUNER_FAIL_TASKS,         /* failed task attempts (other reasons) */
         TUNER_FAIL_APP,           /* the application failed or never ended */
-        TUNER_FAIL_RUNTIME,       /* ran longer than the job's allowance (tuner.runtime_allowance) */
+        TUNER_FAIL_RUNTIME, /* ran longer than the job's allowance (tuner.runtime_allowance) */
 };
 
 const char *tuner_failure_name(enum tuner_failure f); /* "ok", "oom", "executor_lost", ... */
@@ -114,10 +115,10 @@ struct tuner_executor {
         double cpu_seconds, throttled_seconds, runq_wait_seconds; /* NAN when unknown */
         uint64_t memory_peak_bytes, memory_average_bytes, memory_p95_bytes, anon_peak_bytes;
         uint64_t oom_kills, high_events;
-        int exit_status;  /* -1 when killed by a signal */
-        int exit_signal;  /* 0 when it exited */
+        int exit_status; /* -1 when killed by a signal */
+        int exit_signal; /* 0 when it exited */
         bool oom_killed;
-        double cpu_peak_util; /* highest sample-to-sample CPU use / request; NAN if < 2 samples */
+        double cpu_peak_util;  /* highest sample-to-sample CPU use / request; NAN if < 2 samples */
         int64_t forced_spills; /* agent; -1 unknown */
         double spill_threshold_fraction; /* the agent's threshold / the memory request; NAN */
 };
@@ -130,7 +131,7 @@ struct tuner_run {
         char app_id[TUNER_APP_ID_MAX];
         char job[TUNER_JOB_MAX];
         int64_t start_ms;
-        double duration_seconds; /* application wall time; NAN unknown */
+        double duration_seconds;    /* application wall time; NAN unknown */
         struct tuner_params params; /* what the run asked for */
         uint32_t executors;         /* executors with a report */
 
@@ -155,9 +156,9 @@ struct tuner_run {
         /* event log (zero when there is none; has_eventlog says which) */
         bool has_eventlog, has_reports;
         uint32_t stages, tasks, failed_tasks, oom_task_failures;
-        uint32_t executors_lost; /* the event log's lost executors and those the reports show */
-        uint32_t max_stage_tasks;   /* most tasks of one stage */
-        double max_stage_skew;      /* max over stages of task_max / task_median; NAN */
+        uint32_t executors_lost;  /* the event log's lost executors and those the reports show */
+        uint32_t max_stage_tasks; /* most tasks of one stage */
+        double max_stage_skew;    /* max over stages of task_max / task_median; NAN */
         uint64_t memory_spill_bytes, disk_spill_bytes, shuffle_read_bytes, shuffle_write_bytes;
         double gc_seconds, executor_run_seconds;
 
@@ -171,30 +172,29 @@ struct tuner_run {
  * built-in values.
  */
 struct tuner_bounds {
-        uint64_t millicores_min, millicores_max;   /* per executor */
+        uint64_t millicores_min, millicores_max; /* per executor */
         uint64_t heap_min_bytes, heap_max_bytes;
         uint64_t overhead_min_bytes, overhead_max_bytes;
-        uint64_t memory_limit_max;                 /* heap + overhead; 0 = none */
+        uint64_t memory_limit_max; /* heap + overhead; 0 = none */
         double burst_ratio_max;
         double spill_fraction_min, spill_fraction_max;
         uint32_t partitions_min, partitions_max;
-        double failure_bound;       /* stage 2 proposes only P(failure) below this; default 0.1 */
-        double runtime_allowance;   /* a run longer than this x the first successful run's time
-                                       is a failure (TUNER_FAIL_RUNTIME); default 1.5 */
+        double failure_bound;     /* stage 2 proposes only P(failure) below this; default 0.1 */
+        double runtime_allowance; /* a run longer than this x the first successful run's time
+                                     is a failure (TUNER_FAIL_RUNTIME); default 1.5 */
         double cpu_target, mem_target; /* utilisation the rules aim at; default 0.85, 0.7 */
-        unsigned history_runs;      /* runs read per job, newest first; default 20 */
-        uint64_t seed;              /* stage 2's random stream */
-        double runtime_target;      /* the rules raise the CPU (and hold memory) when a run
-                                       is slower than this x the best successful run; default
-                                       1.1 (tuner.runtime_target) */
+        unsigned history_runs;         /* runs read per job, newest first; default 20 */
+        uint64_t seed;                 /* stage 2's random stream */
+        double runtime_target;         /* the rules raise the CPU (and hold memory) when a run
+                                          is slower than this x the best successful run; default
+                                          1.1 (tuner.runtime_target) */
 };
 
 void tuner_bounds_default(struct tuner_bounds *b);
 
-
 /* What one recommended value is and why. */
 struct tuner_reason {
-        char source[32]; /* "rule:<name>", "bo", "hold", "bound", "unchanged" */
+        char source[32];             /* "rule:<name>", "bo", "hold", "bound", "unchanged" */
         char text[TUNER_REASON_MAX]; /* the numbers: "cpu_util 0.31 < 0.85 over 3 runs: ..." */
 };
 
@@ -219,9 +219,9 @@ struct tuner_recommendation {
         struct tuner_params params;
         struct tuner_reason reasons[TUNER_P_COUNT];
         enum tuner_stage_used stage;
-        bool converged;              /* stage 1 had nothing more to change */
-        double predicted_objective;  /* stage 2's GP mean; NAN for stage 1 */
-        double failure_probability;  /* stage 2's failure model; NAN for stage 1 */
+        bool converged;             /* stage 1 had nothing more to change */
+        double predicted_objective; /* stage 2's GP mean; NAN for stage 1 */
+        double failure_probability; /* stage 2's failure model; NAN for stage 1 */
         unsigned runs_used;
 };
 

@@ -49,7 +49,7 @@ static int visit_end(void *userdata, const char *path, size_t path_len, bool obj
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        const struct jscan_visitor visitor = { visit, visit_end, NULL };
+        const struct jscan_visitor visitor = {visit, visit_end, NULL};
         json_error_t jerr;
         json_t *doc = json_loadb((const char *)data, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
         size_t offset = 0;

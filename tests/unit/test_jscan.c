@@ -11,18 +11,60 @@
 #include "jscan.h"
 
 static const char *const valid[] = {
-        "{}", "[]", "0", "-0", "1.5e-3", "-12.25E+10", "\"\"", "true", "false", "null",
-        " { \"a\" : [ 1 , 2 , { } ] , \"b\" : \"x\\\"y\\\\z\\/\\b\\f\\n\\r\\t\" } ",
-        "\"\\u00e9\\u20ac\\ud83d\\ude00\"", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"",
-        "[[[[[[[[[[]]]]]]]]]]", "{\"a\":{\"b\":{\"c\":[1,{\"d\":null}]}}}",
+    "{}",
+    "[]",
+    "0",
+    "-0",
+    "1.5e-3",
+    "-12.25E+10",
+    "\"\"",
+    "true",
+    "false",
+    "null",
+    " { \"a\" : [ 1 , 2 , { } ] , \"b\" : \"x\\\"y\\\\z\\/\\b\\f\\n\\r\\t\" } ",
+    "\"\\u00e9\\u20ac\\ud83d\\ude00\"",
+    "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"",
+    "[[[[[[[[[[]]]]]]]]]]",
+    "{\"a\":{\"b\":{\"c\":[1,{\"d\":null}]}}}",
 };
 
 static const char *const invalid[] = {
-        "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\"}", "{a:1}", "[1 2]", "01", "1.", ".5",
-        "-", "1e", "1e+", "+1", "tru", "nul", "truex", "\"abc", "\"\\x\"", "\"\\u12\"",
-        "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"", "\"a\tb\"", "\"\xc3\"",
-        "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xf5\x80\x80\x80\"", "[1]x", "{} {}", "[\"a\",]",
-        "'a'", "NaN", "Infinity",
+    "",
+    " ",
+    "{",
+    "}",
+    "[1,]",
+    "{\"a\":1,}",
+    "{\"a\"}",
+    "{a:1}",
+    "[1 2]",
+    "01",
+    "1.",
+    ".5",
+    "-",
+    "1e",
+    "1e+",
+    "+1",
+    "tru",
+    "nul",
+    "truex",
+    "\"abc",
+    "\"\\x\"",
+    "\"\\u12\"",
+    "\"\\ud800\"",
+    "\"\\udc00\"",
+    "\"\\ud800\\u0041\"",
+    "\"a\tb\"",
+    "\"\xc3\"",
+    "\"\xc0\xaf\"",
+    "\"\xed\xa0\x80\"",
+    "\"\xf5\x80\x80\x80\"",
+    "[1]x",
+    "{} {}",
+    "[\"a\",]",
+    "'a'",
+    "NaN",
+    "Infinity",
 };
 
 Test(jscan, agrees_with_jansson)
@@ -98,9 +140,9 @@ static int stop_at_b(void *userdata, const char *path, size_t path_len, const st
 Test(jscan, paths)
 {
         static const char doc[] = "{\"a\":{\"b\":1,\"c\":[true,{\"d\":\"x\"}]},\"e\":null}";
-        struct seen s = { "", 0 };
-        struct jscan_visitor v = { record, record_end, &s };
-        struct jscan_visitor stop = { stop_at_b, NULL, NULL };
+        struct seen s = {"", 0};
+        struct jscan_visitor v = {record, record_end, &s};
+        struct jscan_visitor stop = {stop_at_b, NULL, NULL};
         char longer[400];
 
         cr_assert_eq(jscan(doc, strlen(doc), &v, NULL, NULL), 0);
@@ -118,12 +160,12 @@ Test(jscan, paths)
 
 Test(jscan, values)
 {
-        struct jscan_value n = { JSCAN_NUMBER, "9223372036854775807", 19 };
-        struct jscan_value big = { JSCAN_NUMBER, "9223372036854775808", 19 };
-        struct jscan_value neg = { JSCAN_NUMBER, "-9223372036854775808", 20 };
-        struct jscan_value frac = { JSCAN_NUMBER, "1.25e2", 6 };
-        struct jscan_value str = { JSCAN_STRING, "a\\n\\u00e9\\ud83d\\ude00", 22 };
-        struct jscan_value nul = { JSCAN_STRING, "a\\u0000", 7 };
+        struct jscan_value n = {JSCAN_NUMBER, "9223372036854775807", 19};
+        struct jscan_value big = {JSCAN_NUMBER, "9223372036854775808", 19};
+        struct jscan_value neg = {JSCAN_NUMBER, "-9223372036854775808", 20};
+        struct jscan_value frac = {JSCAN_NUMBER, "1.25e2", 6};
+        struct jscan_value str = {JSCAN_STRING, "a\\n\\u00e9\\ud83d\\ude00", 22};
+        struct jscan_value nul = {JSCAN_STRING, "a\\u0000", 7};
         char buf[16];
         int64_t i;
         double d;
@@ -140,6 +182,6 @@ Test(jscan, values)
         cr_expect_str_eq(buf, "a\n\xc3\xa9\xf0\x9f\x98\x80");
         cr_expect_eq(jscan_string(&str, buf, 5), -ENAMETOOLONG);
         cr_expect_eq(jscan_string(&nul, buf, sizeof(buf)), -EINVAL, "no NUL inside a C string");
-        cr_expect(jscan_string_eq(&(struct jscan_value){ JSCAN_STRING, "fin\\u0061l", 10 }, "final"));
-        cr_expect(!jscan_string_eq(&(struct jscan_value){ JSCAN_STRING, "final", 5 }, "fina"));
+        cr_expect(jscan_string_eq(&(struct jscan_value){JSCAN_STRING, "fin\\u0061l", 10}, "final"));
+        cr_expect(!jscan_string_eq(&(struct jscan_value){JSCAN_STRING, "final", 5}, "fina"));
 }

@@ -15,14 +15,18 @@
 
 static struct tuner_run good_run(const char *app, double seconds)
 {
-        struct tuner_run r = { 0 };
+        struct tuner_run r = {0};
 
         snprintf(r.app_id, sizeof(r.app_id), "%s", app);
         snprintf(r.job, sizeof(r.job), "nightly");
         r.duration_seconds = seconds;
-        r.params = (struct tuner_params){ .cores = 4, .millicores = 2000, .heap_bytes = 4 * GiB,
-                                          .overhead_bytes = 512 * MiB, .burst_ratio = 0.5,
-                                          .spill_fraction = NAN, .shuffle_partitions = 64 };
+        r.params = (struct tuner_params){.cores = 4,
+                                         .millicores = 2000,
+                                         .heap_bytes = 4 * GiB,
+                                         .overhead_bytes = 512 * MiB,
+                                         .burst_ratio = 0.5,
+                                         .spill_fraction = NAN,
+                                         .shuffle_partitions = 64};
         r.cpu_util = 0.5;
         r.mem_util = 0.25;
         r.objective = 8.0;
@@ -57,7 +61,8 @@ Test(tuner, bounds_from_the_policy)
         cr_expect_eq(b.burst_ratio_max, 0.6, "burst %g", b.burst_ratio_max);
         cr_expect_eq(b.memory_limit_max, 16 * GiB, "limit %" PRIu64, b.memory_limit_max);
         cr_expect_eq(b.heap_max_bytes, 8 * GiB, "heap_max %" PRIu64, b.heap_max_bytes);
-        cr_expect_eq(b.overhead_min_bytes, 384 * MiB, "overhead_min %" PRIu64, b.overhead_min_bytes);
+        cr_expect_eq(b.overhead_min_bytes, 384 * MiB, "overhead_min %" PRIu64,
+                     b.overhead_min_bytes);
         cr_expect_eq(b.failure_bound, 0.05, "failure_bound %g", b.failure_bound);
         cr_expect_eq(b.seed, 7, "seed %" PRIu64, b.seed);
         cr_expect_eq(b.history_runs, 20, "history_runs %u", b.history_runs);
@@ -66,8 +71,8 @@ Test(tuner, bounds_from_the_policy)
 /* newest first: the oldest good run is the base; failed runs are never the base */
 Test(tuner, runtime_allowance)
 {
-        struct tuner_run runs[4] = { good_run("d", 160), good_run("c", 140), good_run("b", 100),
-                                     good_run("a", 50) };
+        struct tuner_run runs[4] = {good_run("d", 160), good_run("c", 140), good_run("b", 100),
+                                    good_run("a", 50)};
 
         runs[3].failure = TUNER_FAIL_OOM;
         tuner_mark_runtime(runs, 4, 1.5);
@@ -82,10 +87,14 @@ Test(tuner, runtime_allowance)
 Test(tuner, clamp_into_the_bounds)
 {
         struct tuner_bounds b;
-        struct tuner_params p = { .cores = 4, .millicores = 50, .heap_bytes = 100 * GiB,
-                                  .overhead_bytes = 100 * MiB, .burst_ratio = 0.9,
-                                  .spill_fraction = 0.1, .shuffle_partitions = 500000 };
-        struct tuner_reason reasons[TUNER_P_COUNT] = { 0 };
+        struct tuner_params p = {.cores = 4,
+                                 .millicores = 50,
+                                 .heap_bytes = 100 * GiB,
+                                 .overhead_bytes = 100 * MiB,
+                                 .burst_ratio = 0.9,
+                                 .spill_fraction = 0.1,
+                                 .shuffle_partitions = 500000};
+        struct tuner_reason reasons[TUNER_P_COUNT] = {0};
         unsigned n;
 
         tuner_bounds_default(&b);
@@ -120,7 +129,7 @@ Test(tuner, clamp_into_the_bounds)
 Test(tuner, run_json_round_trip)
 {
         struct tuner_run run = good_run("app-20261203-0001", 42.5), back;
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
         json_t *doc;
 
         run.failure = TUNER_FAIL_EXECUTOR_LOST;
@@ -149,15 +158,19 @@ Test(tuner, run_json_round_trip)
 /* A run at the rules' targets: 0.85 CPU, 0.72 memory, nothing near a limit. */
 static struct tuner_run converged_run(int i)
 {
-        struct tuner_run r = { 0 };
+        struct tuner_run r = {0};
 
         snprintf(r.app_id, sizeof(r.app_id), "app-%d", i);
         snprintf(r.job, sizeof(r.job), "job");
         r.start_ms = 1000 - i;
         r.duration_seconds = 100;
-        r.params = (struct tuner_params){ .cores = 4, .millicores = 4000, .heap_bytes = 4 * GiB,
-                                          .overhead_bytes = GiB, .burst_ratio = 0,
-                                          .spill_fraction = 0.8, .shuffle_partitions = 200 };
+        r.params = (struct tuner_params){.cores = 4,
+                                         .millicores = 4000,
+                                         .heap_bytes = 4 * GiB,
+                                         .overhead_bytes = GiB,
+                                         .burst_ratio = 0,
+                                         .spill_fraction = 0.8,
+                                         .shuffle_partitions = 200};
         r.executors = 2;
         r.cpu_util = 0.85 + 0.01 * i;
         r.mem_util = 0.72;
@@ -180,10 +193,10 @@ static struct tuner_run converged_run(int i)
 /* the two stages together: rules while they change something, then stage 2 */
 Test(tuner, recommend_rules_then_bo)
 {
-        struct tuner_run runs[4] = { converged_run(0), converged_run(1), converged_run(2),
-                                     converged_run(3) };
+        struct tuner_run runs[4] = {converged_run(0), converged_run(1), converged_run(2),
+                                    converged_run(3)};
         struct tuner_recommendation rec, again;
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
         struct tuner_bounds b;
 
         tuner_bounds_default(&b);
@@ -209,7 +222,8 @@ Test(tuner, recommend_rules_then_bo)
         cr_expect_lt(rec.failure_probability, b.failure_bound, "P(failure) %g",
                      rec.failure_probability);
         cr_assert_eq(tuner_recommend(runs, 4, &b, &again, &err), 0, "%s", err.text);
-        cr_expect(memcmp(&rec.params, &again.params, sizeof(rec.params)) == 0, "same seed, same result");
+        cr_expect(memcmp(&rec.params, &again.params, sizeof(rec.params)) == 0,
+                  "same seed, same result");
 
         /* within the admin's bounds whatever the stage */
         b.millicores_max = 3000;

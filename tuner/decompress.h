@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internal to tuner/ (eventlog.c): the lines of one event log file, decompressed by the codec
+ * of its name as Spark's CompressionCodec writes them:
+ *   .zstd    zstd-jni's ZstdOutputStream: standard zstd frames (libzstd's streaming API);
+ *   .lz4     lz4-java's LZ4BlockOutputStream: "LZ4Block" + a token (method | level) + the
+ *            compressed and original lengths and the XXH32 of the block (seed 0x9747b28c,
+ *            the low 28 bits), little-endian; an empty block ends a stream, streams may follow;
+ *   .snappy  snappy-java's SnappyOutputStream: the 16-byte header (0x82 "SNAPPY" 0, version,
+ *            compatible version) then chunks of a big-endian length and a raw snappy block;
+ *   .lzf     compress-lzf's LZFOutputStream: "ZV" chunks, stored (0) or LZF-compressed (1);
+ *   anything else is plain text. A trailing ".inprogress" is skipped when picking the codec.
+ * Every size is bounded (a block's lengths, a line, the total decompressed bytes); a file cut
+ * short inside a block is an error unless the stream was opened as in progress, where the
+ * writer may not have flushed it yet: then what was decoded is the end.
+ *
+ * Not thread-safe; one stream per thread.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shim-common.h"
+
+enum tuner_codec {
+        TUNER_CODEC_PLAIN = 0,
+        TUNER_CODEC_ZSTD,
+        TUNER_CODEC_LZ4,
+        TUNER_CODEC_SNAPPY,
+        TUNER_CODEC_LZF,
+};
+
+#define TUNER_STREAM_LINE_MAX  (UINT64_C(64) << 20) /* one event's JSON */
+#define TUNER_STREAM_TOTAL_MAX (UINT64_C(16) << 30) /* decompressed bytes of one file */
+#define TUNER_STREAM_BLOCK_MAX (UINT64_C(64) << 20) /* one lz4/snappy/lzf block, either side */
+
+/* The codec of a file name (its last component's suffix, ".inprogress" skipped). */
+enum tuner_codec tuner_codec_of(const char *name);
+const char *tuner_codec_name(enum tuner_codec c); /* "plain", "zstd", ... */
+/* true when name ends in ".inprogress" */
+bool tuner_name_in_progress(const char *name);
+
+struct tuner_stream;
+
+/*
+ * Open path (O_RDONLY|O_CLOEXEC|O_NOCTTY, a regular file) with the codec of its name; name is
+ * what errors say. in_progress allows a cut-off last block. 0 or -errno with err
+ * "<name>: <reason>".
+ */
+int tuner_stream_open(const char *path, bool in_progress, struct tuner_stream **ret,
+                      struct shim_error *err);
+/* The same over an open fd (the stream owns it from then on, also on failure). */
+int tuner_stream_open_fd(int fd, const char *name, enum tuner_codec codec, bool in_progress,
+                         struct tuner_stream **ret, struct shim_error *err);
+void tuner_stream_free(struct tuner_stream *s);
+/* Bounds for tests and fuzzing (defaults above). */
+void tuner_stream_set_limits(struct tuner_stream *s, uint64_t line_max, uint64_t total_max);
+
+/*
+ * The next line, without its newline: 1 and *ret_line, *ret_len (valid until the next call;
+ * NUL-terminated) and *ret_terminated (false for a last line without a newline), 0 at the end,
+ * or -errno with err "<name>: <reason>" (-EFBIG past a bound, -EINVAL for corrupt data, -EIO).
+ */
+int tuner_stream_line(struct tuner_stream *s, const char **ret_line, size_t *ret_len,
+                      bool *ret_terminated, struct shim_error *err);
+/* 1-based number of the line last returned */
+uint64_t tuner_stream_lineno(const struct tuner_stream *s);
+
+/* XXH32 (lz4-java's block checksum is tuner_xxh32(data, len, 0x9747b28c) & 0xfffffff) */
+uint32_t tuner_xxh32(const void *data, size_t len, uint32_t seed);
