@@ -135,7 +135,7 @@ static int field_int(const struct ctx *c, const json_t *obj, const char *key, in
 /* A count or a size: absent or negative (Spark's -1 for "not measured") adds nothing. */
 static int field_add(const struct ctx *c, const json_t *obj, const char *key, uint64_t *sum)
 {
-        int64_t v;
+        int64_t v = 0;
         int r = field_int(c, obj, key, &v);
 
         if (r == 0 && v > 0)
@@ -429,7 +429,7 @@ static int on_environment(struct tuner_eventlog *el, const struct ctx *c, const 
                 return 0;
         if (json_is_object(props)) {
                 const char *k;
-                const json_t *v;
+                const json_t *v = NULL;
 
                 json_object_foreach(
                     (json_t *)props, k,
@@ -472,7 +472,7 @@ static int on_environment(struct tuner_eventlog *el, const struct ctx *c, const 
 
 static int on_job_end(struct tuner_eventlog *el, const struct ctx *c, const json_t *ev)
 {
-        const json_t *result;
+        const json_t *result = NULL;
         const char *s = NULL;
         int r = field_obj(c, ev, "Job Result", &result);
 
@@ -488,8 +488,8 @@ static int on_job_end(struct tuner_eventlog *el, const struct ctx *c, const json
 static int on_stage(struct tuner_eventlog *el, const struct ctx *c, const json_t *ev,
                     bool completed)
 {
-        const json_t *info;
-        int64_t id, attempt = 0, tasks, ts;
+        const json_t *info = NULL;
+        int64_t id = 0, attempt = 0, tasks = 0, ts = 0;
         int32_t id32v = 0, attempt32 = 0;
         struct stage_state *s;
         int r;
@@ -523,7 +523,7 @@ static int on_stage(struct tuner_eventlog *el, const struct ctx *c, const json_t
         if (r == 0)
                 s->stage.complete_ms = ts;
         {
-                const char *reason;
+                const char *reason = NULL;
 
                 r = field_str(c, info, "Failure Reason", &reason);
                 if (r < 0)
@@ -608,9 +608,9 @@ enum task_outcome { TASK_OK, TASK_FAILED, TASK_KILLED, TASK_IGNORED };
 
 static int on_task_end(struct tuner_eventlog *el, const struct ctx *c, const json_t *ev)
 {
-        const json_t *reason_obj, *info = NULL, *metrics = NULL, *peaks = NULL, *sub;
-        const char *reason, *executor = NULL;
-        int64_t id, attempt = 0, launch = 0, finish = 0;
+        const json_t *reason_obj = NULL, *info = NULL, *metrics = NULL, *peaks = NULL, *sub;
+        const char *reason = NULL, *executor = NULL;
+        int64_t id = 0, attempt = 0, launch = 0, finish = 0;
         int32_t id32v = 0, attempt32 = 0;
         enum task_outcome outcome;
         struct stage_state *s;
@@ -715,7 +715,7 @@ static int on_task_end(struct tuner_eventlog *el, const struct ctx *c, const jso
 
 static int on_executor_added(struct tuner_eventlog *el, const struct ctx *c, const json_t *ev)
 {
-        const char *id;
+        const char *id = NULL;
         const json_t *info = NULL;
         char id_buf[TUNER_EXEC_ID_MAX];
         int64_t ts = 0, cores = 0;
@@ -751,7 +751,7 @@ static bool removal_is_release(const char *reason)
 
 static int on_executor_removed(struct tuner_eventlog *el, const struct ctx *c, const json_t *ev)
 {
-        const char *id, *reason = "";
+        const char *id = NULL, *reason = "";
         char id_buf[TUNER_EXEC_ID_MAX];
         int64_t ts = 0;
         struct tuner_app_executor *e;
@@ -778,7 +778,7 @@ static int on_executor_removed(struct tuner_eventlog *el, const struct ctx *c, c
 static int on_stage_executor_metrics(struct tuner_eventlog *el, const struct ctx *c,
                                      const json_t *ev)
 {
-        const char *id;
+        const char *id = NULL;
         const json_t *m;
         char id_buf[TUNER_EXEC_ID_MAX];
         int r;
@@ -896,7 +896,7 @@ static int cmp_stage(const void *a, const void *b)
 static void app_id_from_conf(struct tuner_app *app)
 {
         _cleanup_(json_decrefp) json_t *conf = NULL;
-        const char *id;
+        const char *id = NULL;
 
         if (!app->conf_json)
                 return;

@@ -550,7 +550,7 @@ static int exec_text(struct tuner_store *s, struct text *t, struct shim_error *e
 static int create_schema(struct tuner_store *s, struct shim_error *err)
 {
         struct text t = {0};
-        struct store_stmt *st;
+        struct store_stmt *st = NULL;
         int r;
 
         if ((r = s->ops->exec(s->conn, s->ops->begin_sql, err)) < 0)
@@ -694,7 +694,7 @@ int tuner_store_rollback(struct tuner_store *s, struct shim_error *err)
 
 static int put_run_row(struct tuner_store *s, const char *app_id, struct shim_error *err)
 {
-        struct store_stmt *st;
+        struct store_stmt *st = NULL;
         int r = stmt(s, S_PUT_RUN, &st, err);
 
         if (r < 0)
@@ -712,7 +712,7 @@ static int check_app_id(const char *app_id, size_t size, struct shim_error *err)
 int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tuner_app *app,
                         struct shim_error *err)
 {
-        struct store_stmt *st;
+        struct store_stmt *st = NULL;
         int r;
 
         if ((r = check_app_id(app->app_id, sizeof(app->app_id), err)) < 0)
@@ -755,7 +755,7 @@ int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tun
 int tuner_store_put_executor(struct tuner_store *s, const struct tuner_executor *e,
                              struct shim_error *err)
 {
-        struct store_stmt *st;
+        struct store_stmt *st = NULL;
         int r;
 
         if ((r = check_app_id(e->app_id, sizeof(e->app_id), err)) < 0)
@@ -771,7 +771,7 @@ int tuner_store_put_executor(struct tuner_store *s, const struct tuner_executor 
 int tuner_store_set_job(struct tuner_store *s, const char *app_id, const char *job,
                         struct shim_error *err)
 {
-        struct store_stmt *st;
+        struct store_stmt *st = NULL;
         int r;
 
         if ((r = check_app_id(app_id, TUNER_APP_ID_MAX, err)) < 0)
@@ -794,7 +794,7 @@ static int read_rows(struct tuner_store *s, enum stmt_id id, const char *app_id,
                      const struct column *c, size_t nc, size_t size, void **ret, size_t *ret_n,
                      struct shim_error *err)
 {
-        struct store_stmt *st;
+        struct store_stmt *st = NULL;
         _cleanup_free_ char *rows = NULL;
         size_t n = 0, cap = 0;
         int r;
@@ -1252,9 +1252,9 @@ static int read_run(struct tuner_store *s, const char *app_id, struct tuner_run 
         struct tuner_app app = {0};
         _cleanup_free_ struct tuner_executor *ex = NULL;
         size_t n = 0;
-        struct store_stmt *st;
+        struct store_stmt *st = NULL;
         bool has_eventlog = false;
-        void *rows;
+        void *rows = NULL;
         int r;
 
         snprintf(app.app_id, sizeof(app.app_id), "%s", app_id);
@@ -1309,7 +1309,7 @@ int tuner_store_runs(struct tuner_store *s, const char *job, unsigned max, struc
         _cleanup_free_ char *ids = NULL; /* n x TUNER_APP_ID_MAX */
         _cleanup_free_ struct tuner_run *runs = NULL;
         size_t n = 0, cap = 0;
-        struct store_stmt *st;
+        struct store_stmt *st = NULL;
         int r;
 
         if ((r = stmt(s, S_RUN_LIST, &st, err)) < 0)
@@ -1357,7 +1357,7 @@ int tuner_store_jobs(struct tuner_store *s, struct tuner_store_job **ret, size_t
 {
         _cleanup_free_ struct tuner_store_job *jobs = NULL;
         size_t n = 0, cap = 0;
-        struct store_stmt *st;
+        struct store_stmt *st = NULL;
         int r;
 
         if ((r = stmt(s, S_JOBS, &st, err)) < 0)
