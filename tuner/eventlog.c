@@ -380,7 +380,7 @@ static int oom(const struct ctx *c)
 
 static int on_log_start(struct tuner_eventlog *el, const struct ctx *c, const json_t *ev)
 {
-        const char *v;
+        const char *v = NULL;
         int r = field_str(c, ev, "Spark Version", &v);
 
         if (r == 0)

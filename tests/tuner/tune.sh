@@ -17,8 +17,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d /tmp/sparkshim-tune.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
-printf '{ "version": 1, "fail_mode": "open" }\n' >open.json
-printf '{ "version": 1, "cpu": { "millicores": { "min": 1500 } } }\n' >bounded.json
+# run times here are whole seconds of a loaded machine: the run-time rules are the unit
+# suite's (test-rules), not this one's
+printf '{ "version": 1, "fail_mode": "open", "tuner": { "runtime_target": 100, "runtime_allowance": 100 } }\n' >open.json
+printf '{ "version": 1, "cpu": { "millicores": { "min": 1500 } }, "tuner": { "runtime_target": 100 } }\n' >bounded.json
 printf '{ "version": 1, "tuner": { "bogus": 1 } }\n' >bad.json
 chmod 0644 open.json bounded.json bad.json
 
