@@ -361,9 +361,12 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
                                       : b->millicores_max;
         double best, util = NAN, peak = NAN, next;
         bool slow = run_slow(runs, w, b, &best);
-        bool throttled = r->throttled_fraction > TUNER_RULES_THROTTLED_HIGH;
-        bool queued = r->runq_wait_per_cpu > TUNER_RULES_RUNQ_HIGH;
+        /* without cgroup limits the request throttles nothing: the host's contention and a
+         * slow run are not the request's doing, and raising it would change nothing */
+        bool throttled = r->enforced && r->throttled_fraction > TUNER_RULES_THROTTLED_HIGH;
+        bool queued = r->enforced && r->runq_wait_per_cpu > TUNER_RULES_RUNQ_HIGH;
 
+        slow = slow && r->enforced;
         if (throttled || queued || slow) {
                 next = fmin((double)cur->millicores * TUNER_RULES_CPU_RAISE, (double)cap);
                 if (u64_of(next) <= cur->millicores) {

@@ -1100,6 +1100,7 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
         run->has_eventlog = has_eventlog;
         run->has_reports = n > 0;
         run->executors = (uint32_t)n;
+        run->enforced = n > 0;
         run->cpu_peak_util = NAN;
         run->memory_peak_bytes = run->heap_peak_bytes = run->offheap_peak_bytes = TUNER_UNKNOWN;
         run->high_events = run->oom_kills = TUNER_UNKNOWN;
@@ -1118,6 +1119,7 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
                 const struct tuner_executor *e = &ex[i];
                 double cap = e->wall_seconds * (double)e->request_millicores / 1000.0;
 
+                run->enforced = run->enforced && e->enforced;
                 if (isfinite(e->cpu_seconds) && isfinite(cap) && known(e->request_millicores)) {
                         cpu += e->cpu_seconds;
                         capacity += cap;
@@ -1219,7 +1221,12 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
                 run->gc_seconds = app->gc_seconds;
                 for (size_t i = 0; i < app->n_stages; i++) {
                         const struct tuner_stage *g = &app->stages[i];
-                        double skew = ratio(g->task_max_seconds, g->task_median_seconds);
+                        /* a stage of short tasks has no skew worth keeping partitions for:
+                         * its spread is scheduling and JIT warm-up (Dr. Elephant, too, judges
+                         * skew only where tasks run long) */
+                        double skew = g->task_max_seconds >= TUNER_STORE_SKEW_MIN_SECONDS
+                                          ? ratio(g->task_max_seconds, g->task_median_seconds)
+                                          : NAN;
 
                         if (g->tasks > run->max_stage_tasks)
                                 run->max_stage_tasks = g->tasks;

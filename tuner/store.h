@@ -29,6 +29,8 @@
  * than this before its application's end was stopped by that end, not lost.
  */
 #define TUNER_STORE_END_GRACE_MS 30000
+/* a stage counts for max_stage_skew only when its longest task took at least this long */
+#define TUNER_STORE_SKEW_MIN_SECONDS 5.0
 
 struct tuner_store;
 

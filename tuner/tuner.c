@@ -256,6 +256,7 @@ static const struct run_field {
     RF("shuffle_write_bytes", F_U64, shuffle_write_bytes),
     RF("gc_seconds", F_DOUBLE, gc_seconds),
     RF("executor_run_seconds", F_DOUBLE, executor_run_seconds),
+    RF("enforced", F_BOOL, enforced),
 #undef RF
 };
 

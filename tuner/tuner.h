@@ -164,6 +164,9 @@ struct tuner_run {
 
         enum tuner_failure failure;
         char failure_detail[TUNER_REASON_MAX];
+        /* every executor with a report ran with its plan enforced (cgroup limits written):
+         * only then do throttling and run-queue wait say the CPU request was too small */
+        bool enforced;
 };
 
 /*

@@ -56,6 +56,7 @@ static struct tuner_run base_run(void)
             .gc_seconds = 10,
             .executor_run_seconds = 1000,
             .failure = TUNER_OK,
+            .enforced = true,
         };
         snprintf(r.app_id, sizeof(r.app_id), "app-0");
         return r;
@@ -271,6 +272,29 @@ Test(rules, millicores_raised_when_throttled_or_queued)
         rec = recommend1(&run);
         cr_assert_eq(rec.params.millicores, 4000);
         assert_source(&rec, TUNER_P_MILLICORES, "unchanged");
+}
+
+/* without cgroup limits the host's contention is not the request's doing */
+Test(rules, unenforced_runs_are_not_cpu_short)
+{
+        struct tuner_run run = base_run();
+        struct tuner_recommendation rec;
+
+        run.params.millicores = 2000;
+        run.enforced = false;
+        run.runq_wait_per_cpu = 2.2;
+        run.throttled_fraction = NAN;
+        rec = recommend1(&run);
+        cr_assert_neq(strcmp(rec.reasons[TUNER_P_MILLICORES].source, "rule:cpu-short"), 0, "%s",
+                      rec.reasons[TUNER_P_MILLICORES].text);
+        cr_assert_leq(rec.params.millicores, 2000);
+
+        /* and at a low use it is lowered as any run would be */
+        run.cpu_util = 0.3;
+        run.cpu_peak_util = 0.6;
+        rec = recommend1(&run);
+        cr_assert_lt(rec.params.millicores, 2000, "%s", rec.reasons[TUNER_P_MILLICORES].text);
+        assert_source(&rec, TUNER_P_MILLICORES, "rule:cpu-low");
 }
 
 Test(rules, millicores_raised_when_run_time_grew)
