@@ -296,10 +296,12 @@ static enum outcome ingest_path(struct ingest *in, const char *path)
         }
         if (tuner_eventlog_detect(path))
                 return ingest_eventlog(in, path);
-        /* O_NONBLOCK: a FIFO without a writer must not block the open; it is refused below */
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        /* O_NONBLOCK: a FIFO without a writer must not block the open; it is refused below.
+         * O_NOFOLLOW: the files are the job's users', root reads no file a symlink names */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
         if (fd < 0) {
-                snprintf(why, sizeof(why), "cannot open: %s", strerror(errno));
+                snprintf(why, sizeof(why), "cannot open: %s",
+                         errno == ELOOP ? "a symbolic link (refused)" : strerror(errno));
                 return refuse(in, path, 0, why);
         }
         if (fstat(fd, &st) < 0) {

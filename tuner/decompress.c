@@ -625,20 +625,36 @@ int tuner_stream_open_fd(int fd, const char *name, enum tuner_codec codec, bool 
         return 0;
 }
 
-int tuner_stream_open(const char *path, bool in_progress, struct tuner_stream **ret,
-                      struct shim_error *err)
+int tuner_stream_open_at(int dirfd, const char *name, const char *path, bool in_progress,
+                         struct tuner_stream **ret, struct shim_error *err)
 {
         struct stat st;
         int fd, e;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return shim_error_set(err, errno, "%s: %s", path, strerror(errno));
+        /* the files are the job's users': no symlink is followed (root would read where it
+         * points), and a FIFO must not block the open (O_NONBLOCK; refused below) */
+        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0) {
+                e = errno;
+                return shim_error_set(err, e, "%s: %s", path,
+                                      e == ELOOP ? "a symbolic link (refused)" : strerror(e));
+        }
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
                 e = S_ISREG(st.st_mode) ? errno : EINVAL;
                 close(fd);
                 return shim_error_set(err, e, "%s: %s", path,
                                       e == EINVAL ? "not a regular file" : strerror(e));
         }
+        if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+                e = errno;
+                close(fd);
+                return shim_error_set(err, e, "%s: %s", path, strerror(e));
+        }
         return tuner_stream_open_fd(fd, path, tuner_codec_of(path), in_progress, ret, err);
+}
+
+int tuner_stream_open(const char *path, bool in_progress, struct tuner_stream **ret,
+                      struct shim_error *err)
+{
+        return tuner_stream_open_at(AT_FDCWD, path, path, in_progress, ret, err);
 }

@@ -49,6 +49,10 @@ struct tuner_stream;
  * what errors say. in_progress allows a cut-off last block. 0 or -errno with err
  * "<name>: <reason>".
  */
+/* name relative to dirfd (AT_FDCWD: a path); path is what messages call it. A symlink, a
+ * FIFO or anything but a regular file is refused without blocking. */
+int tuner_stream_open_at(int dirfd, const char *name, const char *path, bool in_progress,
+                         struct tuner_stream **ret, struct shim_error *err);
 int tuner_stream_open(const char *path, bool in_progress, struct tuner_stream **ret,
                       struct shim_error *err);
 /* The same over an open fd (the stream owns it from then on, also on failure). */

@@ -957,14 +957,14 @@ int tuner_eventlog_finish(struct tuner_eventlog *el, struct tuner_app *ret, stru
 /* ---- files ---- */
 
 /* Feed the lines of one file; last_may_be_cut: an in-progress log's last line may be cut. */
-static int read_file(struct tuner_eventlog *el, const char *path, bool in_progress, uint64_t *total,
-                     struct shim_error *err)
+static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, const char *path,
+                     bool in_progress, uint64_t *total, struct shim_error *err)
 {
         struct tuner_stream *s = NULL;
         struct shim_error line_err;
         int r;
 
-        r = tuner_stream_open(path, in_progress, &s, err);
+        r = tuner_stream_open_at(dirfd, name, path, in_progress, &s, err);
         if (r < 0)
                 return r;
         tuner_stream_set_limits(s, TUNER_STREAM_LINE_MAX, TUNER_STREAM_TOTAL_MAX - *total);
@@ -996,7 +996,8 @@ static int read_file(struct tuner_eventlog *el, const char *path, bool in_progre
 
 struct rolling_file {
         uint64_t index;
-        char *name;
+        char *name; /* dir/base, for messages */
+        const char *base;
         bool compact;
 };
 
@@ -1042,9 +1043,18 @@ static int read_rolling(struct tuner_eventlog *el, const char *dir, struct shim_
         struct dirent *de;
         int r = 0;
 
-        d = opendir(dir);
-        if (!d)
-                return shim_error_set(err, errno, "%s: %s", dir, strerror(errno));
+        {
+                int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+                d = fd < 0 ? NULL : fdopendir(fd);
+                if (!d) {
+                        int e = errno;
+
+                        if (fd >= 0)
+                                close(fd);
+                        return shim_error_set(err, e, "%s: %s", dir, strerror(e));
+                }
+        }
         while ((errno = 0, de = readdir(d))) {
                 uint64_t index;
 
@@ -1077,6 +1087,7 @@ static int read_rolling(struct tuner_eventlog *el, const char *dir, struct shim_
                         r = shim_error_set(err, ENOMEM, "%s: out of memory", dir);
                         goto out;
                 }
+                files[n].base = files[n].name + strlen(dir) + 1;
                 n++;
         }
         if (errno) {
@@ -1096,7 +1107,8 @@ static int read_rolling(struct tuner_eventlog *el, const char *dir, struct shim_
         for (size_t i = first; i < n && r >= 0; i++) {
                 if (i > first && files[i].index == files[i - 1].index)
                         continue; /* "events_3_x" next to its "events_3_x.compact" */
-                r = read_file(el, files[i].name, in_progress && i == n - 1, &total, err);
+                r = read_file(el, dirfd(d), files[i].base, files[i].name, in_progress && i == n - 1,
+                              &total, err);
         }
 out:
         free_rolling(files, n);
@@ -1111,7 +1123,8 @@ int tuner_eventlog_read(const char *path, struct tuner_app *ret, struct shim_err
         struct stat st;
         int r;
 
-        if (stat(path, &st) < 0)
+        /* lstat: a symlink is refused below (the job's users own these directories) */
+        if (lstat(path, &st) < 0)
                 return shim_error_set(err, errno, "%s: %s", path, strerror(errno));
         el = tuner_eventlog_new();
         if (!el)
@@ -1119,7 +1132,7 @@ int tuner_eventlog_read(const char *path, struct tuner_app *ret, struct shim_err
         if (S_ISDIR(st.st_mode))
                 r = read_rolling(el, path, err);
         else
-                r = read_file(el, path, tuner_name_in_progress(path), &total, err);
+                r = read_file(el, AT_FDCWD, path, path, tuner_name_in_progress(path), &total, err);
         if (r >= 0) {
                 r = tuner_eventlog_finish(el, ret, &finish_err);
                 if (r < 0)
@@ -1139,7 +1152,7 @@ bool tuner_eventlog_detect(const char *path)
         bool terminated, ok = false;
 
         base = base ? base + 1 : path;
-        if (stat(path, &st) < 0)
+        if (lstat(path, &st) < 0)
                 return false;
         if (S_ISDIR(st.st_mode))
                 return strncmp(base, "eventlog_v2_", 12) == 0;

@@ -37,6 +37,22 @@ echo "8 executors of 4 runs reported"
 	run4.jsonl >ingest.out || fail "ingest exited $?: $(cat ingest.out)"
 [ "$(grep -c 'job nightly' ingest.out)" = 4 ] || fail "ingest said: $(cat ingest.out)"
 
+# the job's users own the event log directory: a FIFO must not hang ingest, a symlink is
+# not followed (root would read where it points), in a rolling event log's directory too
+mkfifo fifo.jsonl
+ln -s run1.jsonl link.jsonl
+mkdir eventlog_v2_app-link
+ln -s ../run1.jsonl eventlog_v2_app-link/events_1_app-link
+status=0
+timeout 20 "$shim" ingest --policy open.json --db h2.db --job other fifo.jsonl link.jsonl \
+	eventlog_v2_app-link run1.jsonl >/dev/null 2>err.txt || status=$?
+[ "$status" = 1 ] || fail "ingest of a FIFO and symlinks exited $status: $(cat err.txt)"
+grep -q 'fifo.jsonl.*not a regular file' err.txt || fail "the FIFO: $(cat err.txt)"
+grep -q 'link.jsonl.*symbolic link' err.txt || fail "the symlink: $(cat err.txt)"
+grep -q 'events_1_app-link.*symbolic link' err.txt || fail "the rolling symlink: $(cat err.txt)"
+"$shim" report --policy open.json --db h2.db --job other --json | grep -q '"app_id":"app-tune-1"' ||
+	fail "the regular file beside them was not stored"
+
 # --- tune -------------------------------------------------------------------------------
 "$shim" tune --policy open.json --db h.db --job nightly --format json >a.json || fail "tune json"
 "$shim" tune --policy open.json --db h.db --job nightly --format json >b.json || fail "tune json again"
