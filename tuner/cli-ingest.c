@@ -377,6 +377,9 @@ int tuner_cli_ingest(int argc, char **argv)
         if (!db)
                 db = policy.tuner.db;
         in.job_key = job_key ? job_key : policy.tuner.job_key;
+        status = tuner_cli_check_db(db);
+        if (status)
+                return status;
         if (tuner_store_open(db, &in.store, &err) < 0) {
                 log_error("history store %s: %s",
                           strncmp(db, "postgres", 8) == 0 ? "(PostgreSQL)" : db, err.text);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +46,35 @@ int tuner_cli_load_policy(const char *path, bool explicit, struct policy *p)
         if (r < 0) {
                 log_error("%s", err.text);
                 return SHIM_EXIT_POLICY;
+        }
+        return 0;
+}
+
+int tuner_cli_check_db(const char *db)
+{
+        char dir[4096];
+        const char *slash;
+        struct stat st;
+
+        if (strncmp(db, "postgresql://", 13) == 0 || strncmp(db, "postgres://", 11) == 0 ||
+            geteuid() != 0)
+                return 0;
+        slash = strrchr(db, '/');
+        if (!slash)
+                snprintf(dir, sizeof(dir), ".");
+        else if (slash == db)
+                snprintf(dir, sizeof(dir), "/");
+        else
+                snprintf(dir, sizeof(dir), "%.*s", (int)(slash - db), db);
+        if (stat(dir, &st) < 0)
+                return 0; /* the store says what is missing */
+        if ((st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_uid != 0 && st.st_uid != geteuid())) {
+                log_error(
+                    "history %s: directory %s is writable by others or not root's (mode %04o, "
+                    "owner %u); allowed: a directory only root writes, such as /var/lib/sparkshim "
+                    "(SQLite makes its -wal and -shm files there)",
+                    db, dir, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+                return TUNER_EXIT_STORE;
         }
         return 0;
 }
@@ -189,6 +219,9 @@ static int load_runs(const struct tune_options *o, const struct policy *p, struc
         tuner_bounds_from_policy(p, b);
         if (o->seed_set)
                 b->seed = o->seed;
+        r = tuner_cli_check_db(db);
+        if (r)
+                return r;
         /* reading must not create an empty SQLite file where the history was expected */
         if (strncmp(db, "postgresql://", 13) != 0 && strncmp(db, "postgres://", 11) != 0 &&
             access(db, F_OK) < 0 && errno == ENOENT) {

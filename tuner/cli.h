@@ -29,3 +29,7 @@ int tuner_cli_report(int argc, char **argv);
  * given); 0, or SHIM_EXIT_POLICY after logging why. */
 struct policy;
 int tuner_cli_load_policy(const char *path, bool explicit, struct policy *p);
+
+/* As root, a SQLite history only in a directory no one else may write: SQLite creates its
+ * -wal and -shm files there by name. 0, or TUNER_EXIT_STORE after logging why. */
+int tuner_cli_check_db(const char *db);

@@ -134,4 +134,12 @@ status=0; "$shim" tune --policy open.json --db h.db 2>err.txt || status=$?
 status=0; "$shim" tune --policy bad.json --db h.db --job nightly 2>err.txt || status=$?
 [ "$status" = 121 ] || fail "bad policy: exit $status"
 grep -q 'tuner.bogus: unknown key' err.txt || fail "bad policy: $(cat err.txt)"
+# as root, no history in a directory others may write (SQLite's -wal and -shm go there)
+if [ "$(id -u)" = 0 ]; then
+	mkdir shared && chmod 1777 shared
+	status=0; "$shim" ingest --policy open.json --db shared/h.db --job x run1.jsonl 2>err.txt || status=$?
+	[ "$status" = 3 ] || fail "a history in a 1777 directory: exit $status"
+	grep -q 'directory shared is writable by others' err.txt || fail "shared: $(cat err.txt)"
+	[ ! -e shared/h.db ] || fail "a history was made in a 1777 directory"
+fi
 echo "tune: ok"
