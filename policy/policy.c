@@ -116,7 +116,7 @@ void policy_init_defaults(struct policy *p)
                         .cpu_target = 0.85,
                         .memory_target = 0.7,
                         .seed = 1,
-                        .heap_min = 256 * POLICY_MIB,
+                        .heap_min = 512 * POLICY_MIB,
                         .heap_max = 64 * 1024 * POLICY_MIB,
                         .overhead_max = 16 * 1024 * POLICY_MIB,
                         .spill_fraction_min = 0.5,

@@ -129,7 +129,7 @@ struct policy_tuner {
         double cpu_target;         /* utilisation the rules aim at, (0,1]; default 0.85 */
         double memory_target;      /* (0,1]; default 0.7 */
         uint64_t seed;             /* stage 2's random stream; default 1 */
-        uint64_t heap_min, heap_max;   /* bytes; default 256 MiB, 64 GiB */
+        uint64_t heap_min, heap_max;   /* bytes; default 512 MiB (Spark: >= 450 MiB), 64 GiB */
         uint64_t overhead_max;         /* bytes; default 16 GiB */
         double spill_fraction_min, spill_fraction_max; /* default 0.5, 1 */
         uint64_t partitions_min, partitions_max;       /* default 1, 100000 */

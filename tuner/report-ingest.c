@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -19,6 +20,24 @@
 #include "util.h"
 
 #define SCHEMA "sparkshim.report/v1"
+
+/* sample intervals kept for the CPU percentile: a day at 1 s; later ones are not counted */
+#define USES_MAX 86400
+
+static int compare_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* the nearest-rank index of percentile q of n sorted values */
+static size_t percentile_rank(size_t n, double q)
+{
+        size_t rank = (size_t)ceil(q * (double)n);
+
+        return rank == 0 ? 0 : rank - 1;
+}
 
 enum field {
         F_SCHEMA,
@@ -114,8 +133,9 @@ struct line_state {
         size_t sample;
         double t, cpu; /* this element's; NAN when absent or null */
         bool t_seen, cpu_seen;
-        double last_t, last_cpu;    /* the last element with both */
-        double peak_cpu_per_second; /* highest cpu_usage_us delta per second; NAN */
+        double last_t, last_cpu; /* the last element with both */
+        double *uses; /* cpu_usage_us per second between samples (malloc), at most USES_MAX */
+        size_t n_uses;
 };
 
 static int on_scalar(void *userdata, const char *path, size_t path_len, const struct jscan_value *v)
@@ -205,8 +225,16 @@ static int on_end(void *userdata, const char *path, size_t path_len, bool object
             isfinite(st->last_cpu) && st->t > st->last_t && st->cpu >= st->last_cpu) {
                 double use = (st->cpu - st->last_cpu) / (st->t - st->last_t);
 
-                if (isnan(st->peak_cpu_per_second) || use > st->peak_cpu_per_second)
-                        st->peak_cpu_per_second = use;
+                if (st->n_uses < USES_MAX) {
+                        if (st->n_uses % 64 == 0) {
+                                double *u = realloc(st->uses, (st->n_uses + 64) * sizeof(*u));
+
+                                if (!u)
+                                        return -ENOMEM;
+                                st->uses = u;
+                        }
+                        st->uses[st->n_uses++] = use;
+                }
         }
         if (isfinite(st->t) && isfinite(st->cpu)) {
                 st->last_t = st->t;
@@ -388,10 +416,11 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
         if (get(st, F_SAMPLES))
                 return shim_error_set(err, EINVAL, "samples is not an array");
         e->cpu_peak_util = NAN;
-        if (isfinite(st->peak_cpu_per_second) && e->request_millicores != TUNER_UNKNOWN &&
-            e->request_millicores > 0)
-                e->cpu_peak_util =
-                    st->peak_cpu_per_second / 1e6 / ((double)e->request_millicores / 1000.0);
+        if (st->n_uses > 0 && e->request_millicores != TUNER_UNKNOWN && e->request_millicores > 0) {
+                qsort(st->uses, st->n_uses, sizeof(*st->uses), compare_double);
+                e->cpu_peak_util = st->uses[percentile_rank(st->n_uses, 0.9)] / 1e6 /
+                                   ((double)e->request_millicores / 1000.0);
+        }
 
         e->forced_spills = -1;
         if ((r = get_count(st, F_FORCED_SPILLS, &u, err)) < 0)
@@ -406,18 +435,11 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
         return 0;
 }
 
-int tuner_report_line(const char *line, size_t len, struct tuner_executor *ret,
-                      struct shim_error *err)
+static int report_line(struct line_state *stp, const char *line, size_t len,
+                       struct tuner_executor *ret, struct shim_error *err)
 {
         struct tuner_executor e = {0};
-        struct line_state st = {
-            .t = NAN,
-            .cpu = NAN,
-            .last_t = NAN,
-            .last_cpu = NAN,
-            .peak_cpu_per_second = NAN,
-        };
-        const struct jscan_visitor visitor = {on_scalar, on_end, &st};
+        const struct jscan_visitor visitor = {on_scalar, on_end, stp};
         const char *what = NULL;
         size_t blank = 0, offset = 0;
         int r;
@@ -430,28 +452,45 @@ int tuner_report_line(const char *line, size_t len, struct tuner_executor *ret,
                 return shim_error_set(err, EINVAL, "line longer than %zu bytes",
                                       TUNER_REPORT_LINE_MAX);
         r = jscan(line, len, &visitor, &offset, &what);
+        if (r == -ENOMEM)
+                return shim_error_set(err, ENOMEM, "out of memory");
         if (r < 0) {
-                if (st.duplicate)
-                        return shim_error_set(err, EINVAL, "%s appears twice", st.duplicate);
-                if (st.problem)
-                        return shim_error_set(err, EINVAL, "%s", st.problem);
+                if (stp->duplicate)
+                        return shim_error_set(err, EINVAL, "%s appears twice", stp->duplicate);
+                if (stp->problem)
+                        return shim_error_set(err, EINVAL, "%s", stp->problem);
                 return shim_error_set(err, EINVAL, "not JSON: %s (column %zu)",
                                       what ? what : "invalid", offset + 1);
         }
         if (line[blank] != '{')
                 return shim_error_set(err, EINVAL, "not a JSON object");
-        if (!get(&st, F_SCHEMA) || !jscan_string_eq(get(&st, F_SCHEMA), SCHEMA))
+        if (!get(stp, F_SCHEMA) || !jscan_string_eq(get(stp, F_SCHEMA), SCHEMA))
                 return shim_error_set(err, EINVAL, "schema is not %s", SCHEMA);
-        if (!get(&st, F_KIND) || (!jscan_string_eq(get(&st, F_KIND), "sample") &&
-                                  !jscan_string_eq(get(&st, F_KIND), "final")))
+        if (!get(stp, F_KIND) || (!jscan_string_eq(get(stp, F_KIND), "sample") &&
+                                  !jscan_string_eq(get(stp, F_KIND), "final")))
                 return shim_error_set(err, EINVAL, "kind is not sample or final");
-        if (!jscan_string_eq(get(&st, F_KIND), "final"))
+        if (!jscan_string_eq(get(stp, F_KIND), "final"))
                 return 0;
-        if ((r = executor_of(&st, &e, err)) < 0)
+        if ((r = executor_of(stp, &e, err)) < 0)
                 return r;
         /* not an executor of a Spark application: nothing to key a run by */
         if (!*e.app_id)
                 return 0;
         *ret = e;
         return 1;
+}
+
+int tuner_report_line(const char *line, size_t len, struct tuner_executor *ret,
+                      struct shim_error *err)
+{
+        struct line_state st = {
+            .t = NAN,
+            .cpu = NAN,
+            .last_t = NAN,
+            .last_cpu = NAN,
+        };
+        int r = report_line(&st, line, len, ret, err);
+
+        free(st.uses);
+        return r;
 }

@@ -416,17 +416,20 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
                            cur->cores, cur->millicores);
                 return;
         }
-        if (util >= b->cpu_target * (1.0 - TUNER_RULES_DEAD_BAND) ||
-            peak >= TUNER_RULES_CPU_PEAK_MAX) {
+        double peak_max =
+            TUNER_RULES_CPU_PEAK_OF_LIMIT * (isfinite(r->cpu_limit_ratio) && r->cpu_limit_ratio >= 1
+                                                 ? r->cpu_limit_ratio
+                                                 : TUNER_RULES_CPU_OVERCOMMIT);
+
+        if (util >= b->cpu_target * (1.0 - TUNER_RULES_DEAD_BAND) || peak >= peak_max) {
                 set_reason(rec, TUNER_P_MILLICORES, "unchanged",
                            "cpu_util %.3f (target %.2f), cpu_peak_util %.3f (max %.2f) over %u "
                            "runs at %" PRIu32 " cores / %" PRIu64 "m",
-                           util, b->cpu_target, peak, TUNER_RULES_CPU_PEAK_MAX, used, cur->cores,
-                           cur->millicores);
+                           util, b->cpu_target, peak, peak_max, used, cur->cores, cur->millicores);
                 return;
         }
         double by_util = (double)cur->millicores * util / b->cpu_target;
-        double by_peak = (double)cur->millicores * peak / TUNER_RULES_CPU_PEAK_MAX;
+        double by_peak = (double)cur->millicores * peak / peak_max;
         double by_step = (double)cur->millicores * TUNER_RULES_STEP_DOWN;
         next = fmax(fmax(by_util, by_peak), fmax(by_step, (double)b->millicores_min));
         if (!beyond_dead_band((double)cur->millicores, next) || u64_of(next) >= cur->millicores) {
@@ -441,9 +444,8 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
                    "cpu_util %.3f < %.2f and cpu_peak_util %.3f < %.2f over %u runs at %" PRIu32
                    " cores: %" PRIu64 "m -> %" PRIu64
                    "m = max(x util/target %.0f, x peak/%.2f %.0f, half %.0f, min %" PRIu64 ")",
-                   util, b->cpu_target, peak, TUNER_RULES_CPU_PEAK_MAX, used, cur->cores,
-                   cur->millicores, rec->params.millicores, by_util, TUNER_RULES_CPU_PEAK_MAX,
-                   by_peak, by_step, b->millicores_min);
+                   util, b->cpu_target, peak, peak_max, used, cur->cores, cur->millicores,
+                   rec->params.millicores, by_util, peak_max, by_peak, by_step, b->millicores_min);
 }
 
 struct memory_signals {

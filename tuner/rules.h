@@ -35,9 +35,11 @@
 /* Throttled time / wall time, and run-queue wait / CPU second, above which CPU is short. */
 #define TUNER_RULES_THROTTLED_HIGH 0.10
 #define TUNER_RULES_RUNQ_HIGH      0.10
-/* Lower millicores only while the highest sampled use stays below this x the request
-   (0.75 of the default overcommit limit of 2 x the request). */
-#define TUNER_RULES_CPU_PEAK_MAX 1.5
+/* Lower millicores only while the 90th percentile of the sampled use stays below this
+   fraction of the run's CPU limit (its overcommit x the request; 2 x when unknown): the limit,
+   not the request, is what absorbs a burst. */
+#define TUNER_RULES_CPU_PEAK_OF_LIMIT 0.9
+#define TUNER_RULES_CPU_OVERCOMMIT    2.0
 /* Dr. Elephant ExecutorGcHeuristic: GC time / executor run time, low 0.08, severe 0.10, judged
    only when the executors ran >= 5 minutes in total. */
 #define TUNER_RULES_GC_HOLD        0.08

@@ -1101,6 +1101,7 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
         run->has_reports = n > 0;
         run->executors = (uint32_t)n;
         run->enforced = n > 0;
+        run->cpu_limit_ratio = NAN;
         run->cpu_peak_util = NAN;
         run->memory_peak_bytes = run->heap_peak_bytes = run->offheap_peak_bytes = TUNER_UNKNOWN;
         run->high_events = run->oom_kills = TUNER_UNKNOWN;
@@ -1120,6 +1121,11 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
                 double cap = e->wall_seconds * (double)e->request_millicores / 1000.0;
 
                 run->enforced = run->enforced && e->enforced;
+                if (isnan(run->cpu_limit_ratio) && known(e->request_millicores) &&
+                    known(e->limit_millicores) && e->request_millicores > 0 &&
+                    e->limit_millicores > 0)
+                        run->cpu_limit_ratio =
+                            (double)e->limit_millicores / (double)e->request_millicores;
                 if (isfinite(e->cpu_seconds) && isfinite(cap) && known(e->request_millicores)) {
                         cpu += e->cpu_seconds;
                         capacity += cap;

@@ -48,7 +48,7 @@ void tuner_bounds_default(struct tuner_bounds *b)
         *b = (struct tuner_bounds){
             .millicores_min = 100,
             .millicores_max = 256000,
-            .heap_min_bytes = UINT64_C(256) << 20,
+            .heap_min_bytes = UINT64_C(512) << 20,
             .heap_max_bytes = UINT64_C(64) << 30,
             .overhead_min_bytes = UINT64_C(384) << 20,
             .overhead_max_bytes = UINT64_C(16) << 30,

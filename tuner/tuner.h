@@ -118,8 +118,11 @@ struct tuner_executor {
         int exit_status; /* -1 when killed by a signal */
         int exit_signal; /* 0 when it exited */
         bool oom_killed;
-        double cpu_peak_util;  /* highest sample-to-sample CPU use / request; NAN if < 2 samples */
-        int64_t forced_spills; /* agent; -1 unknown */
+        /* the 90th percentile (nearest rank) of the sample-to-sample CPU use / request, as the
+         * VPA recommender takes its CPU target (the JVM's start-up burst lies above it); NAN
+         * with fewer than 2 samples */
+        double cpu_peak_util;
+        int64_t forced_spills;           /* agent; -1 unknown */
         double spill_threshold_fraction; /* the agent's threshold / the memory request; NAN */
 };
 
@@ -167,6 +170,9 @@ struct tuner_run {
         /* every executor with a report ran with its plan enforced (cgroup limits written):
          * only then do throttling and run-queue wait say the CPU request was too small */
         bool enforced;
+        /* the CPU limit / request of the run's plan (its overcommit); NAN when unknown or
+         * unlimited */
+        double cpu_limit_ratio;
 };
 
 /*

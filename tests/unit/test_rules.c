@@ -57,6 +57,7 @@ static struct tuner_run base_run(void)
             .executor_run_seconds = 1000,
             .failure = TUNER_OK,
             .enforced = true,
+            .cpu_limit_ratio = NAN,
         };
         snprintf(r.app_id, sizeof(r.app_id), "app-0");
         return r;
@@ -67,6 +68,7 @@ static struct tuner_bounds bounds(void)
         struct tuner_bounds b;
 
         tuner_bounds_default(&b);
+        b.heap_min_bytes = 256 * MiB; /* the cases below size heaps under Spark's 450 MiB */
         return b;
 }
 
@@ -198,17 +200,25 @@ Test(rules, millicores_not_lowered_when_peak_high)
         struct tuner_run run = base_run();
         struct tuner_recommendation rec;
 
+        /* the bound is 0.9 of the limit: of 2 x the request when the plan's ratio is unknown */
         run.cpu_util = 0.30;
-        run.cpu_peak_util = 1.2;
+        run.cpu_peak_util = 1.44;
         rec = recommend1(&run);
-        cr_assert_eq(rec.params.millicores, 3200, "peak bound: 4000 x 1.2 / 1.5");
-        run.cpu_peak_util = 1.49; /* 3973m: inside the dead band */
+        cr_assert_eq(rec.params.millicores, 3200, "peak bound: 4000 x 1.44 / 1.8");
+        run.cpu_peak_util = 1.79; /* 3978m: inside the dead band */
         rec = recommend1(&run);
         cr_assert_eq(rec.params.millicores, 4000);
-        run.cpu_peak_util = 1.5;
+        run.cpu_peak_util = 1.8;
         rec = recommend1(&run);
         cr_assert_eq(rec.params.millicores, 4000);
         assert_source(&rec, TUNER_P_MILLICORES, "unchanged");
+
+        /* the plan's own overcommit: 3 x the request allows a peak up to 2.7 */
+        run.cpu_limit_ratio = 3.0;
+        run.cpu_peak_util = 2.16;
+        rec = recommend1(&run);
+        cr_assert_eq(rec.params.millicores, 3200, "peak bound: 4000 x 2.16 / 2.7");
+        run.cpu_limit_ratio = NAN;
         run.cpu_peak_util = NAN;
         rec = recommend1(&run);
         cr_assert_eq(rec.params.millicores, 4000, "no peak: not lowered");

@@ -108,7 +108,7 @@ Test(tuner, clamp_into_the_bounds)
         cr_expect_eq(p.spill_fraction, 0.5, "spill %g", p.spill_fraction);
         cr_expect_eq(p.shuffle_partitions, 100000, "partitions %" PRIu32, p.shuffle_partitions);
         cr_expect_str_eq(reasons[TUNER_P_HEAP].source, "bound");
-        cr_expect(strstr(reasons[TUNER_P_HEAP].text, "[268435456, 68719476736]") != NULL,
+        cr_expect(strstr(reasons[TUNER_P_HEAP].text, "[536870912, 68719476736]") != NULL,
                   "reason \"%s\"", reasons[TUNER_P_HEAP].text);
 
         /* heap + overhead above memory.limit_max: the overhead gives way first */
