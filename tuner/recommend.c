@@ -22,6 +22,35 @@ int tuner_recommend(struct tuner_run *runs, size_t n, const struct tuner_bounds 
         return tuner_recommend_stage(runs, n, b, TUNER_STAGE_NONE, ret, err);
 }
 
+static size_t good_runs(const struct tuner_run *runs, size_t n)
+{
+        size_t good = 0;
+
+        for (size_t i = 0; i < n; i++)
+                good += runs[i].failure == TUNER_OK && isfinite(runs[i].objective);
+        return good;
+}
+
+/*
+ * Whether the job was handed to stage 2 before its newest run: the rules had converged on
+ * an older part of its history (runs[k..n) for some k >= 1) with enough successful runs.
+ * Without it the stages would take turns: stage 2 moves a value past the rules' margin (a
+ * higher burst ratio, say), the rules move it back, stage 2 again. Stateless: the history
+ * says it, nothing is recorded.
+ */
+static bool handed_over(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b)
+{
+        for (size_t k = 1; k < n; k++) {
+                struct tuner_recommendation older;
+
+                if (good_runs(runs + k, n - k) < BO_MIN_RUNS)
+                        break;
+                if (tuner_rules_recommend(runs + k, n - k, b, &older) == 0 && older.converged)
+                        return true;
+        }
+        return false;
+}
+
 int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                           enum tuner_stage_used stage, struct tuner_recommendation *ret,
                           struct shim_error *err)
@@ -36,10 +65,12 @@ int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_b
         r = tuner_rules_recommend(runs, n, b, &rules);
         if (r < 0)
                 return shim_error_set(err, -r, "the rules cannot recommend: %s", strerror(-r));
-        for (size_t i = 0; i < n; i++)
-                good += runs[i].failure == TUNER_OK && isfinite(runs[i].objective);
+        good = good_runs(runs, n);
+        /* stage 2 once the rules have converged, now or before; a failed newest run goes back
+         * to the rules (their back-off and hold), and stage 2 never goes below their floor */
         if (stage == TUNER_STAGE_BO ||
-            (stage == TUNER_STAGE_NONE && rules.converged && good >= BO_MIN_RUNS)) {
+            (stage == TUNER_STAGE_NONE && good >= BO_MIN_RUNS &&
+             (rules.converged || (runs[0].failure == TUNER_OK && handed_over(runs, n, b))))) {
                 struct shim_error bo_err = {0};
 
                 /* what the job never set stays unset: no partitions for a job without SQL

@@ -232,3 +232,35 @@ Test(tuner, recommend_rules_then_bo)
         cr_expect_leq(rec.params.millicores, 3000, "millicores %" PRIu64, rec.params.millicores);
         cr_expect_leq(rec.params.heap_bytes, 3 * GiB, "heap %" PRIu64, rec.params.heap_bytes);
 }
+
+/* once handed to stage 2, a job stays there while its runs succeed: no turns with the rules */
+Test(tuner, stage_2_keeps_the_job)
+{
+        struct tuner_run runs[5] = {converged_run(0), converged_run(1), converged_run(2),
+                                    converged_run(3), converged_run(4)};
+        struct tuner_recommendation rec, rules;
+        struct shim_error err = {0};
+        struct tuner_bounds b;
+
+        tuner_bounds_default(&b);
+        /* the newest run: stage 2 raised the burst ratio past the rules' margin, and it went well
+         */
+        runs[0].params.burst_ratio = 0.6;
+        runs[0].mem_util = 0.9;
+        runs[0].objective = 1 / (runs[0].cpu_util * runs[0].mem_util);
+        cr_assert_eq(tuner_recommend_stage(runs, 5, &b, TUNER_STAGE_RULES, &rules, &err), 0, "%s",
+                     err.text);
+        cr_assert(!rules.converged, "the rules alone would move the ratio back: %s",
+                  rules.reasons[TUNER_P_BURST_RATIO].text);
+        cr_assert_eq(tuner_recommend(runs, 5, &b, &rec, &err), 0, "%s", err.text);
+        cr_expect_eq(rec.stage, TUNER_STAGE_BO, "stage %d: %s", (int)rec.stage,
+                     rec.reasons[TUNER_P_BURST_RATIO].text);
+
+        /* a failure sends it back to the rules' back-off */
+        runs[0].failure = TUNER_FAIL_OOM;
+        runs[0].oom_task_failures = 1;
+        cr_assert_eq(tuner_recommend(runs, 5, &b, &rec, &err), 0, "%s", err.text);
+        cr_expect_eq(rec.stage, TUNER_STAGE_RULES, "stage %d", (int)rec.stage);
+        cr_expect_gt(rec.params.heap_bytes, runs[0].params.heap_bytes, "heap bumped: %s",
+                     rec.reasons[TUNER_P_HEAP].text);
+}
