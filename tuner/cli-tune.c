@@ -424,6 +424,17 @@ int tuner_cli_tune(int argc, char **argv)
         return 0;
 }
 
+/* s with control characters as '?' */
+static const char *printable(const char *s, char *buf, size_t size)
+{
+        size_t n = 0;
+
+        for (; *s && n + 1 < size; s++, n++)
+                buf[n] = (unsigned char)*s < ' ' || *s == 0x7f ? '?' : *s;
+        buf[n] = '\0';
+        return buf;
+}
+
 static void print_time(int64_t ms, char *buf, size_t size)
 {
         time_t t = (time_t)(ms / 1000);
@@ -467,6 +478,7 @@ int tuner_cli_report(int argc, char **argv)
         for (size_t i = n; i-- > 0;) {
                 const struct tuner_run *run = &runs[i];
                 char start[32], secs[16], cpu[16], mem[16], obj[16];
+                char app[TUNER_APP_ID_MAX], detail[TUNER_REASON_MAX];
 
                 failed += run->failure != TUNER_OK;
                 print_time(run->start_ms, start, sizeof(start));
@@ -488,9 +500,13 @@ int tuner_cli_report(int argc, char **argv)
                 cell(cpu, sizeof(cpu), 2, run->cpu_util);
                 cell(mem, sizeof(mem), 2, run->mem_util);
                 cell(obj, sizeof(obj), 2, run->objective);
-                printf("%-36.36s %-20s %9s %4" PRIu32 " %6s %6s %9s  %s%s%s\n", run->app_id, start,
-                       secs, run->executors, cpu, mem, obj, tuner_failure_name(run->failure),
-                       run->failure_detail[0] ? ": " : "", run->failure_detail);
+                /* the ids and reasons come from the job's event log: no control character
+                 * reaches the terminal */
+                printf("%-36.36s %-20s %9s %4" PRIu32 " %6s %6s %9s  %s%s%s\n",
+                       printable(run->app_id, app, sizeof(app)), start, secs, run->executors, cpu,
+                       mem, obj, tuner_failure_name(run->failure),
+                       run->failure_detail[0] ? ": " : "",
+                       printable(run->failure_detail, detail, sizeof(detail)));
         }
         if (!o.json)
                 printf("job %s: %zu runs, %zu failed\n", o.job, n, failed);
