@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -35,11 +37,74 @@ struct ingest {
         uint64_t input_max;
 };
 
-/* the runs of one report file and how many executors each had */
+/* the runs of one report file and how many executors each had: a hash set (seeded: the ids
+ * are the job's) of at most APPS_LISTED runs; reports of further runs are only counted */
+#define APPS_LISTED 10000
+#define APPS_BUCKETS 16384
+
 struct app_count {
         char app_id[TUNER_APP_ID_MAX];
         unsigned executors;
+        uint32_t next; /* 1-based index of the next in its bucket; 0 = none */
 };
+
+struct app_set {
+        struct app_count *v;
+        size_t n;
+        uint32_t *buckets; /* 1-based indexes; 0 = empty */
+        uint64_t seed;
+        unsigned long unlisted; /* reports of runs past APPS_LISTED */
+};
+
+static void app_set_free(struct app_set *set)
+{
+        free(set->v);
+        free(set->buckets);
+}
+
+static uint32_t app_hash(const struct app_set *set, const char *s)
+{
+        uint64_t h = set->seed ^ UINT64_C(14695981039346656037);
+
+        for (; *s; s++)
+                h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+        h ^= h >> 29;
+        return (uint32_t)(h % APPS_BUCKETS);
+}
+
+static int count_app(struct app_set *set, const char *app_id)
+{
+        uint32_t b;
+
+        if (!set->buckets) {
+                set->buckets = calloc(APPS_BUCKETS, sizeof(*set->buckets));
+                if (!set->buckets)
+                        return -ENOMEM;
+                if (getrandom(&set->seed, sizeof(set->seed), GRND_NONBLOCK) != sizeof(set->seed))
+                        set->seed = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
+        }
+        b = app_hash(set, app_id);
+        for (uint32_t i = set->buckets[b]; i; i = set->v[i - 1].next)
+                if (strcmp(set->v[i - 1].app_id, app_id) == 0) {
+                        set->v[i - 1].executors++;
+                        return 0;
+                }
+        if (set->n == APPS_LISTED) {
+                set->unlisted++;
+                return 0;
+        }
+        if (set->n % 256 == 0) {
+                struct app_count *v = realloc(set->v, (set->n + 256) * sizeof(*v));
+
+                if (!v)
+                        return -ENOMEM;
+                set->v = v;
+        }
+        set->v[set->n] = (struct app_count){.executors = 1, .next = set->buckets[b]};
+        snprintf(set->v[set->n].app_id, sizeof(set->v[set->n].app_id), "%s", app_id);
+        set->buckets[b] = (uint32_t)++set->n;
+        return 0;
+}
 
 enum outcome { STORED = 0, REFUSED = 1, STORE_FAILED = -1 };
 
@@ -73,24 +138,6 @@ static const char *printable(const char *s, char *buf, size_t size)
         return buf;
 }
 
-static int count_app(struct app_count **apps, size_t *n, const char *app_id)
-{
-        struct app_count *p;
-
-        for (size_t i = 0; i < *n; i++)
-                if (strcmp((*apps)[i].app_id, app_id) == 0) {
-                        (*apps)[i].executors++;
-                        return 0;
-                }
-        p = realloc(*apps, (*n + 1) * sizeof(**apps));
-        if (!p)
-                return -ENOMEM;
-        *apps = p;
-        p[*n] = (struct app_count){.executors = 1};
-        snprintf(p[*n].app_id, sizeof(p[*n].app_id), "%s", app_id);
-        (*n)++;
-        return 0;
-}
 
 static enum outcome store_failed(struct ingest *in, const char *path, const struct shim_error *err)
 {
@@ -115,7 +162,7 @@ static enum outcome refuse(struct ingest *in, const char *path, unsigned line, c
 
 /* one line of a report file: 0, or the outcome that ends the file */
 static int report_line(struct ingest *in, const char *path, unsigned lineno, const char *line,
-                       size_t len, struct app_count **apps, size_t *n_apps)
+                       size_t len, struct app_set *apps)
 {
         struct shim_error err = {0};
         struct tuner_executor e;
@@ -130,7 +177,7 @@ static int report_line(struct ingest *in, const char *path, unsigned lineno, con
         if (tuner_store_put_executor(in->store, &e, &err) < 0 ||
             (in->job && tuner_store_set_job(in->store, e.app_id, in->job, &err) < 0))
                 return store_failed(in, path, &err);
-        if (count_app(apps, n_apps, e.app_id) < 0)
+        if (count_app(apps, e.app_id) < 0)
                 return refuse(in, path, lineno, "out of memory");
         return 0;
 }
@@ -138,10 +185,10 @@ static int report_line(struct ingest *in, const char *path, unsigned lineno, con
 static enum outcome ingest_reports(struct ingest *in, const char *path, int fd)
 {
         _cleanup_free_ char *line = NULL;
-        _cleanup_free_ struct app_count *apps = NULL;
+        _cleanup_(app_set_free) struct app_set apps = {0};
         struct shim_error err = {0};
         char chunk[65536], p[512], id[TUNER_APP_ID_MAX], job[TUNER_JOB_MAX];
-        size_t len = 0, cap = 0, n_apps = 0;
+        size_t len = 0, cap = 0;
         uint64_t total = 0;
         unsigned lineno = 1;
         int r;
@@ -199,25 +246,28 @@ static enum outcome ingest_reports(struct ingest *in, const char *path, int fd)
                         len += seg;
                         if (!nl)
                                 break;
-                        if ((r = report_line(in, path, lineno, line, len, &apps, &n_apps)) != 0)
+                        if ((r = report_line(in, path, lineno, line, len, &apps)) != 0)
                                 return r;
                         len = 0;
                         lineno++;
                         c = nl + 1;
                 }
         }
-        if (len > 0 && (r = report_line(in, path, lineno, line, len, &apps, &n_apps)) != 0)
+        if (len > 0 && (r = report_line(in, path, lineno, line, len, &apps)) != 0)
                 return r;
         if (tuner_store_commit(in->store, &err) < 0)
                 return store_failed(in, path, &err);
-        if (n_apps == 0)
+        if (apps.n == 0)
                 printf("%s: no final executor report of a Spark application\n",
                        printable(path, p, sizeof(p)));
-        for (size_t i = 0; i < n_apps; i++)
+        for (size_t i = 0; i < apps.n; i++)
                 printf("%s: run %s: %u executor report%s, job %s\n", printable(path, p, sizeof(p)),
-                       printable(apps[i].app_id, id, sizeof(id)), apps[i].executors,
-                       apps[i].executors == 1 ? "" : "s",
+                       printable(apps.v[i].app_id, id, sizeof(id)), apps.v[i].executors,
+                       apps.v[i].executors == 1 ? "" : "s",
                        in->job ? printable(in->job, job, sizeof(job)) : "(from its event log)");
+        if (apps.unlisted)
+                printf("%s: %lu more executor reports of runs past the first %d, not listed\n",
+                       printable(path, p, sizeof(p)), apps.unlisted, APPS_LISTED);
         fflush(stdout);
         return STORED;
 }
