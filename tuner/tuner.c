@@ -151,6 +151,13 @@ unsigned tuner_clamp(struct tuner_params *params, struct tuner_reason reasons[TU
         uint64_t u;
         char what[200];
 
+        /* cores come from the job's conf as they are: 1 .. what the CPU bounds allow */
+        if (params->cores) {
+                u = params->cores;
+                n += clamp_u64(&u, 1, b->millicores_max / 1000 ? b->millicores_max / 1000 : 1,
+                               &reasons[TUNER_P_CORES], "cores");
+                params->cores = (uint32_t)u;
+        }
         n += clamp_u64(&params->millicores, b->millicores_min, b->millicores_max,
                        &reasons[TUNER_P_MILLICORES], "millicores");
         n += clamp_u64(&params->heap_bytes, b->heap_min_bytes, b->heap_max_bytes,

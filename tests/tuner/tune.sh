@@ -103,6 +103,19 @@ assert d["reasons"]["millicores"]["source"] in ("bound", "unchanged") or m >= 15
 print("bounded: millicores", m, d["reasons"]["millicores"])
 PY
 
+# what the policy does not let users set is not printed (sparkshim would refuse the next
+# executor), and no rounding passes a bound
+printf '{ "version": 1, "overrides": ["millicores", "burst_ratio"], "memory": { "burst_ratio": { "max": 0.126 } }, "tuner": { "runtime_target": 100 } }\n' >narrow.json
+chmod 0644 narrow.json
+"$shim" tune --policy narrow.json --db h.db --job nightly --format properties >narrow.out ||
+	fail "tune with narrow overrides"
+grep -q 'SPARKSHIM_MILLICORES=' narrow.out || fail "narrow: no millicores: $(cat narrow.out)"
+! grep -q 'SPARKSHIM_MEMORY_OVERHEAD\|SPILL_FRACTION\|spillFraction' narrow.out ||
+	fail "narrow: a setting the policy does not allow: $(cat narrow.out)"
+ratio=$(sed -n 's/^spark.executor.memoryBurst.ratio=//p' narrow.out)
+python3 -c 'import sys; assert float(sys.argv[1]) <= 0.126, sys.argv[1]' "$ratio" ||
+	fail "narrow: burst ratio $ratio above the policy's 0.126"
+
 # --- report --job -------------------------------------------------------------------------
 "$shim" report --policy open.json --db h.db --job nightly >table.out || fail "report --job"
 [ "$(grep -c '^app-tune-' table.out)" = 4 ] || fail "report table: $(cat table.out)"
