@@ -28,9 +28,12 @@
 #include "util.h"
 
 #define DEFAULT_JOB_KEY "spark.app.name"
+/* an event log's application may start this far after the ingest (clocks differ) */
+#define FUTURE_MS_MAX (INT64_C(24) * 3600 * 1000)
 
 struct ingest {
         struct tuner_store *store;
+        uint32_t owner_uid;  /* of the file being read: the run is that user's (0: root's) */
         const char *job;     /* --job */
         const char *job_key; /* --job-key */
         size_t line_max;
@@ -39,7 +42,7 @@ struct ingest {
 
 /* the runs of one report file and how many executors each had: a hash set (seeded: the ids
  * are the job's) of at most APPS_LISTED runs; reports of further runs are only counted */
-#define APPS_LISTED 10000
+#define APPS_LISTED  10000
 #define APPS_BUCKETS 16384
 
 struct app_count {
@@ -138,7 +141,6 @@ static const char *printable(const char *s, char *buf, size_t size)
         return buf;
 }
 
-
 static enum outcome store_failed(struct ingest *in, const char *path, const struct shim_error *err)
 {
         char p[512];
@@ -174,9 +176,11 @@ static int report_line(struct ingest *in, const char *path, unsigned lineno, con
                 return refuse(in, path, lineno, err.text);
         if (r == 0)
                 return 0;
+        e.owner_uid = in->owner_uid;
         if (tuner_store_put_executor(in->store, &e, &err) < 0 ||
             (in->job && tuner_store_set_job(in->store, e.app_id, in->job, &err) < 0))
-                return store_failed(in, path, &err);
+                return err.error == EPERM ? refuse(in, path, lineno, err.text)
+                                          : store_failed(in, path, &err);
         if (count_app(apps, e.app_id) < 0)
                 return refuse(in, path, lineno, "out of memory");
         return 0;
@@ -300,11 +304,26 @@ static enum outcome ingest_eventlog(struct ingest *in, const char *path)
         enum outcome o;
         int r;
 
+        struct stat st;
+
         r = tuner_eventlog_read(path, &app, &err);
         if (r < 0) {
                 /* err names the file (and the line) already */
                 log_error("%s; file not stored", err.text);
                 return REFUSED;
+        }
+        /* the run is the user's who wrote the log (a rolling log: its directory's owner) */
+        if (lstat(path, &st) < 0) {
+                o = refuse(in, path, 0, strerror(errno));
+                tuner_app_free(&app);
+                return o;
+        }
+        app.owner_uid = (uint32_t)st.st_uid;
+        /* a run from the future would stay the job's newest and steer its tuning */
+        if (app.start_ms > (int64_t)time(NULL) * 1000 + FUTURE_MS_MAX) {
+                o = refuse(in, path, 0, "the application starts more than a day from now");
+                tuner_app_free(&app);
+                return o;
         }
         job = job_of(in, &app);
         if (!job)
@@ -316,8 +335,8 @@ static enum outcome ingest_eventlog(struct ingest *in, const char *path)
             tuner_store_put_app(in->store, job, &app, &err) < 0 ||
             (in->job && tuner_store_set_job(in->store, app.app_id, in->job, &err) < 0) ||
             tuner_store_commit(in->store, &err) < 0) {
-                o = err.error == EINVAL ? refuse(in, path, 0, err.text)
-                                        : store_failed(in, path, &err);
+                o = err.error == EINVAL || err.error == EPERM ? refuse(in, path, 0, err.text)
+                                                              : store_failed(in, path, &err);
                 tuner_app_free(&app);
                 return o;
         }
@@ -342,6 +361,7 @@ static enum outcome ingest_path(struct ingest *in, const char *path)
                         snprintf(why, sizeof(why), "cannot read: %s", strerror(errno));
                         return refuse(in, "standard input", 0, why);
                 }
+                in->owner_uid = (uint32_t)geteuid(); /* whoever runs ingest gave it */
                 return ingest_reports(in, "standard input", fd);
         }
         if (tuner_eventlog_detect(path))
@@ -364,6 +384,7 @@ static enum outcome ingest_path(struct ingest *in, const char *path)
         if (!S_ISREG(st.st_mode))
                 return refuse(in, path, 0,
                               "not a regular file; give a file, or - for standard input");
+        in->owner_uid = (uint32_t)st.st_uid;
         return ingest_reports(in, path, fd);
 }
 

@@ -29,6 +29,8 @@ struct tune_options {
         bool json; /* report --job --json */
         bool seed_set;
         enum tuner_stage_used stage; /* --stage; NONE = auto */
+        bool owner_set;
+        uint32_t owner; /* --owner UID */
         uint64_t seed;
 };
 
@@ -90,6 +92,7 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
                 OPT_JSON,
                 OPT_SEED,
                 OPT_STAGE,
+                OPT_OWNER,
                 OPT_HELP
         };
         static const struct option options[] = {
@@ -100,6 +103,7 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
             {"json", no_argument, NULL, OPT_JSON},
             {"seed", required_argument, NULL, OPT_SEED},
             {"stage", required_argument, NULL, OPT_STAGE},
+            {"owner", required_argument, NULL, OPT_OWNER},
             {"help", no_argument, NULL, OPT_HELP},
             {NULL, 0, NULL, 0},
         };
@@ -149,6 +153,19 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
                 case OPT_JSON:
                         o->json = true;
                         break;
+                case OPT_OWNER: {
+                        uint64_t v;
+
+                        if (util_parse_u64(optarg, &v) < 0 || v > UINT32_MAX) {
+                                log_error("%s: --owner: '%s' is not a user id; allowed: 0 to "
+                                          "4294967295",
+                                          command, optarg);
+                                return SHIM_EXIT_USAGE;
+                        }
+                        o->owner = (uint32_t)v;
+                        o->owner_set = true;
+                        break;
+                }
                 case OPT_STAGE:
                         if (report || (strcmp(optarg, "auto") != 0 &&
                                        strcmp(optarg, "rules") != 0 && strcmp(optarg, "bo") != 0)) {
@@ -178,10 +195,10 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
                 case OPT_HELP:
                 case 'h':
                         printf(report ? "usage: sparkshim report --job KEY [--db DB] [--policy "
-                                        "FILE] [--json]\n"
+                                        "FILE] [--owner UID] [--json]\n"
                                       : "usage: sparkshim tune --job KEY [--db DB] [--policy FILE] "
                                         "[--format conf|properties|json] [--seed N] [--stage "
-                                        "auto|rules|bo]\n");
+                                        "auto|rules|bo] [--owner UID]\n");
                         printf("See sparkshim-tune(1).\n");
                         return -1;
                 case ':':
@@ -248,6 +265,41 @@ static int load_runs(const struct tune_options *o, const struct policy *p, struc
                           o->job, db);
                 return TUNER_EXIT_NO_HISTORY;
         }
+        /* a job's history is one user's: job names are the users' to choose, and the runs of
+         * another user under the same name would steer this one's tuning */
+        {
+                struct tuner_run *runs = *ret;
+                size_t kept = 0;
+                int64_t first = -1, second = -1;
+
+                for (size_t i = 0; i < *ret_n; i++) {
+                        uint32_t u = runs[i].owner_uid;
+
+                        if (!o->owner_set || u == o->owner || u == 0)
+                                runs[kept++] = runs[i];
+                        if (u && first < 0)
+                                first = u;
+                        else if (u && u != (uint32_t)first && second < 0)
+                                second = u;
+                }
+                *ret_n = kept;
+                if (!o->owner_set && second >= 0) {
+                        free(*ret);
+                        *ret = NULL;
+                        log_error("job '%s': runs of uid %" PRId64 " and of uid %" PRId64
+                                  " in the history (a job's name is its users' to choose); give "
+                                  "--owner UID",
+                                  o->job, first, second);
+                        return TUNER_EXIT_OWNERS;
+                }
+                if (kept == 0) {
+                        free(*ret);
+                        *ret = NULL;
+                        log_error("job '%s': no run of uid %" PRIu32 " in the history at %s",
+                                  o->job, o->owner, db);
+                        return TUNER_EXIT_NO_HISTORY;
+                }
+        }
         tuner_mark_runtime(*ret, *ret_n, b->runtime_allowance);
         return 0;
 }
@@ -285,10 +337,10 @@ struct printed {
 static struct printed printed_values(const struct tuner_params *p, const struct tuner_bounds *b)
 {
         struct printed v = {
-                .heap_mib = mib_up(p->heap_bytes),
-                .overhead_mib = mib_up(p->overhead_bytes),
-                .burst_ratio = floor(p->burst_ratio * 100.0) / 100.0,
-                .spill_fraction = floor(p->spill_fraction * 100.0) / 100.0,
+            .heap_mib = mib_up(p->heap_bytes),
+            .overhead_mib = mib_up(p->overhead_bytes),
+            .burst_ratio = floor(p->burst_ratio * 100.0) / 100.0,
+            .spill_fraction = floor(p->spill_fraction * 100.0) / 100.0,
         };
 
         if (v.heap_mib << 20 > b->heap_max_bytes)
@@ -309,7 +361,7 @@ static struct printed printed_values(const struct tuner_params *p, const struct 
 /* One property, when what it sets is the policy's to allow and it allows it. */
 static void add(struct property out[PROPERTIES_MAX], size_t *n, const char *key,
                 enum tuner_param_index param, const char *fmt, ...)
-        __attribute__((format(printf, 5, 6)));
+    __attribute__((format(printf, 5, 6)));
 static void add(struct property out[PROPERTIES_MAX], size_t *n, const char *key,
                 enum tuner_param_index param, const char *fmt, ...)
 {
@@ -370,8 +422,8 @@ static size_t properties(const struct tuner_params *p, const struct tuner_bounds
                 add(out, &n, "spark.executorEnv.SPARKSHIM_MEMORY_OVERHEAD", TUNER_P_OVERHEAD,
                     "%" PRIu64 "m", v.overhead_mib);
         if (burst)
-                add(out, &n, "spark.executorEnv.SPARKSHIM_BURST_RATIO", TUNER_P_BURST_RATIO,
-                    "%.2f", v.burst_ratio);
+                add(out, &n, "spark.executorEnv.SPARKSHIM_BURST_RATIO", TUNER_P_BURST_RATIO, "%.2f",
+                    v.burst_ratio);
         if (agent)
                 add(out, &n, "spark.executorEnv.SPARKSHIM_SPILL_FRACTION", TUNER_P_SPILL_FRACTION,
                     "%.2f", v.spill_fraction);

@@ -16,6 +16,7 @@ enum {
         TUNER_EXIT_PARTIAL = 1,    /* ingest: at least one file refused, the valid ones stored */
         TUNER_EXIT_NO_HISTORY = 2, /* tune / report --job: no run of that job in the store */
         TUNER_EXIT_STORE = 3,      /* the history store cannot be opened, read or written */
+        TUNER_EXIT_OWNERS = 4,     /* tune, report --job: the job has runs of several users */
 };
 
 /* The default store: a SQLite file. */

@@ -27,6 +27,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -38,6 +39,7 @@
 
 #include "decompress.h"
 #include "eventlog.h"
+#include "jscan.h"
 #include "util.h"
 
 #define STAGES_MAX          100000 /* stage attempts kept; later ones count in the app's totals */
@@ -46,6 +48,13 @@
 #define DURATIONS_TOTAL     (UINT64_C(16) << 20)
 #define ROLLING_FILES_MAX   100000
 #define DETECT_LINE_MAX     (UINT64_C(1) << 20)
+/* an event the reader builds a tree of (the others are only scanned): Spark's largest, an
+ * environment update with a long class path, is well under a megabyte */
+#define KNOWN_EVENT_MAX (8 << 20)
+/* a compressed log decompresses to at most this x its size + the slack (zstd reaches ~20x
+ * on event logs, lz4 and snappy less) */
+#define EXPANSION_MAX   1000
+#define EXPANSION_SLACK (UINT64_C(64) << 20)
 
 struct stage_state {
         struct tuner_stage stage;
@@ -790,6 +799,50 @@ static int on_stage_executor_metrics(struct tuner_eventlog *el, const struct ctx
         return executor_peaks(el, c, id_buf, m);
 }
 
+/* the "Event" member of a line, found by the scanner without building anything */
+struct event_name {
+        char name[64];
+        bool seen, other; /* other: not a short string */
+};
+
+static int on_event_name(void *userdata, const char *path, size_t path_len,
+                         const struct jscan_value *v)
+{
+        struct event_name *e = userdata;
+
+        if (path_len != 5 || memcmp(path, "Event", 5) != 0)
+                return 0;
+        e->seen = true;
+        e->other = v->type != JSCAN_STRING;
+        /* a longer name (a package-qualified SQL event, say) is no event of ours */
+        if (!e->other && jscan_string(v, e->name, sizeof(e->name)) < 0)
+                e->name[0] = '\0';
+        return 0;
+}
+
+static bool known_event(const char *name)
+{
+        static const char *const known[] = {
+            "SparkListenerTaskEnd",
+            "SparkListenerLogStart",
+            "SparkListenerApplicationStart",
+            "SparkListenerApplicationEnd",
+            "SparkListenerEnvironmentUpdate",
+            "SparkListenerJobStart",
+            "SparkListenerJobEnd",
+            "SparkListenerStageSubmitted",
+            "SparkListenerStageCompleted",
+            "SparkListenerExecutorAdded",
+            "SparkListenerExecutorRemoved",
+            "SparkListenerStageExecutorMetrics",
+        };
+
+        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+                if (strcmp(name, known[i]) == 0)
+                        return true;
+        return false;
+}
+
 int tuner_eventlog_line(struct tuner_eventlog *el, const char *line, size_t len,
                         struct shim_error *err)
 {
@@ -797,6 +850,31 @@ int tuner_eventlog_line(struct tuner_eventlog *el, const char *line, size_t len,
         json_error_t jerr;
         struct ctx c = {.event = "event", .err = err};
         const json_t *name;
+        struct event_name en = {0};
+        const struct jscan_visitor visitor = {on_event_name, NULL, &en};
+        const char *what = NULL;
+        size_t offset = 0;
+        int r;
+
+        /* the scanner first: every line is checked, but a tree (about 80 bytes a byte in
+         * jansson) is built only for the events read, and only for events of a bounded size;
+         * the others (SQL plans of megabytes among them) cost nothing more */
+        r = jscan(line, len, &visitor, &offset, &what);
+        if (r == -EINVAL)
+                return shim_error_set(err, EINVAL, "not JSON: %s (column %zu)", what ? what : "",
+                                      offset + 1);
+        if (r < 0)
+                return shim_error_set(err, -r, "%s", strerror(-r));
+        if (len == 0 || line[0] != '{')
+                return shim_error_set(err, EINVAL, "not a JSON object");
+        if (!en.seen || en.other)
+                return shim_error_set(err, EINVAL, "no \"Event\" string");
+        if (!known_event(en.name))
+                return 0; /* unknown events: Spark adds them across versions */
+        if (len > KNOWN_EVENT_MAX)
+                return shim_error_set(err, EFBIG,
+                                      "a %s event of %zu bytes; allowed: up to %d bytes", en.name,
+                                      len, KNOWN_EVENT_MAX);
 
         ev = json_loadb(line, len, 0, &jerr);
         if (!ev)
@@ -964,10 +1042,19 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
         struct shim_error line_err;
         int r;
 
+        uint64_t limit = TUNER_STREAM_TOTAL_MAX - *total;
+        struct stat st;
+
         r = tuner_stream_open_at(dirfd, name, path, in_progress, &s, err);
         if (r < 0)
                 return r;
-        tuner_stream_set_limits(s, TUNER_STREAM_LINE_MAX, TUNER_STREAM_TOTAL_MAX - *total);
+        /* a compressed file may not expand past a ratio no event log comes near: a few KB of
+         * zstd holding gigabytes of blank lines would otherwise keep ingest busy for minutes */
+        if (tuner_codec_of(path) != TUNER_CODEC_PLAIN &&
+            fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            (uint64_t)st.st_size * EXPANSION_MAX + EXPANSION_SLACK < limit)
+                limit = (uint64_t)st.st_size * EXPANSION_MAX + EXPANSION_SLACK;
+        tuner_stream_set_limits(s, TUNER_STREAM_LINE_MAX, limit);
         for (;;) {
                 const char *line;
                 size_t len;

@@ -202,7 +202,10 @@ static void push(struct scanner *s, const char *text, size_t len, bool member)
         size_t room = JSCAN_PATH_MAX - s->path_len;
         size_t sep = member && s->path_len ? 1 : 0;
 
-        if (sep + len > room) {
+        /* a member name with a '.', a '[' or an escape would make a path another's
+         * ({"a.b": 1} and {"a": {"b": 1}}): its path, like one too long, matches nothing */
+        if (sep + len > room || (member && (memchr(text, '.', len) || memchr(text, '[', len) ||
+                                            memchr(text, '\\', len)))) {
                 memset(s->path + s->path_len, '~', room);
                 s->path_len = JSCAN_PATH_MAX;
                 return;

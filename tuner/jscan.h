@@ -8,8 +8,9 @@
  * same text about ten times faster and hands over only what the caller looks at.
  *
  * Paths: object members joined with '.', array elements as "[]": "identity.app_id",
- * "identity.argv[]", "samples[].t_seconds". A path longer than JSCAN_PATH_MAX is
- * delivered cut (and never equals a path the caller knows, which all are short).
+ * "identity.argv[]", "samples[].t_seconds". A path longer than JSCAN_PATH_MAX, or through
+ * a member whose name holds '.', '[' or an escape, is delivered as JSCAN_PATH_MAX
+ * characters ending in '~' and never equals a path the caller knows.
  *
  * Not thread-safe per struct jscan; no global state.
  */

@@ -70,6 +70,7 @@ static const struct column executor_columns[] = {
     COL(tuner_executor, cpu_peak_util, C_DOUBLE),
     COL(tuner_executor, forced_spills, C_I64),
     COL(tuner_executor, spill_threshold_fraction, C_DOUBLE),
+    COL(tuner_executor, owner_uid, C_U32),
 };
 
 /* after a leading app_id column */
@@ -120,6 +121,7 @@ static const struct column app_columns[] = {
     COL(tuner_app, oom_task_failures, C_U32),
     COL(tuner_app, lost_task_failures, C_U32),
     COL(tuner_app, gc_seconds, C_DOUBLE),
+    COL(tuner_app, owner_uid, C_U32),
 };
 
 static const char *sql_type(enum col_type t)
@@ -153,6 +155,7 @@ enum stmt_id {
         S_STAGES_OF,
         S_JOBS,
         S_VERSION,
+        S_RUN_OWNER,
         S_COUNT,
 };
 
@@ -310,6 +313,12 @@ static char *build(enum stmt_id id)
                 break;
         case S_VERSION:
                 add(&t, "SELECT MAX(version) FROM schema_version");
+                break;
+        case S_RUN_OWNER:
+                /* the user a run is already known from: its event log's, or its reports' */
+                add(&t, "SELECT owner_uid FROM runs WHERE app_id = $1 AND owner_uid <> 0 "
+                        "UNION ALL SELECT owner_uid FROM executors WHERE app_id = $1 "
+                        "AND owner_uid <> 0");
                 break;
         case S_COUNT:
                 break;
@@ -709,6 +718,42 @@ static int check_app_id(const char *app_id, size_t size, struct shim_error *err)
         return 0;
 }
 
+/*
+ * A user's file may add to a run, never change another user's: the first file of a user to
+ * name an application id makes the run that user's (a root-written file, sparkshim's own
+ * reports, belongs to no one and may add to any). The application ids are the job's to
+ * choose, so without this one user's event log could replace another's run.
+ */
+static int check_owner(struct tuner_store *s, const char *app_id, uint32_t uid,
+                       struct shim_error *err)
+{
+        struct store_stmt *st = NULL;
+        int64_t other = -1;
+        int r;
+
+        if (uid == 0)
+                return 0;
+        if ((r = stmt(s, S_RUN_OWNER, &st, err)) < 0)
+                return r;
+        r = bind_text(s, st, 1, app_id);
+        if (r < 0) {
+                s->ops->reset(st);
+                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+        }
+        while ((r = s->ops->step(st, err)) > 0)
+                if (s->ops->column_int64(st, 0) != (int64_t)uid)
+                        other = s->ops->column_int64(st, 0);
+        s->ops->reset(st);
+        if (r < 0)
+                return r;
+        if (other >= 0)
+                return shim_error_set(err, EPERM,
+                                      "application %s is in the history as uid %" PRId64
+                                      "'s; a file of uid %" PRIu32 " may not change it",
+                                      app_id, other, uid);
+        return 0;
+}
+
 int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tuner_app *app,
                         struct shim_error *err)
 {
@@ -716,6 +761,8 @@ int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tun
         int r;
 
         if ((r = check_app_id(app->app_id, sizeof(app->app_id), err)) < 0)
+                return r;
+        if ((r = check_owner(s, app->app_id, app->owner_uid, err)) < 0)
                 return r;
         if ((r = stmt(s, S_PUT_APP, &st, err)) < 0)
                 return r;
@@ -759,6 +806,8 @@ int tuner_store_put_executor(struct tuner_store *s, const struct tuner_executor 
         int r;
 
         if ((r = check_app_id(e->app_id, sizeof(e->app_id), err)) < 0)
+                return r;
+        if ((r = check_owner(s, e->app_id, e->owner_uid, err)) < 0)
                 return r;
         if ((r = put_run_row(s, e->app_id, err)) < 0)
                 return r;
@@ -1102,6 +1151,7 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
         run->executors = (uint32_t)n;
         run->enforced = n > 0;
         run->cpu_limit_ratio = NAN;
+        run->owner_uid = has_eventlog ? app->owner_uid : 0;
         run->cpu_peak_util = NAN;
         run->memory_peak_bytes = run->heap_peak_bytes = run->offheap_peak_bytes = TUNER_UNKNOWN;
         run->high_events = run->oom_kills = TUNER_UNKNOWN;
@@ -1121,6 +1171,8 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
                 double cap = e->wall_seconds * (double)e->request_millicores / 1000.0;
 
                 run->enforced = run->enforced && e->enforced;
+                if (!run->owner_uid)
+                        run->owner_uid = e->owner_uid;
                 if (isnan(run->cpu_limit_ratio) && known(e->request_millicores) &&
                     known(e->limit_millicores) && e->request_millicores > 0 &&
                     e->limit_millicores > 0)

@@ -264,6 +264,8 @@ static const struct run_field {
     RF("gc_seconds", F_DOUBLE, gc_seconds),
     RF("executor_run_seconds", F_DOUBLE, executor_run_seconds),
     RF("enforced", F_BOOL, enforced),
+    RF("owner_uid", F_U32, owner_uid),
+    RF("cpu_limit_ratio", F_DOUBLE, cpu_limit_ratio),
 #undef RF
 };
 

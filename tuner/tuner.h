@@ -95,6 +95,8 @@ struct tuner_app {
         uint32_t oom_task_failures;  /* ExceptionFailure with java.lang.OutOfMemoryError */
         uint32_t lost_task_failures; /* ExecutorLostFailure */
         double gc_seconds;
+        /* who wrote the event log (its file's owner): the run is that user's; 0 for root */
+        uint32_t owner_uid;
 };
 
 void tuner_app_free(struct tuner_app *app); /* frees what it owns; app itself is the caller's */
@@ -124,6 +126,7 @@ struct tuner_executor {
         double cpu_peak_util;
         int64_t forced_spills;           /* agent; -1 unknown */
         double spill_threshold_fraction; /* the agent's threshold / the memory request; NAN */
+        uint32_t owner_uid; /* the report file's owner; 0 (root) for sparkshim's own files */
 };
 
 /*
@@ -173,6 +176,9 @@ struct tuner_run {
         /* the CPU limit / request of the run's plan (its overcommit); NAN when unknown or
          * unlimited */
         double cpu_limit_ratio;
+        /* the user whose event log (or, without one, whose report files) made the run; 0 for
+         * root */
+        uint32_t owner_uid;
 };
 
 /*

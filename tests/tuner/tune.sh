@@ -12,6 +12,7 @@
 #     a bad flag, 121 for a bad policy.
 set -eu
 shim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+fixtures=${2:?usage: tune.sh SPARKSHIM FIXTURES}
 fail() { echo "FAIL: $*"; exit 1; }
 
 tmp=$(mktemp -d /tmp/sparkshim-tune.XXXXXX)
@@ -147,6 +148,36 @@ status=0; "$shim" tune --policy open.json --db h.db 2>err.txt || status=$?
 status=0; "$shim" tune --policy bad.json --db h.db --job nightly 2>err.txt || status=$?
 [ "$status" = 121 ] || fail "bad policy: exit $status"
 grep -q 'tuner.bogus: unknown key' err.txt || fail "bad policy: $(cat err.txt)"
+# a job's history is one user's: event logs of two users (files of uids 1001 and 1002) may
+# neither replace each other's run (an application id is the job's to choose) nor mix under
+# one job name; a run from the future is refused
+if [ "$(id -u)" = 0 ]; then
+	el=$fixtures/eventlog/spark-3.5.9-plain
+	cp "$el" victim.log
+	sed 's/"spark.app.name":"el-default"/"spark.app.name":"el-other"/' "$el" >same-id.log
+	sed 's/local-1796317883102/local-1796317883999/g' "$el" >same-job.log
+	sed 's/local-1796317883102/local-4102444800000/g; s/"Timestamp":1796317/"Timestamp":4102444/g' \
+		"$el" >future.log
+	chown 1001 victim.log
+	chown 1002 same-id.log same-job.log future.log
+	"$shim" ingest --policy open.json --db o.db victim.log >/dev/null || fail "victim.log"
+	status=0; "$shim" ingest --policy open.json --db o.db same-id.log >/dev/null 2>err.txt || status=$?
+	[ "$status" = 1 ] || fail "another user's log of the same application: exit $status"
+	grep -q "local-1796317883102 is in the history as uid 1001's; a file of uid 1002" err.txt ||
+		fail "same id: $(cat err.txt)"
+	status=0; "$shim" ingest --policy open.json --db o.db future.log >/dev/null 2>err.txt || status=$?
+	[ "$status" = 1 ] || fail "a run from the future: exit $status"
+	grep -q 'starts more than a day from now' err.txt || fail "future: $(cat err.txt)"
+	"$shim" ingest --policy open.json --db o.db same-job.log >/dev/null || fail "same-job.log"
+	status=0; "$shim" report --policy open.json --db o.db --job el-default >/dev/null 2>err.txt || status=$?
+	[ "$status" = 4 ] || fail "a job of two users: exit $status"
+	grep -q "runs of uid 100[12] and of uid 100[12] in the history" err.txt || fail "two users: $(cat err.txt)"
+	"$shim" report --policy open.json --db o.db --job el-default --owner 1001 --json >own.out ||
+		fail "report --owner 1001"
+	[ "$(wc -l <own.out)" = 1 ] && grep -q '"app_id":"local-1796317883102"' own.out ||
+		fail "--owner 1001: $(cat own.out)"
+fi
+
 # as root, no history in a directory others may write (SQLite's -wal and -shm go there)
 if [ "$(id -u)" = 0 ]; then
 	mkdir shared && chmod 1777 shared

@@ -156,6 +156,15 @@ Test(jscan, paths)
         v.end = NULL;
         cr_assert_eq(jscan(longer, strlen(longer), &v, NULL, NULL), 0);
         cr_expect_eq(strlen(s.text), JSCAN_PATH_MAX + 3, "cut path (+ \"=1;\"): %s", s.text);
+
+        /* a dotted or escaped member name is not a path of nested members */
+        s.used = 0;
+        s.text[0] = '\0';
+        {
+                static const char dotted[] = "{\"a.b\":1,\"a\\u002eb\":2,\"c[]\":3}";
+                cr_assert_eq(jscan(dotted, strlen(dotted), &v, NULL, NULL), 0);
+        }
+        cr_expect(strstr(s.text, "a.b=") == NULL && strstr(s.text, "c[]=") == NULL, "%s", s.text);
 }
 
 Test(jscan, values)
