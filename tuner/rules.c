@@ -257,6 +257,17 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
                  * Held: the memory that ran out is bumped, the other part kept, so that the
                  * floor of each parameter alone keeps the failing run's size plus the bump.
                  */
+                /*
+                 * Never back to a size that ran out, while the failure is in the window: the
+                 * hold below ends after a few runs, and stage 2 then explored under the
+                 * failing heap (the first real loop: 1181m recommended after 1195m ran out).
+                 */
+                if (kind & OOM_HEAP)
+                        heap = max_u64(heap, u64_of((double)r->params.heap_bytes *
+                                                    (1.0 + TUNER_RULES_OOM_MARGIN)));
+                if (kind & OOM_LIMIT)
+                        limit = max_u64(limit, u64_of((double)limit_of(&r->params) *
+                                                      (1.0 + TUNER_RULES_OOM_MARGIN)));
                 if (i < TUNER_RULES_HOLD_RUNS) {
                         if (kind & OOM_HEAP)
                                 heap = max_u64(heap, oom_bump(r->params.heap_bytes));

@@ -39,7 +39,10 @@
    fraction of the run's CPU limit (its overcommit x the request; 2 x when unknown): the limit,
    not the request, is what absorbs a burst. */
 #define TUNER_RULES_CPU_PEAK_OF_LIMIT 0.9
-#define TUNER_RULES_CPU_OVERCOMMIT    2.0
+/* A size that ran out of memory stays a floor, this much above it, while its run is in the
+   window (the OOM bump's hold ends after TUNER_RULES_HOLD_RUNS). */
+#define TUNER_RULES_OOM_MARGIN     0.05
+#define TUNER_RULES_CPU_OVERCOMMIT 2.0
 /* Dr. Elephant ExecutorGcHeuristic: GC time / executor run time, low 0.08, severe 0.10, judged
    only when the executors ran >= 5 minutes in total. */
 #define TUNER_RULES_GC_HOLD        0.08

@@ -1096,3 +1096,28 @@ Test(rules, absurd_figures_stay_within_bounds)
                           "iter %d partitions %" PRIu32, iter, p->shuffle_partitions);
         }
 }
+
+/* a heap that ran out stays a floor while its run is in the window, after the hold too */
+Test(rules, a_size_that_ran_out_stays_a_floor)
+{
+        struct tuner_run runs[8];
+        struct tuner_bounds b = bounds();
+        struct tuner_params floor;
+
+        for (size_t i = 0; i < 8; i++) {
+                runs[i] = base_run();
+                low_memory(&runs[i]);
+        }
+        /* the oldest run (beyond the 5-run hold) failed with Java's OutOfMemoryError at 2 GiB */
+        runs[7].params.heap_bytes = 2 * GiB;
+        runs[7].failure = TUNER_FAIL_OOM;
+        runs[7].oom_task_failures = 4;
+        tuner_rules_floor(runs, 8, &b, &floor);
+        cr_assert_geq(floor.heap_bytes, (uint64_t)(2.0 * GiB * 1.05), "heap floor %" PRIu64,
+                      floor.heap_bytes);
+
+        /* out of the window, it no longer counts */
+        b.history_runs = 7;
+        tuner_rules_floor(runs, 7, &b, &floor);
+        cr_assert_lt(floor.heap_bytes, 2 * GiB, "heap floor %" PRIu64, floor.heap_bytes);
+}
