@@ -228,6 +228,13 @@ static unsigned episode(const struct grid *g, enum tuner_kind kind, const struct
                                hist[0].params.burst_ratio, hist[0].cpu_util, hist[0].mem_util,
                                hist[0].objective, tuner_failure_name(work[0].failure),
                                r == 0 ? (rec.stage == TUNER_STAGE_BO ? "bo" : "rules") : "random");
+                if (trace && seed == 1 && r == 0)
+                        printf("  %-18s         asked for millicores %" PRIu64 ", heap %" PRIu64
+                               "m, overhead %" PRIu64 "m, burst %.2f, partitions %" PRIu32
+                               ", spill %.2f\n",
+                               kind_names[kind], rec.params.millicores, rec.params.heap_bytes >> 20,
+                               rec.params.overhead_bytes >> 20, rec.params.burst_ratio,
+                               rec.params.shuffle_partitions, rec.params.spill_fraction);
                 if (work[0].failure != TUNER_OK)
                         failures++;
                 else if (isfinite(work[0].objective) && work[0].objective < so_far)
