@@ -117,7 +117,10 @@ JAVA_TOOL_OPTIONS="-Dsparkshim.test=kept" "$shim" run --policy jto.json --agent-
 runner=$!
 # the Prometheus file lives as long as the executor: keep the versions that count spills
 while kill -0 $runner 2>/dev/null; do
-	grep -q '^sparkshim_agent_forced_spills_total{' metrics.prom 2>/dev/null && cp metrics.prom seen.prom
+	# the shim removes the file when the executor ends, maybe between the grep and the cp
+	if grep -q '^sparkshim_agent_forced_spills_total{' metrics.prom 2>/dev/null; then
+		cp metrics.prom seen.prom.new 2>/dev/null && mv seen.prom.new seen.prom || true
+	fi
 	sleep 0.1
 done
 wait $runner || { cat err.txt; fail "stub run failed"; }
