@@ -491,6 +491,21 @@ out:
         return r;
 }
 
+/* The flags, the policy and the job's runs, as tune and report --job both start: 0, -1 after
+ * --help (exit 0), or the exit status. */
+static int job_runs(int argc, char **argv, bool report, struct tune_options *o, struct policy *p,
+                    struct tuner_bounds *b, struct tuner_run **runs, size_t *n)
+{
+        int r = parse(argc, argv, report, o);
+
+        if (r)
+                return r;
+        r = tuner_cli_load_policy(o->policy_path, o->policy_explicit, p);
+        if (r)
+                return r;
+        return load_runs(o, p, b, runs, n);
+}
+
 int tuner_cli_tune(int argc, char **argv)
 {
         struct tune_options o;
@@ -503,15 +518,9 @@ int tuner_cli_tune(int argc, char **argv)
         size_t n = 0, np;
         int r;
 
-        r = parse(argc, argv, false, &o);
+        r = job_runs(argc, argv, false, &o, &p, &b, &runs, &n);
         if (r)
                 return r < 0 ? 0 : r;
-        r = tuner_cli_load_policy(o.policy_path, o.policy_explicit, &p);
-        if (r)
-                return r;
-        r = load_runs(&o, &p, &b, &runs, &n);
-        if (r)
-                return r;
         r = tuner_recommend_stage(runs, n, &b, o.stage, &rec, &err);
         if (r < 0) {
                 log_error("tune: job '%s': %s", o.job, err.text);
@@ -577,15 +586,9 @@ int tuner_cli_report(int argc, char **argv)
         size_t n = 0, failed = 0;
         int r;
 
-        r = parse(argc, argv, true, &o);
+        r = job_runs(argc, argv, true, &o, &p, &b, &runs, &n);
         if (r)
                 return r < 0 ? 0 : r;
-        r = tuner_cli_load_policy(o.policy_path, o.policy_explicit, &p);
-        if (r)
-                return r;
-        r = load_runs(&o, &p, &b, &runs, &n);
-        if (r)
-                return r;
         if (!o.json)
                 printf("%-36s %-20s %9s %4s %6s %6s %9s  %s\n", "APP", "START", "SECONDS", "EXEC",
                        "CPU", "MEM", "OBJECTIVE", "RESULT");
