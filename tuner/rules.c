@@ -27,7 +27,7 @@ struct usage {
         /* the VPA-like percentile of the window's samples; NAN when there is none */
         double process_peak; /* cgroup memory peak */
         double heap_peak;    /* JVM heap peak */
-        double nonheap_peak; /* process - heap peak */
+        double nonheap_peak; /* nonheap_of() */
         unsigned process_samples, heap_samples, nonheap_samples;
 };
 
@@ -86,6 +86,36 @@ static bool heap_evidence(const struct tuner_run *r, const struct tuner_params *
 static bool limit_evidence(const struct tuner_run *r, const struct tuner_params *cur)
 {
         return run_completed(r) && limit_of(&r->params) <= limit_of(cur);
+}
+
+/*
+ * The memory a completed run's process held outside its heap: what its peak held beyond the
+ * heap size (the resident set cannot hold more heap than -Xmx), or what the JVM reported
+ * outside its heap (the event log's JVMOffHeapMemory: metaspace, code cache), whichever is
+ * larger. Not the process peak minus the event log's heap peak: the event log samples the
+ * heap at each heartbeat (10 s) and the resident set keeps heap pages that the collector
+ * has freed, so that difference held most of the heap (the first loop on real Spark: a
+ * 1434m heap, a 1.2 GB peak, a 400 MB heap peak: "800 MB of non-heap", and the overhead
+ * climbed from 973m to 1574m over four good runs).
+ */
+static bool nonheap_of(const struct tuner_run *r, uint64_t *ret)
+{
+        bool have = false;
+        uint64_t v = 0;
+
+        if (known_u64(r->memory_peak_bytes) && r->params.heap_bytes > 0) {
+                v = r->memory_peak_bytes > r->params.heap_bytes
+                        ? r->memory_peak_bytes - r->params.heap_bytes
+                        : 0;
+                have = true;
+        }
+        if (known_u64(r->offheap_peak_bytes)) {
+                v = max_u64(v, r->offheap_peak_bytes);
+                have = true;
+        }
+        if (have)
+                *ret = v;
+        return have;
 }
 
 static bool run_memory_failure(const struct tuner_run *r)
@@ -174,17 +204,14 @@ static int usage_of(const struct tuner_run *runs, size_t w, struct usage *ret)
 
                 if (run_completed(r)) {
                         bool at_limit = limit_evidence(r, cur);
+                        uint64_t nonheap_bytes;
 
                         if (at_limit && known_u64(r->memory_peak_bytes))
                                 proc[np++] = (double)r->memory_peak_bytes;
                         if (heap_evidence(r, cur) && known_u64(r->heap_peak_bytes))
                                 heap[nh++] = (double)r->heap_peak_bytes;
-                        if (at_limit && known_u64(r->memory_peak_bytes) &&
-                            known_u64(r->heap_peak_bytes))
-                                nonheap[nn++] =
-                                    r->memory_peak_bytes > r->heap_peak_bytes
-                                        ? (double)(r->memory_peak_bytes - r->heap_peak_bytes)
-                                        : 0.0;
+                        if (at_limit && nonheap_of(r, &nonheap_bytes))
+                                nonheap[nn++] = (double)nonheap_bytes;
                 } else if (kind & OOM_LIMIT) {
                         /* the bumped size is the need, margin included */
                         proc[np++] =
@@ -221,8 +248,17 @@ static void clamp_limit(uint64_t *heap, uint64_t *overhead, const struct tuner_b
         *heap = b->memory_limit_max > *overhead ? b->memory_limit_max - *overhead : 0;
 }
 
-void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
-                       struct tuner_params *ret_floor)
+/*
+ * The floor of the sizes, and its two parts that are not parameters of their own: the
+ * heap + overhead (limit) and the non-heap that any overhead must cover.
+ */
+struct memory_floor {
+        struct tuner_params params;
+        uint64_t limit, nonheap;
+};
+
+static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
+                     struct memory_floor *ret)
 {
         uint64_t heap = b->heap_min_bytes, nonheap = b->overhead_min_bytes, limit = 0;
         uint64_t overhead;
@@ -244,14 +280,13 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
                                 limit = max_u64(limit, min_u64(limit_of(&r->params),
                                                                u64_of((double)r->memory_peak_bytes *
                                                                       (1.0 + TUNER_RULES_MARGIN))));
-                        if (at_limit && known_u64(r->memory_peak_bytes) &&
-                            known_u64(r->heap_peak_bytes) &&
-                            r->memory_peak_bytes > r->heap_peak_bytes)
-                                nonheap =
-                                    max_u64(nonheap, min_u64(r->params.overhead_bytes,
-                                                             u64_of((double)(r->memory_peak_bytes -
-                                                                             r->heap_peak_bytes) *
-                                                                    (1.0 + TUNER_RULES_MARGIN))));
+                        uint64_t nh;
+
+                        if (at_limit && nonheap_of(r, &nh))
+                                nonheap = max_u64(nonheap,
+                                                  min_u64(r->params.overhead_bytes,
+                                                          u64_of((double)nh *
+                                                                 (1.0 + TUNER_RULES_MARGIN))));
                 }
                 /*
                  * Held: the memory that ran out is bumped, the other part kept, so that the
@@ -284,15 +319,29 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
         overhead = min_u64(overhead, b->overhead_max_bytes);
         clamp_limit(&heap, &overhead, b);
 
-        *ret_floor = (struct tuner_params){
-            .cores = runs && n > 0 ? runs[0].params.cores : 0,
-            .millicores = b->millicores_min,
-            .heap_bytes = heap,
-            .overhead_bytes = overhead,
-            .burst_ratio = 0.0,
-            .spill_fraction = b->spill_fraction_min,
-            .shuffle_partitions = b->partitions_min,
+        *ret = (struct memory_floor){
+            .params =
+                {
+                    .cores = runs && n > 0 ? runs[0].params.cores : 0,
+                    .millicores = b->millicores_min,
+                    .heap_bytes = heap,
+                    .overhead_bytes = overhead,
+                    .burst_ratio = 0.0,
+                    .spill_fraction = b->spill_fraction_min,
+                    .shuffle_partitions = b->partitions_min,
+                },
+            .limit = limit,
+            .nonheap = nonheap,
         };
+}
+
+void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
+                       struct tuner_params *ret_floor)
+{
+        struct memory_floor f;
+
+        floor_of(runs, n, b, &f);
+        *ret_floor = f.params;
 }
 
 __attribute__((format(printf, 4, 5))) static void set_reason(struct tuner_recommendation *rec,
@@ -844,11 +893,19 @@ static void rule_oom(const struct tuner_run *r, struct tuner_recommendation *rec
 }
 
 /* Raise to the floor, then clamp to the bounds; each says so in its reason. */
-static void apply_floor_and_bounds(const struct tuner_params *floor, const struct tuner_bounds *b,
+/*
+ * Raise to the floor, then clamp to the bounds; each says so in its reason. The overhead's
+ * floor is taken against the heap recommended, not the heap's floor: the per-parameter floor
+ * (stage 2's box) fills the limit's floor on top of the smallest heap, and applied to a
+ * larger heap it gave a limit far above any need (the first loop's skew: 1434m of heap and
+ * an overhead held near 1 GB because a 512m heap would have needed it).
+ */
+static void apply_floor_and_bounds(const struct memory_floor *f, const struct tuner_bounds *b,
                                    struct tuner_recommendation *rec)
 {
+        const struct tuner_params *floor = &f->params;
         struct tuner_params *p = &rec->params;
-        uint64_t heap, overhead;
+        uint64_t heap, overhead, need;
 
         if (p->heap_bytes < floor->heap_bytes) {
                 append_reason(rec, TUNER_P_HEAP, "rule:floor",
@@ -857,12 +914,15 @@ static void apply_floor_and_bounds(const struct tuner_params *floor, const struc
                               floor->heap_bytes / MIB);
                 p->heap_bytes = floor->heap_bytes;
         }
-        if (p->overhead_bytes < floor->overhead_bytes) {
+        heap = min_u64(p->heap_bytes, b->heap_max_bytes); /* as the bounds will leave it */
+        need = max_u64(f->nonheap, f->limit > heap ? f->limit - heap : 0);
+        need = min_u64(need, floor->overhead_bytes);
+        if (p->overhead_bytes < need) {
                 append_reason(rec, TUNER_P_OVERHEAD, "rule:floor",
                               "raised to the safety floor %.0f MiB (successful runs' need, held "
                               "OOM bump)",
-                              floor->overhead_bytes / MIB);
-                p->overhead_bytes = floor->overhead_bytes;
+                              need / MIB);
+                p->overhead_bytes = need;
         }
 
 #define CLAMP_U64(field, idx, lo, hi, unit, scale)                                                 \
@@ -888,7 +948,7 @@ static void apply_floor_and_bounds(const struct tuner_params *floor, const struc
         if (b->memory_limit_max > 0 && add_sat(heap, overhead) > b->memory_limit_max) {
                 /* take what is above the floor first, the overhead before the heap */
                 uint64_t excess = add_sat(heap, overhead) - b->memory_limit_max;
-                uint64_t keep = max_u64(floor->overhead_bytes, b->overhead_min_bytes);
+                uint64_t keep = max_u64(need, b->overhead_min_bytes);
                 uint64_t take = overhead > keep ? min_u64(excess, overhead - keep) : 0;
 
                 overhead -= take;
@@ -965,7 +1025,7 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
                           struct tuner_recommendation *ret)
 {
         struct tuner_recommendation rec;
-        struct tuner_params floor;
+        struct memory_floor floor;
         struct memory_signals signals;
         struct usage usage;
         const struct tuner_run *newest;
@@ -991,7 +1051,7 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
         r = usage_of(runs, w, &usage);
         if (r < 0)
                 return r;
-        tuner_rules_floor(runs, n, b, &floor);
+        floor_of(runs, n, b, &floor);
 
         if (run_memory_failure(newest)) {
                 rule_oom(newest, &rec);

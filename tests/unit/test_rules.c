@@ -42,8 +42,8 @@ static struct tuner_run base_run(void)
             .throttled_fraction = 0.01,
             .runq_wait_per_cpu = 0.01,
             .memory_peak_bytes = 3686 * MiB, /* 3.6 GiB: 0.72 of the 5 GiB request */
-            .heap_peak_bytes = 2816 * MiB,   /* 2.75 GiB; non-heap 870 MiB of 1 GiB */
-            .offheap_peak_bytes = TUNER_UNKNOWN,
+            .heap_peak_bytes = 2816 * MiB,   /* 2.75 GiB */
+            .offheap_peak_bytes = 870 * MiB, /* the JVM's non-heap: 870 MiB of 1 GiB */
             .high_events = 0,
             .oom_kills = 0,
             .forced_spills = 0,
@@ -117,6 +117,7 @@ static void assert_near(double got, double want, double tol, const char *what)
 static void low_memory(struct tuner_run *r)
 {
         r->heap_peak_bytes = 1 * GiB;
+        r->offheap_peak_bytes = 512 * MiB;
         r->memory_peak_bytes = 1536 * MiB; /* util 0.3 of the 5 GiB request */
         r->mem_util = 0.3;
 }
@@ -450,10 +451,11 @@ Test(rules, overhead_raised_near_the_limit)
         struct tuner_run run = base_run();
         struct tuner_recommendation rec;
 
-        run.memory_peak_bytes = 4600 * MiB; /* non-heap 1784 MiB */
+        run.memory_peak_bytes = 4600 * MiB; /* x 1.15 = 5290 MiB: more than 4 GiB + 1 GiB */
         run.mem_util = 0.9;
         rec = recommend1(&run);
-        assert_near((double)rec.params.overhead_bytes, 1784.0 * MiB * 1.15, 1, "overhead");
+        assert_near((double)rec.params.overhead_bytes, 4600.0 * MiB * 1.15 - 4.0 * GiB, 1,
+                    "overhead");
         assert_source(&rec, TUNER_P_OVERHEAD, "rule:near-limit");
         cr_assert_eq(rec.params.heap_bytes, 4 * GiB);
         /* the limit keeps the VPA margin over the process peak */
@@ -468,7 +470,7 @@ Test(rules, burst_raised_for_unused_overhead_in_steps)
         struct tuner_run run = base_run();
         struct tuner_recommendation rec;
 
-        run.heap_peak_bytes = 3379 * MiB; /* non-heap 307 MiB x 1.15 = 0.345 of 1 GiB */
+        run.offheap_peak_bytes = 307 * MiB; /* x 1.15 = 0.345 of the 1 GiB overhead */
         rec = recommend1(&run);
         assert_near(rec.params.burst_ratio, 0.25, 1e-9, "burst");
         assert_source(&rec, TUNER_P_BURST_RATIO, "rule:burst");
@@ -484,7 +486,7 @@ Test(rules, burst_bounded_by_max)
         struct tuner_bounds b = bounds();
         struct tuner_recommendation rec;
 
-        run.heap_peak_bytes = 3379 * MiB;
+        run.offheap_peak_bytes = 307 * MiB;
         b.burst_ratio_max = 0.1;
         rec = recommend(&run, 1, &b);
         assert_near(rec.params.burst_ratio, 0.1, 1e-9, "burst");
@@ -899,8 +901,10 @@ Test(rules, bounds_never_exceeded_and_floor_kept)
                 tuner_rules_floor(runs, n, &b, &floor);
                 cr_assert_geq(p->heap_bytes, floor.heap_bytes, "iter %d heap under the floor",
                               iter);
-                cr_assert_geq(p->overhead_bytes, floor.overhead_bytes,
-                              "iter %d overhead under the floor", iter);
+                /* the overhead's floor is taken against the heap chosen: the limit holds */
+                cr_assert_geq(p->heap_bytes + p->overhead_bytes,
+                              floor.heap_bytes + floor.overhead_bytes,
+                              "iter %d heap + overhead under the floor", iter);
         }
 }
 
@@ -910,14 +914,14 @@ Test(rules, small_changes_inside_the_dead_band_converge)
         struct tuner_recommendation rec;
 
         /* non-heap 856 MiB x 1.15 leaves 0.039 of the overhead unused: under 0.05 */
-        run.heap_peak_bytes = 2830 * MiB;
+        run.offheap_peak_bytes = 856 * MiB;
         rec = recommend1(&run);
         cr_assert(rec.converged, "burst %f (%s)", rec.params.burst_ratio,
                   rec.reasons[TUNER_P_BURST_RATIO].text);
         assert_source(&rec, TUNER_P_BURST_RATIO, "unchanged");
 
         /* non-heap 816 MiB x 1.15 leaves 0.084: beyond the dead band */
-        run.heap_peak_bytes = 2870 * MiB;
+        run.offheap_peak_bytes = 816 * MiB;
         rec = recommend1(&run);
         cr_assert(!rec.converged);
         assert_near(rec.params.burst_ratio, 1 - 816.0 * 1.15 / 1024, 1e-6, "burst");
