@@ -283,10 +283,10 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                         uint64_t nh;
 
                         if (at_limit && nonheap_of(r, &nh))
-                                nonheap = max_u64(nonheap,
-                                                  min_u64(r->params.overhead_bytes,
-                                                          u64_of((double)nh *
-                                                                 (1.0 + TUNER_RULES_MARGIN))));
+                                nonheap = max_u64(
+                                    nonheap,
+                                    min_u64(r->params.overhead_bytes,
+                                            u64_of((double)nh * (1.0 + TUNER_RULES_MARGIN))));
                 }
                 /*
                  * Held: the memory that ran out is bumped, the other part kept, so that the
