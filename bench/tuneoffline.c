@@ -286,6 +286,29 @@ int main(int argc, char **argv)
                 return 1;
         tuner_bounds_default(&b);
         b.runtime_allowance = allowance;
+        /* the admin's bounds are what the grid can run: a tuner asked for a burst ratio of 1
+           or 64 GiB of heap would be measured at another point than it chose */
+        b.millicores_min = b.heap_min_bytes = b.overhead_min_bytes = UINT64_MAX;
+        b.millicores_max = b.heap_max_bytes = b.overhead_max_bytes = 0;
+        b.burst_ratio_max = 0;
+        b.partitions_min = UINT32_MAX;
+        b.partitions_max = 0;
+        for (size_t i = 0; i < g.n; i++) {
+                const struct tuner_params *p = &g.runs[i].params;
+                uint32_t parts = p->shuffle_partitions ? p->shuffle_partitions : 200;
+
+                b.millicores_min = p->millicores < b.millicores_min ? p->millicores : b.millicores_min;
+                b.millicores_max = p->millicores > b.millicores_max ? p->millicores : b.millicores_max;
+                b.heap_min_bytes = p->heap_bytes < b.heap_min_bytes ? p->heap_bytes : b.heap_min_bytes;
+                b.heap_max_bytes = p->heap_bytes > b.heap_max_bytes ? p->heap_bytes : b.heap_max_bytes;
+                b.overhead_min_bytes =
+                    p->overhead_bytes < b.overhead_min_bytes ? p->overhead_bytes : b.overhead_min_bytes;
+                b.overhead_max_bytes =
+                    p->overhead_bytes > b.overhead_max_bytes ? p->overhead_bytes : b.overhead_max_bytes;
+                b.burst_ratio_max = fmax(b.burst_ratio_max, p->burst_ratio);
+                b.partitions_min = parts < b.partitions_min ? parts : b.partitions_min;
+                b.partitions_max = parts > b.partitions_max ? parts : b.partitions_max;
+        }
         {
                 struct tuner_run *all = calloc(g.n + 1, sizeof(*all));
                 /* the grid's best safe point, with the runtime allowance against the start */

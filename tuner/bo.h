@@ -21,6 +21,7 @@
 
 #define TUNER_BO_DIMS_MAX   6 /* millicores, heap, overhead, burst, spill, partitions */
 #define TUNER_BO_POINTS_MAX 256
+#define TUNER_BO_USAGES_MAX 4 /* usage measures per point (the usage models) */
 
 /* ---- the random stream: xoshiro256** seeded through splitmix64 ---- */
 
@@ -82,6 +83,13 @@ struct tuner_bo_point {
         /* failed for lack of memory (OOM): with options.monotone, a candidate with no more in
            every monotone dimension than this point is taken to fail too */
         bool memory_failure;
+        /* what the point measured of each usage the options model (opt->usages of them, > 0;
+           NAN unknown), e.g. its memory peak: the usage models' data */
+        double usage[TUNER_BO_USAGES_MAX];
+        /* the point failed because a usage passed its limit (a memory peak at memory.max, a
+           p90 CPU at the CPU limit): the usage models explain it, the failure model and the
+           monotone rule leave it to them */
+        bool usage_failure;
 };
 
 struct tuner_bo_options {
@@ -116,6 +124,32 @@ struct tuner_bo_options {
         /* extra feasibility (e.g. heap + overhead <= the limit); NULL = none */
         bool (*feasible)(const double *x, void *userdata);
         void *feasible_userdata;
+
+        /*
+         * Usage models (docs/tuner-bo.md, "The usage models"): usages > 0 measures per point
+         * (struct tuner_bo_point.usage), each a GP of log(usage) over the workload dimensions
+         * (below). usage_limit(j, x) is what candidate x allows of usage j (NAN or INFINITY:
+         * no limit); a candidate is eligible only if exp(mean + usage_beta x sd) of every
+         * limited usage stays at or below its limit, sd including the noise, at least
+         * usage_noise. objective_prior(x, usage_median): the log objective that candidate x
+         * would have with the usages' medians, the objective GP's prior mean (NULL: none).
+         */
+        unsigned usages;
+        /*
+         * bits (1 << dimension) of the dimensions that change what the job does (heap,
+         * partitions, ...), as against limits on it (millicores, overhead, burst ratio). With
+         * usage models, the usage models, the failure model and the trust region work in
+         * these only: along a limit, safety is the usage model's. 0 = every dimension.
+         */
+        unsigned workload;
+        double usage_beta;  /* default 2 */
+        double usage_noise; /* sd of log usage between identical runs, at least; default 0.05 */
+        double (*usage_limit)(unsigned j, const double *x, void *userdata);
+        double (*objective_prior)(const double *x, const double *usage_median, void *userdata);
+        void *usage_userdata;
+        /* per dimension (unit cube): a candidate's coordinate within this of the incumbent's
+           is the incumbent's (a change too small to be worth a run); 0 = none */
+        double dead_band[TUNER_BO_DIMS_MAX];
 };
 
 void tuner_bo_options_default(struct tuner_bo_options *opt);
@@ -131,6 +165,8 @@ struct tuner_bo_prediction {
         /* the incumbent (raised to the floor) is returned: no eligible candidate, or (converged)
            eligible ones but none with an EI above 1e-9 */
         bool fallback, converged;
+        /* with usage models: the tightest usage UCB / its limit at the suggestion; NAN */
+        double usage_headroom;
 };
 
 /*

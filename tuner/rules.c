@@ -221,8 +221,8 @@ static void clamp_limit(uint64_t *heap, uint64_t *overhead, const struct tuner_b
         *heap = b->memory_limit_max > *overhead ? b->memory_limit_max - *overhead : 0;
 }
 
-void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
-                       struct tuner_params *ret_floor)
+static void floor_with_margin(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
+                              double margin, struct tuner_params *ret_floor)
 {
         uint64_t heap = b->heap_min_bytes, nonheap = b->overhead_min_bytes, limit = 0;
         uint64_t overhead;
@@ -243,7 +243,7 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
                         if (at_limit && known_u64(r->memory_peak_bytes))
                                 limit = max_u64(limit, min_u64(limit_of(&r->params),
                                                                u64_of((double)r->memory_peak_bytes *
-                                                                      (1.0 + TUNER_RULES_MARGIN))));
+                                                                      (1.0 + margin))));
                         if (at_limit && known_u64(r->memory_peak_bytes) &&
                             known_u64(r->heap_peak_bytes) &&
                             r->memory_peak_bytes > r->heap_peak_bytes)
@@ -251,7 +251,7 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
                                     max_u64(nonheap, min_u64(r->params.overhead_bytes,
                                                              u64_of((double)(r->memory_peak_bytes -
                                                                              r->heap_peak_bytes) *
-                                                                    (1.0 + TUNER_RULES_MARGIN))));
+                                                                    (1.0 + margin))));
                 }
                 /*
                  * Held: the memory that ran out is bumped, the other part kept, so that the
@@ -293,6 +293,18 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
             .spill_fraction = b->spill_fraction_min,
             .shuffle_partitions = b->partitions_min,
         };
+}
+
+void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
+                       struct tuner_params *ret_floor)
+{
+        floor_with_margin(runs, n, b, TUNER_RULES_MARGIN, ret_floor);
+}
+
+void tuner_rules_floor_measured(const struct tuner_run *runs, size_t n,
+                                const struct tuner_bounds *b, struct tuner_params *ret_floor)
+{
+        floor_with_margin(runs, n, b, 0.0, ret_floor);
 }
 
 __attribute__((format(printf, 4, 5))) static void set_reason(struct tuner_recommendation *rec,

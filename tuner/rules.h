@@ -97,3 +97,12 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
  */
 void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                        struct tuner_params *ret_floor);
+
+/*
+ * The same floor without the rules' margin on the process and non-heap peaks: never less
+ * than a successful run at most this size measured (heap keeps its buffer, a failure its
+ * bump and hold). For stage 2, whose model of the memory peak (bo.h, usage models) adds a
+ * margin of its own from the measured variation.
+ */
+void tuner_rules_floor_measured(const struct tuner_run *runs, size_t n,
+                                const struct tuner_bounds *b, struct tuner_params *ret_floor);
