@@ -235,6 +235,9 @@ static unsigned episode(const struct grid *g, enum tuner_kind kind, const struct
                                kind_names[kind], rec.params.millicores, rec.params.heap_bytes >> 20,
                                rec.params.overhead_bytes >> 20, rec.params.burst_ratio,
                                rec.params.shuffle_partitions, rec.params.spill_fraction);
+                if (trace && seed == 1 && r == 0 && rec.stage == TUNER_STAGE_BO)
+                        printf("  %-18s         %s\n", kind_names[kind],
+                               rec.reasons[TUNER_P_OVERHEAD].text);
                 if (work[0].failure != TUNER_OK)
                         failures++;
                 else if (isfinite(work[0].objective) && work[0].objective < so_far)

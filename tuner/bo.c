@@ -400,17 +400,53 @@ static double usage_headroom(const struct acquisition *a, const double *x)
         return worst;
 }
 
-/* the objective's prior mean at x from the usage medians; 0 without usage models */
-static double objective_prior(const struct acquisition *a, const double *x)
+/*
+ * The objective's prior mean at x from the usage medians (0 without usage models) and, with
+ * ret_variance, its variance from the usages' uncertainty (first order: the sensitivity of
+ * the prior to each log usage, by a difference of 0.01, squared times that usage's variance):
+ * where the usages are unknown the objective is too, and EI explores there.
+ */
+static double objective_prior_var(const struct acquisition *a, const double *x,
+                                  double *ret_variance)
 {
-        double median[TUNER_BO_USAGES_MAX];
+        double median[TUNER_BO_USAGES_MAX], var[TUNER_BO_USAGES_MAX], prior, total = 0;
 
+        if (ret_variance)
+                *ret_variance = 0;
         if (!a->objective_prior || !a->usages)
                 return 0;
-        for (unsigned j = 0; j < a->usages; j++)
-                if (usage_predict(a, j, x, &median[j], NULL) < 0)
-                        median[j] = NAN;
-        return a->objective_prior(x, median, a->usage_userdata);
+        for (unsigned j = 0; j < a->usages; j++) {
+                double w[TUNER_BO_DIMS_MAX], mean;
+
+                median[j] = var[j] = NAN;
+                if (!a->usage[j].fitted)
+                        continue;
+                project(x, a->dims, a->workload, w);
+                if (tuner_gp_predict(a->usage[j].gp, w, &mean, ret_variance ? &var[j] : NULL) < 0)
+                        continue;
+                median[j] = exp(mean + a->usage[j].centre);
+        }
+        prior = a->objective_prior(x, median, a->usage_userdata);
+        if (!ret_variance || !isfinite(prior))
+                return prior;
+        for (unsigned j = 0; j < a->usages; j++) {
+                double saved = median[j], slope;
+
+                if (!(var[j] > 0))
+                        continue;
+                median[j] = saved * exp(0.01);
+                slope = (a->objective_prior(x, median, a->usage_userdata) - prior) / 0.01;
+                median[j] = saved;
+                if (isfinite(slope))
+                        total += slope * slope * var[j];
+        }
+        *ret_variance = total;
+        return prior;
+}
+
+static double objective_prior(const struct acquisition *a, const double *x)
+{
+        return objective_prior_var(a, x, NULL);
 }
 
 /* x has no more memory than a run that ran out of it, in every monotone dimension */
@@ -460,7 +496,11 @@ static double acquisition_fitness(const double *raw, void *userdata)
         }
         if (tuner_gp_predict(a->objective, x, &mean, &var) < 0)
                 return -3;
-        mean += objective_prior(a, x);
+        {
+                double prior_var;
+                mean += objective_prior_var(a, x, &prior_var);
+                var += prior_var;
+        }
         if (!isfinite(mean))
                 return -3;
         /* constrained EI: weighted by P(success), which keeps off the bound's edge */
@@ -742,8 +782,11 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         r = tuner_gp_predict(objective, best_x, &mean, &var);
         if (r < 0)
                 return shim_error_set(err, EDOM, "bo: the objective model has no fit");
-        pred.mean = mean + objective_prior(&acq, best_x);
-        pred.sd = sqrt(var);
+        {
+                double prior_var;
+                pred.mean = mean + objective_prior_var(&acq, best_x, &prior_var);
+                pred.sd = sqrt(var + prior_var);
+        }
         if (opt->safety) {
                 pred.failure_probability = failure_probability(&acq, best_x);
                 pred.usage_headroom = usage_headroom(&acq, best_x);

@@ -222,7 +222,8 @@ static void clamp_limit(uint64_t *heap, uint64_t *overhead, const struct tuner_b
 }
 
 static void floor_with_margin(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
-                              double margin, struct tuner_params *ret_floor)
+                              double margin, bool limit_peaks,
+                              struct tuner_params *ret_floor)
 {
         uint64_t heap = b->heap_min_bytes, nonheap = b->overhead_min_bytes, limit = 0;
         uint64_t overhead;
@@ -240,7 +241,7 @@ static void floor_with_margin(const struct tuner_run *runs, size_t n, const stru
                                     max_u64(heap, min_u64(r->params.heap_bytes,
                                                           u64_of((double)r->heap_peak_bytes *
                                                                  (1.0 + TUNER_RULES_HEAP_BUFFER))));
-                        if (at_limit && known_u64(r->memory_peak_bytes))
+                        if (limit_peaks && at_limit && known_u64(r->memory_peak_bytes))
                                 limit = max_u64(limit, min_u64(limit_of(&r->params),
                                                                u64_of((double)r->memory_peak_bytes *
                                                                       (1.0 + margin))));
@@ -298,13 +299,13 @@ static void floor_with_margin(const struct tuner_run *runs, size_t n, const stru
 void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                        struct tuner_params *ret_floor)
 {
-        floor_with_margin(runs, n, b, TUNER_RULES_MARGIN, ret_floor);
+        floor_with_margin(runs, n, b, TUNER_RULES_MARGIN, true, ret_floor);
 }
 
 void tuner_rules_floor_measured(const struct tuner_run *runs, size_t n,
                                 const struct tuner_bounds *b, struct tuner_params *ret_floor)
 {
-        floor_with_margin(runs, n, b, 0.0, ret_floor);
+        floor_with_margin(runs, n, b, 0.0, false, ret_floor);
 }
 
 __attribute__((format(printf, 4, 5))) static void set_reason(struct tuner_recommendation *rec,
