@@ -478,6 +478,9 @@ static double acquisition_fitness(const double *raw, void *userdata)
         double mean, var, p = 0, x[TUNER_BO_DIMS_MAX];
 
         snap(a, raw, x);
+        /* the incumbent again measures nothing new: not an improvement */
+        if (a->incumbent && memcmp(x, a->incumbent, a->dims * sizeof(double)) == 0)
+                return 0;
 
         if (a->feasible && !a->feasible(x, a->feasible_userdata))
                 return -3;
