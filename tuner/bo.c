@@ -390,10 +390,12 @@ static double usage_headroom(const struct acquisition *a, const double *x)
         for (unsigned j = 0; j < a->usages && a->usage_limit; j++) {
                 double limit = a->usage_limit(j, x, a->usage_userdata), ucb;
 
-                if (!(limit > 0) || !isfinite(limit))
-                        continue;
+                if (isnan(limit) || limit == INFINITY)
+                        continue; /* no limit */
                 if (usage_predict(a, j, x, NULL, &ucb) < 0)
                         continue;
+                if (!(limit > 0))
+                        return INFINITY; /* nothing allowed */
                 if (!(ucb / limit <= worst))
                         worst = ucb / limit;
         }
@@ -478,9 +480,6 @@ static double acquisition_fitness(const double *raw, void *userdata)
         double mean, var, p = 0, x[TUNER_BO_DIMS_MAX];
 
         snap(a, raw, x);
-        /* the incumbent again measures nothing new: not an improvement */
-        if (a->incumbent && memcmp(x, a->incumbent, a->dims * sizeof(double)) == 0)
-                return 0;
 
         if (a->feasible && !a->feasible(x, a->feasible_userdata))
                 return -3;
@@ -497,6 +496,9 @@ static double acquisition_fitness(const double *raw, void *userdata)
                 if (headroom > 1)
                         return -1 - fmin(0.999, log(headroom));
         }
+        /* the incumbent again measures nothing new: eligible, but no improvement */
+        if (a->incumbent && memcmp(x, a->incumbent, a->dims * sizeof(double)) == 0)
+                return 0;
         if (tuner_gp_predict(a->objective, x, &mean, &var) < 0)
                 return -3;
         {
@@ -732,9 +734,10 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         /* every limited usage has a model (its usage was measured): the limits are theirs */
         for (unsigned j = 0; j < opt->usages && opt->usage_limit; j++) {
                 double limit = opt->usage_limit(j, pts[incumbent].x, opt->usage_userdata);
-                if (limit > 0 && isfinite(limit))
-                        limited++;
-                if (limit > 0 && isfinite(limit) && !usage[j].fitted)
+                if (isnan(limit) || limit == INFINITY)
+                        continue;
+                limited++;
+                if (!usage[j].fitted)
                         limits_modelled = false;
         }
         limits_modelled = limits_modelled && limited > 0;
