@@ -247,6 +247,16 @@ static unsigned episode(const struct grid *g, enum tuner_kind kind, const struct
         return failures;
 }
 
+static uint64_t umin(uint64_t a, uint64_t b)
+{
+        return a < b ? a : b;
+}
+
+static uint64_t umax(uint64_t a, uint64_t b)
+{
+        return a > b ? a : b;
+}
+
 static int compare_double(const void *a, const void *b)
 {
         double x = *(const double *)a, y = *(const double *)b;
@@ -300,17 +310,15 @@ int main(int argc, char **argv)
                 const struct tuner_params *p = &g.runs[i].params;
                 uint32_t parts = p->shuffle_partitions ? p->shuffle_partitions : 200;
 
-                b.millicores_min = p->millicores < b.millicores_min ? p->millicores : b.millicores_min;
-                b.millicores_max = p->millicores > b.millicores_max ? p->millicores : b.millicores_max;
-                b.heap_min_bytes = p->heap_bytes < b.heap_min_bytes ? p->heap_bytes : b.heap_min_bytes;
-                b.heap_max_bytes = p->heap_bytes > b.heap_max_bytes ? p->heap_bytes : b.heap_max_bytes;
-                b.overhead_min_bytes =
-                    p->overhead_bytes < b.overhead_min_bytes ? p->overhead_bytes : b.overhead_min_bytes;
-                b.overhead_max_bytes =
-                    p->overhead_bytes > b.overhead_max_bytes ? p->overhead_bytes : b.overhead_max_bytes;
+                b.millicores_min = umin(b.millicores_min, p->millicores);
+                b.millicores_max = umax(b.millicores_max, p->millicores);
+                b.heap_min_bytes = umin(b.heap_min_bytes, p->heap_bytes);
+                b.heap_max_bytes = umax(b.heap_max_bytes, p->heap_bytes);
+                b.overhead_min_bytes = umin(b.overhead_min_bytes, p->overhead_bytes);
+                b.overhead_max_bytes = umax(b.overhead_max_bytes, p->overhead_bytes);
                 b.burst_ratio_max = fmax(b.burst_ratio_max, p->burst_ratio);
-                b.partitions_min = parts < b.partitions_min ? parts : b.partitions_min;
-                b.partitions_max = parts > b.partitions_max ? parts : b.partitions_max;
+                b.partitions_min = (uint32_t)umin(b.partitions_min, parts);
+                b.partitions_max = (uint32_t)umax(b.partitions_max, parts);
         }
         {
                 struct tuner_run *all = calloc(g.n + 1, sizeof(*all));

@@ -5,6 +5,10 @@
  * A Gaussian process (gp.h) models log(objective) of the successful runs over the tuned
  * parameters mapped to the unit cube; a second GP on +-1 labels models failure
  * (P(failure) = Phi(mean / sd), prior mean 0: where there is no evidence, P = 0.5).
+ * Usage models (optional; tuner_bo_recommend() always uses them): GPs of what each run
+ * measured (CPU and memory, average and peak) over the workload dimensions; a candidate is
+ * eligible only if the upper confidence bound of each usage stays within that candidate's
+ * limit, and the objective GP models what the usages' medians leave unexplained.
  * Expected Improvement is maximised by a seeded genetic algorithm over the trust region
  * around the best known safe point, raised to the caller's floor; only candidates with
  * P(failure) < the bound are eligible. Deterministic given the seed (same build, same
