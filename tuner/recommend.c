@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The two stages together (docs/tuner.md): the rules first; a job whose rules have converged
- * goes to safe Bayesian optimisation, which may not go below the rules' safety floor. Every
- * value ends clamped into the admin's bounds.
+ * The two stages together (docs/tuner.md): the rules first; a job the rules are done with
+ * (converged, settled on a target the host cannot give exactly, or 5 successful runs) goes
+ * to safe Bayesian optimisation, and stays there, within the rules' measured floor (their
+ * back-off and hold after a failure). Every value ends clamped into the admin's bounds.
  */
 #include <errno.h>
 #include <math.h>
@@ -94,8 +95,8 @@ bool tuner_recommend_rules_done(const struct tuner_run *runs, size_t n,
 }
 
 /*
- * Whether the job was handed to stage 2 before its newest run: the rules had converged on
- * an older part of its history (runs[k..n) for some k >= 1) with enough successful runs.
+ * Whether the job was handed to stage 2 before its newest run: the rules were done with an
+ * older part of its history (runs[k..n) for some k >= 1) with enough successful runs.
  * Without it the stages would take turns: stage 2 moves a value past the rules' margin (a
  * higher burst ratio, say), the rules move it back, stage 2 again. Stateless: the history
  * says it, nothing is recorded.
@@ -129,8 +130,9 @@ int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_b
         if (r < 0)
                 return shim_error_set(err, -r, "the rules cannot recommend: %s", strerror(-r));
         good = good_runs(runs, n);
-        /* stage 2 once the rules have converged, now or before; a failed newest run goes back
-         * to the rules (their back-off and hold), and stage 2 never goes below their floor */
+        /* stage 2 once the rules are done, now or before; it keeps the job after a failure
+         * too: the failure is in its models (the usage models see a peak at its limit), and
+         * the floor holds the rules' back-off (the OOM bump, held for 5 runs) */
         if (stage == TUNER_STAGE_BO ||
             (stage == TUNER_STAGE_NONE && good >= BO_MIN_RUNS &&
              (tuner_recommend_rules_done(runs, n, b, &rules) ||
