@@ -1376,9 +1376,10 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 if (isfinite(band) && width > 0)
                         bo.dead_band[d->position] = band / width;
         }
-        /* the usage models, unless the caller's options have their own; what changes the
-           job's work is heap, spill threshold and partitions, the rest are limits on it */
-        if (!(opt && opt->bo) || bo.usages == 0) {
+        /* the runs' usage models (bo.usages 0; a caller's own usage callbacks would not know
+           the runs); what changes the job's work is heap, spill threshold and partitions, the
+           rest are limits on it */
+        if (bo.usages == 0) {
                 bo.usages = USAGE_COUNT;
                 bo.workload = 0;
                 for (unsigned i = 0; i < CANDIDATES; i++)

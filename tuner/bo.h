@@ -195,7 +195,9 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
 struct tuner_bo_recommend_options {
         /* bits (1 << TUNER_P_x) of dimensions to leave out when the history never varies */
         unsigned fixed;
-        /* NULL: tuner_bo_options_default() with the bounds' seed and failure_bound */
+        /* NULL: tuner_bo_options_default() with the bounds' seed and failure_bound. With
+           usages 0 (the default) the runs' usage models are used (average and p90 CPU, memory,
+           memory peak; docs/tuner-bo.md); the rules' dead band always */
         const struct tuner_bo_options *bo;
 };
 
