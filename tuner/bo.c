@@ -1245,7 +1245,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         double x[TUNER_BO_DIMS_MAX];
         const struct tuner_run *best;
         size_t m = 0;
-        char before[64], after[64], summary[400];
+        char before[64], after[64], summary[440];
         int r;
 
         if (!runs || !b || !ret)
@@ -1434,11 +1434,12 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         else
                 snprintf(summary, sizeof(summary),
                          "EI %.3g, predicted objective %.4g (log %.3f +- %.3f) vs best %.4g "
-                         "(run %s), P(fail) %.3f < %.3g, trust radius %.3f, %u safe / %u failed "
-                         "runs",
+                         "(run %s), P(fail) %.3f < %.3g, usage bound / limit %.3f, trust radius "
+                         "%.3f, %u safe / %u failed runs",
                          pred.ei, rec.predicted_objective, pred.mean, pred.sd, exp(pred.best_y),
                          best->app_id, pred.failure_probability, bo.failure_bound,
-                         pred.trust_radius, pred.safe_points, pred.failed_points);
+                         pred.usage_headroom, pred.trust_radius, pred.safe_points,
+                         pred.failed_points);
 
         for (unsigned p = 0; p < TUNER_P_COUNT; p++) {
                 const struct dimension *d = p == TUNER_P_CORES ? NULL : &map.dim[p - 1];
