@@ -235,6 +235,9 @@ static unsigned episode(const struct grid *g, enum tuner_kind kind, const struct
                                kind_names[kind], rec.params.millicores, rec.params.heap_bytes >> 20,
                                rec.params.overhead_bytes >> 20, rec.params.burst_ratio,
                                rec.params.shuffle_partitions, rec.params.spill_fraction);
+                if (trace && seed == 1 && r == 0 && rec.stage == TUNER_STAGE_BO)
+                        printf("  %-18s         %s\n", kind_names[kind],
+                               rec.reasons[TUNER_P_OVERHEAD].text);
                 if (work[0].failure != TUNER_OK)
                         failures++;
                 else if (isfinite(work[0].objective) && work[0].objective < so_far)
@@ -242,6 +245,16 @@ static unsigned episode(const struct grid *g, enum tuner_kind kind, const struct
                 best[k] = so_far;
         }
         return failures;
+}
+
+static uint64_t umin(uint64_t a, uint64_t b)
+{
+        return a < b ? a : b;
+}
+
+static uint64_t umax(uint64_t a, uint64_t b)
+{
+        return a > b ? a : b;
 }
 
 static int compare_double(const void *a, const void *b)
@@ -286,6 +299,27 @@ int main(int argc, char **argv)
                 return 1;
         tuner_bounds_default(&b);
         b.runtime_allowance = allowance;
+        /* the admin's bounds are what the grid can run: a tuner asked for a burst ratio of 1
+           or 64 GiB of heap would be measured at another point than it chose */
+        b.millicores_min = b.heap_min_bytes = b.overhead_min_bytes = UINT64_MAX;
+        b.millicores_max = b.heap_max_bytes = b.overhead_max_bytes = 0;
+        b.burst_ratio_max = 0;
+        b.partitions_min = UINT32_MAX;
+        b.partitions_max = 0;
+        for (size_t i = 0; i < g.n; i++) {
+                const struct tuner_params *p = &g.runs[i].params;
+                uint32_t parts = p->shuffle_partitions ? p->shuffle_partitions : 200;
+
+                b.millicores_min = umin(b.millicores_min, p->millicores);
+                b.millicores_max = umax(b.millicores_max, p->millicores);
+                b.heap_min_bytes = umin(b.heap_min_bytes, p->heap_bytes);
+                b.heap_max_bytes = umax(b.heap_max_bytes, p->heap_bytes);
+                b.overhead_min_bytes = umin(b.overhead_min_bytes, p->overhead_bytes);
+                b.overhead_max_bytes = umax(b.overhead_max_bytes, p->overhead_bytes);
+                b.burst_ratio_max = fmax(b.burst_ratio_max, p->burst_ratio);
+                b.partitions_min = (uint32_t)umin(b.partitions_min, parts);
+                b.partitions_max = (uint32_t)umax(b.partitions_max, parts);
+        }
         {
                 struct tuner_run *all = calloc(g.n + 1, sizeof(*all));
                 /* the grid's best safe point, with the runtime allowance against the start */

@@ -14,6 +14,7 @@
 
 #include "bo.h"
 #include "gp.h"
+#include "rules.h"
 #include "util.h"
 
 /* ---- random stream ---- */
@@ -259,6 +260,8 @@ void tuner_bo_options_default(struct tuner_bo_options *opt)
             .trust_min = 0.05,
             .trust_max = 0.5,
             .kernel = TUNER_BO_KERNEL_AUTO,
+            .usage_beta = 2.0,
+            .usage_noise = 0.05,
         };
         tuner_ga_options_default(&opt->ga);
 }
@@ -277,6 +280,27 @@ void tuner_bo_options_default(struct tuner_bo_options *opt)
 #define FAILURE_NOISE_PRIOR       0.01
 /* EI below this (in units of y) is no expected improvement: keep the incumbent */
 #define EI_NEGLIGIBLE 1e-9
+/*
+ * The usage models' prior (log units, docs/tuner-bo.md "The usage models"): a usage may
+ * differ by a factor e^0.3 = 1.35 (one sd) from the job's average away from evidence, the
+ * spread of the measured jobs' memory peaks over heaps 512m..2g (sd of log 0.1 .. 0.3);
+ * correlated over 0.15 of the unit cube, the failure model's prior (a factor 2 of heap).
+ */
+#define USAGE_SIGNAL_SD   0.3
+#define USAGE_LENGTHSCALE 0.15
+
+/* A usage model: GP of log(usage) - centre over the workload dimensions. */
+struct usage_model {
+        struct tuner_gp *gp;
+        double centre;
+        bool fitted;
+};
+
+static void usage_models_free(struct usage_model (*models)[TUNER_BO_USAGES_MAX])
+{
+        for (unsigned j = 0; j < TUNER_BO_USAGES_MAX; j++)
+                tuner_gp_free((*models)[j].gp);
+}
 
 struct acquisition {
         const struct tuner_bo_point *pts;
@@ -288,15 +312,143 @@ struct acquisition {
         bool safety;
         bool (*feasible)(const double *x, void *userdata);
         void *feasible_userdata;
+        /* usage models */
+        unsigned usages, workload;
+        const struct usage_model *usage;
+        double beta, noise;
+        double (*usage_limit)(unsigned j, const double *x, void *userdata);
+        double (*objective_prior)(const double *x, const double *usage_median, void *userdata);
+        void *usage_userdata;
+        /* the dead band around the incumbent, and the search box */
+        const double *incumbent, *dead_band, *lo, *hi;
 };
 
-static double failure_probability(const struct tuner_gp *failure, const double *x)
+/* a coordinate within the dead band of the incumbent's is the incumbent's: a change that
+   small is not worth a run (docs/tuner-bo.md) */
+static void snap(const struct acquisition *a, const double *x, double *ret)
 {
-        double mean, var;
+        for (unsigned k = 0; k < a->dims; k++) {
+                double c = a->incumbent ? a->incumbent[k] : NAN;
+                ret[k] = x[k];
+                if (a->dead_band && a->dead_band[k] > 0 && fabs(x[k] - c) <= a->dead_band[k] &&
+                    c >= a->lo[k] && c <= a->hi[k])
+                        ret[k] = c;
+        }
+}
 
-        if (tuner_gp_predict(failure, x, &mean, &var) < 0)
+/* x restricted to the dimensions in mask (0: all); none: one constant coordinate, so that a
+ * GP over them is a constant with noise */
+static unsigned project(const double *x, unsigned dims, unsigned mask, double *ret)
+{
+        unsigned m = 0;
+
+        for (unsigned k = 0; k < dims; k++)
+                if (!mask || (mask & (1u << k)))
+                        ret[m++] = x[k];
+        if (m == 0)
+                ret[m++] = 0.5;
+        return m;
+}
+
+static double failure_probability(const struct acquisition *a, const double *x)
+{
+        double mean, var, w[TUNER_BO_DIMS_MAX];
+
+        project(x, a->dims, a->usages ? a->workload : 0, w);
+        if (tuner_gp_predict(a->failure, w, &mean, &var) < 0)
                 return 1.0;
         return tuner_bo_normal_cdf(mean / sqrt(var + 1e-12));
+}
+
+/* the median of usage j at x (exp of the GP mean of its log), and with ret_ucb the upper
+ * confidence bound exp(mean + beta sd), sd with the noise of a new run */
+static int usage_predict(const struct acquisition *a, unsigned j, const double *x,
+                         double *ret_median, double *ret_ucb)
+{
+        double w[TUNER_BO_DIMS_MAX], mean, var;
+        int r;
+
+        if (!a->usage[j].fitted)
+                return -ENODATA;
+        project(x, a->dims, a->workload, w);
+        r = tuner_gp_predict(a->usage[j].gp, w, &mean, ret_ucb ? &var : NULL);
+        if (r < 0)
+                return r;
+        mean += a->usage[j].centre;
+        if (ret_median)
+                *ret_median = exp(mean);
+        if (ret_ucb)
+                *ret_ucb = exp(mean + a->beta * sqrt(var + a->noise * a->noise));
+        return 0;
+}
+
+/* the tightest usage UCB / limit at x (> 1: over a limit); NAN when nothing is limited */
+static double usage_headroom(const struct acquisition *a, const double *x)
+{
+        double worst = NAN;
+
+        for (unsigned j = 0; j < a->usages && a->usage_limit; j++) {
+                double limit = a->usage_limit(j, x, a->usage_userdata), ucb;
+
+                if (isnan(limit) || limit == INFINITY)
+                        continue; /* no limit */
+                if (usage_predict(a, j, x, NULL, &ucb) < 0)
+                        continue;
+                if (!(limit > 0))
+                        return INFINITY; /* nothing allowed */
+                if (!(ucb / limit <= worst))
+                        worst = ucb / limit;
+        }
+        return worst;
+}
+
+/*
+ * The objective's prior mean at x from the usage medians (0 without usage models) and, with
+ * ret_variance, its variance from the usages' uncertainty (first order: the sensitivity of
+ * the prior to each log usage, by a difference of 0.01, squared times that usage's variance):
+ * where the usages are unknown the objective is too, and EI explores there.
+ */
+static double objective_prior_var(const struct acquisition *a, const double *x,
+                                  double *ret_variance)
+{
+        double median[TUNER_BO_USAGES_MAX], var[TUNER_BO_USAGES_MAX], prior, total = 0;
+
+        if (ret_variance)
+                *ret_variance = 0;
+        if (!a->objective_prior || !a->usages)
+                return 0;
+        for (unsigned j = 0; j < a->usages; j++) {
+                double w[TUNER_BO_DIMS_MAX], mean;
+
+                median[j] = var[j] = NAN;
+                if (!a->usage[j].fitted)
+                        continue;
+                project(x, a->dims, a->workload, w);
+                if (tuner_gp_predict(a->usage[j].gp, w, &mean, ret_variance ? &var[j] : NULL) < 0)
+                        continue;
+                median[j] = exp(mean + a->usage[j].centre);
+        }
+        prior = a->objective_prior(x, median, a->usage_userdata);
+        if (!ret_variance || !isfinite(prior))
+                return prior;
+        for (unsigned j = 0; j < a->usages; j++) {
+                double saved = median[j], slope;
+
+                if (!(var[j] > 0))
+                        continue;
+                median[j] = saved * exp(0.01);
+                slope = (a->objective_prior(x, median, a->usage_userdata) - prior) / 0.01;
+                median[j] = saved;
+                if (isfinite(slope))
+                        total += slope * slope * var[j];
+        }
+        *ret_variance = total;
+        return prior;
+}
+
+static double objective_prior(const struct acquisition *a, const double *x)
+{
+        return objective_prior_var(a, x, NULL);
 }
 
 /* x has no more memory than a run that ran out of it, in every monotone dimension */
@@ -322,21 +474,39 @@ static bool dominated_by_oom(const struct acquisition *a, const double *x)
  * above the bound, so that the search climbs towards the safe region; -2 below the memory
  * of an OOM; -3 infeasible.
  */
-static double acquisition_fitness(const double *x, void *userdata)
+static double acquisition_fitness(const double *raw, void *userdata)
 {
         const struct acquisition *a = userdata;
-        double mean, var, p = 0;
+        double mean, var, p = 0, x[TUNER_BO_DIMS_MAX];
+
+        snap(a, raw, x);
 
         if (a->feasible && !a->feasible(x, a->feasible_userdata))
                 return -3;
         if (a->safety) {
+                double headroom;
+
                 if (dominated_by_oom(a, x))
                         return -2;
-                p = failure_probability(a->failure, x);
+                p = failure_probability(a, x);
                 if (!(p < a->bound))
                         return -1 - p;
+                /* over a limit: climb towards the limit, within [-2, -1) */
+                headroom = usage_headroom(a, x);
+                if (headroom > 1)
+                        return -1 - fmin(0.999, log(headroom));
         }
+        /* the incumbent again measures nothing new: eligible, but no improvement */
+        if (a->incumbent && memcmp(x, a->incumbent, a->dims * sizeof(double)) == 0)
+                return 0;
         if (tuner_gp_predict(a->objective, x, &mean, &var) < 0)
+                return -3;
+        {
+                double prior_var;
+                mean += objective_prior_var(a, x, &prior_var);
+                var += prior_var;
+        }
+        if (!isfinite(mean))
                 return -3;
         /* constrained EI: weighted by P(success), which keeps off the bound's edge */
         return tuner_bo_expected_improvement(mean, sqrt(var), a->best, a->xi) * (1 - p);
@@ -364,8 +534,13 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         _cleanup_free_ double *x = NULL, *y = NULL, *seeds = NULL;
         double lo[TUNER_BO_DIMS_MAX], hi[TUNER_BO_DIMS_MAX], best_x[TUNER_BO_DIMS_MAX];
         double best_fit, max_y = -INFINITY, radius = NAN, mean, var;
-        struct tuner_bo_prediction pred = {.failure_probability = NAN, .trust_radius = NAN};
+        struct tuner_bo_prediction pred = {
+            .failure_probability = NAN, .trust_radius = NAN, .usage_headroom = NAN};
         struct acquisition acq = {0};
+        __attribute__((cleanup(usage_models_free))) struct usage_model
+            usage[TUNER_BO_USAGES_MAX] = {0};
+        unsigned wdims = 0, limited = 0;
+        bool limits_modelled = opt && opt->usages > 0;
         struct tuner_rng rng;
         size_t n_objective = 0, n_seeds = 0, incumbent = SIZE_MAX, m;
         unsigned safe = 0, failed = 0;
@@ -409,6 +584,17 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 if (incumbent == SIZE_MAX || pts[i].y < pts[incumbent].y)
                         incumbent = i;
         }
+        if (opt->usages > TUNER_BO_USAGES_MAX || (opt->usages && !(opt->usage_noise > 0)) ||
+            (opt->usages && !(opt->usage_beta >= 0)))
+                return shim_error_set(err, EINVAL,
+                                      "bo: %u usage models (at most %d), noise %g (> 0), beta %g "
+                                      "(>= 0)",
+                                      opt->usages, TUNER_BO_USAGES_MAX, opt->usage_noise,
+                                      opt->usage_beta);
+        {
+                double probe[TUNER_BO_DIMS_MAX] = {0}, w[TUNER_BO_DIMS_MAX];
+                wdims = project(probe, dims, opt->usages ? opt->workload : 0, w);
+        }
         if (n_objective < 2)
                 return shim_error_set(err, ENODATA,
                                       "bo: %zu successful points with an objective; need 2",
@@ -422,59 +608,9 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         y = malloc(sizeof(double) * n);
         seeds = malloc(sizeof(double) * n * dims);
         objective = tuner_gp_new(dims);
-        failure = tuner_gp_new(dims);
+        failure = tuner_gp_new(wdims);
         if (!x || !y || !seeds || !objective || !failure)
                 return shim_error_set(err, ENOMEM, "bo: no memory for %zu points", n);
-
-        /* the objective model: successes, and failures at a penalty if asked */
-        m = 0;
-        for (size_t i = 0; i < n; i++) {
-                bool penalised = pts[i].failed && opt->failure_penalty > 0;
-                if (!penalised && (pts[i].failed || !isfinite(pts[i].y)))
-                        continue;
-                memcpy(x + m * dims, pts[i].x, dims * sizeof(double));
-                y[m++] = penalised ? max_y + opt->failure_penalty : pts[i].y;
-        }
-        r = tuner_gp_fit(
-            objective, x, y, m,
-            &(struct tuner_gp_options){.kernel = pick_kernel(opt->kernel, dims, n_objective),
-                                       .standardise = true},
-            err);
-        if (r < 0)
-                return r;
-
-        /* the failure model and the trust region */
-        if (opt->safety) {
-                for (size_t i = 0; i < n; i++) {
-                        memcpy(x + i * dims, pts[i].x, dims * sizeof(double));
-                        y[i] = pts[i].failed ? 1.0 : -1.0;
-                }
-                struct tuner_gp_hyper prior = {.signal_variance = 1.0,
-                                               .noise_variance = FAILURE_NOISE_PRIOR};
-                for (unsigned k = 0; k < dims; k++)
-                        prior.lengthscale[k] = FAILURE_LENGTHSCALE_PRIOR;
-                r = tuner_gp_fit(
-                    failure, x, y, n,
-                    &(struct tuner_gp_options){.kernel = pick_kernel(opt->kernel, dims, n),
-                                               .standardise = false,
-                                               .signal_variance = 1.0,
-                                               .lengthscale_max = FAILURE_LENGTHSCALE_MAX,
-                                               .hyper = failed ? NULL : &prior},
-                    err);
-                if (r < 0)
-                        return r;
-                radius = opt->trust_initial * pow(opt->trust_growth, (double)safe - 2.0) /
-                         pow(2.0, (double)failed);
-                radius = clamp(radius, opt->trust_min, opt->trust_max);
-        }
-        for (unsigned k = 0; k < dims; k++) {
-                double c = pts[incumbent].x[k];
-                lo[k] = opt->safety ? fmax(opt->floor[k], c - radius) : opt->floor[k];
-                hi[k] = opt->safety ? fmin(1.0, c + radius) : 1.0;
-                if (hi[k] < lo[k]) /* the floor lies beyond the region: the floor wins */
-                        hi[k] = lo[k];
-        }
-        pred.trust_radius = radius;
 
         acq = (struct acquisition){
             .pts = pts,
@@ -490,7 +626,137 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
             .safety = opt->safety,
             .feasible = opt->feasible,
             .feasible_userdata = opt->feasible_userdata,
+            .usages = opt->usages,
+            .workload = opt->workload,
+            .usage = usage,
+            .beta = opt->usage_beta,
+            .noise = opt->usage_noise,
+            .usage_limit = opt->usage_limit,
+            .objective_prior = opt->objective_prior,
+            .usage_userdata = opt->usage_userdata,
         };
+
+        /* the usage models: log usage over the workload dimensions, fixed hyperparameters
+           (a prior, not a fit: a few runs at one workload point identify no lengthscale) */
+        for (unsigned j = 0; j < opt->usages; j++) {
+                struct tuner_gp_hyper hyper = {.signal_variance = USAGE_SIGNAL_SD * USAGE_SIGNAL_SD,
+                                               .noise_variance =
+                                                   opt->usage_noise * opt->usage_noise};
+                double sum = 0;
+
+                m = 0;
+                for (size_t i = 0; i < n; i++) {
+                        double u = pts[i].usage[j];
+                        if (!(u > 0) || !isfinite(u))
+                                continue;
+                        project(pts[i].x, dims, opt->workload, x + m * wdims);
+                        y[m] = log(u);
+                        sum += y[m++];
+                }
+                if (m == 0)
+                        continue;
+                usage[j].centre = sum / (double)m;
+                for (size_t i = 0; i < m; i++)
+                        y[i] -= usage[j].centre;
+                for (unsigned k = 0; k < wdims; k++)
+                        hyper.lengthscale[k] = USAGE_LENGTHSCALE;
+                usage[j].gp = tuner_gp_new(wdims);
+                if (!usage[j].gp)
+                        return shim_error_set(err, ENOMEM, "bo: no memory for a usage model");
+                r = tuner_gp_fit(usage[j].gp, x, y, m,
+                                 &(struct tuner_gp_options){.kernel = TUNER_GP_SHARED,
+                                                            .standardise = false,
+                                                            .hyper = &hyper},
+                                 err);
+                if (r < 0)
+                        return r;
+                usage[j].fitted = true;
+        }
+
+        /* the objective model: successes, and failures at a penalty if asked; with usage
+           models, of what the usages' medians do not explain (the prior mean) */
+        m = 0;
+        for (size_t i = 0; i < n; i++) {
+                bool penalised = pts[i].failed && opt->failure_penalty > 0;
+                double prior;
+                if (!penalised && (pts[i].failed || !isfinite(pts[i].y)))
+                        continue;
+                prior = objective_prior(&acq, pts[i].x);
+                if (!isfinite(prior)) {
+                        acq.objective_prior = NULL; /* a usage unknown: no prior anywhere */
+                        i = SIZE_MAX;               /* start again without it */
+                        m = 0;
+                        continue;
+                }
+                memcpy(x + m * dims, pts[i].x, dims * sizeof(double));
+                y[m++] = (penalised ? max_y + opt->failure_penalty : pts[i].y) - prior;
+        }
+        r = tuner_gp_fit(
+            objective, x, y, m,
+            &(struct tuner_gp_options){.kernel = pick_kernel(opt->kernel, dims, n_objective),
+                                       .standardise = true},
+            err);
+        if (r < 0)
+                return r;
+
+        /* the failure model and the trust region; with usage models, over the workload
+           dimensions, of the failures the usages do not explain */
+        if (opt->safety) {
+                size_t k_pts = 0;
+                unsigned unexplained = 0;
+
+                for (size_t i = 0; i < n; i++) {
+                        if (opt->usages && pts[i].usage_failure)
+                                continue;
+                        project(pts[i].x, dims, opt->usages ? opt->workload : 0,
+                                x + k_pts * wdims);
+                        y[k_pts++] = pts[i].failed ? 1.0 : -1.0;
+                        unexplained += pts[i].failed;
+                }
+                struct tuner_gp_hyper prior = {.signal_variance = 1.0,
+                                               .noise_variance = FAILURE_NOISE_PRIOR};
+                for (unsigned k = 0; k < wdims; k++)
+                        prior.lengthscale[k] = FAILURE_LENGTHSCALE_PRIOR;
+                r = tuner_gp_fit(
+                    failure, x, y, k_pts,
+                    &(struct tuner_gp_options){.kernel = pick_kernel(opt->kernel, wdims, k_pts),
+                                               .standardise = false,
+                                               .signal_variance = 1.0,
+                                               .lengthscale_max = FAILURE_LENGTHSCALE_MAX,
+                                               .hyper = unexplained ? NULL : &prior},
+                    err);
+                if (r < 0)
+                        return r;
+                radius = opt->trust_initial * pow(opt->trust_growth, (double)safe - 2.0) /
+                         pow(2.0, (double)unexplained);
+                radius = clamp(radius, opt->trust_min, opt->trust_max);
+        }
+        /* every limited usage has a model (its usage was measured): the limits are theirs */
+        for (unsigned j = 0; j < opt->usages && opt->usage_limit; j++) {
+                double limit = opt->usage_limit(j, pts[incumbent].x, opt->usage_userdata);
+                if (isnan(limit) || limit == INFINITY)
+                        continue;
+                limited++;
+                if (!usage[j].fitted)
+                        limits_modelled = false;
+        }
+        limits_modelled = limits_modelled && limited > 0;
+        for (unsigned k = 0; k < dims; k++) {
+                double c = pts[incumbent].x[k];
+                /* with usage models, a limit's safety is theirs: no region along it */
+                bool region = opt->safety && (!limits_modelled || !opt->workload ||
+                                              (opt->workload & (1u << k)));
+                lo[k] = region ? fmax(opt->floor[k], c - radius) : opt->floor[k];
+                hi[k] = region ? fmin(1.0, c + radius) : 1.0;
+                if (hi[k] < lo[k]) /* the floor lies beyond the region: the floor wins */
+                        hi[k] = lo[k];
+        }
+        pred.trust_radius = radius;
+        acq.incumbent = pts[incumbent].x;
+        acq.dead_band = opt->dead_band;
+        acq.lo = lo;
+        acq.hi = hi;
+
         /* the incumbent first, then the other safe points: the GA starts from evidence */
         memcpy(seeds, pts[incumbent].x, dims * sizeof(double));
         n_seeds = 1;
@@ -504,6 +770,11 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         if (r < 0)
                 return shim_error_set(err, -r, "bo: the genetic algorithm's options are invalid");
 
+        {
+                double snapped[TUNER_BO_DIMS_MAX];
+                snap(&acq, best_x, snapped);
+                memcpy(best_x, snapped, sizeof(snapped));
+        }
         if (!(best_fit > EI_NEGLIGIBLE)) {
                 /* nothing eligible, or nothing expected to improve: the best safe point */
                 for (unsigned k = 0; k < dims; k++)
@@ -517,10 +788,15 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         r = tuner_gp_predict(objective, best_x, &mean, &var);
         if (r < 0)
                 return shim_error_set(err, EDOM, "bo: the objective model has no fit");
-        pred.mean = mean;
-        pred.sd = sqrt(var);
-        if (opt->safety)
-                pred.failure_probability = failure_probability(failure, best_x);
+        {
+                double prior_var;
+                pred.mean = mean + objective_prior_var(&acq, best_x, &prior_var);
+                pred.sd = sqrt(var + prior_var);
+        }
+        if (opt->safety) {
+                pred.failure_probability = failure_probability(&acq, best_x);
+                pred.usage_headroom = usage_headroom(&acq, best_x);
+        }
 
         memcpy(ret_x, best_x, dims * sizeof(double));
         if (ret_pred)
@@ -547,6 +823,11 @@ struct mapping {
         const struct tuner_bounds *bounds;
         struct tuner_params base; /* the newest run's: left-out values */
 };
+
+static bool known_bytes(uint64_t v)
+{
+        return v != 0 && v != TUNER_UNKNOWN;
+}
 
 static double log_bytes(uint64_t v)
 {
@@ -710,6 +991,107 @@ static bool memory_limit_feasible(const double *x, void *userdata)
         return p.heap_bytes + p.overhead_bytes <= map->bounds->memory_limit_max;
 }
 
+/*
+ * The usage models of a run (docs/tuner-bo.md, "The usage models"), per executor: what the
+ * objective's utilisations divide (average CPU in cores, the memory mem_util counts, MiB),
+ * and what the limits bound (the 90th percentile of CPU in cores: cpu.max; the memory peak,
+ * MiB: memory.max). None of them depends on the request while it stays under the limit.
+ */
+enum usage_index {
+        USAGE_CPU = 0,
+        USAGE_MEMORY,
+        USAGE_CPU_P90,
+        USAGE_MEMORY_PEAK,
+        USAGE_COUNT,
+};
+
+static double positive_or_nan(double v)
+{
+        return v > 0 && isfinite(v) ? v : NAN;
+}
+
+static double request_mib(const struct tuner_params *p)
+{
+        double burst = isfinite(p->burst_ratio) ? p->burst_ratio : 0.0;
+        return ((double)p->heap_bytes + (double)p->overhead_bytes * (1.0 - burst)) / (double)MIB;
+}
+
+static void usages_of(const struct tuner_run *r, double usage[TUNER_BO_USAGES_MAX])
+{
+        double cores = r->params.millicores && r->params.millicores != TUNER_UNKNOWN
+                           ? (double)r->params.millicores / 1000.0
+                           : NAN;
+
+        usage[USAGE_CPU] = positive_or_nan(r->cpu_util * cores);
+        usage[USAGE_MEMORY] = positive_or_nan(r->mem_util * request_mib(&r->params));
+        usage[USAGE_CPU_P90] = positive_or_nan(r->cpu_peak_util * cores);
+        usage[USAGE_MEMORY_PEAK] =
+            known_bytes(r->memory_peak_bytes) ? (double)r->memory_peak_bytes / (double)MIB : NAN;
+}
+
+/*
+ * A failure the usage models explain: the memory peak reached memory.max (a kernel OOM
+ * kill's peak is the limit), or the run was slow with its p90 CPU at the CPU limit or
+ * throttled. USAGE_AT_LIMIT: a peak sampled within 5 % of a limit counts as at it.
+ */
+#define USAGE_AT_LIMIT 0.95
+static bool usage_failure_of(const struct tuner_run *r, double cpu_limit_ratio)
+{
+        double limit = (double)r->params.heap_bytes + (double)r->params.overhead_bytes;
+
+        switch (r->failure) {
+        case TUNER_FAIL_OOM:
+        case TUNER_FAIL_EXECUTOR_LOST:
+                return (r->oom_kills && r->oom_kills != TUNER_UNKNOWN) ||
+                       (known_bytes(r->memory_peak_bytes) &&
+                        (double)r->memory_peak_bytes >= USAGE_AT_LIMIT * limit);
+        case TUNER_FAIL_RUNTIME:
+                return r->cpu_peak_util >= USAGE_AT_LIMIT * cpu_limit_ratio ||
+                       r->throttled_fraction >= TUNER_RULES_THROTTLED_HIGH;
+        case TUNER_OK:
+        case TUNER_FAIL_TASKS:
+        case TUNER_FAIL_APP:
+                break;
+        }
+        return false;
+}
+
+struct usage_context {
+        const struct mapping *map;
+        double cpu_limit_ratio;
+};
+
+static double usage_limit(unsigned j, const double *x, void *userdata)
+{
+        const struct usage_context *c = userdata;
+        struct tuner_params p;
+
+        decode(c->map, x, &p);
+        switch (j) {
+        case USAGE_CPU_P90:
+                return (double)p.millicores / 1000.0 * c->cpu_limit_ratio;
+        case USAGE_MEMORY_PEAK:
+                return ((double)p.heap_bytes + (double)p.overhead_bytes) / (double)MIB;
+        default:
+                return NAN;
+        }
+}
+
+/* the log objective of x with the usages' medians (ByteDance's f, each utilisation capped) */
+static double usage_objective(const double *x, const double *median, void *userdata)
+{
+        const struct usage_context *c = userdata;
+        struct tuner_params p;
+        double cpu, mem;
+
+        decode(c->map, x, &p);
+        cpu = median[USAGE_CPU] * 1000.0 / (double)p.millicores;
+        mem = median[USAGE_MEMORY] / request_mib(&p);
+        if (!(cpu > 0) || !(mem > 0))
+                return NAN;
+        return -log(fmin(cpu, 1.0)) - log(fmin(mem, 1.0));
+}
+
 static const char *param_name(enum tuner_param_index p)
 {
         static const char *const names[TUNER_P_COUNT] = {
@@ -859,10 +1241,11 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         struct tuner_bo_prediction pred;
         struct tuner_recommendation rec = {0};
         struct mapping map;
+        struct usage_context usage;
         double x[TUNER_BO_DIMS_MAX];
         const struct tuner_run *best;
         size_t m = 0;
-        char before[64], after[64], summary[400];
+        char before[64], after[64], summary[440];
         int r;
 
         if (!runs || !b || !ret)
@@ -886,6 +1269,13 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 return shim_error_set(err, ENODATA,
                                       "bo: no parameter left to tune (bounds fixed or history "
                                       "never varies)");
+
+        usage = (struct usage_context){.map = &map, .cpu_limit_ratio = NAN};
+        for (size_t j = 0; j < n && !isfinite(usage.cpu_limit_ratio); j++)
+                if (runs[j].cpu_limit_ratio >= 1 && isfinite(runs[j].cpu_limit_ratio))
+                        usage.cpu_limit_ratio = runs[j].cpu_limit_ratio;
+        if (!isfinite(usage.cpu_limit_ratio))
+                usage.cpu_limit_ratio = TUNER_RULES_CPU_OVERCOMMIT; /* as the rules take it */
 
         pts = calloc(n, sizeof(*pts));
         run_of = calloc(n, sizeof(*run_of));
@@ -913,6 +1303,8 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 /* as the rules read it: an executor lost of unknown cause counts as memory */
                 p->memory_failure = runs[j].failure == TUNER_FAIL_OOM ||
                                     runs[j].failure == TUNER_FAIL_EXECUTOR_LOST;
+                usages_of(&runs[j], p->usage);
+                p->usage_failure = usage_failure_of(&runs[j], usage.cpu_limit_ratio);
                 p->y = !p->failed && isfinite(runs[j].objective) && runs[j].objective > 0
                            ? log(runs[j].objective)
                            : NAN;
@@ -962,6 +1354,43 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 bo.feasible = memory_limit_feasible;
                 bo.feasible_userdata = &map;
         }
+        /* the rules' dead band: a change below 5 % of a value (0.05 of a ratio) is none */
+        for (unsigned i = 0; i < CANDIDATES; i++) {
+                const struct dimension *d = &map.dim[i];
+                double width = d->hi - d->lo, band;
+                if (d->position < 0)
+                        continue;
+                switch (d->param) {
+                case TUNER_P_MILLICORES:
+                        band = TUNER_RULES_DEAD_BAND * raw_value(&map, &runs[0].params, d->param);
+                        break;
+                case TUNER_P_HEAP:
+                case TUNER_P_OVERHEAD:
+                case TUNER_P_PARTITIONS:
+                        band = log(1.0 + TUNER_RULES_DEAD_BAND);
+                        break;
+                default:
+                        band = TUNER_RULES_DEAD_BAND;
+                        break;
+                }
+                if (isfinite(band) && width > 0)
+                        bo.dead_band[d->position] = band / width;
+        }
+        /* the runs' usage models (bo.usages 0; a caller's own usage callbacks would not know
+           the runs); what changes the job's work is heap, spill threshold and partitions, the
+           rest are limits on it */
+        if (bo.usages == 0) {
+                bo.usages = USAGE_COUNT;
+                bo.workload = 0;
+                for (unsigned i = 0; i < CANDIDATES; i++)
+                        if (map.dim[i].position >= 0 && (map.dim[i].param == TUNER_P_HEAP ||
+                                                         map.dim[i].param == TUNER_P_SPILL_FRACTION ||
+                                                         map.dim[i].param == TUNER_P_PARTITIONS))
+                                bo.workload |= 1u << map.dim[i].position;
+                bo.usage_limit = usage_limit;
+                bo.objective_prior = usage_objective;
+                bo.usage_userdata = &usage;
+        }
 
         r = tuner_bo_suggest(pts, m, map.dims, &bo, x, &pred, err);
         if (r == -ENODATA)
@@ -1005,11 +1434,12 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         else
                 snprintf(summary, sizeof(summary),
                          "EI %.3g, predicted objective %.4g (log %.3f +- %.3f) vs best %.4g "
-                         "(run %s), P(fail) %.3f < %.3g, trust radius %.3f, %u safe / %u failed "
-                         "runs",
+                         "(run %s), P(fail) %.3f < %.3g, usage bound / limit %.3f, trust radius "
+                         "%.3f, %u safe / %u failed runs",
                          pred.ei, rec.predicted_objective, pred.mean, pred.sd, exp(pred.best_y),
                          best->app_id, pred.failure_probability, bo.failure_bound,
-                         pred.trust_radius, pred.safe_points, pred.failed_points);
+                         pred.usage_headroom, pred.trust_radius, pred.safe_points,
+                         pred.failed_points);
 
         for (unsigned p = 0; p < TUNER_P_COUNT; p++) {
                 const struct dimension *d = p == TUNER_P_CORES ? NULL : &map.dim[p - 1];

@@ -5,6 +5,10 @@
  * A Gaussian process (gp.h) models log(objective) of the successful runs over the tuned
  * parameters mapped to the unit cube; a second GP on +-1 labels models failure
  * (P(failure) = Phi(mean / sd), prior mean 0: where there is no evidence, P = 0.5).
+ * Usage models (optional; tuner_bo_recommend() always uses them): GPs of what each run
+ * measured (CPU and memory, average and peak) over the workload dimensions; a candidate is
+ * eligible only if the upper confidence bound of each usage stays within that candidate's
+ * limit, and the objective GP models what the usages' medians leave unexplained.
  * Expected Improvement is maximised by a seeded genetic algorithm over the trust region
  * around the best known safe point, raised to the caller's floor; only candidates with
  * P(failure) < the bound are eligible. Deterministic given the seed (same build, same
@@ -21,6 +25,7 @@
 
 #define TUNER_BO_DIMS_MAX   6 /* millicores, heap, overhead, burst, spill, partitions */
 #define TUNER_BO_POINTS_MAX 256
+#define TUNER_BO_USAGES_MAX 4 /* usage measures per point (the usage models) */
 
 /* ---- the random stream: xoshiro256** seeded through splitmix64 ---- */
 
@@ -82,6 +87,13 @@ struct tuner_bo_point {
         /* failed for lack of memory (OOM): with options.monotone, a candidate with no more in
            every monotone dimension than this point is taken to fail too */
         bool memory_failure;
+        /* what the point measured of each usage the options model (opt->usages of them, > 0;
+           NAN unknown), e.g. its memory peak: the usage models' data */
+        double usage[TUNER_BO_USAGES_MAX];
+        /* the point failed because a usage passed its limit (a memory peak at memory.max, a
+           p90 CPU at the CPU limit): the usage models explain it, the failure model and the
+           monotone rule leave it to them */
+        bool usage_failure;
 };
 
 struct tuner_bo_options {
@@ -116,6 +128,32 @@ struct tuner_bo_options {
         /* extra feasibility (e.g. heap + overhead <= the limit); NULL = none */
         bool (*feasible)(const double *x, void *userdata);
         void *feasible_userdata;
+
+        /*
+         * Usage models (docs/tuner-bo.md, "The usage models"): usages > 0 measures per point
+         * (struct tuner_bo_point.usage), each a GP of log(usage) over the workload dimensions
+         * (below). usage_limit(j, x) is what candidate x allows of usage j (NAN or INFINITY:
+         * no limit, <= 0: none allowed); a candidate is eligible only if exp(mean + usage_beta x sd) of every
+         * limited usage stays at or below its limit, sd including the noise, at least
+         * usage_noise. objective_prior(x, usage_median): the log objective that candidate x
+         * would have with the usages' medians, the objective GP's prior mean (NULL: none).
+         */
+        unsigned usages;
+        /*
+         * bits (1 << dimension) of the dimensions that change what the job does (heap,
+         * partitions, ...), as against limits on it (millicores, overhead, burst ratio). With
+         * usage models, the usage models, the failure model and the trust region work in
+         * these only: along a limit, safety is the usage model's. 0 = every dimension.
+         */
+        unsigned workload;
+        double usage_beta;  /* default 2 */
+        double usage_noise; /* sd of log usage between identical runs, at least; default 0.05 */
+        double (*usage_limit)(unsigned j, const double *x, void *userdata);
+        double (*objective_prior)(const double *x, const double *usage_median, void *userdata);
+        void *usage_userdata;
+        /* per dimension (unit cube): a candidate's coordinate within this of the incumbent's
+           is the incumbent's (a change too small to be worth a run); 0 = none */
+        double dead_band[TUNER_BO_DIMS_MAX];
 };
 
 void tuner_bo_options_default(struct tuner_bo_options *opt);
@@ -131,6 +169,8 @@ struct tuner_bo_prediction {
         /* the incumbent (raised to the floor) is returned: no eligible candidate, or (converged)
            eligible ones but none with an EI above 1e-9 */
         bool fallback, converged;
+        /* with usage models: the tightest usage UCB / its limit at the suggestion; NAN */
+        double usage_headroom;
 };
 
 /*
@@ -155,7 +195,9 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
 struct tuner_bo_recommend_options {
         /* bits (1 << TUNER_P_x) of dimensions to leave out when the history never varies */
         unsigned fixed;
-        /* NULL: tuner_bo_options_default() with the bounds' seed and failure_bound */
+        /* NULL: tuner_bo_options_default() with the bounds' seed and failure_bound. With
+           usages 0 (the default) the runs' usage models are used (average and p90 CPU, memory,
+           memory peak; docs/tuner-bo.md); the rules' dead band always */
         const struct tuner_bo_options *bo;
 };
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The two stages together (docs/tuner.md): the rules first; a job whose rules have converged
- * goes to safe Bayesian optimisation, which may not go below the rules' safety floor. Every
- * value ends clamped into the admin's bounds.
+ * The two stages together (docs/tuner.md): the rules first; a job the rules are done with
+ * (converged, settled on a target the host cannot give exactly, or 5 successful runs) goes
+ * to safe Bayesian optimisation, and stays there, within the rules' measured floor (their
+ * back-off and hold after a failure). Every value ends clamped into the admin's bounds.
  */
 #include <errno.h>
 #include <math.h>
@@ -31,9 +32,71 @@ static size_t good_runs(const struct tuner_run *runs, size_t n)
         return good;
 }
 
+/* a and b within the rules' dead band of each other in every value */
+static bool close_to(double a, double b_, double relative, double absolute)
+{
+        return fabs(a - b_) <= relative * fmax(fabs(a), fabs(b_)) + absolute;
+}
+
+static bool params_close(const struct tuner_params *a, const struct tuner_params *b_)
+{
+        const double db = TUNER_RULES_DEAD_BAND;
+
+        return a->cores == b_->cores &&
+               close_to((double)a->millicores, (double)b_->millicores, db, 0) &&
+               close_to((double)a->heap_bytes, (double)b_->heap_bytes, db, 0) &&
+               close_to((double)a->overhead_bytes, (double)b_->overhead_bytes, db, 0) &&
+               close_to(isfinite(a->burst_ratio) ? a->burst_ratio : 0,
+                        isfinite(b_->burst_ratio) ? b_->burst_ratio : 0, 0, db) &&
+               ((!isfinite(a->spill_fraction) && !isfinite(b_->spill_fraction)) ||
+                close_to(a->spill_fraction, b_->spill_fraction, 0, db)) &&
+               close_to(a->shuffle_partitions ? a->shuffle_partitions : 200.0,
+                        b_->shuffle_partitions ? b_->shuffle_partitions : 200.0, db, 0);
+}
+
+static bool holding(const struct tuner_recommendation *rec)
+{
+        for (int i = 0; i < TUNER_P_COUNT; i++)
+                if (strcmp(rec->reasons[i].source, "hold") == 0)
+                        return true;
+        return false;
+}
+
 /*
- * Whether the job was handed to stage 2 before its newest run: the rules had converged on
- * an older part of its history (runs[k..n) for some k >= 1) with enough successful runs.
+ * Whether the rules are done with the job (runs newest first, now = the rules' answer for
+ * them): they converged (nothing to change), or they are settled: the newest two runs
+ * succeeded, the newest moved (by more than the dead band) and the rules asked the same
+ * (within their dead band) after each, without a hold. A host gives the nearest setting it has (a grid, a node size, Spark's rounding of
+ * memory to MiB): a rule whose target lies between two of them never converges, it asks for
+ * the target again. Or the newest HANDOVER_RUNS runs all succeeded: the rules had their
+ * turns, and stage 2 learns from every one of them.
+ */
+#define HANDOVER_RUNS 5
+bool tuner_recommend_rules_done(const struct tuner_run *runs, size_t n,
+                                const struct tuner_bounds *b,
+                                const struct tuner_recommendation *now)
+{
+        struct tuner_recommendation older;
+        size_t ok = 0;
+
+        if (now->converged)
+                return true;
+        if (n < 2 || runs[0].failure != TUNER_OK || holding(now))
+                return false;
+        while (ok < n && ok < HANDOVER_RUNS && runs[ok].failure == TUNER_OK)
+                ok++;
+        if (ok >= HANDOVER_RUNS)
+                return true;
+        /* the newest run moved (the host applied something), and the rules still ask the same */
+        if (runs[1].failure != TUNER_OK || params_close(&runs[0].params, &runs[1].params) ||
+            tuner_rules_recommend(runs + 1, n - 1, b, &older) < 0 || holding(&older))
+                return false;
+        return params_close(&now->params, &older.params);
+}
+
+/*
+ * Whether the job was handed to stage 2 before its newest run: the rules were done with an
+ * older part of its history (runs[k..n) for some k >= 1) with enough successful runs.
  * Without it the stages would take turns: stage 2 moves a value past the rules' margin (a
  * higher burst ratio, say), the rules move it back, stage 2 again. Stateless: the history
  * says it, nothing is recorded.
@@ -45,7 +108,8 @@ static bool handed_over(const struct tuner_run *runs, size_t n, const struct tun
 
                 if (good_runs(runs + k, n - k) < BO_MIN_RUNS)
                         break;
-                if (tuner_rules_recommend(runs + k, n - k, b, &older) == 0 && older.converged)
+                if (tuner_rules_recommend(runs + k, n - k, b, &older) == 0 &&
+                    tuner_recommend_rules_done(runs + k, n - k, b, &older))
                         return true;
         }
         return false;
@@ -66,11 +130,13 @@ int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_b
         if (r < 0)
                 return shim_error_set(err, -r, "the rules cannot recommend: %s", strerror(-r));
         good = good_runs(runs, n);
-        /* stage 2 once the rules have converged, now or before; a failed newest run goes back
-         * to the rules (their back-off and hold), and stage 2 never goes below their floor */
+        /* stage 2 once the rules are done, now or before; it keeps the job after a failure
+         * too: the failure is in its models (the usage models see a peak at its limit), and
+         * the floor holds the rules' back-off (the OOM bump, held for 5 runs) */
         if (stage == TUNER_STAGE_BO ||
             (stage == TUNER_STAGE_NONE && good >= BO_MIN_RUNS &&
-             (rules.converged || (runs[0].failure == TUNER_OK && handed_over(runs, n, b))))) {
+             (tuner_recommend_rules_done(runs, n, b, &rules) ||
+              handed_over(runs, n, b)))) {
                 struct shim_error bo_err = {0};
 
                 /* what the job never set stays unset: no partitions for a job without SQL
@@ -81,7 +147,9 @@ int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_b
                         opt.fixed |= 1u << TUNER_P_PARTITIONS;
                 if (!isfinite(runs[0].params.spill_fraction))
                         opt.fixed |= 1u << TUNER_P_SPILL_FRACTION;
-                tuner_rules_floor(runs, n, b, &floor);
+                /* the floor without the rules' margin: stage 2's usage models keep their
+                   own, from the measured variation (docs/tuner-bo.md) */
+                tuner_rules_floor_measured(runs, n, b, &floor);
                 r = tuner_bo_recommend_with(runs, n, b, &floor, &opt, &bo, &bo_err);
                 if (r == 0) {
                         tuner_clamp(&bo.params, bo.reasons, b);

@@ -250,7 +250,8 @@ static void clamp_limit(uint64_t *heap, uint64_t *overhead, const struct tuner_b
 
 /*
  * The floor of the sizes, and its two parts that are not parameters of their own: the
- * heap + overhead (limit) and the non-heap that any overhead must cover.
+ * heap + overhead (limit) and the non-heap that any overhead must cover. MARGIN over the
+ * measured peaks; LIMIT_PEAKS: successful runs' process peaks floor heap + overhead.
  */
 struct memory_floor {
         struct tuner_params params;
@@ -258,7 +259,7 @@ struct memory_floor {
 };
 
 static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
-                     struct memory_floor *ret)
+                     double margin, bool limit_peaks, struct memory_floor *ret)
 {
         uint64_t heap = b->heap_min_bytes, nonheap = b->overhead_min_bytes, limit = 0;
         uint64_t overhead;
@@ -276,17 +277,16 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                                     max_u64(heap, min_u64(r->params.heap_bytes,
                                                           u64_of((double)r->heap_peak_bytes *
                                                                  (1.0 + TUNER_RULES_HEAP_BUFFER))));
-                        if (at_limit && known_u64(r->memory_peak_bytes))
+                        if (limit_peaks && at_limit && known_u64(r->memory_peak_bytes))
                                 limit = max_u64(limit, min_u64(limit_of(&r->params),
                                                                u64_of((double)r->memory_peak_bytes *
-                                                                      (1.0 + TUNER_RULES_MARGIN))));
+                                                                      (1.0 + margin))));
                         uint64_t nh;
 
                         if (at_limit && nonheap_of(r, &nh))
-                                nonheap = max_u64(
-                                    nonheap,
-                                    min_u64(r->params.overhead_bytes,
-                                            u64_of((double)nh * (1.0 + TUNER_RULES_MARGIN))));
+                                nonheap =
+                                    max_u64(nonheap, min_u64(r->params.overhead_bytes,
+                                                             u64_of((double)nh * (1.0 + margin))));
                 }
                 /*
                  * Held: the memory that ran out is bumped, the other part kept, so that the
@@ -340,7 +340,16 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
 {
         struct memory_floor f;
 
-        floor_of(runs, n, b, &f);
+        floor_of(runs, n, b, TUNER_RULES_MARGIN, true, &f);
+        *ret_floor = f.params;
+}
+
+void tuner_rules_floor_measured(const struct tuner_run *runs, size_t n,
+                                const struct tuner_bounds *b, struct tuner_params *ret_floor)
+{
+        struct memory_floor f;
+
+        floor_of(runs, n, b, 0.0, false, &f);
         *ret_floor = f.params;
 }
 
@@ -1051,7 +1060,7 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
         r = usage_of(runs, w, &usage);
         if (r < 0)
                 return r;
-        floor_of(runs, n, b, &floor);
+        floor_of(runs, n, b, TUNER_RULES_MARGIN, true, &floor);
 
         if (run_memory_failure(newest)) {
                 rule_oom(newest, &rec);

@@ -97,3 +97,14 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
  */
 void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                        struct tuner_params *ret_floor);
+
+/*
+ * The floor for stage 2: without the rules' margin on the non-heap peak, and without the
+ * process peak's share of the limit (heap + overhead >= peak), which one floor per parameter
+ * can only express as an overhead large enough for the lowest heap: stage 2's usage model of
+ * the memory peak (bo.h) checks heap + overhead of each candidate against the peak, with a
+ * margin of its own from the measured variation. The heap keeps its buffer, a failure its
+ * bump and hold.
+ */
+void tuner_rules_floor_measured(const struct tuner_run *runs, size_t n,
+                                const struct tuner_bounds *b, struct tuner_params *ret_floor);

@@ -272,6 +272,17 @@ int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_b
                           enum tuner_stage_used stage, struct tuner_recommendation *ret,
                           struct shim_error *err);
 
+/*
+ * Whether stage 1 is done with a job (runs newest first, now = tuner_rules_recommend() of
+ * them): the rules converged; or the newest two runs succeeded and the rules asked for the
+ * same settings after each, within their dead band, holding nothing (a target the host
+ * cannot give exactly); or the newest 5 runs all succeeded. tuner_recommend() hands over to
+ * stage 2 then (docs/tuner.md, "The two stages together").
+ */
+bool tuner_recommend_rules_done(const struct tuner_run *runs, size_t n,
+                                const struct tuner_bounds *b,
+                                const struct tuner_recommendation *now);
+
 /* A run as one JSON object (`sparkshim report --job --json`, the offline benchmark's data):
  * every field of struct tuner_run, unknown figures as null. NULL only for ENOMEM. */
 json_t *tuner_run_to_json(const struct tuner_run *run);

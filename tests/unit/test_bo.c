@@ -499,3 +499,101 @@ Test(bo, failure_model_treats_the_unknown_as_unsafe)
         cr_assert_eq(tuner_bo_suggest(pts, 4, 1, &opt, x, &pred, NULL), 0);
         cr_assert(x[0] > 0.5, "x %g without the safety model", x[0]);
 }
+
+/* ---- usage models ---- */
+
+/* x[0] is a limit (the usage may use up to x[0]), x[1] the workload; the usage is 0.5 */
+static double limit_is_x0(unsigned j, const double *x, void *userdata)
+{
+        (void)userdata;
+        return j == 0 ? x[0] : NAN;
+}
+
+static void usage_history(struct tuner_bo_point *pts, size_t n)
+{
+        static const double limits[] = {0.9, 0.85, 0.8, 0.82};
+
+        for (size_t i = 0; i < n; i++) {
+                pts[i] = (struct tuner_bo_point){.x = {limits[i % 4], 0.5}};
+                pts[i].y = pts[i].x[0]; /* the smaller the limit, the better */
+                pts[i].usage[0] = 0.5;
+        }
+}
+
+/*
+ * The safety filter on the measured usage: stage 2 goes beyond its trust region along a
+ * limit, down to the usage's upper confidence bound, and no further.
+ */
+Test(bo, usage_model_goes_to_the_limit_and_not_past_it)
+{
+        struct tuner_bo_point pts[4];
+        struct tuner_bo_options opt;
+        struct tuner_bo_prediction pred;
+        struct shim_error err = {0};
+        double x[2];
+
+        usage_history(pts, 4);
+        tuner_bo_options_default(&opt);
+        opt.usages = 1;
+        opt.workload = 1u << 1;
+        opt.usage_limit = limit_is_x0;
+        cr_assert_eq(tuner_bo_suggest(pts, 4, 2, &opt, x, &pred, &err), 0, "%s", err.text);
+        /* beyond the trust region (0.8 - radius 0.13) */
+        cr_expect_lt(x[0], 0.66, "limit %g: stays in the trust region", x[0]);
+        /* above the usage's UCB: 0.5 x exp(2 x sd), sd at least the 0.05 noise */
+        cr_expect_geq(x[0], 0.5 * exp(2 * 0.05), "limit %g under the usage's UCB", x[0]);
+        cr_expect_leq(pred.usage_headroom, 1.0, "headroom %g", pred.usage_headroom);
+        cr_expect_gt(pred.usage_headroom, 0.8, "headroom %g: near the limit", pred.usage_headroom);
+        /* the workload dimension keeps its trust region */
+        cr_expect_leq(fabs(x[1] - 0.5), pred.trust_radius + 1e-12, "workload %g", x[1]);
+
+        /* without the usage model the trust region bounds the step */
+        opt.usages = 0;
+        cr_assert_eq(tuner_bo_suggest(pts, 4, 2, &opt, x, &pred, &err), 0, "%s", err.text);
+        cr_expect_geq(x[0], 0.8 - pred.trust_radius - 1e-12, "limit %g, radius %g", x[0],
+                      pred.trust_radius);
+}
+
+/* a larger measured usage moves the edge: the filter follows the data, not the bounds */
+Test(bo, usage_model_follows_the_measured_usage)
+{
+        struct tuner_bo_point pts[4];
+        struct tuner_bo_options opt;
+        struct tuner_bo_prediction pred;
+        double x[2];
+
+        usage_history(pts, 4);
+        for (int i = 0; i < 4; i++)
+                pts[i].usage[0] = 0.7;
+        tuner_bo_options_default(&opt);
+        opt.usages = 1;
+        opt.workload = 1u << 1;
+        opt.usage_limit = limit_is_x0;
+        cr_assert_eq(tuner_bo_suggest(pts, 4, 2, &opt, x, &pred, NULL), 0);
+        cr_expect_geq(x[0], 0.7 * exp(2 * 0.05), "limit %g under the usage's UCB", x[0]);
+        cr_expect_leq(pred.usage_headroom, 1.0, "headroom %g", pred.usage_headroom);
+
+        /* the same with a fixed seed: the same suggestion */
+        {
+                double again[2];
+                cr_assert_eq(tuner_bo_suggest(pts, 4, 2, &opt, again, NULL, NULL), 0);
+                cr_expect(again[0] == x[0] && again[1] == x[1], "deterministic");
+        }
+        /* invalid usage options are refused */
+        opt.usages = TUNER_BO_USAGES_MAX + 1;
+        cr_expect_eq(tuner_bo_suggest(pts, 4, 2, &opt, x, NULL, NULL), -EINVAL);
+}
+
+/* the dead band: a change too small to be worth a run is none */
+Test(bo, dead_band_snaps_to_the_incumbent)
+{
+        struct tuner_bo_point pts[4];
+        struct tuner_bo_options opt;
+        double x[2];
+
+        usage_history(pts, 4);
+        tuner_bo_options_default(&opt);
+        opt.dead_band[1] = 0.3; /* every workload move within the region is too small */
+        cr_assert_eq(tuner_bo_suggest(pts, 4, 2, &opt, x, NULL, NULL), 0);
+        cr_expect_eq(x[1], 0.5, "workload %g snapped to the incumbent's", x[1]);
+}

@@ -1125,3 +1125,42 @@ Test(rules, a_size_that_ran_out_stays_a_floor)
         tuner_rules_floor(runs, 7, &b, &floor);
         cr_assert_lt(floor.heap_bytes, 2 * GiB, "heap floor %" PRIu64, floor.heap_bytes);
 }
+
+/* stage 2's floor: the measured non-heap peak without the margin, and no share of the process
+   peak pushed onto the overhead (the usage model checks heap + overhead against it) */
+Test(rules, floor_measured_has_no_margin)
+{
+        struct tuner_run run = base_run();
+        struct tuner_bounds b = bounds();
+        struct tuner_params floor, measured;
+
+        run.params.overhead_bytes = 2 * GiB;
+        run.memory_peak_bytes = 3 * GiB + 512 * MiB;
+        run.heap_peak_bytes = 2 * GiB + 512 * MiB;
+        run.offheap_peak_bytes = 1 * GiB;
+        tuner_rules_floor(&run, 1, &b, &floor);
+        tuner_rules_floor_measured(&run, 1, &b, &measured);
+        cr_assert_eq(measured.heap_bytes, floor.heap_bytes, "heap %" PRIu64 " vs %" PRIu64,
+                     measured.heap_bytes, floor.heap_bytes);
+        /* non-heap peak 1 GiB: the rules keep 1.15 GiB, stage 2 the 1 GiB measured */
+        assert_near((double)floor.overhead_bytes, 1.15 * GiB, 1, "overhead floor");
+        cr_assert_eq(measured.overhead_bytes, 1 * GiB, "overhead %" PRIu64,
+                     measured.overhead_bytes);
+
+        /* a small heap peak: the rules' floor gives the overhead the process peak's share */
+        run.heap_peak_bytes = 256 * MiB;
+        run.memory_peak_bytes = 3 * GiB;
+        tuner_rules_floor(&run, 1, &b, &floor);
+        tuner_rules_floor_measured(&run, 1, &b, &measured);
+        cr_assert_gt(floor.overhead_bytes, measured.overhead_bytes);
+        /* the non-heap is the JVM's, not the process peak - the sampled heap peak */
+        cr_assert_eq(measured.overhead_bytes, 1 * GiB, "non-heap peak %" PRIu64,
+                     measured.overhead_bytes);
+
+        /* an OOM's bump and hold stay */
+        run.failure = TUNER_FAIL_OOM;
+        run.oom_task_failures = 1;
+        tuner_rules_floor_measured(&run, 1, &b, &measured);
+        cr_assert_geq(measured.heap_bytes, (uint64_t)(4.8 * GiB), "heap %" PRIu64,
+                      measured.heap_bytes);
+}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "rules.h"
 #include "tuner.h"
 
 #define MiB (UINT64_C(1) << 20)
@@ -256,11 +257,61 @@ Test(tuner, stage_2_keeps_the_job)
         cr_expect_eq(rec.stage, TUNER_STAGE_BO, "stage %d: %s", (int)rec.stage,
                      rec.reasons[TUNER_P_BURST_RATIO].text);
 
-        /* a failure sends it back to the rules' back-off */
+        /* a failure keeps it with stage 2, within the rules' back-off (the floor bumps the heap
+           that ran out and holds it) */
         runs[0].failure = TUNER_FAIL_OOM;
         runs[0].oom_task_failures = 1;
         cr_assert_eq(tuner_recommend(runs, 5, &b, &rec, &err), 0, "%s", err.text);
-        cr_expect_eq(rec.stage, TUNER_STAGE_RULES, "stage %d", (int)rec.stage);
+        cr_expect_eq(rec.stage, TUNER_STAGE_BO, "stage %d", (int)rec.stage);
         cr_expect_gt(rec.params.heap_bytes, runs[0].params.heap_bytes, "heap bumped: %s",
                      rec.reasons[TUNER_P_HEAP].text);
+}
+
+/*
+ * The handover criterion: the rules are done when they converged, or when the newest two
+ * runs succeeded, the newest moved and the rules asked the same after each (a target the
+ * host cannot give exactly), or after 5 successful runs.
+ */
+Test(tuner, rules_done_without_exact_convergence)
+{
+        struct tuner_run runs[5];
+        struct tuner_recommendation rec, older;
+        struct tuner_bounds b;
+
+        tuner_bounds_default(&b);
+        /* 1.2 cores on average and 3.6 at the p90: the rules ask for 2000m (the p90 at 0.9 of
+           the 2 x limit) from 4000m, and again from the 2240m the host gave */
+        for (int i = 0; i < 5; i++) {
+                runs[i] = converged_run(i);
+                runs[i].cpu_util = 0.3;
+                runs[i].cpu_peak_util = 0.9;
+                runs[i].objective = 1 / (runs[i].cpu_util * runs[i].mem_util);
+        }
+        runs[0].params.millicores = 2240;
+        runs[0].cpu_util = 1.2 / 2.24;
+        runs[0].cpu_peak_util = 3.6 / 2.24;
+        runs[0].objective = 1 / (runs[0].cpu_util * runs[0].mem_util);
+        cr_assert_eq(tuner_rules_recommend(runs, 3, &b, &rec), 0);
+        cr_assert_eq(tuner_rules_recommend(runs + 1, 2, &b, &older), 0);
+        cr_assert(!rec.converged, "millicores %" PRIu64, rec.params.millicores);
+        cr_assert_eq(rec.params.millicores, older.params.millicores,
+                     "the rules ask the same: %" PRIu64 " vs %" PRIu64, rec.params.millicores,
+                     older.params.millicores);
+        cr_expect(tuner_recommend_rules_done(runs, 3, &b, &rec), "settled: %s",
+                  rec.reasons[TUNER_P_MILLICORES].text);
+
+        /* the newest run failed: not done (the rules' back-off first) */
+        runs[0].failure = TUNER_FAIL_RUNTIME;
+        cr_assert_eq(tuner_rules_recommend(runs, 3, &b, &rec), 0);
+        cr_expect(!tuner_recommend_rules_done(runs, 3, &b, &rec), "a failed newest run");
+        runs[0].failure = TUNER_OK;
+
+        /* the newest run did not move (the rules' ask was not applied): not yet ... */
+        runs[0] = runs[1];
+        cr_assert_eq(tuner_rules_recommend(runs, 4, &b, &rec), 0);
+        cr_expect(!rec.converged);
+        cr_expect(!tuner_recommend_rules_done(runs, 4, &b, &rec), "4 runs that did not move");
+        /* ... until 5 successful runs */
+        cr_assert_eq(tuner_rules_recommend(runs, 5, &b, &rec), 0);
+        cr_expect(tuner_recommend_rules_done(runs, 5, &b, &rec), "5 successful runs");
 }
