@@ -136,6 +136,39 @@ struct policy_tuner {
 };
 
 /*
+ * Executor rolling (docs/rolling.md): when one of these thresholds is crossed, the executor
+ * gets SIGPWR once (Spark's decommission signal), then, if it still runs after grace_seconds,
+ * the normal TERM path. Every trigger is optional and off when its section is absent; a
+ * trigger fires at most once per its cooldown_seconds (it fires again only when the first
+ * firing could not decommission the executor). No trigger at all (the default) = rolling off.
+ */
+struct policy_rolling {
+        bool enabled;                /* at least one trigger is set */
+        uint64_t grace_seconds;      /* SIGPWR -> TERM; 1..86400, default 600 */
+        uint64_t min_age_seconds;    /* no trigger fires earlier; default 0 */
+        /* disk_write: bytes written to local disk since the executor started */
+        uint64_t disk_write_bytes;   /* 0 = off */
+        uint64_t disk_write_cooldown_seconds;
+        /* age: seconds since the executor started */
+        uint64_t age_seconds;        /* 0 = off */
+        uint64_t age_cooldown_seconds;
+        /* memory_high: memory.events "high" grew by at least events within window_seconds */
+        uint64_t memory_high_events; /* 0 = off */
+        uint64_t memory_high_window_seconds;
+        uint64_t memory_high_cooldown_seconds;
+        /* memory_pressure: memory.pressure stall time over window_seconds, percent of it */
+        double pressure_some_percent; /* 0 = off; (0,100] */
+        double pressure_full_percent; /* 0 = off; (0,100] */
+        uint64_t pressure_window_seconds;
+        uint64_t pressure_cooldown_seconds;
+        /* spills: the agent's forced spills that released nothing (empty + failed) */
+        uint64_t spills_ineffective;  /* 0 = off: at least this many within window_seconds */
+        double spills_fraction;       /* and at least this share of the forced ones; [0,1] */
+        uint64_t spills_window_seconds;
+        uint64_t spills_cooldown_seconds;
+};
+
+/*
  * The cluster policy. policy_init_defaults() gives the built-in defaults, which are also
  * what a key absent from the file means.
  */
@@ -183,6 +216,8 @@ struct policy {
         bool kubernetes_init;
 
         struct policy_tuner tuner;
+
+        struct policy_rolling rolling; /* executor rolling; default off */
 };
 
 void policy_init_defaults(struct policy *p);
