@@ -557,3 +557,37 @@ void policy_template_escape(const char *value, char *buf, size_t size);
  */
 int policy_template_expand(const char *template, const struct policy_template_values *v,
                            char *buf, size_t size, struct policy_error *err);
+
+/* ---------------------------------------------------------------------------------- */
+/* Spark's decommission settings on the command line (decommission.c)                  */
+
+enum policy_decommission {
+        POLICY_DECOMMISSION_UNSET = 0, /* not on the command line */
+        POLICY_DECOMMISSION_ON,        /* "true" as Spark reads it (trimmed, any case) */
+        POLICY_DECOMMISSION_OFF,       /* "false" */
+        POLICY_DECOMMISSION_INVALID,   /* Spark refuses it: the executor fails in onStart */
+};
+
+struct policy_decommission_conf {
+        enum policy_decommission enabled; /* -Dspark.decommission.enabled */
+        char value[64];                   /* its value as given (cut to fit), for messages */
+        char origin[64];                  /* "-Dspark.decommission.enabled", "" when unset */
+        bool signal_set;                  /* -Dspark.executor.decommission.signal given */
+        char signal[16];                  /* its value, trimmed; "" when too long */
+};
+
+/*
+ * spark.decommission.enabled and spark.executor.decommission.signal from the -D options of a
+ * java command line (argv[0] is java): the JVM's options only (before the main class, when
+ * policy_java_main_class() finds it; all arguments otherwise), the last of each winning.
+ * Only a hint, never the answer (docs/rolling.md): YARN, standalone and Kubernetes put no
+ * such -D on an executor's command line (SparkConf.isExecutorStartupConf), Spark refuses
+ * -Dspark.* in spark.executor.extraJavaOptions, and the executor takes the driver's conf
+ * over its own system properties. Whether the executor decommissions on SIGPWR is what its
+ * JVM catches (rolling_status_sigcgt() in measure/rolling.h). Never fails.
+ */
+void policy_decommission_from_command(int argc, char *const argv[],
+                                      struct policy_decommission_conf *ret);
+
+/* "true", "false", "invalid", "unset" */
+const char *policy_decommission_name(enum policy_decommission d);
