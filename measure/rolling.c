@@ -39,13 +39,13 @@ struct rolling {
 };
 
 static const char *const trigger_names[ROLLING_TRIGGER_COUNT] = {
-        [ROLLING_TRIGGER_NONE] = "none",
-        [ROLLING_TRIGGER_DISK_WRITE] = "disk_write",
-        [ROLLING_TRIGGER_AGE] = "age",
-        [ROLLING_TRIGGER_MEMORY_HIGH] = "memory_high",
-        [ROLLING_TRIGGER_PRESSURE_SOME] = "memory_pressure_some",
-        [ROLLING_TRIGGER_PRESSURE_FULL] = "memory_pressure_full",
-        [ROLLING_TRIGGER_SPILLS] = "spills",
+    [ROLLING_TRIGGER_NONE] = "none",
+    [ROLLING_TRIGGER_DISK_WRITE] = "disk_write",
+    [ROLLING_TRIGGER_AGE] = "age",
+    [ROLLING_TRIGGER_MEMORY_HIGH] = "memory_high",
+    [ROLLING_TRIGGER_PRESSURE_SOME] = "memory_pressure_some",
+    [ROLLING_TRIGGER_PRESSURE_FULL] = "memory_pressure_full",
+    [ROLLING_TRIGGER_SPILLS] = "spills",
 };
 
 const char *rolling_trigger_name(enum rolling_trigger t)
@@ -71,14 +71,14 @@ const char *rolling_action_name(enum rolling_action a)
 struct rolling_sample rolling_sample_unknown(uint64_t t_ns)
 {
         return (struct rolling_sample){
-                .t_ns = t_ns,
-                .disk_write_bytes = ROLLING_UNKNOWN,
-                .memory_high_events = ROLLING_UNKNOWN,
-                .psi_some_us = ROLLING_UNKNOWN,
-                .psi_full_us = ROLLING_UNKNOWN,
-                .spills_forced = ROLLING_UNKNOWN,
-                .spills_ineffective = ROLLING_UNKNOWN,
-                .sigpwr = ROLLING_SIGPWR_UNKNOWN,
+            .t_ns = t_ns,
+            .disk_write_bytes = ROLLING_UNKNOWN,
+            .memory_high_events = ROLLING_UNKNOWN,
+            .psi_some_us = ROLLING_UNKNOWN,
+            .psi_full_us = ROLLING_UNKNOWN,
+            .spills_forced = ROLLING_UNKNOWN,
+            .spills_ineffective = ROLLING_UNKNOWN,
+            .sigpwr = ROLLING_SIGPWR_UNKNOWN,
         };
 }
 
@@ -150,7 +150,7 @@ static const struct rolling_sample *window_start(const struct rolling *r, uint64
                 return NULL;
         for (size_t i = 1; i <= r->n; i++) {
                 const struct rolling_sample *h =
-                        &r->history[(r->head + HISTORY_MAX - i) % HISTORY_MAX];
+                    &r->history[(r->head + HISTORY_MAX - i) % HISTORY_MAX];
                 if (h->t_ns <= now - window_ns)
                         return h;
         }
@@ -180,8 +180,9 @@ static bool check_disk(const struct rolling *r, const struct rolling_sample *s, 
         if (!r->p.disk_write_bytes || s->disk_write_bytes == ROLLING_UNKNOWN ||
             s->disk_write_bytes < r->p.disk_write_bytes)
                 return false;
-        *f = (struct firing){ .value = (double)s->disk_write_bytes,
-                              .threshold = (double)r->p.disk_write_bytes, .unit = "bytes" };
+        *f = (struct firing){.value = (double)s->disk_write_bytes,
+                             .threshold = (double)r->p.disk_write_bytes,
+                             .unit = "bytes"};
         snprintf(f->what, sizeof(f->what),
                  "%" PRIu64 " bytes written since the start >= %" PRIu64
                  " (rolling.disk_write.bytes)",
@@ -195,8 +196,8 @@ static bool check_age(const struct rolling *r, const struct rolling_sample *s, s
 
         if (!r->p.age_seconds || age < seconds_ns(r->p.age_seconds))
                 return false;
-        *f = (struct firing){ .value = (double)age / 1e9, .threshold = (double)r->p.age_seconds,
-                              .unit = "seconds" };
+        *f = (struct firing){
+            .value = (double)age / 1e9, .threshold = (double)r->p.age_seconds, .unit = "seconds"};
         snprintf(f->what, sizeof(f->what), "running %.0f s >= %" PRIu64 " s (rolling.age.seconds)",
                  (double)age / 1e9, r->p.age_seconds);
         return true;
@@ -214,8 +215,10 @@ static bool check_memory_high(const struct rolling *r, const struct rolling_samp
         if (!h || !growth(h->memory_high_events, s->memory_high_events, &events) ||
             events < r->p.memory_high_events)
                 return false;
-        *f = (struct firing){ .value = (double)events, .threshold = (double)r->p.memory_high_events,
-                              .unit = "events", .window_ns = s->t_ns - h->t_ns };
+        *f = (struct firing){.value = (double)events,
+                             .threshold = (double)r->p.memory_high_events,
+                             .unit = "events",
+                             .window_ns = s->t_ns - h->t_ns};
         snprintf(f->what, sizeof(f->what),
                  "memory.events high +%" PRIu64 " in %.1f s >= %" PRIu64
                  " (rolling.memory_high.events)",
@@ -243,8 +246,8 @@ static bool check_pressure(const struct rolling *r, const struct rolling_sample 
         percent = (double)stall_us * 1e3 / (double)span * 100.0;
         if (percent < threshold)
                 return false;
-        *f = (struct firing){ .value = percent, .threshold = threshold, .unit = "percent",
-                              .window_ns = span };
+        *f = (struct firing){
+            .value = percent, .threshold = threshold, .unit = "percent", .window_ns = span};
         snprintf(f->what, sizeof(f->what),
                  "memory.pressure %s stalled %.1f%% of %.1f s >= %g%% "
                  "(rolling.memory_pressure.%s_percent)",
@@ -253,8 +256,7 @@ static bool check_pressure(const struct rolling *r, const struct rolling_sample 
         return true;
 }
 
-static bool check_spills(const struct rolling *r, const struct rolling_sample *s,
-                         struct firing *f)
+static bool check_spills(const struct rolling *r, const struct rolling_sample *s, struct firing *f)
 {
         const struct rolling_sample *h;
         uint64_t ineffective, forced = 0;
@@ -271,9 +273,10 @@ static bool check_spills(const struct rolling *r, const struct rolling_sample *s
             (!have_forced || forced == 0 ||
              (double)ineffective / (double)forced < r->p.spills_fraction))
                 return false;
-        *f = (struct firing){ .value = (double)ineffective,
-                              .threshold = (double)r->p.spills_ineffective, .unit = "spills",
-                              .window_ns = s->t_ns - h->t_ns };
+        *f = (struct firing){.value = (double)ineffective,
+                             .threshold = (double)r->p.spills_ineffective,
+                             .unit = "spills",
+                             .window_ns = s->t_ns - h->t_ns};
         if (have_forced)
                 snprintf(f->what, sizeof(f->what),
                          "%" PRIu64 " of %" PRIu64 " forced spills released nothing in %.1f s"
@@ -353,17 +356,17 @@ static bool first_firing(const struct rolling *r, const struct rolling_sample *s
 static const char *sigpwr_text(enum rolling_sigpwr s)
 {
         return s == ROLLING_SIGPWR_NOT_CAUGHT
-                       ? "the JVM does not catch SIGPWR (spark.decommission.enabled is false, or "
-                         "spark.executor.decommission.signal is not PWR)"
-                       : "whether the JVM catches SIGPWR is unknown";
+                   ? "the JVM does not catch SIGPWR (spark.decommission.enabled is false, or "
+                     "spark.executor.decommission.signal is not PWR)"
+                   : "whether the JVM catches SIGPWR is unknown";
 }
 
 int rolling_feed(struct rolling *r, const struct rolling_sample *s, struct rolling_decision *ret)
 {
         struct firing f;
 
-        *ret = (struct rolling_decision){ .action = ROLLING_NONE, .t_ns = s->t_ns, .sample = *s,
-                                          .unit = "" };
+        *ret = (struct rolling_decision){
+            .action = ROLLING_NONE, .t_ns = s->t_ns, .sample = *s, .unit = ""};
         if (s->t_ns < r->last_ns)
                 return -EINVAL;
         r->last_ns = s->t_ns;
@@ -474,5 +477,6 @@ enum rolling_sigpwr rolling_sigpwr_from_mask(uint64_t mask, int sig)
 {
         if (sig < 1 || sig > 64)
                 return ROLLING_SIGPWR_UNKNOWN;
-        return mask & (UINT64_C(1) << (sig - 1)) ? ROLLING_SIGPWR_CAUGHT : ROLLING_SIGPWR_NOT_CAUGHT;
+        return mask & (UINT64_C(1) << (sig - 1)) ? ROLLING_SIGPWR_CAUGHT
+                                                 : ROLLING_SIGPWR_NOT_CAUGHT;
 }

@@ -33,13 +33,13 @@ enum rolling_sigpwr {
  * (a source that changed or restarted) makes that window's figure unknown.
  */
 struct rolling_sample {
-        uint64_t t_ns;                /* CLOCK_MONOTONIC; not before the previous sample's */
-        uint64_t disk_write_bytes;    /* written by the executor since it started */
-        uint64_t memory_high_events;  /* memory.events "high" */
-        uint64_t psi_some_us;         /* memory.pressure "some" total= (microseconds) */
-        uint64_t psi_full_us;         /* memory.pressure "full" total= */
-        uint64_t spills_forced;       /* the agent's totals.forced_spills + failed_spills */
-        uint64_t spills_ineffective;  /* the agent's totals.empty_spills + failed_spills */
+        uint64_t t_ns;               /* CLOCK_MONOTONIC; not before the previous sample's */
+        uint64_t disk_write_bytes;   /* written by the executor since it started */
+        uint64_t memory_high_events; /* memory.events "high" */
+        uint64_t psi_some_us;        /* memory.pressure "some" total= (microseconds) */
+        uint64_t psi_full_us;        /* memory.pressure "full" total= */
+        uint64_t spills_forced;      /* the agent's totals.forced_spills + failed_spills */
+        uint64_t spills_ineffective; /* the agent's totals.empty_spills + failed_spills */
         enum rolling_sigpwr sigpwr;
 };
 
@@ -87,8 +87,8 @@ struct rolling_decision {
         /* the trigger's figure and threshold, in unit: bytes, seconds, events, percent, spills */
         double value, threshold;
         const char *unit;
-        uint64_t window_ns;           /* the span the figure is over; 0 for disk_write and age */
-        struct rolling_sample sample; /* the sample it was decided on */
+        uint64_t window_ns;              /* the span the figure is over; 0 for disk_write and age */
+        struct rolling_sample sample;    /* the sample it was decided on */
         char reason[ROLLING_REASON_MAX]; /* one line for the log and the report */
 };
 

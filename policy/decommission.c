@@ -45,7 +45,8 @@ static int main_class_index(int argc, char *const argv[])
 {
         const char *main_class = NULL;
 
-        if (policy_java_main_class(argc, argv, &main_class) != POLICY_JAVA_MAIN_CLASS || !main_class)
+        if (policy_java_main_class(argc, argv, &main_class) != POLICY_JAVA_MAIN_CLASS ||
+            !main_class)
                 return argc;
         for (int i = 1; i < argc && argv[i]; i++)
                 if (main_class >= argv[i] && main_class <= argv[i] + strlen(argv[i]))
@@ -56,7 +57,7 @@ static int main_class_index(int argc, char *const argv[])
 void policy_decommission_from_command(int argc, char *const argv[],
                                       struct policy_decommission_conf *ret)
 {
-        struct policy_decommission_conf c = { .enabled = POLICY_DECOMMISSION_UNSET };
+        struct policy_decommission_conf c = {.enabled = POLICY_DECOMMISSION_UNSET};
         int end = main_class_index(argc, argv);
 
         /* after the main class a -D is the program's argument, not a system property; the

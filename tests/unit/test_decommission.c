@@ -32,11 +32,11 @@ static struct policy_decommission_conf from_fixture(const char *rel)
 Test(decommission, recorded_standalone_executors_carry_nothing)
 {
         static const char *const fixtures[] = {
-                "rolling/standalone-3.5.9-decommission-on.argv",
-                "rolling/standalone-4.0.4-decommission-on.argv",
-                "java/yarn-3.5-executor.argv",
-                "java/k8s-4.0-executor.argv",
-                "java/standalone-3.5-executor.argv",
+            "rolling/standalone-3.5.9-decommission-on.argv",
+            "rolling/standalone-4.0.4-decommission-on.argv",
+            "java/yarn-3.5-executor.argv",
+            "java/k8s-4.0-executor.argv",
+            "java/standalone-3.5-executor.argv",
         };
 
         for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
@@ -55,25 +55,25 @@ Test(decommission, spark_boolean)
                 const char *arg;
                 enum policy_decommission want;
         } cases[] = {
-                { "-Dspark.decommission.enabled=true", POLICY_DECOMMISSION_ON },
-                { "-Dspark.decommission.enabled=TRUE", POLICY_DECOMMISSION_ON },
-                { "-Dspark.decommission.enabled= True\t", POLICY_DECOMMISSION_ON },
-                { "-Dspark.decommission.enabled=\x01true\x1f", POLICY_DECOMMISSION_ON }, /* Java trim */
-                { "-Dspark.decommission.enabled=false", POLICY_DECOMMISSION_OFF },
-                { "-Dspark.decommission.enabled=FaLsE", POLICY_DECOMMISSION_OFF },
-                { "-Dspark.decommission.enabled=yes", POLICY_DECOMMISSION_INVALID },
-                { "-Dspark.decommission.enabled=1", POLICY_DECOMMISSION_INVALID },
-                { "-Dspark.decommission.enabled=", POLICY_DECOMMISSION_INVALID },
-                { "-Dspark.decommission.enabled", POLICY_DECOMMISSION_INVALID },
-                { "-Dspark.decommission.enabled=t rue", POLICY_DECOMMISSION_INVALID },
-                { "-Dspark.decommission.enabledX=true", POLICY_DECOMMISSION_UNSET },
-                { "-Dspark.decommission.enable=true", POLICY_DECOMMISSION_UNSET },
-                { "-Xspark.decommission.enabled=true", POLICY_DECOMMISSION_UNSET },
+            {"-Dspark.decommission.enabled=true", POLICY_DECOMMISSION_ON},
+            {"-Dspark.decommission.enabled=TRUE", POLICY_DECOMMISSION_ON},
+            {"-Dspark.decommission.enabled= True\t", POLICY_DECOMMISSION_ON},
+            {"-Dspark.decommission.enabled=\x01true\x1f", POLICY_DECOMMISSION_ON}, /* Java trim */
+            {"-Dspark.decommission.enabled=false", POLICY_DECOMMISSION_OFF},
+            {"-Dspark.decommission.enabled=FaLsE", POLICY_DECOMMISSION_OFF},
+            {"-Dspark.decommission.enabled=yes", POLICY_DECOMMISSION_INVALID},
+            {"-Dspark.decommission.enabled=1", POLICY_DECOMMISSION_INVALID},
+            {"-Dspark.decommission.enabled=", POLICY_DECOMMISSION_INVALID},
+            {"-Dspark.decommission.enabled", POLICY_DECOMMISSION_INVALID},
+            {"-Dspark.decommission.enabled=t rue", POLICY_DECOMMISSION_INVALID},
+            {"-Dspark.decommission.enabledX=true", POLICY_DECOMMISSION_UNSET},
+            {"-Dspark.decommission.enable=true", POLICY_DECOMMISSION_UNSET},
+            {"-Xspark.decommission.enabled=true", POLICY_DECOMMISSION_UNSET},
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                char *argv[] = { "java", (char *)cases[i].arg,
-                                 "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL };
+                char *argv[] = {"java", (char *)cases[i].arg,
+                                "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL};
                 struct policy_decommission_conf c;
 
                 policy_decommission_from_command(3, argv, &c);
@@ -85,14 +85,14 @@ Test(decommission, spark_boolean)
 
 Test(decommission, jvm_options_only_last_wins)
 {
-        char *argv[] = { "java",
-                         "-Dspark.decommission.enabled=false",
-                         "-Dspark.executor.decommission.signal= USR2 ",
-                         "-Dspark.decommission.enabled=true",
-                         "org.apache.spark.executor.CoarseGrainedExecutorBackend",
-                         "-Dspark.decommission.enabled=false", /* the program's argument */
-                         "-Dspark.executor.decommission.signal=HUP",
-                         NULL };
+        char *argv[] = {"java",
+                        "-Dspark.decommission.enabled=false",
+                        "-Dspark.executor.decommission.signal= USR2 ",
+                        "-Dspark.decommission.enabled=true",
+                        "org.apache.spark.executor.CoarseGrainedExecutorBackend",
+                        "-Dspark.decommission.enabled=false", /* the program's argument */
+                        "-Dspark.executor.decommission.signal=HUP",
+                        NULL};
         struct policy_decommission_conf c;
 
         policy_decommission_from_command(7, argv, &c);
@@ -106,9 +106,9 @@ Test(decommission, jvm_options_only_last_wins)
 Test(decommission, without_a_certain_main_class_every_argument_counts)
 {
         /* an @argfile: the launcher's to read; the -D after it may be a JVM option */
-        char *argv[] = { "java", "@opts", "-Dspark.decommission.enabled=true", NULL };
-        char *longsig[] = { "java", "-Dspark.executor.decommission.signal=AVERYLONGSIGNALNAME",
-                            "Main", NULL };
+        char *argv[] = {"java", "@opts", "-Dspark.decommission.enabled=true", NULL};
+        char *longsig[] = {"java", "-Dspark.executor.decommission.signal=AVERYLONGSIGNALNAME",
+                           "Main", NULL};
         struct policy_decommission_conf c;
 
         policy_decommission_from_command(3, argv, &c);
@@ -116,6 +116,6 @@ Test(decommission, without_a_certain_main_class_every_argument_counts)
         policy_decommission_from_command(3, longsig, &c);
         cr_expect(c.signal_set);
         cr_expect_str_eq(c.signal, "", "a signal name that does not fit: %s", c.signal);
-        policy_decommission_from_command(0, (char *[]){ NULL }, &c);
+        policy_decommission_from_command(0, (char *[]){NULL}, &c);
         cr_expect_eq(c.enabled, POLICY_DECOMMISSION_UNSET);
 }

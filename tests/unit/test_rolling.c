@@ -72,7 +72,7 @@ static void parse_series(const char *path, struct series *s)
                 if (line[0] == '#' || line[0] == '\0')
                         continue;
                 if (strncmp(line, "@policy ", 8) == 0) {
-                        struct policy_error err = { 0 };
+                        struct policy_error err = {0};
                         char doc[2048];
                         int r;
 
@@ -87,8 +87,8 @@ static void parse_series(const char *path, struct series *s)
                         char t[32];
 
                         cr_assert_lt(s->nexpect, EXPECT_MAX, "%s: too many @expect", path);
-                        cr_assert_eq(sscanf(line + 8, "%31s %31s %31s", t, e->action, e->trigger), 3,
-                                     "%s: bad line \"%s\"", path, line);
+                        cr_assert_eq(sscanf(line + 8, "%31s %31s %31s", t, e->action, e->trigger),
+                                     3, "%s: bad line \"%s\"", path, line);
                         e->t_ns = seconds_to_ns(path, t);
                         s->nexpect++;
                 } else {
@@ -138,10 +138,10 @@ static size_t run_series(const char *name, struct series *s)
                         if (s->expect[k].t_ns == s->samples[i].t_ns)
                                 want = &s->expect[k];
                 if (!want) {
-                        cr_expect_eq(d.action, ROLLING_NONE,
-                                     "%s: t=%.3f: %s by %s, expected none (%s)", name,
-                                     (double)s->samples[i].t_ns / 1e9, rolling_action_name(d.action),
-                                     rolling_trigger_name(d.trigger), d.reason);
+                        cr_expect_eq(
+                            d.action, ROLLING_NONE, "%s: t=%.3f: %s by %s, expected none (%s)",
+                            name, (double)s->samples[i].t_ns / 1e9, rolling_action_name(d.action),
+                            rolling_trigger_name(d.trigger), d.reason);
                         continue;
                 }
                 want->seen = true;
@@ -155,7 +155,8 @@ static size_t run_series(const char *name, struct series *s)
                                  rolling_trigger_name(d.trigger), want->trigger);
                 /* the reason names the trigger and its figure */
                 cr_expect(strncmp(d.reason, want->trigger, strlen(want->trigger)) == 0,
-                          "%s: reason \"%s\" does not start with %s", name, d.reason, want->trigger);
+                          "%s: reason \"%s\" does not start with %s", name, d.reason,
+                          want->trigger);
                 cr_expect(d.value >= d.threshold, "%s: value %g below threshold %g", name, d.value,
                           d.threshold);
                 cr_expect(strchr(d.reason, '\n') == NULL, "%s: reason of two lines", name);
@@ -198,7 +199,7 @@ Test(rolling, recorded_series)
 
 static struct policy_rolling rolling_policy(const char *section)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy p;
         char doc[1024];
 
@@ -217,9 +218,12 @@ Test(rolling, off_decides_nothing)
         r = rolling_new(&p.rolling, 0);
         cr_assert(r);
         for (uint64_t t = 0; t < 100; t++) {
-                struct rolling_sample s = { .t_ns = t * 1000000000ull, .disk_write_bytes = UINT64_MAX - 1,
-                                            .memory_high_events = t * 1000, .psi_some_us = t * 1000000,
-                                            .psi_full_us = t * 1000000, .sigpwr = ROLLING_SIGPWR_CAUGHT };
+                struct rolling_sample s = {.t_ns = t * 1000000000ull,
+                                           .disk_write_bytes = UINT64_MAX - 1,
+                                           .memory_high_events = t * 1000,
+                                           .psi_some_us = t * 1000000,
+                                           .psi_full_us = t * 1000000,
+                                           .sigpwr = ROLLING_SIGPWR_CAUGHT};
                 cr_assert_eq(rolling_feed(r, &s, &d), 0);
                 cr_assert_eq(d.action, ROLLING_NONE, "rolling off, but %s at %" PRIu64,
                              rolling_action_name(d.action), t);
@@ -252,9 +256,9 @@ Test(rolling, samples_out_of_order_are_refused)
 Test(rolling, decision_carries_the_figures)
 {
         struct policy_rolling p =
-                rolling_policy("{\"memory_pressure\": {\"some_percent\": 50, \"window_seconds\": 10}}");
+            rolling_policy("{\"memory_pressure\": {\"some_percent\": 50, \"window_seconds\": 10}}");
         struct rolling *r = rolling_new(&p, 0);
-        struct rolling_decision d = { 0 };
+        struct rolling_decision d = {0};
         bool fired = false;
 
         cr_assert(r);
@@ -266,16 +270,17 @@ Test(rolling, decision_carries_the_figures)
                 fired = d.action != ROLLING_NONE;
         }
         cr_assert(fired, "75%% some stall never fired");
-        cr_expect_eq(d.t_ns, 10000000000ull, "fired at %" PRIu64 " ns: the first full window", d.t_ns);
+        cr_expect_eq(d.t_ns, 10000000000ull, "fired at %" PRIu64 " ns: the first full window",
+                     d.t_ns);
         cr_expect_eq(d.trigger, ROLLING_TRIGGER_PRESSURE_SOME);
         cr_expect(fabs(d.value - 75.0) < 1e-9, "value %g", d.value);
         cr_expect_eq(d.threshold, 50.0);
         cr_expect_str_eq(d.unit, "percent");
         cr_expect_eq(d.window_ns, 10000000000ull, "window %" PRIu64, d.window_ns);
         cr_expect_eq(d.sample.psi_some_us, 7500000);
-        cr_expect_str_eq(d.reason,
-                         "memory_pressure_some: memory.pressure some stalled 75.0% of 10.0 s >= 50% "
-                         "(rolling.memory_pressure.some_percent): SIGPWR");
+        cr_expect_str_eq(
+            d.reason, "memory_pressure_some: memory.pressure some stalled 75.0% of 10.0 s >= 50% "
+                      "(rolling.memory_pressure.some_percent): SIGPWR");
         cr_expect(rolling_decommissioning(r));
         rolling_free(r);
 }
@@ -285,9 +290,9 @@ Test(rolling, windows_hold_with_fast_samples)
         /* 10 samples a second for 700 s: the history (512) is decimated, yet a 600 s window
          * still finds its start, at most 600/256 s late */
         struct policy_rolling p =
-                rolling_policy("{\"memory_high\": {\"events\": 100, \"window_seconds\": 600}}");
+            rolling_policy("{\"memory_high\": {\"events\": 100, \"window_seconds\": 600}}");
         struct rolling *r = rolling_new(&p, 0);
-        struct rolling_decision d = { 0 };
+        struct rolling_decision d = {0};
         uint64_t t;
 
         cr_assert(r);
@@ -301,7 +306,8 @@ Test(rolling, windows_hold_with_fast_samples)
         }
         cr_assert_eq(d.action, ROLLING_DECOMMISSION, "never fired");
         /* the first full window: t = 600 s, with 120 events >= 100 */
-        cr_expect_geq(d.t_ns, 600000000000ull, "fired at %.1f s, before a window", (double)d.t_ns / 1e9);
+        cr_expect_geq(d.t_ns, 600000000000ull, "fired at %.1f s, before a window",
+                      (double)d.t_ns / 1e9);
         cr_expect_leq(d.t_ns, 603000000000ull, "fired at %.1f s", (double)d.t_ns / 1e9);
         cr_expect_geq(d.window_ns, 600000000000ull, "window %.3f s", (double)d.window_ns / 1e9);
         cr_expect_leq(d.window_ns, 602400000000ull, "window %.3f s", (double)d.window_ns / 1e9);
@@ -311,7 +317,8 @@ Test(rolling, windows_hold_with_fast_samples)
 Test(rolling, names)
 {
         cr_expect_str_eq(rolling_trigger_name(ROLLING_TRIGGER_DISK_WRITE), "disk_write");
-        cr_expect_str_eq(rolling_trigger_name(ROLLING_TRIGGER_PRESSURE_FULL), "memory_pressure_full");
+        cr_expect_str_eq(rolling_trigger_name(ROLLING_TRIGGER_PRESSURE_FULL),
+                         "memory_pressure_full");
         cr_expect_str_eq(rolling_trigger_name((enum rolling_trigger)99), "none");
         cr_expect_str_eq(rolling_action_name(ROLLING_UNAVAILABLE), "unavailable");
         cr_expect_str_eq(rolling_action_name((enum rolling_action)99), "none");
@@ -348,10 +355,12 @@ Test(rolling, recorded_jvm_status)
         cr_expect_eq(status_fixture("status-jdk25-sigpwr"), ROLLING_SIGPWR_CAUGHT);
         /* Spark's own executors (standalone, local-cluster), spark.decommission.enabled true
          * and false: CoarseGrainedExecutorBackend.onStart registered the handler, or not */
-        cr_expect_eq(status_fixture("status-standalone-3.5.9-decommission-on"), ROLLING_SIGPWR_CAUGHT);
+        cr_expect_eq(status_fixture("status-standalone-3.5.9-decommission-on"),
+                     ROLLING_SIGPWR_CAUGHT);
         cr_expect_eq(status_fixture("status-standalone-3.5.9-decommission-off"),
                      ROLLING_SIGPWR_NOT_CAUGHT);
-        cr_expect_eq(status_fixture("status-standalone-4.0.4-decommission-on"), ROLLING_SIGPWR_CAUGHT);
+        cr_expect_eq(status_fixture("status-standalone-4.0.4-decommission-on"),
+                     ROLLING_SIGPWR_CAUGHT);
         cr_expect_eq(status_fixture("status-standalone-4.0.4-decommission-off"),
                      ROLLING_SIGPWR_NOT_CAUGHT);
 }
@@ -363,17 +372,17 @@ Test(rolling, status_text_is_read_strictly)
                 int rc;
                 uint64_t mask;
         } cases[] = {
-                { "Name:\tjava\nSigCgt:\t0000000121005ccd\n", 0, UINT64_C(0x121005ccd) },
-                { "SigCgt:\t0000000000000000\n", 0, 0 },
-                { "SigCgt:\tFFFFFFFFFFFFFFFF\n", 0, UINT64_MAX },
-                { "Name:\tjava\n", -EINVAL, 0 },                            /* none */
-                { "SigCgt:\t0000000121005ccd", -EINVAL, 0 },                /* cut off */
-                { "SigCgt:\t\n", -EINVAL, 0 },                              /* empty */
-                { "SigCgt:\t00000001210g5ccd\n", -EINVAL, 0 },              /* not hex */
-                { "SigCgt:\t10000000121005ccd\n", -EINVAL, 0 },             /* 17 digits */
-                { "SigCgt:\t0000000121005ccd \n", -EINVAL, 0 },             /* trailing */
-                { "Name:\tx\nSigCgt:\t0\nSigCgt:\t20000000\n", -EINVAL, 0 }, /* two */
-                { "Name:\tSigCgt:\t20000000\nSigCgt:\t0\n", 0, 0 },         /* not at a line start */
+            {"Name:\tjava\nSigCgt:\t0000000121005ccd\n", 0, UINT64_C(0x121005ccd)},
+            {"SigCgt:\t0000000000000000\n", 0, 0},
+            {"SigCgt:\tFFFFFFFFFFFFFFFF\n", 0, UINT64_MAX},
+            {"Name:\tjava\n", -EINVAL, 0},                             /* none */
+            {"SigCgt:\t0000000121005ccd", -EINVAL, 0},                 /* cut off */
+            {"SigCgt:\t\n", -EINVAL, 0},                               /* empty */
+            {"SigCgt:\t00000001210g5ccd\n", -EINVAL, 0},               /* not hex */
+            {"SigCgt:\t10000000121005ccd\n", -EINVAL, 0},              /* 17 digits */
+            {"SigCgt:\t0000000121005ccd \n", -EINVAL, 0},              /* trailing */
+            {"Name:\tx\nSigCgt:\t0\nSigCgt:\t20000000\n", -EINVAL, 0}, /* two */
+            {"Name:\tSigCgt:\t20000000\nSigCgt:\t0\n", 0, 0},          /* not at a line start */
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
