@@ -172,7 +172,7 @@ struct firing {
         double value, threshold;
         const char *unit;
         uint64_t window_ns;
-        char what[160]; /* the figure in words, without the action */
+        char what[224]; /* the figure in words, without the action */
 };
 
 static bool check_disk(const struct rolling *r, const struct rolling_sample *s, struct firing *f)
@@ -277,7 +277,15 @@ static bool check_spills(const struct rolling *r, const struct rolling_sample *s
                              .threshold = (double)r->p.spills_ineffective,
                              .unit = "spills",
                              .window_ns = s->t_ns - h->t_ns};
-        if (have_forced)
+        if (have_forced && r->p.spills_fraction > 0)
+                snprintf(f->what, sizeof(f->what),
+                         "%" PRIu64 " of %" PRIu64 " forced spills released nothing in %.1f s"
+                         " >= %" PRIu64 " (rolling.spills.ineffective), %.0f%% >= %g%%"
+                         " (rolling.spills.fraction)",
+                         ineffective, forced, (double)f->window_ns / 1e9, r->p.spills_ineffective,
+                         100.0 * (double)ineffective / (double)forced,
+                         100.0 * r->p.spills_fraction);
+        else if (have_forced)
                 snprintf(f->what, sizeof(f->what),
                          "%" PRIu64 " of %" PRIu64 " forced spills released nothing in %.1f s"
                          " >= %" PRIu64 " (rolling.spills.ineffective)",

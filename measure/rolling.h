@@ -75,7 +75,7 @@ const char *rolling_trigger_name(enum rolling_trigger t);
 /* "none", "decommission", "unavailable", "terminate" */
 const char *rolling_action_name(enum rolling_action a);
 
-#define ROLLING_REASON_MAX 256
+#define ROLLING_REASON_MAX 384
 
 /* What to do after a sample, and why. */
 struct rolling_decision {

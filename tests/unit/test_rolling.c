@@ -160,6 +160,16 @@ static size_t run_series(const char *name, struct series *s)
                 cr_expect(d.value >= d.threshold, "%s: value %g below threshold %g", name, d.value,
                           d.threshold);
                 cr_expect(strchr(d.reason, '\n') == NULL, "%s: reason of two lines", name);
+                /* and says what was done, whole */
+                {
+                        const char *tail = d.action == ROLLING_DECOMMISSION ? ": SIGPWR"
+                                           : d.action == ROLLING_TERMINATE  ? ": TERM"
+                                                                            : ": not rolled";
+                        size_t n = strlen(d.reason), k = strlen(tail);
+
+                        cr_expect(n >= k && strcmp(d.reason + n - k, tail) == 0,
+                                  "%s: reason \"%s\" does not end in \"%s\"", name, d.reason, tail);
+                }
         }
         for (size_t k = 0; k < s->nexpect; k++)
                 cr_expect(s->expect[k].seen, "%s: no sample at t=%.3f of an @expect", name,
