@@ -27,6 +27,15 @@
 #define AGENT_PSI_MS_MIN     UINT64_C(500) /* the kernel's shortest PSI window */
 #define AGENT_PSI_MS_MAX     UINT64_C(10000) /* and its longest */
 #define JAVA_LONG_MAX        UINT64_C(9223372036854775807)
+#define ROLLING_GRACE_DEFAULT    UINT64_C(600)
+#define ROLLING_GRACE_MAX        UINT64_C(86400)
+#define ROLLING_COOLDOWN_DEFAULT UINT64_C(300)
+#define ROLLING_COOLDOWN_MAX     UINT64_C(86400)
+#define ROLLING_WINDOW_DEFAULT   UINT64_C(60)
+#define ROLLING_WINDOW_MAX       UINT64_C(3600) /* measure/rolling.c keeps this much history */
+#define ROLLING_AGE_MAX          UINT64_C(31536000) /* a year */
+#define ROLLING_EVENTS_MAX       UINT64_C(4294967295)
+#define ROLLING_SPILLS_MAX       UINT64_C(2147483647)
 
 #define SIZE_ALLOWED                                                                               \
         "an integer number of bytes, or a string of digits with an optional suffix b, k, m, g, "   \
@@ -123,6 +132,18 @@ void policy_init_defaults(struct policy *p)
                         .spill_fraction_max = 1.0,
                         .partitions_min = 1,
                         .partitions_max = 100000,
+                },
+                .rolling = {
+                        .enabled = false,
+                        .grace_seconds = ROLLING_GRACE_DEFAULT,
+                        .disk_write_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
+                        .age_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
+                        .memory_high_window_seconds = ROLLING_WINDOW_DEFAULT,
+                        .memory_high_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
+                        .pressure_window_seconds = ROLLING_WINDOW_DEFAULT,
+                        .pressure_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
+                        .spills_window_seconds = ROLLING_WINDOW_DEFAULT,
+                        .spills_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
                 },
         };
 }
@@ -1163,13 +1184,176 @@ out:
         return r < 0 ? r : 0;
 }
 
+/* A percentage of a pressure window: > 0 and <= 100; 0 when absent. */
+static int field_percent(struct parser *ps, json_t *obj, const char *key, double *ret)
+{
+        static const char allowed[] = "a number > 0 and <= 100";
+        json_t *v = json_object_get(obj, key);
+        int r = 1;
+
+        if (!v)
+                return 0;
+        push_key(ps, key);
+        if (!json_is_number(v))
+                r = fail_value(ps, "is not a number", allowed);
+        else if (!(json_number_value(v) > 0.0 && json_number_value(v) <= 100.0))
+                r = fail_value(ps, "is out of range", allowed);
+        else
+                *ret = json_number_value(v);
+        pop(ps);
+        return r;
+}
+
+/* window_seconds and cooldown_seconds of a rolling trigger (window only when window != NULL). */
+static int rolling_timing(struct parser *ps, json_t *obj, uint64_t *window, uint64_t *cooldown)
+{
+        int r = 0;
+
+        if (window)
+                r = field_uint(ps, obj, "window_seconds", 1, ROLLING_WINDOW_MAX, window);
+        if (r >= 0)
+                r = field_uint(ps, obj, "cooldown_seconds", 0, ROLLING_COOLDOWN_MAX, cooldown);
+        return r;
+}
+
+/* A trigger's required threshold key: absent is an error naming it. */
+static int rolling_required(struct parser *ps, json_t *obj, const char *key, const char *allowed)
+{
+        return json_object_get(obj, key) ? 0 : fail_missing(ps, key, allowed);
+}
+
+/* "rolling": executor rolling through Spark's decommission (docs/rolling.md). */
+static int parse_rolling(struct parser *ps, json_t *root, struct policy *p)
+{
+        static const char *const keys[] = { "grace_seconds", "min_age_seconds", "disk_write",
+                                            "age", "memory_high", "memory_pressure", "spills" };
+        static const char *const disk_keys[] = { "bytes", "cooldown_seconds" };
+        static const char *const age_keys[] = { "seconds", "cooldown_seconds" };
+        static const char *const high_keys[] = { "events", "window_seconds", "cooldown_seconds" };
+        static const char *const pressure_keys[] = { "some_percent", "full_percent",
+                                                     "window_seconds", "cooldown_seconds" };
+        static const char *const spill_keys[] = { "ineffective", "fraction", "window_seconds",
+                                                  "cooldown_seconds" };
+        static const char bytes_allowed[] = "a size > 0: " SIZE_ALLOWED;
+        struct policy_rolling g = p->rolling;
+        json_t *obj, *sub;
+        char allowed[96];
+        int r;
+
+        r = section(ps, root, "rolling", keys, ELEMENTSOF(keys), &obj);
+        if (r <= 0)
+                return r;
+        push_key(ps, "rolling");
+        r = field_uint(ps, obj, "grace_seconds", 1, ROLLING_GRACE_MAX, &g.grace_seconds);
+        if (r >= 0)
+                r = field_uint(ps, obj, "min_age_seconds", 0, ROLLING_AGE_MAX, &g.min_age_seconds);
+        if (r < 0)
+                goto out;
+
+        r = section(ps, obj, "disk_write", disk_keys, ELEMENTSOF(disk_keys), &sub);
+        if (r > 0) {
+                push_key(ps, "disk_write");
+                r = rolling_required(ps, sub, "bytes", bytes_allowed);
+                if (r >= 0)
+                        r = field_size(ps, sub, "bytes", &g.disk_write_bytes);
+                if (r >= 0 && g.disk_write_bytes == 0) {
+                        push_key(ps, "bytes");
+                        r = fail_value(ps, "is out of range", bytes_allowed);
+                        pop(ps);
+                }
+                if (r >= 0)
+                        r = rolling_timing(ps, sub, NULL, &g.disk_write_cooldown_seconds);
+                pop(ps);
+        }
+        if (r < 0)
+                goto out;
+
+        r = section(ps, obj, "age", age_keys, ELEMENTSOF(age_keys), &sub);
+        if (r > 0) {
+                push_key(ps, "age");
+                snprintf(allowed, sizeof(allowed), "an integer >= 1 and <= %" PRIu64, ROLLING_AGE_MAX);
+                r = rolling_required(ps, sub, "seconds", allowed);
+                if (r >= 0)
+                        r = field_uint(ps, sub, "seconds", 1, ROLLING_AGE_MAX, &g.age_seconds);
+                if (r >= 0)
+                        r = rolling_timing(ps, sub, NULL, &g.age_cooldown_seconds);
+                pop(ps);
+        }
+        if (r < 0)
+                goto out;
+
+        r = section(ps, obj, "memory_high", high_keys, ELEMENTSOF(high_keys), &sub);
+        if (r > 0) {
+                push_key(ps, "memory_high");
+                snprintf(allowed, sizeof(allowed), "an integer >= 1 and <= %" PRIu64,
+                         ROLLING_EVENTS_MAX);
+                r = rolling_required(ps, sub, "events", allowed);
+                if (r >= 0)
+                        r = field_uint(ps, sub, "events", 1, ROLLING_EVENTS_MAX,
+                                       &g.memory_high_events);
+                if (r >= 0)
+                        r = rolling_timing(ps, sub, &g.memory_high_window_seconds,
+                                           &g.memory_high_cooldown_seconds);
+                pop(ps);
+        }
+        if (r < 0)
+                goto out;
+
+        r = section(ps, obj, "memory_pressure", pressure_keys, ELEMENTSOF(pressure_keys), &sub);
+        if (r > 0) {
+                push_key(ps, "memory_pressure");
+                if (!json_object_get(sub, "some_percent") && !json_object_get(sub, "full_percent"))
+                        r = fail_missing(ps, "some_percent",
+                                         "some_percent and/or full_percent, each a number > 0 "
+                                         "and <= 100");
+                if (r >= 0)
+                        r = field_percent(ps, sub, "some_percent", &g.pressure_some_percent);
+                if (r >= 0)
+                        r = field_percent(ps, sub, "full_percent", &g.pressure_full_percent);
+                if (r >= 0)
+                        r = rolling_timing(ps, sub, &g.pressure_window_seconds,
+                                           &g.pressure_cooldown_seconds);
+                pop(ps);
+        }
+        if (r < 0)
+                goto out;
+
+        r = section(ps, obj, "spills", spill_keys, ELEMENTSOF(spill_keys), &sub);
+        if (r > 0) {
+                push_key(ps, "spills");
+                snprintf(allowed, sizeof(allowed), "an integer >= 1 and <= %" PRIu64,
+                         ROLLING_SPILLS_MAX);
+                r = rolling_required(ps, sub, "ineffective", allowed);
+                if (r >= 0)
+                        r = field_uint(ps, sub, "ineffective", 1, ROLLING_SPILLS_MAX,
+                                       &g.spills_ineffective);
+                if (r >= 0)
+                        r = field_number(ps, sub, "fraction", 0.0, 1.0, &g.spills_fraction);
+                if (r >= 0)
+                        r = rolling_timing(ps, sub, &g.spills_window_seconds,
+                                           &g.spills_cooldown_seconds);
+                pop(ps);
+        }
+        if (r < 0)
+                goto out;
+
+        g.enabled = g.disk_write_bytes || g.age_seconds || g.memory_high_events ||
+                    g.pressure_some_percent > 0 || g.pressure_full_percent > 0 ||
+                    g.spills_ineffective;
+        p->rolling = g;
+        r = 0;
+out:
+        pop(ps);
+        return r < 0 ? r : 0;
+}
+
 static int parse_root(struct parser *ps, json_t *root, struct policy *p)
 {
         static const char *const keys[] = { "version",   "cgroup",        "cpu",
                                             "memory",    "pids",          "io",
                                             "overrides", "out_of_bounds", "fail_mode",
                                             "grace_seconds", "report", "agent", "java",
-                                            "kubernetes", "tuner" };
+                                            "kubernetes", "tuner", "rolling" };
         static const char *const pids_keys[] = { "max" };
         static const char *const kubernetes_keys[] = { "init" };
         static const char *const io_keys[] = { "weight" };
@@ -1263,6 +1447,9 @@ static int parse_root(struct parser *ps, json_t *root, struct policy *p)
         if (r < 0)
                 return r;
         r = parse_tuner(ps, root, p);
+        if (r < 0)
+                return r;
+        r = parse_rolling(ps, root, p);
         if (r < 0)
                 return r;
         return parse_java(ps, root, p);

@@ -136,6 +136,39 @@ struct policy_tuner {
 };
 
 /*
+ * Executor rolling (docs/rolling.md): when one of these thresholds is crossed, the executor
+ * gets SIGPWR once (Spark's decommission signal), then, if it still runs after grace_seconds,
+ * the normal TERM path. Every trigger is optional and off when its section is absent; a
+ * trigger fires at most once per its cooldown_seconds (it fires again only when the first
+ * firing could not decommission the executor). No trigger at all (the default) = rolling off.
+ */
+struct policy_rolling {
+        bool enabled;                /* at least one trigger is set */
+        uint64_t grace_seconds;      /* SIGPWR -> TERM; 1..86400, default 600 */
+        uint64_t min_age_seconds;    /* no trigger fires earlier; default 0 */
+        /* disk_write: bytes written to local disk since the executor started */
+        uint64_t disk_write_bytes;   /* 0 = off */
+        uint64_t disk_write_cooldown_seconds;
+        /* age: seconds since the executor started */
+        uint64_t age_seconds;        /* 0 = off */
+        uint64_t age_cooldown_seconds;
+        /* memory_high: memory.events "high" grew by at least events within window_seconds */
+        uint64_t memory_high_events; /* 0 = off */
+        uint64_t memory_high_window_seconds;
+        uint64_t memory_high_cooldown_seconds;
+        /* memory_pressure: memory.pressure stall time over window_seconds, percent of it */
+        double pressure_some_percent; /* 0 = off; (0,100] */
+        double pressure_full_percent; /* 0 = off; (0,100] */
+        uint64_t pressure_window_seconds;
+        uint64_t pressure_cooldown_seconds;
+        /* spills: the agent's forced spills that released nothing (empty + failed) */
+        uint64_t spills_ineffective;  /* 0 = off: at least this many within window_seconds */
+        double spills_fraction;       /* and at least this share of the forced ones; [0,1] */
+        uint64_t spills_window_seconds;
+        uint64_t spills_cooldown_seconds;
+};
+
+/*
  * The cluster policy. policy_init_defaults() gives the built-in defaults, which are also
  * what a key absent from the file means.
  */
@@ -183,6 +216,8 @@ struct policy {
         bool kubernetes_init;
 
         struct policy_tuner tuner;
+
+        struct policy_rolling rolling; /* executor rolling; default off */
 };
 
 void policy_init_defaults(struct policy *p);
@@ -522,3 +557,37 @@ void policy_template_escape(const char *value, char *buf, size_t size);
  */
 int policy_template_expand(const char *template, const struct policy_template_values *v,
                            char *buf, size_t size, struct policy_error *err);
+
+/* ---------------------------------------------------------------------------------- */
+/* Spark's decommission settings on the command line (decommission.c)                  */
+
+enum policy_decommission {
+        POLICY_DECOMMISSION_UNSET = 0, /* not on the command line */
+        POLICY_DECOMMISSION_ON,        /* "true" as Spark reads it (trimmed, any case) */
+        POLICY_DECOMMISSION_OFF,       /* "false" */
+        POLICY_DECOMMISSION_INVALID,   /* Spark refuses it: the executor fails in onStart */
+};
+
+struct policy_decommission_conf {
+        enum policy_decommission enabled; /* -Dspark.decommission.enabled */
+        char value[64];                   /* its value as given (cut to fit), for messages */
+        char origin[64];                  /* "-Dspark.decommission.enabled", "" when unset */
+        bool signal_set;                  /* -Dspark.executor.decommission.signal given */
+        char signal[16];                  /* its value, trimmed; "" when too long */
+};
+
+/*
+ * spark.decommission.enabled and spark.executor.decommission.signal from the -D options of a
+ * java command line (argv[0] is java): the JVM's options only (before the main class, when
+ * policy_java_main_class() finds it; all arguments otherwise), the last of each winning.
+ * Only a hint, never the answer (docs/rolling.md): YARN, standalone and Kubernetes put no
+ * such -D on an executor's command line (SparkConf.isExecutorStartupConf), Spark refuses
+ * -Dspark.* in spark.executor.extraJavaOptions, and the executor takes the driver's conf
+ * over its own system properties. Whether the executor decommissions on SIGPWR is what its
+ * JVM catches (rolling_status_sigcgt() in measure/rolling.h). Never fails.
+ */
+void policy_decommission_from_command(int argc, char *const argv[],
+                                      struct policy_decommission_conf *ret);
+
+/* "true", "false", "invalid", "unset" */
+const char *policy_decommission_name(enum policy_decommission d);

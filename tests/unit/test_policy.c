@@ -93,6 +93,24 @@ static const struct {
         FIELD(tuner.spill_fraction_max, F_DOUBLE),
         FIELD(tuner.partitions_min, F_U64),
         FIELD(tuner.partitions_max, F_U64),
+        FIELD(rolling.enabled, F_BOOL),
+        FIELD(rolling.grace_seconds, F_U64),
+        FIELD(rolling.min_age_seconds, F_U64),
+        FIELD(rolling.disk_write_bytes, F_U64),
+        FIELD(rolling.disk_write_cooldown_seconds, F_U64),
+        FIELD(rolling.age_seconds, F_U64),
+        FIELD(rolling.age_cooldown_seconds, F_U64),
+        FIELD(rolling.memory_high_events, F_U64),
+        FIELD(rolling.memory_high_window_seconds, F_U64),
+        FIELD(rolling.memory_high_cooldown_seconds, F_U64),
+        FIELD(rolling.pressure_some_percent, F_DOUBLE),
+        FIELD(rolling.pressure_full_percent, F_DOUBLE),
+        FIELD(rolling.pressure_window_seconds, F_U64),
+        FIELD(rolling.pressure_cooldown_seconds, F_U64),
+        FIELD(rolling.spills_ineffective, F_U64),
+        FIELD(rolling.spills_fraction, F_DOUBLE),
+        FIELD(rolling.spills_window_seconds, F_U64),
+        FIELD(rolling.spills_cooldown_seconds, F_U64),
 #undef FIELD
 };
 
@@ -232,6 +250,17 @@ Test(policy, defaults)
         cr_expect_eq(p.agent.log, POLICY_AGENT_LOG_WARN, "log %d", (int)p.agent.log);
         cr_expect_str_eq(policy_override_name(POLICY_OVERRIDE_AGENT), "agent", "override name");
         cr_expect(!p.kubernetes_init, "kubernetes.init on by default");
+        /* rolling: off, and when a trigger is set, SIGPWR then TERM after 10 minutes */
+        cr_expect(!p.rolling.enabled, "rolling on by default");
+        cr_expect_eq(p.rolling.grace_seconds, 600, "rolling grace %" PRIu64, p.rolling.grace_seconds);
+        cr_expect(p.rolling.disk_write_bytes == 0 && p.rolling.age_seconds == 0 &&
+                          p.rolling.memory_high_events == 0 && p.rolling.pressure_some_percent == 0 &&
+                          p.rolling.pressure_full_percent == 0 && p.rolling.spills_ineffective == 0,
+                  "a rolling trigger is on by default");
+        cr_expect_eq(p.rolling.memory_high_window_seconds, 60, "window %" PRIu64,
+                     p.rolling.memory_high_window_seconds);
+        cr_expect_eq(p.rolling.age_cooldown_seconds, 300, "cooldown %" PRIu64,
+                     p.rolling.age_cooldown_seconds);
 }
 
 Test(policy, valid_fixtures)
