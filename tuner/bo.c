@@ -537,8 +537,8 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         struct tuner_bo_prediction pred = {
             .failure_probability = NAN, .trust_radius = NAN, .usage_headroom = NAN};
         struct acquisition acq = {0};
-        __attribute__((cleanup(usage_models_free))) struct usage_model
-            usage[TUNER_BO_USAGES_MAX] = {0};
+        __attribute__((
+            cleanup(usage_models_free))) struct usage_model usage[TUNER_BO_USAGES_MAX] = {0};
         unsigned wdims = 0, limited = 0;
         bool limits_modelled = opt && opt->usages > 0;
         struct tuner_rng rng;
@@ -708,8 +708,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 for (size_t i = 0; i < n; i++) {
                         if (opt->usages && pts[i].usage_failure)
                                 continue;
-                        project(pts[i].x, dims, opt->usages ? opt->workload : 0,
-                                x + k_pts * wdims);
+                        project(pts[i].x, dims, opt->usages ? opt->workload : 0, x + k_pts * wdims);
                         y[k_pts++] = pts[i].failed ? 1.0 : -1.0;
                         unexplained += pts[i].failed;
                 }
@@ -744,8 +743,8 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         for (unsigned k = 0; k < dims; k++) {
                 double c = pts[incumbent].x[k];
                 /* with usage models, a limit's safety is theirs: no region along it */
-                bool region = opt->safety && (!limits_modelled || !opt->workload ||
-                                              (opt->workload & (1u << k)));
+                bool region = opt->safety &&
+                              (!limits_modelled || !opt->workload || (opt->workload & (1u << k)));
                 lo[k] = region ? fmax(opt->floor[k], c - radius) : opt->floor[k];
                 hi[k] = region ? fmin(1.0, c + radius) : 1.0;
                 if (hi[k] < lo[k]) /* the floor lies beyond the region: the floor wins */
@@ -1383,9 +1382,10 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 bo.usages = USAGE_COUNT;
                 bo.workload = 0;
                 for (unsigned i = 0; i < CANDIDATES; i++)
-                        if (map.dim[i].position >= 0 && (map.dim[i].param == TUNER_P_HEAP ||
-                                                         map.dim[i].param == TUNER_P_SPILL_FRACTION ||
-                                                         map.dim[i].param == TUNER_P_PARTITIONS))
+                        if (map.dim[i].position >= 0 &&
+                            (map.dim[i].param == TUNER_P_HEAP ||
+                             map.dim[i].param == TUNER_P_SPILL_FRACTION ||
+                             map.dim[i].param == TUNER_P_PARTITIONS))
                                 bo.workload |= 1u << map.dim[i].position;
                 bo.usage_limit = usage_limit;
                 bo.objective_prior = usage_objective;

@@ -133,8 +133,8 @@ struct tuner_bo_options {
          * Usage models (docs/tuner-bo.md, "The usage models"): usages > 0 measures per point
          * (struct tuner_bo_point.usage), each a GP of log(usage) over the workload dimensions
          * (below). usage_limit(j, x) is what candidate x allows of usage j (NAN or INFINITY:
-         * no limit, <= 0: none allowed); a candidate is eligible only if exp(mean + usage_beta x sd) of every
-         * limited usage stays at or below its limit, sd including the noise, at least
+         * no limit, <= 0: none allowed); a candidate is eligible only if exp(mean + usage_beta x
+         * sd) of every limited usage stays at or below its limit, sd including the noise, at least
          * usage_noise. objective_prior(x, usage_median): the log objective that candidate x
          * would have with the usages' medians, the objective GP's prior mean (NULL: none).
          */

@@ -66,10 +66,10 @@ static bool holding(const struct tuner_recommendation *rec)
  * Whether the rules are done with the job (runs newest first, now = the rules' answer for
  * them): they converged (nothing to change), or they are settled: the newest two runs
  * succeeded, the newest moved (by more than the dead band) and the rules asked the same
- * (within their dead band) after each, without a hold. A host gives the nearest setting it has (a grid, a node size, Spark's rounding of
- * memory to MiB): a rule whose target lies between two of them never converges, it asks for
- * the target again. Or the newest HANDOVER_RUNS runs all succeeded: the rules had their
- * turns, and stage 2 learns from every one of them.
+ * (within their dead band) after each, without a hold. A host gives the nearest setting it has (a
+ * grid, a node size, Spark's rounding of memory to MiB): a rule whose target lies between two of
+ * them never converges, it asks for the target again. Or the newest HANDOVER_RUNS runs all
+ * succeeded: the rules had their turns, and stage 2 learns from every one of them.
  */
 #define HANDOVER_RUNS 5
 bool tuner_recommend_rules_done(const struct tuner_run *runs, size_t n,
@@ -135,8 +135,7 @@ int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_b
          * the floor holds the rules' back-off (the OOM bump, held for 5 runs) */
         if (stage == TUNER_STAGE_BO ||
             (stage == TUNER_STAGE_NONE && good >= BO_MIN_RUNS &&
-             (tuner_recommend_rules_done(runs, n, b, &rules) ||
-              handed_over(runs, n, b)))) {
+             (tuner_recommend_rules_done(runs, n, b, &rules) || handed_over(runs, n, b)))) {
                 struct shim_error bo_err = {0};
 
                 /* what the job never set stays unset: no partitions for a job without SQL

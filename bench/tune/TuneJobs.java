@@ -6,7 +6,10 @@
 //
 //   cpu-light  ROWS rows in PARTS input partitions; each task sleeps SLEEP_MS, sums its
 //              partition and the rows are then aggregated by id % 100 (one small shuffle):
-//              little CPU per task, the executors mostly wait.
+//              little CPU per task, the executors mostly wait. With LOOKUP > 0 the tasks
+//              look each row up in a table of LOOKUP MiB (a long[]) broadcast to every
+//              executor, as an enrichment job holds a dimension table or a model: memory
+//              the executor needs for as long as its tasks run, whatever else it does.
 //   mem-sort   a global sort of ROWS rows (id, xxhash64 key, a long, a short string) read
 //              from PARTS input partitions, followed by an aggregation of the sorted rows into
 //              ROWS / 16 groups: the map side buffers a whole input partition (tens to hundreds
@@ -24,7 +27,8 @@
 // spark.sql.shuffle.partitions is what the stages really use; any key=value argument that
 // is not one of the job's sizes is passed to the SparkSession as a setting.
 //
-// Usage: TuneJobs JOB [rows=N] [parts=N] [sleep_ms=N] [skew=PERCENT] [payload=BYTES] [spark.key=value ...]
+// Usage: TuneJobs JOB [rows=N] [parts=N] [sleep_ms=N] [lookup=MIB] [skew=PERCENT] [payload=BYTES]
+//                     [spark.key=value ...]
 // Prints: tunejob job=JOB rows=N checksum=HEX ordered=true|false seconds=S
 import static org.apache.spark.sql.functions.col;
 import static org.apache.spark.sql.functions.collect_list;
@@ -44,7 +48,9 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 
+import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.api.java.function.Function2;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -61,17 +67,24 @@ public final class TuneJobs {
     /** cpu-light: sleep, then the sum of the partition's mixed ids. */
     static final class SleepSum implements FlatMapFunction<Iterator<Row>, Long> {
         private final long sleepMs;
+        private final Broadcast<long[]> lookup; // null: none
 
-        SleepSum(long sleepMs) {
+        SleepSum(long sleepMs, Broadcast<long[]> lookup) {
             this.sleepMs = sleepMs;
+            this.lookup = lookup;
         }
 
         @Override
         public Iterator<Long> call(Iterator<Row> rows) throws InterruptedException {
+            long[] table = lookup == null ? null : lookup.value();
             Thread.sleep(sleepMs);
             long s = 0;
             while (rows.hasNext()) {
-                s += mix(rows.next().getLong(0));
+                long id = rows.next().getLong(0);
+                s += mix(id);
+                if (table != null) {
+                    s += table[(int) Math.floorMod(mix(id), (long) table.length)];
+                }
             }
             List<Long> out = new ArrayList<>();
             out.add(s);
@@ -142,7 +155,7 @@ public final class TuneJobs {
     public static void main(String[] args) {
         if (args.length < 1) {
             System.err.println("usage: TuneJobs cpu-light|mem-sort|skew [rows=N] [parts=N] [sleep_ms=N] "
-                    + "[skew=PERCENT] [spark.key=value ...]");
+                    + "[lookup=MIB] [skew=PERCENT] [payload=BYTES] [spark.key=value ...]");
             System.exit(2);
         }
         String job = args[0];
@@ -152,6 +165,7 @@ public final class TuneJobs {
                 sizes.put("rows", 2_000_000L);
                 sizes.put("parts", 24L);
                 sizes.put("sleep_ms", 1000L);
+                sizes.put("lookup", 0L);
                 break;
             case "mem-sort":
                 sizes.put("rows", 3_000_000L);
@@ -198,7 +212,16 @@ public final class TuneJobs {
         switch (job) {
             case "cpu-light": {
                 Dataset<Row> in = spark.range(0, rows, 1, parts).toDF();
-                List<Long> sums = in.javaRDD().mapPartitions(new SleepSum(sizes.get("sleep_ms"))).collect();
+                Broadcast<long[]> lookup = null;
+                long lookupMib = sizes.get("lookup");
+                if (lookupMib > 0) {
+                    long[] table = new long[(int) (lookupMib * 1024 * 1024 / 8)];
+                    for (int i = 0; i < table.length; i++) {
+                        table[i] = mix(i);
+                    }
+                    lookup = JavaSparkContext.fromSparkContext(spark.sparkContext()).broadcast(table);
+                }
+                List<Long> sums = in.javaRDD().mapPartitions(new SleepSum(sizes.get("sleep_ms"), lookup)).collect();
                 checksum = 0;
                 for (long s : sums) {
                     checksum += s;
