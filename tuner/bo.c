@@ -796,6 +796,9 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 pred.failure_probability = failure_probability(&acq, best_x);
                 pred.usage_headroom = usage_headroom(&acq, best_x);
         }
+        for (unsigned j = 0; j < TUNER_BO_USAGES_MAX; j++)
+                if (j >= acq.usages || usage_predict(&acq, j, best_x, NULL, &pred.usage_ucb[j]) < 0)
+                        pred.usage_ucb[j] = NAN;
 
         memcpy(ret_x, best_x, dims * sizeof(double));
         if (ret_pred)
@@ -1076,6 +1079,42 @@ static double usage_limit(unsigned j, const double *x, void *userdata)
         }
 }
 
+/*
+ * The memory limit no larger than the peak's upper bound needs, at the same request. The
+ * objective counts the request (heap + overhead x (1 - burst)); a larger limit is as safe by
+ * the usage models and costs the objective nothing, so nothing in EI keeps it down, and the
+ * first loop on real Spark with these models got 16 GiB of overhead at a burst ratio of 0.99
+ * for a job that peaks under 1 GiB: a node's worth of memory that may be taken at once.
+ * The overhead drops to the peak's UCB - heap (never under the floor or the bounds), and
+ * with BURST the ratio follows so that the request stays what the GA chose. true when
+ * changed.
+ */
+static bool tighten_limit(struct tuner_params *p, double peak_ucb_mib,
+                          const struct tuner_params *floor, const struct tuner_bounds *b,
+                          bool burst)
+{
+        double heap = (double)p->heap_bytes, overhead = (double)p->overhead_bytes;
+        double ratio = isfinite(p->burst_ratio) ? p->burst_ratio : 0.0;
+        double request = heap + overhead * (1.0 - ratio), need;
+        uint64_t to;
+
+        if (!(peak_ucb_mib > 0) || !isfinite(peak_ucb_mib))
+                return false;
+        need = fmax(peak_ucb_mib * (double)MIB - heap, 0.0);
+        to = (uint64_t)ceil(need / (double)MIB) * MIB;
+        if (to < b->overhead_min_bytes)
+                to = b->overhead_min_bytes;
+        if (floor && floor->overhead_bytes != TUNER_UNKNOWN && to < floor->overhead_bytes)
+                to = floor->overhead_bytes;
+        if (to >= p->overhead_bytes)
+                return false;
+        p->overhead_bytes = to;
+        if (burst && to > 0)
+                p->burst_ratio = clamp(round((1.0 - (request - heap) / (double)to) * 1000) / 1000,
+                                       0, b->burst_ratio_max);
+        return true;
+}
+
 /* the log objective of x with the usages' medians (ByteDance's f, each utilisation capped) */
 static double usage_objective(const double *x, const double *median, void *userdata)
 {
@@ -1245,6 +1284,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         const struct tuner_run *best;
         size_t m = 0;
         char before[64], after[64], summary[440];
+        bool tightened = false;
         int r;
 
         if (!runs || !b || !ret)
@@ -1405,6 +1445,9 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         if (pred.fallback)
                 keep_incumbent(&map, &pts[pred.incumbent], x, &runs[run_of[pred.incumbent]].params,
                                &rec.params);
+        if (map.dim[TUNER_P_OVERHEAD - 1].position >= 0)
+                tightened = tighten_limit(&rec.params, pred.usage_ucb[USAGE_MEMORY_PEAK], floor, b,
+                                          map.dim[TUNER_P_BURST_RATIO - 1].position >= 0);
         /* rounding up to MiB may cross the limit: take it off the heap */
         if (b->memory_limit_max &&
             rec.params.heap_bytes + rec.params.overhead_bytes > b->memory_limit_max &&
@@ -1457,6 +1500,14 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 else
                         set_reason(&rec.reasons[p], "bo", "%s %s -> %s: %s", param_name(d->param),
                                    before, after, summary);
+        }
+        if (tightened) {
+                struct tuner_reason *o = &rec.reasons[TUNER_P_OVERHEAD];
+                size_t len = strlen(o->text);
+
+                snprintf(o->text + len, sizeof(o->text) - len,
+                         "; limit lowered to the memory peak's bound %.0f MiB, the request kept",
+                         pred.usage_ucb[USAGE_MEMORY_PEAK]);
         }
 
         *ret = rec;

@@ -171,6 +171,8 @@ struct tuner_bo_prediction {
         bool fallback, converged;
         /* with usage models: the tightest usage UCB / its limit at the suggestion; NAN */
         double usage_headroom;
+        /* with usage models: each usage's UCB at the suggestion (NAN: no model) */
+        double usage_ucb[TUNER_BO_USAGES_MAX];
 };
 
 /*

@@ -597,3 +597,56 @@ Test(bo, dead_band_snaps_to_the_incumbent)
         cr_assert_eq(tuner_bo_suggest(pts, 4, 2, &opt, x, NULL, NULL), 0);
         cr_expect_eq(x[1], 0.5, "workload %g snapped to the incumbent's", x[1]);
 }
+
+/*
+ * A larger memory limit costs the objective nothing at the same request (heap + overhead x
+ * (1 - burst)), so nothing in EI keeps it down: the first loop on real Spark with the usage
+ * models got 16 GiB of overhead at a burst ratio of 0.99 for a job peaking under 1 GiB. The
+ * limit stays near the peak's upper bound.
+ */
+Test(bo, limit_kept_near_the_peak_bound)
+{
+        static const struct {
+                uint64_t overhead_mib;
+                double burst;
+        } h[] = {{384, 0.5}, {512, 0.75}, {1024, 0.8}, {2048, 0.9}, {4096, 0.95}, {768, 0.6}};
+        struct tuner_run runs[6];
+        struct tuner_bounds b;
+        struct tuner_recommendation rec;
+        struct shim_error err = {0};
+        double peak = 0;
+
+        tuner_bounds_default(&b);
+        b.overhead_max_bytes = 16 * GiB;
+        b.burst_ratio_max = 1.0;
+        for (size_t i = 0; i < 6; i++) {
+                struct tuner_run *r = &runs[i];
+                double request, used = 900.0 * (double)MiB + 10.0 * (double)MiB * (double)i;
+
+                memset(r, 0, sizeof(*r));
+                snprintf(r->app_id, sizeof(r->app_id), "app-%02zu", 6 - i);
+                snprintf(r->job, sizeof(r->job), "job");
+                r->params = (struct tuner_params){.cores = 1,
+                                                  .millicores = 500,
+                                                  .heap_bytes = 777 * MiB,
+                                                  .overhead_bytes = h[i].overhead_mib * MiB,
+                                                  .burst_ratio = h[i].burst,
+                                                  .spill_fraction = NAN,
+                                                  .shuffle_partitions = 0};
+                request =
+                    777.0 * (double)MiB + (double)(h[i].overhead_mib * MiB) * (1 - h[i].burst);
+                r->cpu_util = 0.9;
+                r->cpu_peak_util = 1.2;
+                r->cpu_limit_ratio = 2;
+                r->mem_util = used / request;
+                r->objective = 1.0 / (0.9 * fmin(1.0, r->mem_util));
+                r->memory_peak_bytes = (uint64_t)used;
+                r->heap_peak_bytes = r->offheap_peak_bytes = TUNER_UNKNOWN;
+                peak = fmax(peak, used);
+        }
+        cr_assert_eq(tuner_bo_recommend(runs, 6, &b, NULL, &rec, &err), 0, "%s", err.text);
+        cr_assert_leq((double)(rec.params.heap_bytes + rec.params.overhead_bytes), 1.6 * peak,
+                      "limit %" PRIu64 " MiB for a peak of %.0f MiB: %s",
+                      (rec.params.heap_bytes + rec.params.overhead_bytes) / MiB, peak / MiB,
+                      rec.reasons[TUNER_P_OVERHEAD].text);
+}
