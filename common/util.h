@@ -43,6 +43,18 @@ static inline void util_closedirp(DIR **d)
                 closedir(*d);
 }
 
+/* The value of a hexadecimal digit, -1 for any other character. */
+static inline int util_hex_digit(int c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
 #define _cleanup_(f)     __attribute__((cleanup(f)))
 #define _cleanup_free_   _cleanup_(util_freep)
 #define _cleanup_close_  _cleanup_(util_closep)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
 #include "rolling.h"
 
 #define NS_PER_S UINT64_C(1000000000)
@@ -432,17 +433,6 @@ int rolling_feed(struct rolling *r, const struct rolling_sample *s, struct rolli
 /* ---------------------------------------------------------------------------------- */
 /* /proc/<pid>/status                                                                  */
 
-static int hex_digit(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 int rolling_status_sigcgt(const char *text, size_t len, uint64_t *ret_mask)
 {
         static const char key[] = "SigCgt:";
@@ -466,7 +456,7 @@ int rolling_status_sigcgt(const char *text, size_t len, uint64_t *ret_mask)
                 while (i < n && (line[i] == '\t' || line[i] == ' '))
                         i++;
                 for (; i < n; i++, digits++) {
-                        int d = hex_digit(line[i]);
+                        int d = util_hex_digit(line[i]);
                         if (d < 0 || digits == 16)
                                 return -EINVAL;
                         m = m << 4 | (uint64_t)d;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "util.h"
 #include "policy-internal.h"
 
 struct scanner {
@@ -43,23 +44,12 @@ static void skip_space(struct scanner *s)
                 advance(s);
 }
 
-static int hex_value(int c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 static int read_hex4(struct scanner *s, unsigned *ret)
 {
         unsigned v = 0;
 
         for (int i = 0; i < 4; i++) {
-                int h = hex_value(peek(s));
+                int h = util_hex_digit(peek(s));
                 if (h < 0)
                         return -EINVAL;
                 v = v * 16 + (unsigned)h;
@@ -291,8 +281,8 @@ static int enter_element(struct scanner *s, size_t index)
 int policy_json_locate(const char *text, size_t len, const struct policy_json_step *path,
                        size_t depth, bool want_key, struct policy_json_locus *ret)
 {
-        struct scanner s = { .text = text, .len = len, .pos = 0, .line = 1, .column = 1 };
-        struct policy_json_locus key = { 0 }, value;
+        struct scanner s = {.text = text, .len = len, .pos = 0, .line = 1, .column = 1};
+        struct policy_json_locus key = {0}, value;
         int r;
 
         /* a UTF-8 byte order mark is not a character of the first line */
