@@ -72,7 +72,7 @@ def load_reports(out):
 
 
 def event_log(out):
-    """The application's event log file (one file; a rolling log's directory is not expected)."""
+    """The application's event log file (one file: run-job turns Spark 4's rolling logs off)."""
     logs = sorted(p for p in glob.glob(os.path.join(out, "eventlog", "*")) if not p.endswith(".crc"))
     return logs[0] if logs else None
 
