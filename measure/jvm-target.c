@@ -90,7 +90,8 @@ int jvm_pidfd_send_signal(int pidfd, int sig)
 
 /* ---------------------------------------------------------------- pure parts */
 
-/* "Key:\t<4 decimal ids>\n" at the start of a line; 1 when found and valid, -EINVAL when malformed. */
+/* "Key:\t<4 decimal ids>\n" at the start of a line; 1 when found and valid, -EINVAL when malformed.
+ */
 static int ids_line(const char *line, const char *end, const char *key, unsigned long v[4])
 {
         size_t klen = strlen(key);
@@ -299,7 +300,8 @@ static void scan(struct jvm_target *t, int cgroup_fd, pid_t child)
                 hold(t, fd, child, cuid);
                 return;
         }
-        if (cgroup_fd < 0 || util_read_file_at(cgroup_fd, "cgroup.procs", 16 * 1024 * 1024, &procs) < 0)
+        if (cgroup_fd < 0 ||
+            util_read_file_at(cgroup_fd, "cgroup.procs", 16 * 1024 * 1024, &procs) < 0)
                 return;
         for (char *line = procs, *next; line && *line && seen < JVM_TARGET_SCAN_MAX; line = next) {
                 int pid;

@@ -18,8 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (size == 0)
                 return 0;
         if (data[0] & 1) {
-                uid_t uid[4] = { 7, 7, 7, 7 };
-                gid_t gid[4] = { 7, 7, 7, 7 };
+                uid_t uid[4] = {7, 7, 7, 7};
+                gid_t gid[4] = {7, 7, 7, 7};
                 int r = jvm_status_ids((const char *)data + 1, size - 1, uid, gid);
 
                 assert(r == 0 || r == -EINVAL);

@@ -34,19 +34,21 @@ Test(jvm_target, status_ids)
         cr_assert_eq(jvm_status_ids("Uid:\t1\t1\t1\t1\n", 14, uid, gid), -EINVAL);
         {
                 static const char *bad[] = {
-                        "Uid:\t1\t1\t1\t1\nUid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\n",
-                        "Uid:\t1\t1\t1\nGid:\t1\t1\t1\t1\n",
-                        "Uid:\t1\t1\t1\t4294967296\nGid:\t1\t1\t1\t1\n",
-                        "Uid:\t1\t1\t1\t1 \nGid:\t1\t1\t1\t1\n",
-                        "Uid:\t1\t1\t\t1\nGid:\t1\t1\t1\t1\n",
+                    "Uid:\t1\t1\t1\t1\nUid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\n",
+                    "Uid:\t1\t1\t1\nGid:\t1\t1\t1\t1\n",
+                    "Uid:\t1\t1\t1\t4294967296\nGid:\t1\t1\t1\t1\n",
+                    "Uid:\t1\t1\t1\t1 \nGid:\t1\t1\t1\t1\n",
+                    "Uid:\t1\t1\t\t1\nGid:\t1\t1\t1\t1\n",
                 };
                 for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-                        cr_assert_eq(jvm_status_ids(bad[i], strlen(bad[i]), uid, gid), -EINVAL, "%s", bad[i]);
+                        cr_assert_eq(jvm_status_ids(bad[i], strlen(bad[i]), uid, gid), -EINVAL,
+                                     "%s", bad[i]);
         }
         /* the job's Name: cannot fake a line: the kernel escapes its newlines, and a key
          * counts only at a line's start */
         {
-                static const char named[] = "Name:\tUid:\t0\t0\t0\t0\nUid:\t5\t5\t5\t5\nGid:\t5\t5\t5\t5\n";
+                static const char named[] =
+                    "Name:\tUid:\t0\t0\t0\t0\nUid:\t5\t5\t5\t5\nGid:\t5\t5\t5\t5\n";
                 cr_assert_eq(jvm_status_ids(named, strlen(named), uid, gid), 0);
                 cr_assert(uid[0] == 5 && gid[0] == 5);
         }
@@ -54,13 +56,13 @@ Test(jvm_target, status_ids)
 
 Test(jvm_target, ids_ok)
 {
-        uid_t user[4] = { 1000, 1000, 1000, 1000 }, root[4] = { 0, 0, 0, 0 },
-              setuid[4] = { 1000, 0, 0, 0 };
-        gid_t g[4] = { 100, 100, 100, 100 }, setgid[4] = { 100, 0, 0, 0 };
+        uid_t user[4] = {1000, 1000, 1000, 1000}, root[4] = {0, 0, 0, 0},
+              setuid[4] = {1000, 0, 0, 0};
+        gid_t g[4] = {100, 100, 100, 100}, setgid[4] = {100, 0, 0, 0};
 
         cr_assert(jvm_target_ids_ok(user, g, 1000));
-        cr_assert(jvm_target_ids_ok(user, g, 0));  /* root's executor running as a user */
-        cr_assert(jvm_target_ids_ok(root, g, 0));  /* root's executor, root's JVM */
+        cr_assert(jvm_target_ids_ok(user, g, 0));     /* root's executor running as a user */
+        cr_assert(jvm_target_ids_ok(root, g, 0));     /* root's executor, root's JVM */
         cr_assert(!jvm_target_ids_ok(root, g, 1000)); /* a user's executor, a root process */
         cr_assert(!jvm_target_ids_ok(setuid, g, 1000));
         cr_assert(!jvm_target_ids_ok(user, setgid, 1000));
@@ -94,7 +96,8 @@ static pid_t start(const char *name, const char *script, bool backend)
         pid = fork();
         cr_assert_geq(pid, 0);
         if (pid == 0) {
-                execl(path, name, "-c", script, backend ? BACKEND : "not-an-executor", (char *)NULL);
+                execl(path, name, "-c", script, backend ? BACKEND : "not-an-executor",
+                      (char *)NULL);
                 _exit(127);
         }
         return pid;
