@@ -27,7 +27,10 @@ struct jvm_target {
         int proc_fd; /* /proc */
         int pidfd;   /* the JVM held; -1: none */
         pid_t pid;
-        uid_t child_uid; /* the child's real uid when it was taken */
+        int child_pidfd; /* the shim's child; -1: not known yet */
+        pid_t child;
+        char cgroup[4096];  /* the child's "0::PATH" line of /proc/PID/cgroup; "": unknown */
+        uid_t launcher_uid; /* the shim's real uid, which the child was started with */
         enum policy_decommission command_line;
         char *cmdline; /* JVM_TARGET_CMDLINE_MAX + 1 bytes, reused */
         char **argv;   /* JVM_TARGET_ARGS_MAX + 1 pointers, reused */
@@ -39,7 +42,8 @@ struct jvm_target *jvm_target_new(void)
 
         if (!t)
                 return NULL;
-        t->pidfd = -1;
+        t->pidfd = t->child_pidfd = -1;
+        t->launcher_uid = getuid();
         t->cmdline = malloc(JVM_TARGET_CMDLINE_MAX + 1);
         t->argv = calloc(JVM_TARGET_ARGS_MAX + 1, sizeof(char *));
         t->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -57,6 +61,7 @@ void jvm_target_free(struct jvm_target *t)
         if (!t)
                 return;
         util_closep(&t->pidfd);
+        util_closep(&t->child_pidfd);
         util_closep(&t->proc_fd);
         free(t->cmdline);
         free(t->argv);
@@ -80,6 +85,13 @@ int jvm_target_dup_pidfd(const struct jvm_target *t)
         if (t->pidfd < 0)
                 return -ESRCH;
         fd = fcntl(t->pidfd, F_DUPFD_CLOEXEC, 3);
+        return fd < 0 ? -errno : fd;
+}
+
+int jvm_pidfd_open(pid_t pid)
+{
+        int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
         return fd < 0 ? -errno : fd;
 }
 
@@ -143,12 +155,12 @@ int jvm_status_ids(const char *text, size_t len, uid_t uid[4], gid_t gid[4])
         return 0;
 }
 
-bool jvm_target_ids_ok(const uid_t uid[4], const gid_t gid[4], uid_t child_uid)
+bool jvm_target_ids_ok(const uid_t uid[4], const gid_t gid[4], uid_t launcher_uid)
 {
         for (int i = 1; i < 4; i++)
                 if (uid[i] != uid[0] || gid[i] != gid[0])
                         return false;
-        return uid[0] != 0 || child_uid == 0;
+        return launcher_uid == 0 || uid[0] == launcher_uid;
 }
 
 size_t jvm_cmdline_split(char *buf, size_t len, char **argv, size_t max)
@@ -186,10 +198,40 @@ static ssize_t read_proc(const struct jvm_target *t, pid_t pid, const char *name
         return util_read_at(t->proc_fd, path, buf, size);
 }
 
+/* /proc/PID/NAME whole, up to max bytes (status grows with the supplementary groups) */
+static ssize_t read_proc_whole(const struct jvm_target *t, pid_t pid, const char *name, size_t max,
+                               char **ret)
+{
+        char path[64];
+
+        snprintf(path, sizeof(path), "%d/%s", (int)pid, name);
+        return util_read_file_at(t->proc_fd, path, max, ret);
+}
+
+/* The "0::PATH" line of /proc/PID/cgroup (the unified hierarchy), into buf. */
+static int proc_cgroup(const struct jvm_target *t, pid_t pid, char *buf, size_t size)
+{
+        _cleanup_free_ char *text = NULL;
+        ssize_t len = read_proc_whole(t, pid, "cgroup", 64 * 1024, &text);
+
+        if (len < 0)
+                return (int)len;
+        for (char *line = text, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (strncmp(line, "0::", 3) == 0 && strlen(line) < size) {
+                        snprintf(buf, size, "%s", line);
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
 static int proc_ids(const struct jvm_target *t, pid_t pid, uid_t uid[4], gid_t gid[4])
 {
-        char status[4096];
-        ssize_t len = read_proc(t, pid, "status", status, sizeof(status));
+        _cleanup_free_ char *status = NULL;
+        ssize_t len = read_proc_whole(t, pid, "status", JVM_TARGET_STATUS_MAX, &status);
 
         if (len < 0)
                 return (int)len;
@@ -218,43 +260,55 @@ static size_t proc_argv(struct jvm_target *t, pid_t pid)
         return jvm_cmdline_split(t->cmdline, len, t->argv, JVM_TARGET_ARGS_MAX + 1);
 }
 
-static uid_t child_uid(const struct jvm_target *t, pid_t child, bool *ok)
+int jvm_target_set_child(struct jvm_target *t, int child_pidfd, pid_t child)
 {
-        uid_t uid[4];
-        gid_t gid[4];
-
-        *ok = proc_ids(t, child, uid, gid) == 0;
-        return uid[0];
+        if (t->child_pidfd >= 0)
+                close(t->child_pidfd);
+        t->child_pidfd = child_pidfd;
+        t->child = child;
+        t->cgroup[0] = '\0';
+        /* the child's cgroup, read while the pid is certainly the child's */
+        if (proc_cgroup(t, child, t->cgroup, sizeof(t->cgroup)) < 0 || !alive(child_pidfd)) {
+                t->cgroup[0] = '\0';
+                return -ESRCH;
+        }
+        return 0;
 }
 
 /*
- * pid as the JVM: its comm is "java", its credentials pass, it runs an executor, and it is
- * still alive after all was read. Returns a pidfd, or -1.
+ * pid as the JVM: its comm is "java", it is the child (whose pidfd is held) or a process of
+ * the child's cgroup, its credentials pass, it runs an executor, and all of it still holds
+ * after the reads. Returns a pidfd, or -1.
  */
-static int try_pid(struct jvm_target *t, pid_t pid, uid_t cuid, unsigned *candidates)
+static int try_pid(struct jvm_target *t, pid_t pid, unsigned *candidates)
 {
         _cleanup_close_ int fd = -1;
-        char comm[32];
+        char comm[32], cgroup[sizeof(t->cgroup)];
         uid_t uid[4];
         gid_t gid[4];
         size_t argc;
-        int r;
 
         if (read_proc(t, pid, "comm", comm, sizeof(comm)) < 0 || strcmp(comm, "java") != 0)
                 return -1;
         if (*candidates >= JVM_TARGET_CANDIDATES_MAX)
                 return -1;
         (*candidates)++;
-        fd = (int)syscall(SYS_pidfd_open, pid, 0);
+        fd = pid == t->child ? fcntl(t->child_pidfd, F_DUPFD_CLOEXEC, 3) : jvm_pidfd_open(pid);
         if (fd < 0)
                 return -1;
-        r = proc_ids(t, pid, uid, gid);
-        if (r < 0 || !jvm_target_ids_ok(uid, gid, cuid))
+        if (proc_ids(t, pid, uid, gid) < 0 || !jvm_target_ids_ok(uid, gid, t->launcher_uid))
                 return -1;
         argc = proc_argv(t, pid);
         if (argc == 0 || !policy_java_runs_executor((int)argc, t->argv, false))
                 return -1;
-        /* comm again: an exec between the reads gives another program */
+        /*
+         * A pid read from cgroup.procs may have been reused by the time its pidfd was opened:
+         * its cgroup must be the child's, read after the pidfd was. And comm again: an exec
+         * between the reads gives another program.
+         */
+        if (pid != t->child &&
+            (proc_cgroup(t, pid, cgroup, sizeof(cgroup)) < 0 || strcmp(cgroup, t->cgroup) != 0))
+                return -1;
         if (read_proc(t, pid, "comm", comm, sizeof(comm)) < 0 || strcmp(comm, "java") != 0 ||
             !alive(fd))
                 return -1;
@@ -263,9 +317,11 @@ static int try_pid(struct jvm_target *t, pid_t pid, uid_t cuid, unsigned *candid
                 policy_decommission_from_command((int)argc, t->argv, &conf);
                 t->command_line = conf.enabled;
         }
-        r = fd;
-        fd = -1;
-        return r;
+        {
+                int held = fd;
+                fd = -1;
+                return held;
+        }
 }
 
 static void drop(struct jvm_target *t)
@@ -276,56 +332,76 @@ static void drop(struct jvm_target *t)
         t->pid = 0;
 }
 
-static void hold(struct jvm_target *t, int fd, pid_t pid, uid_t cuid)
+static void hold(struct jvm_target *t, int fd, pid_t pid)
 {
         drop(t);
         t->pidfd = fd;
         t->pid = pid;
-        t->child_uid = cuid;
         log_debug("rolling: the executor's JVM is pid %d", (int)pid);
 }
 
-static void scan(struct jvm_target *t, int cgroup_fd, pid_t child)
+/* Up to JVM_TARGET_SCAN_MAX pids of cgroup.procs (its first 64 KiB, whole lines only). */
+static size_t read_procs(int cgroup_fd, pid_t *pids)
 {
-        char *procs = NULL;
-        unsigned candidates = 0, seen = 0;
-        bool ok;
-        uid_t cuid = child_uid(t, child, &ok);
-        int fd;
+        _cleanup_close_ int fd =
+            openat(cgroup_fd, "cgroup.procs", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        char buf[64 * 1024];
+        size_t len = 0, n = 0;
 
-        if (!ok)
-                return; /* the child is gone: nothing to signal any more */
-        fd = try_pid(t, child, cuid, &candidates);
-        if (fd >= 0) {
-                hold(t, fd, child, cuid);
-                return;
+        if (fd < 0)
+                return 0;
+        while (len < sizeof(buf) - 1) {
+                ssize_t r = read(fd, buf + len, sizeof(buf) - 1 - len);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0)
+                        break;
+                len += (size_t)r;
         }
-        if (cgroup_fd < 0 ||
-            util_read_file_at(cgroup_fd, "cgroup.procs", 16 * 1024 * 1024, &procs) < 0)
-                return;
-        for (char *line = procs, *next; line && *line && seen < JVM_TARGET_SCAN_MAX; line = next) {
+        buf[len] = '\0';
+        for (char *line = buf, *nl; (nl = strchr(line, '\n')) && n < JVM_TARGET_SCAN_MAX;
+             line = nl + 1) {
                 int pid;
 
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = '\0';
-                if (util_parse_int(line, &pid) < 0 || pid <= 0 || pid == child)
-                        continue;
-                seen++;
-                fd = try_pid(t, pid, cuid, &candidates);
-                if (fd >= 0) {
-                        hold(t, fd, pid, cuid);
-                        break;
-                }
+                *nl = '\0';
+                if (util_parse_int(line, &pid) == 0 && pid > 0)
+                        pids[n++] = pid;
         }
-        free(procs);
+        return n;
+}
+
+static void scan(struct jvm_target *t, int cgroup_fd)
+{
+        pid_t pids[JVM_TARGET_SCAN_MAX];
+        unsigned candidates = 0;
+        size_t n;
+        int fd;
+
+        /* the child reaped: its pid may be another process's now, and nothing is signalled */
+        if (t->child_pidfd < 0 || !t->cgroup[0] || !alive(t->child_pidfd))
+                return;
+        fd = try_pid(t, t->child, &candidates);
+        if (fd >= 0) {
+                hold(t, fd, t->child);
+                return;
+        }
+        if (cgroup_fd < 0)
+                return;
+        n = read_procs(cgroup_fd, pids);
+        for (size_t i = 0; i < n; i++) {
+                if (pids[i] == t->child || (fd = try_pid(t, pids[i], &candidates)) < 0)
+                        continue;
+                hold(t, fd, pids[i]);
+                return;
+        }
 }
 
 /* The held JVM's SigCgt, read while it is alive and still java with the same ids. */
 static enum rolling_sigpwr held_sigpwr(struct jvm_target *t)
 {
-        char status[4096], comm[32];
-        ssize_t len = read_proc(t, t->pid, "status", status, sizeof(status));
+        _cleanup_free_ char *status = NULL;
+        ssize_t len = read_proc_whole(t, t->pid, "status", JVM_TARGET_STATUS_MAX, &status);
+        char comm[32];
         uint64_t mask;
         uid_t uid[4];
         gid_t gid[4];
@@ -333,19 +409,17 @@ static enum rolling_sigpwr held_sigpwr(struct jvm_target *t)
 
         if (len < 0 || rolling_status_sigcgt(status, (size_t)len, &mask) < 0 ||
             jvm_status_ids(status, (size_t)len, uid, gid) < 0 ||
-            !jvm_target_ids_ok(uid, gid, t->child_uid) ||
+            !jvm_target_ids_ok(uid, gid, t->launcher_uid) ||
             read_proc(t, t->pid, "comm", comm, sizeof(comm)) < 0 || strcmp(comm, "java") != 0)
                 return ROLLING_SIGPWR_UNKNOWN;
         s = rolling_sigpwr_from_mask(mask, SIGPWR);
         return alive(t->pidfd) ? s : ROLLING_SIGPWR_UNKNOWN;
 }
 
-enum rolling_sigpwr jvm_target_update(struct jvm_target *t, int cgroup_fd, pid_t child)
+enum rolling_sigpwr jvm_target_update(struct jvm_target *t, int cgroup_fd)
 {
         enum rolling_sigpwr s;
 
-        if (child <= 0)
-                return ROLLING_SIGPWR_UNKNOWN;
         if (t->pidfd >= 0) {
                 s = held_sigpwr(t);
                 if (s != ROLLING_SIGPWR_UNKNOWN)
@@ -353,6 +427,6 @@ enum rolling_sigpwr jvm_target_update(struct jvm_target *t, int cgroup_fd, pid_t
                 log_debug("rolling: pid %d is no longer the executor's JVM", (int)t->pid);
                 drop(t);
         }
-        scan(t, cgroup_fd, child);
+        scan(t, cgroup_fd);
         return t->pidfd >= 0 ? held_sigpwr(t) : ROLLING_SIGPWR_UNKNOWN;
 }

@@ -70,6 +70,7 @@ struct shim_monitor {
         pthread_mutex_t lock;
         pthread_cond_t done_cond;
         pid_t new_pid;                  /* lock: 0 = none */
+        int new_pidfd;                  /* lock: its pidfd (rolling), -1 = none */
         bool finish_requested, stop;    /* lock */
         bool done;                      /* lock: the thread has ended */
         int exit_code;                  /* lock */
@@ -120,6 +121,8 @@ struct shim_monitor {
         enum rolling_sigpwr sigpwr;        /* at the last sample */
         enum policy_decommission command_line;
         bool rolling_warned;               /* the first "unavailable" was logged */
+        uint64_t spills_read_ns;           /* the agent's totals, read at the report interval */
+        uint64_t spills_forced, spills_ineffective;
         struct rolling_decision decisions[ROLLING_DECISIONS_MAX];
         size_t ndecisions;
         uint64_t decisions_dropped;
@@ -326,7 +329,7 @@ int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor
         if (!m)
                 return shim_error_set(err, ENOMEM, "out of memory");
         m->cfg = *cfg;
-        m->cgroup_fd = m->wake_fd = m->prometheus_dirfd = -1;
+        m->cgroup_fd = m->wake_fd = m->prometheus_dirfd = m->new_pidfd = -1;
         pthread_mutex_init(&m->lock, NULL);
         if (m->cfg.interval_seconds == 0)
                 m->cfg.interval_seconds = 10;
@@ -640,6 +643,8 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
 
 void shim_monitor_pid(struct shim_monitor *m, pid_t pid)
 {
+        int fd = -1;
+
         if (!m || !m->started)
                 return;
         if (!m->cfg.own_thread) {
@@ -649,8 +654,19 @@ void shim_monitor_pid(struct shim_monitor *m, pid_t pid)
         }
         if (!m->thread_started)
                 return;
+        /*
+         * Rolling's pidfd of the child, opened here, by the supervisor before it can reap the
+         * child: the monitor then knows the pid is the child's, not a reused one.
+         */
+        if (m->rolling)
+                fd = jvm_pidfd_open(pid);
         pthread_mutex_lock(&m->lock);
         m->new_pid = pid;
+        if (fd >= 0) {
+                if (m->new_pidfd >= 0)
+                        close(m->new_pidfd);
+                m->new_pidfd = fd;
+        }
         pthread_mutex_unlock(&m->lock);
         wake(m);
 }
@@ -763,6 +779,16 @@ static void rolling_spills(struct shim_monitor *m, struct rolling_sample *s)
 
         if (!m->agent || m->cfg.rolling.spills_ineffective == 0)
                 return;
+        /* the file is parsed at the report interval; windows measure growth, so the
+         * totals read last stand for the samples in between */
+        if (m->spills_read_ns && s->t_ns - m->spills_read_ns <
+                                     (uint64_t)m->cfg.interval_seconds * 1000000000ULL) {
+                s->spills_forced = m->spills_forced;
+                s->spills_ineffective = m->spills_ineffective;
+                return;
+        }
+        m->spills_read_ns = s->t_ns;
+        m->spills_forced = m->spills_ineffective = ROLLING_UNKNOWN;
         agent = shim_agent_report_json(m->agent);
         status = json_string_value(json_object_get(json_object_get(agent, "stats"), "status"));
         totals = json_object_get(agent, "totals");
@@ -775,23 +801,35 @@ static void rolling_spills(struct shim_monitor *m, struct rolling_sample *s)
             json_integer_value(failed) >= 0) {
                 s->spills_forced = (uint64_t)json_integer_value(forced) + (uint64_t)json_integer_value(failed);
                 s->spills_ineffective = (uint64_t)json_integer_value(empty) + (uint64_t)json_integer_value(failed);
+                m->spills_forced = s->spills_forced;
+                m->spills_ineffective = s->spills_ineffective;
         }
         json_decref(agent);
 }
 
-/* The bytes written since the start, from the source the report's disk figures use. */
+/*
+ * The bytes written since the start: io.stat, which counts what reached the disk for the
+ * cgroup, writeback included. Without it, the larger of the block probe (requests the
+ * executor's tasks issued themselves: it misses the kernel's writeback of their dirty
+ * pages, which is most of a shuffle's writes) and /proc/PID/io write_bytes of the cgroup's
+ * processes plus the exited ones (counted when pages are dirtied; not tmpfs).
+ */
 static uint64_t rolling_disk_write(const struct shim_monitor *m)
 {
+        uint64_t bytes = ROLLING_UNKNOWN, procs;
         struct probe_usage pu;
 
         if (m->have_cgroup && m->last.has_io)
                 return delta(m->first.io_wbytes, m->last.io_wbytes);
         if (m->probe && (probe_attached(m->probe) & PROBE_DISK) &&
             probe_read(m->probe, m->cgroup_id, &pu) == 0)
-                return pu.write_bytes;
-        if (m->have_procs)
-                return m->procs_last.write_bytes + m->exits.write_bytes;
-        return ROLLING_UNKNOWN;
+                bytes = pu.write_bytes;
+        if (m->have_procs) {
+                procs = m->procs_last.write_bytes + m->exits.write_bytes;
+                if (bytes == ROLLING_UNKNOWN || procs > bytes)
+                        bytes = procs;
+        }
+        return bytes;
 }
 
 static void rolling_record(struct shim_monitor *m, const struct rolling_decision *d)
@@ -823,43 +861,38 @@ static void roll(struct shim_monitor *m)
         if (m->have_cgroup && c->has_psi && c->psi_memory.full_total_us != COLLECT_UNSET)
                 s.psi_full_us = c->psi_memory.full_total_us;
         rolling_spills(m, &s);
-        s.sigpwr = m->sigpwr = jvm_target_update(m->jvm, m->cgroup_fd, m->pid);
+        s.sigpwr = m->sigpwr = jvm_target_update(m->jvm, m->cgroup_fd);
         if (jvm_target_pid(m->jvm) > 0 && jvm_target_command_line(m->jvm) != POLICY_DECOMMISSION_UNSET)
                 m->command_line = jvm_target_command_line(m->jvm);
 
         if (rolling_feed(m->rolling, &s, &d) < 0 || d.action == ROLLING_NONE)
                 return;
-        rolling_record(m, &d);
-        switch (d.action) {
-        case ROLLING_DECOMMISSION: {
+        if (d.action == ROLLING_DECOMMISSION) {
                 _cleanup_close_ int fd = jvm_target_dup_pidfd(m->jvm);
                 pid_t pid = jvm_target_pid(m->jvm);
 
                 /* the JVM itself, never its process group: a shell in it dies of SIGPWR */
                 r = fd < 0 ? fd : jvm_pidfd_send_signal(fd, SIGPWR);
-                if (r < 0)
-                        log_warn("rolling: %s: cannot send SIGPWR to pid %d: %s", d.reason, (int)pid,
-                                 strerror(-r));
-                else
-                        log_info("rolling: %s to pid %d", d.reason, (int)pid);
-                break;
-        }
-        case ROLLING_UNAVAILABLE:
+                if (r < 0) {
+                        /* not sent: recorded as such, and no TERM follows it */
+                        rolling_decommission_failed(m->rolling, &d, strerror(-r));
+                        log_warn("rolling: %s (pid %d)", d.reason, (int)pid);
+                } else {
+                        log_warn("rolling: %s to pid %d", d.reason, (int)pid);
+                }
+        } else if (d.action == ROLLING_UNAVAILABLE) {
                 if (!m->rolling_warned)
                         log_warn("rolling: %s", d.reason);
                 else
                         log_debug("rolling: %s", d.reason);
                 m->rolling_warned = true;
-                break;
-        case ROLLING_TERMINATE:
-                log_info("rolling: %s", d.reason);
+        } else if (d.action == ROLLING_TERMINATE) {
+                log_warn("rolling: %s", d.reason);
                 pthread_mutex_lock(&m->lock);
                 m->rolling_term = true;
                 pthread_mutex_unlock(&m->lock);
-                break;
-        default:
-                break;
         }
+        rolling_record(m, &d);
 }
 
 bool shim_monitor_rolling_term(struct shim_monitor *m)
@@ -1556,12 +1589,14 @@ static bool take_events(struct shim_monitor *m, bool final_queued, uint64_t *ret
 {
         struct shim_memory_events ev;
         bool finish, have_ev, stop;
-        int exit_code;
+        int exit_code, pidfd;
         pid_t pid;
 
         pthread_mutex_lock(&m->lock);
         pid = m->new_pid;
         m->new_pid = 0;
+        pidfd = m->new_pidfd;
+        m->new_pidfd = -1;
         finish = m->finish_requested && !final_queued;
         stop = m->stop;
         exit_code = m->exit_code;
@@ -1574,6 +1609,9 @@ static bool take_events(struct shim_monitor *m, bool final_queued, uint64_t *ret
                 m->pid = pid;
                 remember_pid(m, pid);
         }
+        /* set_child takes the pidfd over */
+        if (pidfd >= 0 && jvm_target_set_child(m->jvm, pidfd, m->pid) < 0)
+                log_debug("rolling: the executor ended before it was watched");
         if (finish)
                 final_report(m, exit_code, have_ev ? &ev : NULL);
         return final_queued || finish || stop;
@@ -1787,6 +1825,7 @@ void shim_monitor_free(struct shim_monitor *m)
                 sink_close(&m->sinks[i]);
         util_closep(&m->wake_fd);
         util_closep(&m->cgroup_fd);
+        util_closep(&m->new_pidfd);
         free(m->samples);
         for (size_t i = 0; i < m->argc; i++)
                 free(m->argv[i]);

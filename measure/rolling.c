@@ -367,7 +367,7 @@ static const char *sigpwr_text(enum rolling_sigpwr s)
         return s == ROLLING_SIGPWR_NOT_CAUGHT
                    ? "the JVM does not catch SIGPWR (spark.decommission.enabled is false, or "
                      "spark.executor.decommission.signal is not PWR)"
-                   : "whether the JVM catches SIGPWR is unknown";
+                   : "no executor JVM was found in its cgroup (not started yet, or gone)";
 }
 
 int rolling_feed(struct rolling *r, const struct rolling_sample *s, struct rolling_decision *ret)
@@ -427,6 +427,29 @@ int rolling_feed(struct rolling *r, const struct rolling_sample *s, struct rolli
                 snprintf(ret->reason, sizeof(ret->reason), "%s: %s, but %s: not rolled",
                          rolling_trigger_name(f.trigger), f.what, sigpwr_text(s->sigpwr));
         }
+        return 0;
+}
+
+int rolling_decommission_failed(struct rolling *r, struct rolling_decision *d, const char *why)
+{
+        static const char sent[] = ": SIGPWR";
+        char reason[ROLLING_REASON_MAX];
+        size_t len;
+
+        if (r->state != STATE_DECOMMISSIONING || d->action != ROLLING_DECOMMISSION)
+                return -EINVAL;
+        r->state = STATE_WATCHING;
+        r->counts.decommission--;
+        r->counts.unavailable++;
+        d->action = ROLLING_UNAVAILABLE;
+        /* "<trigger>: <what>: SIGPWR" becomes "<trigger>: <what>, but SIGPWR failed: <why>: not
+         * rolled" */
+        snprintf(reason, sizeof(reason), "%s", d->reason);
+        len = strlen(reason);
+        if (len >= sizeof(sent) - 1 && strcmp(reason + len - (sizeof(sent) - 1), sent) == 0)
+                reason[len - (sizeof(sent) - 1)] = '\0';
+        snprintf(d->reason, sizeof(d->reason), "%s, but SIGPWR failed: %s: not rolled", reason,
+                 why);
         return 0;
 }
 

@@ -109,6 +109,14 @@ void rolling_free(struct rolling *r); /* NULL-safe */
  */
 int rolling_feed(struct rolling *r, const struct rolling_sample *s, struct rolling_decision *ret);
 
+/*
+ * The SIGPWR of the last DECOMMISSION decision could not be sent (the JVM exited, no fd):
+ * back to watching, that decision counted as UNAVAILABLE instead, and *d (that decision)
+ * rewritten to say so with why. The trigger keeps its cool-down. -EINVAL when the machine
+ * is not decommissioning.
+ */
+int rolling_decommission_failed(struct rolling *r, struct rolling_decision *d, const char *why);
+
 /* Counters for the report: how many times each action was decided so far. */
 struct rolling_counts {
         uint64_t decommission, unavailable, terminate;

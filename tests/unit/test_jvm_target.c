@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,11 +99,22 @@ static pid_t start(const char *name, const char *script, bool backend)
         pid = fork();
         cr_assert_geq(pid, 0);
         if (pid == 0) {
+                /* a failed assertion ends the test's process: these end with it */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
                 execl(path, name, "-c", script, backend ? BACKEND : "not-an-executor",
                       (char *)NULL);
                 _exit(127);
         }
         return pid;
+}
+
+/* the shim's child: its pidfd, opened before it can be reaped */
+static void set_child(struct jvm_target *t, pid_t pid)
+{
+        int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(jvm_target_set_child(t, fd, pid), 0);
 }
 
 static void stop(pid_t pid)
@@ -115,7 +129,7 @@ static enum rolling_sigpwr wait_for(struct jvm_target *t, pid_t pid, enum rollin
         enum rolling_sigpwr s = ROLLING_SIGPWR_UNKNOWN;
 
         for (int i = 0; i < 500 && s != want; i++) {
-                s = jvm_target_update(t, -1, pid);
+                s = jvm_target_update(t, -1);
                 if (s != want)
                         usleep(10000);
         }
@@ -136,6 +150,8 @@ static void teardown(void)
         unlink(path);
         snprintf(path, sizeof(path), "%s/sh", dir);
         unlink(path);
+        snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+        unlink(path);
         rmdir(dir);
 }
 
@@ -148,6 +164,8 @@ Test(jvm_target_proc, catches_sigpwr)
         int fd;
 
         cr_assert_not_null(t);
+        cr_assert_eq(jvm_target_update(t, -1), ROLLING_SIGPWR_UNKNOWN, "no child set yet");
+        set_child(t, pid);
         cr_assert_eq(wait_for(t, pid, ROLLING_SIGPWR_CAUGHT), ROLLING_SIGPWR_CAUGHT);
         cr_assert_eq(jvm_target_pid(t), pid);
         cr_assert_eq(jvm_target_command_line(t), POLICY_DECOMMISSION_UNSET);
@@ -160,7 +178,7 @@ Test(jvm_target_proc, catches_sigpwr)
         stop(pid);
         /* gone (reaped): the pidfd says so, and nothing is held any more */
         cr_assert_eq(jvm_pidfd_send_signal(fd, SIGPWR), -ESRCH);
-        cr_assert_eq(jvm_target_update(t, -1, pid), ROLLING_SIGPWR_UNKNOWN);
+        cr_assert_eq(jvm_target_update(t, -1), ROLLING_SIGPWR_UNKNOWN);
         cr_assert_eq(jvm_target_pid(t), 0);
         close(fd);
         jvm_target_free(t);
@@ -171,6 +189,7 @@ Test(jvm_target_proc, does_not_catch)
         struct jvm_target *t = jvm_target_new();
         pid_t pid = start("java", "while :; do sleep 0.05; done", true);
 
+        set_child(t, pid);
         cr_assert_eq(wait_for(t, pid, ROLLING_SIGPWR_NOT_CAUGHT), ROLLING_SIGPWR_NOT_CAUGHT);
         cr_assert_eq(jvm_target_pid(t), pid);
         stop(pid);
@@ -187,12 +206,112 @@ Test(jvm_target_proc, not_a_jvm)
         /* each has had the time to exec and trap when the other one is seen */
         usleep(300000);
         for (int i = 0; i < 20; i++) {
-                cr_assert_eq(jvm_target_update(t, -1, sh), ROLLING_SIGPWR_UNKNOWN);
-                cr_assert_eq(jvm_target_update(t, -1, other), ROLLING_SIGPWR_UNKNOWN);
+                set_child(t, sh);
+                cr_assert_eq(jvm_target_update(t, -1), ROLLING_SIGPWR_UNKNOWN);
+                set_child(t, other);
+                cr_assert_eq(jvm_target_update(t, -1), ROLLING_SIGPWR_UNKNOWN);
                 usleep(10000);
         }
         cr_assert_eq(jvm_target_pid(t), 0);
         stop(sh);
         stop(other);
         jvm_target_free(t);
+}
+
+/*
+ * The child reaped, its pid another process's: nothing is looked at. Stood in for by a child
+ * pidfd of a reaped process and, as its pid, a live JVM that catches SIGPWR.
+ */
+Test(jvm_target_proc, reaped_child)
+{
+        struct jvm_target *t = jvm_target_new();
+        pid_t gone = start("sh", "exit 0", false);
+        pid_t jvm = start("java", "trap 'echo pwr >&2' PWR; while :; do sleep 0.05; done", true);
+        int fd = (int)syscall(SYS_pidfd_open, gone, 0);
+
+        cr_assert_geq(fd, 0);
+        waitpid(gone, NULL, 0);
+        cr_assert_eq(jvm_target_set_child(t, fd, jvm), -ESRCH);
+        usleep(300000);
+        for (int i = 0; i < 20; i++) {
+                cr_assert_eq(jvm_target_update(t, -1), ROLLING_SIGPWR_UNKNOWN);
+                usleep(10000);
+        }
+        cr_assert_eq(jvm_target_pid(t), 0);
+        /* the same JVM as the child: found */
+        set_child(t, jvm);
+        cr_assert_eq(wait_for(t, jvm, ROLLING_SIGPWR_CAUGHT), ROLLING_SIGPWR_CAUGHT);
+        stop(jvm);
+        jvm_target_free(t);
+}
+
+/*
+ * A process of cgroup.procs that is not in the child's cgroup (a pid reused between the read
+ * of cgroup.procs and its pidfd) is refused: stood in for by a plain directory whose
+ * cgroup.procs names a JVM, and a child moved to a cgroup of its own (skipped where the test
+ * cannot make one).
+ */
+Test(jvm_target_proc, other_cgroup)
+{
+        struct jvm_target *t = jvm_target_new();
+        pid_t child = start("sh", "while :; do sleep 0.05; done", false);
+        pid_t jvm = start("java", "trap 'echo pwr >&2' PWR; while :; do sleep 0.05; done", true);
+        char path[128], line[32], cgdir[128];
+        _cleanup_close_ int dirfd = -1;
+        bool moved = false;
+        FILE *f;
+
+        usleep(300000);
+        set_child(t, child);
+        snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+        f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fprintf(f, "%d\n", (int)jvm);
+        fclose(f);
+        dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        cr_assert_geq(dirfd, 0);
+        /* same cgroup as the child (both the test's): found */
+        for (int i = 0; i < 100 && jvm_target_pid(t) != jvm; i++) {
+                jvm_target_update(t, dirfd);
+                usleep(10000);
+        }
+        cr_assert_eq(jvm_target_pid(t), jvm);
+        jvm_target_free(t);
+
+        /* the child moved to a cgroup of its own: the JVM is not the executor's */
+        snprintf(line, sizeof(line), "%d", (int)child);
+        snprintf(cgdir, sizeof(cgdir), "/sys/fs/cgroup/unified/test-jvm-target-%d", (int)getpid());
+        if (mkdir(cgdir, 0755) < 0) {
+                snprintf(cgdir, sizeof(cgdir), "/sys/fs/cgroup/test-jvm-target-%d", (int)getpid());
+                if (mkdir(cgdir, 0755) < 0)
+                        cgdir[0] = '\0';
+        }
+        if (cgdir[0]) {
+                char procs[160];
+                int fd;
+
+                snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgdir);
+                fd = open(procs, O_WRONLY | O_CLOEXEC);
+                moved = fd >= 0 && write(fd, line, strlen(line)) > 0;
+                if (fd >= 0)
+                        close(fd);
+        }
+        t = jvm_target_new();
+        if (moved) {
+                set_child(t, child);
+                for (int i = 0; i < 30; i++) {
+                        cr_assert_eq(jvm_target_update(t, dirfd), ROLLING_SIGPWR_UNKNOWN);
+                        usleep(10000);
+                }
+                cr_assert_eq(jvm_target_pid(t), 0);
+        }
+        jvm_target_free(t);
+        unlink(path);
+        stop(child);
+        stop(jvm);
+        /* a reaped process leaves its cgroup a moment later */
+        for (int i = 0; i < 100 && cgdir[0] && rmdir(cgdir) < 0 && errno == EBUSY; i++)
+                usleep(10000);
+        if (!moved)
+                cr_skip_test("cannot make a cgroup v2 here to move a process to");
 }

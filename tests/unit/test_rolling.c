@@ -263,6 +263,40 @@ Test(rolling, samples_out_of_order_are_refused)
         rolling_free(r);
 }
 
+/* A SIGPWR that could not be sent is not a decommission: back to watching, after the cool-down */
+Test(rolling, decommission_failed)
+{
+        struct policy_rolling p = rolling_policy(
+            "{\"grace_seconds\": 5, \"age\": {\"seconds\": 2, \"cooldown_seconds\": 10}}");
+        struct rolling *r = rolling_new(&p, 0);
+        struct rolling_sample s = rolling_sample_unknown(3000000000ull);
+        struct rolling_counts n;
+        struct rolling_decision d;
+
+        cr_assert(r);
+        s.sigpwr = ROLLING_SIGPWR_CAUGHT;
+        cr_assert_eq(rolling_feed(r, &s, &d), 0);
+        cr_assert_eq(d.action, ROLLING_DECOMMISSION);
+        cr_assert_eq(rolling_decommission_failed(r, &d, "No such process"), 0);
+        cr_expect_eq(d.action, ROLLING_UNAVAILABLE);
+        cr_expect_str_eq(d.reason, "age: running 3 s >= 2 s (rolling.age.seconds), but SIGPWR "
+                                   "failed: No such process: not rolled");
+        cr_expect(!rolling_decommissioning(r));
+        rolling_counts(r, &n);
+        cr_expect(n.decommission == 0 && n.unavailable == 1 && n.terminate == 0);
+        cr_expect_eq(rolling_decommission_failed(r, &d, "again"), -EINVAL, "not decommissioning");
+        /* no TERM for a SIGPWR never sent; the trigger cools down, then decides again */
+        for (uint64_t t = 4; t < 13; t++) {
+                s.t_ns = t * 1000000000ull;
+                cr_assert_eq(rolling_feed(r, &s, &d), 0);
+                cr_expect_eq(d.action, ROLLING_NONE, "at %" PRIu64 " s: %s", t, d.reason);
+        }
+        s.t_ns = 13000000000ull;
+        cr_assert_eq(rolling_feed(r, &s, &d), 0);
+        cr_expect_eq(d.action, ROLLING_DECOMMISSION, "after the cool-down: %s", d.reason);
+        rolling_free(r);
+}
+
 Test(rolling, decision_carries_the_figures)
 {
         struct policy_rolling p =
