@@ -11,8 +11,11 @@
 #   c3 a bash wrapper runs it as a child: SIGPWR reaches the java process only, which
 #      decommissions (exit 0) while the wrapper lives;
 #   c4 no target: a wrapper that traps PWR and names the backend (not java), a java that
-#      catches PWR but runs no backend, a java backend under another uid: none gets SIGPWR;
-#   c5 rolling off: the report's rolling is null, no series, nothing sent.
+#      catches PWR but runs no backend: none gets SIGPWR;
+#   c5 rolling off: the report's rolling is null, no series, nothing sent;
+#   c6 the executor runs as nobody: a set-uid-root java and a root java moved into its
+#      cgroup, both naming the backend and catching PWR, get nothing (jvm_target_ids_ok);
+#   c7 a root wrapper runs the java as nobody (YARN's container-executor): it gets SIGPWR.
 # fail_mode open, so the runs happen whether or not this host has the controllers.
 set -eu
 shim=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -28,7 +31,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$tmp"
-# c4 runs one stand-in as nobody: it must reach its binary and its record
+# c6 and c7 run stand-ins as nobody: they must reach their binary and their record
 chmod 0755 "$tmp"
 mkdir bin
 ln -s "$pwrhog" bin/java
@@ -184,34 +187,74 @@ grep -q '^wrapper: child exited 0$' c3.err || fail "c3: the wrapper did not outl
 rolling c3 'r["sigpwr_caught"] is True' 'acts == ["decommission"]' 'x["status"] == 0'
 echo "ok: c3: SIGPWR reached the java child only; decommissioned, exit 0"
 
-echo "c4: no target: a PWR-trapping wrapper naming the backend, a java without one, a java of another uid"
-: >c4.rec
-chmod 0666 c4.rec
-if command -v setpriv >/dev/null 2>&1; then
-	other='setpriv --reuid=65534 --regid=65534 --clear-groups'
-else
-	echo "c4: no setpriv: the java of another uid is left out"
-	other=
-fi
+echo "c4: no target: a PWR-trapping wrapper naming the backend, a java running no backend"
 # shellcheck disable=SC2016 # the wrapper's own $1, $2
 start c4 again.json bash -c '
 	trap "echo wrapper: SIGPWR >>$1" PWR
 	"$2" "$1" --record "$1" --pwr catch --timeout 60 &
-	[ -z "$3" ] || $3 "$2" "$4" --record "$1" --pwr catch --timeout 60 &
-	while :; do sleep 1 & wait $!; done' wrapper "$tmp/c4.rec" "$tmp/bin/java" "$other" "$backend"
-for _ in $(seq 100); do
-	[ "$(grep -c '^pwrhog: ready' c4.rec)" -ge $((${other:+1} + 1)) ] && break
-	sleep 0.1
-done
+	while :; do sleep 1 & wait $!; done' wrapper "$tmp/c4.rec" "$tmp/bin/java" "$backend"
 await_unavailable c4 3
 kill -TERM $runner
 finish c4
 cat c4.rec
 ! grep -q SIGPWR c4.rec || fail "c4: SIGPWR reached a process that is not the executor's JVM"
-[ "$(grep -c '^pwrhog: ready' c4.rec)" = $((${other:+1} + 1)) ] || fail "c4: a stand-in did not start"
-rolling c4 'r["sigpwr_caught"] is not True' 'set(acts) == {"unavailable"}' 'r["counts"]["decommission"] == 0'
+grep -q '^pwrhog: ready' c4.rec || fail "c4: the java stand-in did not start"
+rolling c4 'r["sigpwr_caught"] is None' 'set(acts) == {"unavailable"}' 'r["counts"]["decommission"] == 0'
 [ "$(log_lines c4 warning)" = 1 ] || fail "c4: $(log_lines c4 warning) rolling warnings, expected exactly one"
-echo "ok: c4: nothing sent to the wrapper, a non-executor java or another uid's java"
+echo "ok: c4: nothing sent to the wrapper nor to a java that runs no executor"
+
+if ! command -v setpriv >/dev/null 2>&1; then
+	echo "c6, c7: skipped: no setpriv (util-linux) to run an executor as another user"
+else
+	as_nobody='setpriv --reuid=65534 --regid=65534 --clear-groups'
+
+	echo "c6: the executor runs as nobody: neither a set-uid java nor a root java moved into its cgroup is its JVM"
+	mkdir suid
+	cp "$pwrhog" suid/java
+	chmod 4755 suid/java
+	: >c6.rec
+	chmod 0666 c6.rec
+	# shellcheck disable=SC2016,SC2086 # the wrapper's own $1...; as_nobody splits
+	start c6 again.json $as_nobody bash -c '
+		"$1" "$2" --record "$3" --pwr catch --timeout 60 &
+		while :; do sleep 1 & wait $!; done' wrapper "$tmp/suid/java" "$backend" "$tmp/c6.rec"
+	"$tmp/bin/java" "$backend" --record "$tmp/c6.rec" --pwr catch --timeout 60 2>/dev/null &
+	rootjava=$!
+	pids="$pids $rootjava"
+	leaf=
+	for _ in $(seq 100); do
+		leaf=$(sed -n 's/.*: info: measuring .* in \(\/.*\) (.*/\1/p' c6.err)
+		[ -n "$leaf" ] && [ "$(grep -c '^pwrhog: ready' c6.rec)" -ge 2 ] && break
+		sleep 0.1
+	done
+	[ -n "$leaf" ] || fail "c6: no 'measuring ... in LEAF' line"
+	echo $rootjava >"$leaf/cgroup.procs"
+	suid_pid=$(sed -n 's/^pwrhog: ready pid //p' c6.rec | grep -vx $rootjava | head -n1)
+	uids=$(sed -n 's/^Uid:\t//p' "/proc/$suid_pid/status" | tr '\t' ' ')
+	echo "c6: the set-uid java $suid_pid has uids $uids; root's java $rootjava is in $leaf"
+	[ "$uids" = "65534 0 0 0" ] || fail "c6: the set-uid java runs with uids $uids (a nosuid file system?)"
+	# the scans after both are in place: two more firings
+	await_unavailable c6 $(($(series c6 age unavailable) + 2))
+	kill -TERM $runner
+	finish c6
+	cat c6.rec
+	! grep -q SIGPWR c6.rec || fail "c6: SIGPWR reached a set-id or root process of a user's executor"
+	rolling c6 'r["sigpwr_caught"] is None' 'set(acts) == {"unavailable"}'
+	echo "ok: c6: nothing sent to a set-uid java or root's java in a user's executor"
+
+	echo "c7: a root wrapper runs the executor's java as nobody (container-executor's way)"
+	: >c7.rec
+	chmod 0666 c7.rec
+	# shellcheck disable=SC2016,SC2086 # the wrapper's own "$@"; as_nobody splits
+	start c7 age.json bash -c '"$@"; s=$?; echo "wrapper: child exited $s" >&2; exit $s' wrapper \
+		$as_nobody "$tmp/bin/java" "$backend" --record "$tmp/c7.rec" --pwr catch --timeout 60
+	finish c7
+	cat c7.rec
+	[ "$(grep -c '^pwrhog: SIGPWR at' c7.rec)" = 1 ] || fail "c7: the user's java did not get one SIGPWR"
+	[ "$rc" = 0 ] || fail "c7: exit $rc, expected 0 after the decommission"
+	rolling c7 'r["sigpwr_caught"] is True' 'acts == ["decommission"]'
+	echo "ok: c7: SIGPWR reached the user's java under a root wrapper"
+fi
 
 echo "c5: rolling off"
 start c5 off.json bin/java "$backend" --executor-id 5 --record "$tmp/c5.rec" --pwr catch --timeout 3
@@ -219,6 +262,6 @@ finish c5
 [ "$rc" = 4 ] || fail "c5: exit $rc, expected the stand-in's 4 at its timeout"
 ! grep -q SIGPWR c5.rec || fail "c5: SIGPWR with rolling off"
 rolling c5 'r is None'
-! grep -q sparkshim_executor_rolling c5.seen || fail "c5: rolling series with rolling off"
+! grep -q '^sparkshim_executor_rolling_decisions_total{' c5.seen || fail "c5: rolling series with rolling off"
 [ "$(log_lines c5 warning)$(log_lines c5 info)" = 00 ] || fail "c5: rolling logged"
 echo "ok: c5: rolling null, no series, nothing sent"
