@@ -246,9 +246,17 @@ int main(int argc, char **argv)
                                 return 3;
                         }
                         chunks[nchunks++] = p;
-                        /* page by page: each fault is a charge, and may be throttled */
-                        for (long off = 0; off < step * MIB; off += 4096)
+                        /*
+                         * page by page: each fault is a charge, and may be throttled; a
+                         * decommission stops at the next page, not at the chunk's end
+                         */
+                        for (long off = 0; off < step * MIB; off += 4096) {
+                                if (pwr_count && pwr == PWR_CATCH)
+                                        break;
                                 p[off] = (char)(off >> 12 | 1);
+                        }
+                        if (pwr_count && pwr == PWR_CATCH)
+                                continue;
                         touched_mib += step;
                         if (touched_mib % 64 < step)
                                 event("allocating", true);
