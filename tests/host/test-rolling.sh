@@ -31,10 +31,13 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$tmp"
-# c6 and c7 run stand-ins as nobody: they must reach their binary and their record
+# c6 and c7 run stand-ins as nobody: they must reach their binary (a copy: the build tree
+# may be below a directory nobody cannot enter) and their record
 chmod 0755 "$tmp"
 mkdir bin
-ln -s "$pwrhog" bin/java
+cp "$pwrhog" bin/pwrhog
+ln -s pwrhog bin/java
+pwrhog=$tmp/bin/pwrhog
 
 policy() { # FILE JSON
 	printf '%s\n' "$2" >"$1"
