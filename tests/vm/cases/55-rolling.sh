@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: Apache-2.0
+# 55-rolling: executor rolling (issue 14, docs/rolling.md) under the real memory
+# controller. A stand-in executor (pwrhog, run through a file named java with a backend's
+# class name, as rolling looks for the JVM) touches memory steadily past a 256 MiB
+# memory.max with memory.high at 224 MiB. (a) Rolling off: it is throttled, then
+# OOM-killed (137, oom_kill >= 1). (b) With a memory_pressure trigger, and (c) with a
+# memory_high trigger, over short windows: SIGPWR reaches it before any OOM kill, it
+# decommissions (frees, exits 0), oom_kill stays 0, and the report's rolling decision
+# names the trigger with action decommission. Records and reports are kept in CASE_OUT.
+# The OOM under memory.high's throttling takes a while under TCG: a generous timeout.
+# vm-timeout: 900
+set -eu
+. "$SRC_DIR/tests/vm/lib.sh"
+
+BACKEND=org.apache.spark.executor.CoarseGrainedExecutorBackend
+mkdir -p bin
+ln -s "$VMHELPERS/pwrhog" bin/java
+
+# heap 192 MiB + overhead 64 MiB, none of it requested (burst ratio 1): memory.max 256 MiB,
+# memory.low 192 MiB, memory.high = 192 + 0.5 x 64 = 224 MiB
+SIZES="--memory 192m --memory-overhead 64m --burst-ratio 1"
+write_policy off.json '{ "version": 1, "memory": { "high_factor": 0.5 } }'
+write_policy pressure.json '{ "version": 1, "memory": { "high_factor": 0.5 },
+  "rolling": { "grace_seconds": 120,
+    "memory_pressure": { "some_percent": 10, "window_seconds": 3 } } }'
+write_policy high.json '{ "version": 1, "memory": { "high_factor": 0.5 },
+  "rolling": { "grace_seconds": 120,
+    "memory_high": { "events": 20, "window_seconds": 3 } } }'
+
+# roll NAME POLICY: the stand-in under sparkshim; sets rc and secs (the run's length)
+roll() {
+	rc=
+	_t0=$(uptime_us)
+	# shellcheck disable=SC2086 # SIZES splits on purpose
+	run_rc rc "$SPARKSHIM" run -v --policy "$2" $SIZES --name "$1" --report "$1.jsonl" \
+		--report-interval 1 -- "$PWD/bin/java" -Xmx192m "$BACKEND" --executor-id 1 --cores 1 \
+		--record "$PWD/$1.rec" --mib 1024 --step 8 --linger 500 --timeout 800 2>"$1.err"
+	_t1=$(uptime_us)
+	secs=$(awk -v a="$_t0" -v b="$_t1" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')
+	cp "$1.rec" "$1.err" "$1.jsonl" "$CASE_OUT/" 2>/dev/null || true
+	grep -v ': allocating at ' "$1.err" || true
+	echo "$1: exit $rc after $secs s"
+}
+
+# final FILE PYTHON-EXPRESSION...: assert on the final report of FILE, print its figures
+final() {
+	_file=$1
+	shift
+	python3 - "$_file" "$@" <<'PY'
+import json, sys
+docs = [json.loads(l) for l in open(sys.argv[1])]
+finals = [d for d in docs if d["kind"] == "final"]
+assert len(finals) == 1, f"{len(finals)} final reports in {sys.argv[1]}"
+f = finals[0]
+x, m, r = f["exit"], f["usage"]["memory"], f.get("rolling", "absent")
+for expr in sys.argv[2:]:
+    assert eval(expr), f"{expr} is false; exit={x} memory={m} rolling={r}"
+print(sys.argv[1] + ":", json.dumps({"exit": x, "oom_kills": m["oom_kills"],
+      "high_events": m["high_events"], "peak": m["peak_bytes"], "rolling": r}))
+PY
+}
+
+# the memory.max and memory.high this case is about
+# shellcheck disable=SC2086,SC2016 # SIZES splits; $d is the inner sh's
+"$SPARKSHIM" run --policy off.json $SIZES --name sizes -- sh -c \
+	'd=/sys/fs/cgroup$(sed -n "s/^0:://p" /proc/self/cgroup); cat "$d/memory.max" "$d/memory.high"' >sizes.txt
+[ "$(tr '\n' ' ' <sizes.txt)" = "$((256 << 20)) $((224 << 20)) " ] ||
+	fail "memory.max and memory.high are $(tr '\n' ' ' <sizes.txt), expected 256 and 224 MiB"
+
+# (a) rolling off: the OOM killer ends it
+roll off off.json
+[ "$rc" = 137 ] || fail "rolling off: exit $rc, expected 137 (OOM-killed)"
+! grep -q SIGPWR off.rec || fail "rolling off, yet SIGPWR arrived"
+final off.jsonl 'x["status"] == 137' 'x["oom_killed"] is True' 'm["oom_kills"] >= 1' \
+	'r is None' 'm["high_events"] > 0'
+pass "rolling off: throttled above memory.high, then OOM-killed after $secs s"
+
+# (b), (c) a trigger fires first: SIGPWR, the stand-in decommissions, no OOM kill
+for t in pressure:memory_pressure_some high:memory_high; do
+	name=${t%%:*}
+	trigger=${t#*:}
+	roll "$name" "$name.json"
+	grep -q 'SIGPWR at' "$name.rec" || fail "$name: no SIGPWR arrived (exit $rc)"
+	[ "$(grep -c 'SIGPWR at' "$name.rec")" = 1 ] || fail "$name: more than one SIGPWR"
+	[ "$rc" = 0 ] || fail "$name: exit $rc, expected 0 (decommissioned)"
+	grep -Eq "^sparkshim(\[[0-9]+\])?: (info: )?rolling: $trigger" "$name.err" ||
+		fail "$name: no info line 'sparkshim: rolling: $trigger'"
+	final "$name.jsonl" 'x["status"] == 0' 'x["oom_killed"] is False' 'm["oom_kills"] == 0' \
+		'r["sigpwr_caught"] is True' 'r["counts"]["decommission"] == 1' \
+		'r["counts"]["terminate"] == 0' 'r["state"] == "decommissioning"' \
+		"r['decisions'][0]['trigger'] == '$trigger'" \
+		'r["decisions"][0]["action"] == "decommission"' \
+		'3 <= r["decisions"][0]["window_seconds"] < 4'
+	pass "$trigger: $(sed -n 's/^pwrhog: \(SIGPWR at .*\)/\1/p' "$name.rec"); exit 0 after $secs s, no OOM kill"
+done
