@@ -23,13 +23,17 @@
 
 #include "collect.h"
 #include "agent-stats.h"
+#include "jvm-target.h"
 #include "monitor.h"
 #include "probe.h"
+#include "rolling.h"
 #include "sink.h"
 #include "util.h"
 
 #define SAMPLES_IN_REPORT 360
 #define KNOWN_PIDS_MAX    4096
+/* rolling decisions kept for the report; the cool-downs bound them, the rest are counted */
+#define ROLLING_DECISIONS_MAX 32
 
 struct sample {
         uint64_t t_ns;
@@ -72,6 +76,7 @@ struct shim_monitor {
         struct shim_memory_events ev;   /* lock */
         bool have_ev;                   /* lock */
         uint64_t finish_deadline_ns;    /* lock */
+        bool rolling_term;              /* lock: rolling's TERM, for the supervisor */
         char undelivered[1024];         /* lock (after done): sinks without the final report */
         atomic_uint lines;
 
@@ -108,10 +113,22 @@ struct shim_monitor {
         char probe_reason[256];
 
         struct shim_agent_run *agent; /* NULL: no agent object */
+
+        /* executor rolling (monitor thread only); NULL: off */
+        struct rolling *rolling;
+        struct jvm_target *jvm;
+        enum rolling_sigpwr sigpwr;        /* at the last sample */
+        enum policy_decommission command_line;
+        bool rolling_warned;               /* the first "unavailable" was logged */
+        struct rolling_decision decisions[ROLLING_DECISIONS_MAX];
+        size_t ndecisions;
+        uint64_t decisions_dropped;
+        uint64_t decided[ROLLING_TRIGGER_COUNT][ROLLING_TERMINATE + 1]; /* by trigger, action */
 };
 
 static void wake(struct shim_monitor *m);
 static int start_thread(struct shim_monitor *m);
+static void rolling_start(struct shim_monitor *m);
 
 /* ---------------------------------------------------------------- sinks */
 
@@ -615,6 +632,7 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
         m->last_line_ns = m->start_ns;
         if (!m->cfg.own_thread)
                 return;
+        rolling_start(m);
         r = start_thread(m);
         if (r < 0)
                 log_warn("cannot start the monitor thread: %s; no reports for this run", strerror(-r));
@@ -714,6 +732,184 @@ static json_t *hist_json(const uint64_t hist[PROBE_HIST_SLOTS])
 static uint64_t delta(uint64_t a, uint64_t b)
 {
         return a == COLLECT_UNSET || b == COLLECT_UNSET || b < a ? COLLECT_UNSET : b - a;
+}
+
+/* ---------------------------------------------------------------- executor rolling */
+
+static void rolling_start(struct shim_monitor *m)
+{
+        if (!m->cfg.rolling.enabled)
+                return;
+        m->rolling = rolling_new(&m->cfg.rolling, m->start_ns);
+        m->jvm = m->rolling ? jvm_target_new() : NULL;
+        if (!m->jvm) {
+                log_warn("rolling: cannot watch the executor: %s; it is not rolled", strerror(errno));
+                rolling_free(m->rolling);
+                m->rolling = NULL;
+                return;
+        }
+        {
+                struct policy_decommission_conf conf;
+                policy_decommission_from_command((int)m->argc, m->argv, &conf);
+                m->command_line = conf.enabled;
+        }
+}
+
+/* The agent's spill totals (its statistics file), when it parsed. */
+static void rolling_spills(struct shim_monitor *m, struct rolling_sample *s)
+{
+        json_t *agent, *totals, *forced, *empty, *failed;
+        const char *status;
+
+        if (!m->agent || m->cfg.rolling.spills_ineffective == 0)
+                return;
+        agent = shim_agent_report_json(m->agent);
+        status = json_string_value(json_object_get(json_object_get(agent, "stats"), "status"));
+        totals = json_object_get(agent, "totals");
+        forced = json_object_get(totals, "forced_spills");
+        empty = json_object_get(totals, "empty_spills");
+        failed = json_object_get(totals, "failed_spills");
+        if (status && (strcmp(status, "ok") == 0 || strcmp(status, "partial") == 0) &&
+            json_is_integer(forced) && json_is_integer(empty) && json_is_integer(failed) &&
+            json_integer_value(forced) >= 0 && json_integer_value(empty) >= 0 &&
+            json_integer_value(failed) >= 0) {
+                s->spills_forced = (uint64_t)json_integer_value(forced) + (uint64_t)json_integer_value(failed);
+                s->spills_ineffective = (uint64_t)json_integer_value(empty) + (uint64_t)json_integer_value(failed);
+        }
+        json_decref(agent);
+}
+
+/* The bytes written since the start, from the source the report's disk figures use. */
+static uint64_t rolling_disk_write(const struct shim_monitor *m)
+{
+        struct probe_usage pu;
+
+        if (m->have_cgroup && m->last.has_io)
+                return delta(m->first.io_wbytes, m->last.io_wbytes);
+        if (m->probe && (probe_attached(m->probe) & PROBE_DISK) &&
+            probe_read(m->probe, m->cgroup_id, &pu) == 0)
+                return pu.write_bytes;
+        if (m->have_procs)
+                return m->procs_last.write_bytes + m->exits.write_bytes;
+        return ROLLING_UNKNOWN;
+}
+
+static void rolling_record(struct shim_monitor *m, const struct rolling_decision *d)
+{
+        if (d->trigger < ROLLING_TRIGGER_COUNT && d->action <= ROLLING_TERMINATE)
+                m->decided[d->trigger][d->action]++;
+        if (m->ndecisions < ROLLING_DECISIONS_MAX)
+                m->decisions[m->ndecisions++] = *d;
+        else
+                m->decisions_dropped++;
+}
+
+/* After a sample: feed the machine, and act on what it decides. */
+static void roll(struct shim_monitor *m)
+{
+        const struct collect_cgroup *c = &m->last;
+        struct rolling_decision d;
+        struct rolling_sample s;
+        int r;
+
+        if (!m->rolling || m->pid <= 0)
+                return;
+        s = rolling_sample_unknown(m->last_sample_ns);
+        s.disk_write_bytes = rolling_disk_write(m);
+        if (m->have_cgroup && c->has_memory && c->events_high != COLLECT_UNSET)
+                s.memory_high_events = c->events_high;
+        if (m->have_cgroup && c->has_psi && c->psi_memory.some_total_us != COLLECT_UNSET)
+                s.psi_some_us = c->psi_memory.some_total_us;
+        if (m->have_cgroup && c->has_psi && c->psi_memory.full_total_us != COLLECT_UNSET)
+                s.psi_full_us = c->psi_memory.full_total_us;
+        rolling_spills(m, &s);
+        s.sigpwr = m->sigpwr = jvm_target_update(m->jvm, m->cgroup_fd, m->pid);
+        if (jvm_target_pid(m->jvm) > 0 && jvm_target_command_line(m->jvm) != POLICY_DECOMMISSION_UNSET)
+                m->command_line = jvm_target_command_line(m->jvm);
+
+        if (rolling_feed(m->rolling, &s, &d) < 0 || d.action == ROLLING_NONE)
+                return;
+        rolling_record(m, &d);
+        switch (d.action) {
+        case ROLLING_DECOMMISSION: {
+                _cleanup_close_ int fd = jvm_target_dup_pidfd(m->jvm);
+                pid_t pid = jvm_target_pid(m->jvm);
+
+                /* the JVM itself, never its process group: a shell in it dies of SIGPWR */
+                r = fd < 0 ? fd : jvm_pidfd_send_signal(fd, SIGPWR);
+                if (r < 0)
+                        log_warn("rolling: %s: cannot send SIGPWR to pid %d: %s", d.reason, (int)pid,
+                                 strerror(-r));
+                else
+                        log_info("rolling: %s to pid %d", d.reason, (int)pid);
+                break;
+        }
+        case ROLLING_UNAVAILABLE:
+                if (!m->rolling_warned)
+                        log_warn("rolling: %s", d.reason);
+                else
+                        log_debug("rolling: %s", d.reason);
+                m->rolling_warned = true;
+                break;
+        case ROLLING_TERMINATE:
+                log_info("rolling: %s", d.reason);
+                pthread_mutex_lock(&m->lock);
+                m->rolling_term = true;
+                pthread_mutex_unlock(&m->lock);
+                break;
+        default:
+                break;
+        }
+}
+
+bool shim_monitor_rolling_term(struct shim_monitor *m)
+{
+        bool term;
+
+        if (!m || !m->thread_started)
+                return false;
+        pthread_mutex_lock(&m->lock);
+        term = m->rolling_term;
+        m->rolling_term = false;
+        pthread_mutex_unlock(&m->lock);
+        return term;
+}
+
+/* The report's "rolling": null when off. */
+static json_t *rolling_json(const struct shim_monitor *m)
+{
+        struct rolling_counts n;
+        json_t *decisions, *doc;
+
+        if (!m->rolling)
+                return json_null();
+        rolling_counts(m->rolling, &n);
+        decisions = json_array();
+        for (size_t i = 0; i < m->ndecisions && decisions; i++) {
+                const struct rolling_decision *d = &m->decisions[i];
+                char reason[ROLLING_REASON_MAX];
+
+                snprintf(reason, sizeof(reason), "%s", d->reason);
+                utf8_sanitize(reason);
+                json_array_append_new(
+                    decisions,
+                    json_pack("{s:f, s:s, s:s, s:f, s:f, s:s, s:o, s:s}", "age_seconds",
+                              (double)d->age_ns / 1e9, "action", rolling_action_name(d->action),
+                              "trigger", rolling_trigger_name(d->trigger), "value", d->value,
+                              "threshold", d->threshold, "unit", d->unit, "window_seconds",
+                              d->window_ns ? json_real((double)d->window_ns / 1e9) : json_null(),
+                              "reason", reason));
+        }
+        doc = json_pack("{s:o, s:s, s:s, s:o, s:I, s:{s:I, s:I, s:I}}", "sigpwr_caught",
+                        m->sigpwr == ROLLING_SIGPWR_UNKNOWN ? json_null()
+                                                            : json_boolean(m->sigpwr == ROLLING_SIGPWR_CAUGHT),
+                        "command_line", policy_decommission_name(m->command_line), "state",
+                        n.terminate ? "terminating" : rolling_decommissioning(m->rolling) ? "decommissioning" : "watching",
+                        "decisions", decisions ? decisions : json_null(), "decisions_dropped",
+                        (json_int_t)m->decisions_dropped, "counts", "decommission",
+                        (json_int_t)n.decommission, "unavailable", (json_int_t)n.unavailable,
+                        "terminate", (json_int_t)n.terminate);
+        return doc ? doc : json_null();
 }
 
 /* What one report is computed from: read once, shared by the parts below. */
@@ -1074,6 +1270,7 @@ static json_t *build_report(struct shim_monitor *m, const char *kind, int exit_c
                                       real_or_null(util.memory), "objective", real_or_null(util.objective)));
         json_object_set_new(doc, "exit", exit_json(&c, exit_code, fg.oom));
         add_agent(doc, m);
+        json_object_set_new(doc, "rolling", rolling_json(m));
         json_object_set_new(doc, "samples", samples_json(m, c.final));
         json_object_set_new(doc, "sinks", sinks_json(m));
         return doc;
@@ -1161,6 +1358,24 @@ static json_t *real_if(bool known, double v)
         return known && isfinite(v) ? json_real(v) : NULL;
 }
 
+/* One series per trigger and action that occurred; declared without samples otherwise. */
+static void write_rolling_metrics(FILE *f, const struct shim_monitor *m, const char *labels)
+{
+        static const char name[] = "sparkshim_executor_rolling_decisions_total";
+
+        fprintf(f, "# HELP %s Executor rolling decisions: SIGPWR sent (decommission), not possible "
+                   "(unavailable), TERM after the rolling grace (terminate).\n# TYPE %s counter\n",
+                name, name);
+        if (!m->rolling)
+                return;
+        for (int t = ROLLING_TRIGGER_NONE + 1; t < ROLLING_TRIGGER_COUNT; t++)
+                for (int a = ROLLING_DECOMMISSION; a <= ROLLING_TERMINATE; a++)
+                        if (m->decided[t][a])
+                                fprintf(f, "%s{%s,trigger=\"%s\",action=\"%s\"} %" PRIu64 "\n", name,
+                                        labels, rolling_trigger_name((enum rolling_trigger)t),
+                                        rolling_action_name((enum rolling_action)a), m->decided[t][a]);
+}
+
 /*
  * The metrics of docs/sparkshim-report.5.md (PROMETHEUS), in Prometheus' conventions: base
  * units (seconds, bytes, cores), counters ending in _total, every series labelled app_id,
@@ -1241,6 +1456,7 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
                                 json_number_value(metrics[i].value));
         }
         write_agent_metrics(f, json_object_get(json_object_get(doc, "agent"), "operators"), labels);
+        write_rolling_metrics(f, m, labels);
         if (fclose(f) != 0) {
                 m->prometheus_failed++;
                 snprintf(m->prometheus_error, sizeof(m->prometheus_error), "out of memory");
@@ -1292,6 +1508,7 @@ static void tick(struct shim_monitor *m)
         if (m->cfg.use_bpf && m->cgroup_id && !m->probe_tried)
                 attach_probes(m, now);
         sample(m);
+        roll(m);
         if (now - m->last_line_ns < (uint64_t)m->cfg.interval_seconds * 1000000000ULL) {
                 /* the executor's series appear at its first second, not at its first interval */
                 if (m->prometheus[0] && !m->prometheus_written && m->prometheus_failed == 0 &&
@@ -1561,6 +1778,8 @@ void shim_monitor_free(struct shim_monitor *m)
         remove_prometheus(m); /* a run that ended without its final report */
         util_closep(&m->prometheus_dirfd);
         probe_close(m->probe);
+        rolling_free(m->rolling);
+        jvm_target_free(m->jvm);
         free(m->agent);
         if (m->taskstats)
                 collect_taskstats_close(m->taskstats);

@@ -61,6 +61,13 @@ struct shim_monitor_config {
          * (policy_template_expand): the executor's app id, executor id and cgroup name.
          */
         struct policy_template_values names;
+        /*
+         * Executor rolling (docs/rolling.md): with rolling.enabled and own_thread the
+         * monitor feeds the trigger machine at every sample, sends SIGPWR to the executor's
+         * JVM itself (through a pidfd, measure/jvm-target.h) and hands the TERM that follows
+         * the rolling grace to the supervisor (shim_monitor_rolling_term).
+         */
+        struct policy_rolling rolling;
 };
 
 struct shim_monitor_identity {
@@ -124,6 +131,12 @@ int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim
                         struct shim_error *err);
 
 void shim_monitor_free(struct shim_monitor *m);
+
+/*
+ * Rolling's grace after SIGPWR is over and the executor still runs: true once, then false
+ * (any thread; a lock never held across I/O). The caller goes the normal TERM path.
+ */
+bool shim_monitor_rolling_term(struct shim_monitor *m);
 
 /* How many sample lines were queued so far (any thread). */
 unsigned shim_monitor_lines(const struct shim_monitor *m);

@@ -682,6 +682,11 @@ static void log_plan(const struct policy_plan *plan, const struct policy_write *
                 log_info("%s/%s = %s", where, w[i].file, w[i].value);
 }
 
+static bool monitor_rolling_term(void *data)
+{
+        return shim_monitor_rolling_term(data);
+}
+
 static void monitor_started(void *data, pid_t pid)
 {
         shim_monitor_pid(data, pid);
@@ -1037,7 +1042,8 @@ static struct shim_monitor *open_monitor(const struct options *o, const struct p
                 die(SHIM_EXIT_USAGE, "--prometheus: '%.200s' %s; allowed: a path of a *.prom file whose name may hold {app_id}, {executor_id}, {name}",
                     o->prometheus, perr.text);
         /* with nowhere to report, measuring would only cost the launch time */
-        *ret_measuring = report_file || report_socket || prometheus || o->report_stdout;
+        *ret_measuring = report_file || report_socket || prometheus || o->report_stdout ||
+                         policy->rolling.enabled; /* rolling decides on what is measured */
         *ret_interval = o->report_interval > 0 ? (unsigned)o->report_interval
                                                : policy->report_interval_seconds;
         r = shim_monitor_open(&(struct shim_monitor_config){
@@ -1053,6 +1059,7 @@ static struct shim_monitor *open_monitor(const struct options *o, const struct p
                                       .names = { .app_id = o->inputs.app_id,
                                                  .executor_id = o->inputs.executor_id,
                                                  .name = name },
+                                      .rolling = policy->rolling,
                               },
                               &monitor, &err);
         if (r < 0)
@@ -1163,6 +1170,7 @@ static int cmd_run(struct options *o, int argc, char **cmd)
                                       .cgroup = cg.leaf_fd >= 0 ? &cg : NULL,
                                       /* the monitor samples and writes in its own thread */
                                       .on_start = monitor_started,
+                                      .on_rolling_term = monitor_rolling_term,
                                       .data = monitor,
                               },
                               &err);

@@ -77,6 +77,11 @@ struct shim_supervise_opts {
         const struct shim_cgroup *cgroup; /* NULL when not enforced */
         void (*on_start)(void *data, pid_t pid); /* the command started */
         void (*on_tick)(void *data);             /* about once a second */
+        /*
+         * About once a second while the command runs: true to go the normal TERM path now,
+         * as if TERM had been received (executor rolling's TERM after its grace). NULL: never.
+         */
+        bool (*on_rolling_term)(void *data);
         void *data;
 };
 

@@ -217,6 +217,13 @@ int shim_supervise(const struct shim_supervise_opts *o, struct shim_error *err)
 
                 if (o->on_tick)
                         o->on_tick(o->data);
+                /* rolling's TERM: what a TERM received does, unless one already did */
+                if (o->on_rolling_term && !child_done && o->on_rolling_term(o->data) && !grace_deadline) {
+                        log_debug("rolling: TERM to %d", (int)child);
+                        if (kill(o->signal_group ? -child : child, SIGTERM) < 0 && errno != ESRCH)
+                                log_warn("cannot send TERM to %d: %s", (int)child, strerror(errno));
+                        grace_deadline = util_now_ns() + (uint64_t)o->grace_seconds * 1000000000ULL;
+                }
                 while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
                         if (pid != child)
                                 continue;
