@@ -17,7 +17,7 @@
 # the event log on) writes a few hundred MiB of shuffle in its map stage and sorts and
 # checksums it (order-sensitive) in a slow reduce stage:
 #   1. the policy without `rolling`;
-#   2. the policy with `"rolling": {"disk_write": {"bytes": T}}`, T = 40% of what sparkshim
+#   2. the policy with `"rolling": {"disk_write": {"bytes": T}}`, T = 60% of what sparkshim
 #      counted as written by run 1's executor of Worker A: it crosses T early in the map
 #      stage, which runs on long enough for its decommission to end before the reduce
 #      stage fetches the map outputs (a reduce that starts before the migration ends may
@@ -74,14 +74,13 @@ cd "$WORK" # every process of the test runs in $WORK: the cleanup finds any that
 PIDS=()   # the Master and the Workers
 SUBMIT=   # spark-submit while it runs
 WATCH=    # the Prometheus watcher while it runs
-BY_HAND=  # SPARKSHIM_ROLLING_BY_HAND's loop
 CGROUP_PARENT=sparkshim-test-rolling
 
 cleanup() {
   local rc=$? pid
   set +e
   cd /
-  for pid in ${BY_HAND:-} ${WATCH:-} ${SUBMIT:-} "${PIDS[@]}"; do
+  for pid in ${WATCH:-} ${SUBMIT:-} "${PIDS[@]}"; do
     kill -TERM "$pid" 2>/dev/null
   done
   for pid in "${PIDS[@]}"; do
@@ -184,8 +183,9 @@ watch_prom() {
   local f
   while :; do
     for f in "$WORK"/prom/*.prom; do
-      [ -f "$f" ] && grep -q '^sparkshim_executor_rolling_decisions_total{' "$f" 2>/dev/null &&
-        cp "$f" "$WORK/prom-seen/" 2>/dev/null
+      if grep -q '^sparkshim_executor_rolling_decisions_total{' "$f" 2>/dev/null; then
+        cp "$f" "$WORK/prom-seen/" 2>/dev/null || true
+      fi
     done
     sleep 0.3
   done
@@ -208,7 +208,7 @@ submit() {
     --conf spark.serializer=org.apache.spark.serializer.KryoSerializer \
     --conf spark.shuffle.sync=true \
     --conf spark.eventLog.enabled=true --conf spark.eventLog.dir="file://$WORK/events" \
-    --conf spark.eventLog.compress=false \
+    --conf spark.eventLog.compress=false --conf spark.eventLog.rolling.enabled=false \
     --conf spark.decommission.enabled=true \
     --conf spark.storage.decommission.enabled=true \
     --conf spark.storage.decommission.shuffleBlocks.enabled=true \
@@ -252,7 +252,7 @@ submit plain || exit 1
 PLAIN_APP=$APP
 wait_finals "$PLAIN_APP"
 
-# The threshold: 40% of what sparkshim counted as run 1's Worker A executor's disk writes
+# The threshold: 60% of what sparkshim counted as run 1's Worker A executor's disk writes
 # (the same source as rolling's, io.stat, else the block probe, else /proc/PID/io): it
 # crosses it in the first half of the map stage. That figure must have seen its shuffle
 # files (about half of the job's shuffle write; spark.shuffle.sync makes them reach the
@@ -274,7 +274,7 @@ for path in glob.glob(f"{work}/reports/{app}.*.jsonl"):
                 print(f"FAIL: sparkshim's disk figure ({source}) did not see Worker A's shuffle files: "
                       f"rolling.disk_write cannot fire", file=sys.stderr)
                 sys.exit(1)
-            print(int(wrote * 0.75))
+            print(int(wrote * 0.6))
             sys.exit(0)
 print(f"FAIL: no final report of Worker A's executor ({a}) in run 1", file=sys.stderr)
 sys.exit(1)
@@ -283,25 +283,10 @@ PY
 set_rolling "{\"grace_seconds\": 120, \"disk_write\": {\"bytes\": $THRESHOLD}}" || exit 1
 watch_prom &
 WATCH=$!
-# SPARKSHIM_ROLLING_BY_HAND=1 (a debugging aid, not the test): SIGPWR sent by this script to
-# Worker A's first executor once its /proc/PID/io write_bytes reach the threshold
-if [ -n "${SPARKSHIM_ROLLING_BY_HAND:-}" ]; then
-  (
-    while :; do
-      pid=$(find "$WORK/worker-a" -name stderr -newer "$WORK/policy.run" -exec grep -ohE 'Started daemon with process name: [0-9]+' {} + 2>/dev/null | head -n 1 | grep -oE '[0-9]+$' || true)
-      if [ -n "$pid" ] && [ "$(awk '/^write_bytes/ { print $2 }' "/proc/$pid/io" 2>/dev/null || echo 0)" -ge $((2 * THRESHOLD)) ]; then
-        kill -PWR "$pid" && echo "$(date +%s.%N) by hand: SIGPWR to $pid" >>"$WORK/by-hand.log"
-        break
-      fi
-      sleep 0.5
-    done
-  ) &
-  BY_HAND=$!
-fi
 submit rolled || exit 1
 ROLLED_APP=$APP
 wait_finals "$ROLLED_APP"
-kill "$WATCH" 2>/dev/null
+kill "$WATCH" 2>/dev/null || true
 wait "$WATCH" 2>/dev/null || true
 WATCH=
 
@@ -408,9 +393,10 @@ for eid, (d, x) in sorted(rolled.items()):
         fail(f"rolled/{eid}: exit {status}, want 0 (Spark's decommission ends with exitExecutor(0))")
     if worker != "a":
         fail(f"rolled/{eid}: on worker {worker}, whose local dirs are on tmpfs (no disk write)")
-    # sparkshim's own line, then Spark's decommission, in the executor's log
-    wants = [r"sparkshim\[\d+\]: rolling: disk_write",
-             r"Registering SIGPWR handler to trigger decommissioning",
+    # Spark's decommission, in the executor's log
+    # (sparkshim's own line, "rolling: <reason> to pid N", is at info: not shown at the java
+    # personality's level, warn; the report has the reason)
+    wants = [r"Registering SIGPWR handler to trigger decommissioning",
              r"Decommission executor",
              r"Will exit when finished decommissioning",
              r"Migrated \S+ \(size: ",
