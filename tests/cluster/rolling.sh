@@ -15,7 +15,10 @@
 # test's while it runs. The job (tests/cluster/RollJob.java, spark-submit in client mode,
 # spark.decommission.enabled, spark.storage.decommission.{,shuffleBlocks.,rddBlocks.}enabled,
 # the event log on) writes a few hundred MiB of shuffle in its map stage and sorts and
-# checksums it (order-sensitive) in a slow reduce stage:
+# checksums it (order-sensitive) in a reduce stage; spark.shuffle.sync=true, so that the
+# shuffle files reach the disk from the executor's own threads (docs/rolling.md, "Evidence:
+# standalone cluster": the block probe, this host's source, does not count the kernel's
+# later writeback):
 #   1. the policy without `rolling`;
 #   2. the policy with `"rolling": {"disk_write": {"bytes": T}}`, T = 60% of what sparkshim
 #      counted as written by run 1's executor of Worker A: it crosses T early in the map
@@ -24,8 +27,9 @@
 #      fetch from the executor that left, a FetchFailed: Spark's race, not the roll's).
 # Checks of run 2: sparkshim's final report of exactly one executor (a replacement the
 # Master starts on Worker A may be rolled too: each at most once) has the decision
-# (decommission, disk_write, value >= threshold), state decommissioning and exit 0, its
-# log line `rolling: ...`, and its Prometheus file showed the decisions counter; the rolled
+# (decommission, disk_write, value >= threshold), state decommissioning and exit 0, and
+# its Prometheus file showed the decisions counter (sparkshim's info line "rolling: ..." is
+# not in the executor's log: the java personality logs at warn); the rolled
 # executor's own log has Spark's decommission (the signal, "Decommission executor",
 # migrated shuffle files, "No running tasks, all blocks migrated, stopping."); the event
 # log has its removal with the decommission reason, every task ended in Success and no
