@@ -29,8 +29,8 @@ struct jvm_target {
         pid_t pid;
         int child_pidfd; /* the shim's child; -1: not known yet */
         pid_t child;
-        char cgroup[4096];  /* the child's "0::PATH" line of /proc/PID/cgroup; "": unknown */
-        uid_t launcher_uid; /* the shim's real uid, which the child was started with */
+        char cgroup[4096]; /* the child's "0::PATH" line of /proc/PID/cgroup; "": unknown */
+        uid_t child_uid;   /* the child's real uid, read at the scan that found the JVM */
         enum policy_decommission command_line;
         char *cmdline; /* JVM_TARGET_CMDLINE_MAX + 1 bytes, reused */
         char **argv;   /* JVM_TARGET_ARGS_MAX + 1 pointers, reused */
@@ -43,7 +43,6 @@ struct jvm_target *jvm_target_new(void)
         if (!t)
                 return NULL;
         t->pidfd = t->child_pidfd = -1;
-        t->launcher_uid = getuid();
         t->cmdline = malloc(JVM_TARGET_CMDLINE_MAX + 1);
         t->argv = calloc(JVM_TARGET_ARGS_MAX + 1, sizeof(char *));
         t->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -155,12 +154,12 @@ int jvm_status_ids(const char *text, size_t len, uid_t uid[4], gid_t gid[4])
         return 0;
 }
 
-bool jvm_target_ids_ok(const uid_t uid[4], const gid_t gid[4], uid_t launcher_uid)
+bool jvm_target_ids_ok(const uid_t uid[4], const gid_t gid[4], uid_t child_uid)
 {
         for (int i = 1; i < 4; i++)
                 if (uid[i] != uid[0] || gid[i] != gid[0])
                         return false;
-        return launcher_uid == 0 || uid[0] == launcher_uid;
+        return child_uid == 0 || uid[0] == child_uid;
 }
 
 size_t jvm_cmdline_split(char *buf, size_t len, char **argv, size_t max)
@@ -296,7 +295,7 @@ static int try_pid(struct jvm_target *t, pid_t pid, unsigned *candidates)
         fd = pid == t->child ? fcntl(t->child_pidfd, F_DUPFD_CLOEXEC, 3) : jvm_pidfd_open(pid);
         if (fd < 0)
                 return -1;
-        if (proc_ids(t, pid, uid, gid) < 0 || !jvm_target_ids_ok(uid, gid, t->launcher_uid))
+        if (proc_ids(t, pid, uid, gid) < 0 || !jvm_target_ids_ok(uid, gid, t->child_uid))
                 return -1;
         argc = proc_argv(t, pid);
         if (argc == 0 || !policy_java_runs_executor((int)argc, t->argv, false))
@@ -377,9 +376,18 @@ static void scan(struct jvm_target *t, int cgroup_fd)
         size_t n;
         int fd;
 
-        /* the child reaped: its pid may be another process's now, and nothing is signalled */
-        if (t->child_pidfd < 0 || !t->cgroup[0] || !alive(t->child_pidfd))
+        uid_t uid[4];
+        gid_t gid[4];
+
+        /*
+         * The child's real uid now (a root launch may have become the job's user, e.g.
+         * through runuser), read while its pidfd says it is not reaped: after that its pid
+         * may be another process's, and nothing is looked for.
+         */
+        if (t->child_pidfd < 0 || !t->cgroup[0] || proc_ids(t, t->child, uid, gid) < 0 ||
+            !alive(t->child_pidfd))
                 return;
+        t->child_uid = uid[0];
         fd = try_pid(t, t->child, &candidates);
         if (fd >= 0) {
                 hold(t, fd, t->child);
@@ -409,7 +417,7 @@ static enum rolling_sigpwr held_sigpwr(struct jvm_target *t)
 
         if (len < 0 || rolling_status_sigcgt(status, (size_t)len, &mask) < 0 ||
             jvm_status_ids(status, (size_t)len, uid, gid) < 0 ||
-            !jvm_target_ids_ok(uid, gid, t->launcher_uid) ||
+            !jvm_target_ids_ok(uid, gid, t->child_uid) ||
             read_proc(t, t->pid, "comm", comm, sizeof(comm)) < 0 || strcmp(comm, "java") != 0)
                 return ROLLING_SIGPWR_UNKNOWN;
         s = rolling_sigpwr_from_mask(mask, SIGPWR);

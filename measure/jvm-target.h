@@ -79,13 +79,14 @@ int jvm_pidfd_send_signal(int pidfd, int sig);
 int jvm_status_ids(const char *text, size_t len, uid_t uid[4], gid_t gid[4]);
 
 /*
- * Whether a process with these ids may be the JVM signalled for an executor started with
- * real uid launcher_uid (the shim's, which its child inherits): its four uids alike and its
- * four gids alike (not a set-id program, which runs with another's privileges), and its uid
- * the launcher's, unless that is root (a root launch may run the JVM as any user, e.g.
- * through runuser, and root could signal it anyway).
+ * Whether a process with these ids may be the JVM signalled for an executor whose child
+ * (the shim's) has real uid child_uid now: its four uids alike and its four gids alike (not
+ * a set-id program, which runs with another's privileges), and its uid the child's, unless
+ * that is root (a root launch may run its JVM as any user, e.g. through runuser, and root
+ * could signal it anyway). A user's executor never has another user's or root's process
+ * signalled.
  */
-bool jvm_target_ids_ok(const uid_t uid[4], const gid_t gid[4], uid_t launcher_uid);
+bool jvm_target_ids_ok(const uid_t uid[4], const gid_t gid[4], uid_t child_uid);
 
 /*
  * Split a /proc/PID/cmdline text (len bytes of NUL-terminated arguments; a last one

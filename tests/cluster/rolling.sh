@@ -15,13 +15,10 @@
 # test's while it runs. The job (tests/cluster/RollJob.java, spark-submit in client mode,
 # spark.decommission.enabled, spark.storage.decommission.{,shuffleBlocks.,rddBlocks.}enabled,
 # the event log on) writes a few hundred MiB of shuffle in its map stage and sorts and
-# checksums it (order-sensitive) in a reduce stage; spark.shuffle.sync=true, so that the
-# shuffle files reach the disk from the executor's own threads (docs/rolling.md, "Evidence:
-# standalone cluster": the block probe, this host's source, does not count the kernel's
-# later writeback):
+# checksums it (order-sensitive) in a reduce stage:
 #   1. the policy without `rolling`;
-#   2. the policy with `"rolling": {"disk_write": {"bytes": T}}`, T = 60% of what sparkshim
-#      counted as written by run 1's executor of Worker A: it crosses T a little after
+#   2. the policy with `"rolling": {"disk_write": {"bytes": T}}`, T = 60% of the shuffle
+#      bytes run 1's executor of Worker A wrote (Spark's figure): it crosses T a little after
 #      half of the map stage, which runs on long enough for its decommission to end before the reduce
 #      stage fetches the map outputs (a reduce that starts before the migration ends may
 #      fetch from the executor that left, a FetchFailed: Spark's race, not the roll's).
@@ -29,8 +26,8 @@
 # replacement the Master starts there is not expected to be, and each at most once) has the
 # decision
 # (decommission, disk_write, value >= threshold), state decommissioning and exit 0, and
-# its Prometheus file showed the decisions counter (sparkshim's info line "rolling: ..." is
-# not in the executor's log: the java personality logs at warn); the rolled
+# its Prometheus file showed the decisions counter, sparkshim's warning "rolling: ... SIGPWR
+# to pid N" is in the executor's log (the java personality logs warnings only); the rolled
 # executor's own log has Spark's decommission (the signal, "Decommission executor",
 # migrated shuffle files, "No running tasks, all blocks migrated, stopping."); the event
 # log has its removal with the decommission reason, every task ended in Success and no
@@ -211,7 +208,6 @@ submit() {
     --conf spark.scheduler.maxRegisteredResourcesWaitingTime=120s \
     --conf spark.local.dir="$WORK/local-driver" \
     --conf spark.serializer=org.apache.spark.serializer.KryoSerializer \
-    --conf spark.shuffle.sync=true \
     --conf spark.eventLog.enabled=true --conf spark.eventLog.dir="file://$WORK/events" \
     --conf spark.eventLog.compress=false --conf spark.eventLog.rolling.enabled=false \
     --conf spark.decommission.enabled=true \
@@ -257,32 +253,35 @@ submit plain || exit 1
 PLAIN_APP=$APP
 wait_finals "$PLAIN_APP"
 
-# The threshold: 60% of what sparkshim counted as run 1's Worker A executor's disk writes
-# (the same source as rolling's, io.stat, else the block probe, else /proc/PID/io): it
-# crosses it a little after half of the map stage. That figure must have seen its shuffle
-# files (about half of the job's shuffle write; spark.shuffle.sync makes them reach the
-# disk when each map task ends, so that a source that does not count the kernel's later
-# writeback sees them too): else the trigger cannot fire, and the test fails saying so.
+# The threshold: 60% of the shuffle bytes run 1's executor of Worker A wrote (its tasks'
+# "Shuffle Bytes Written" in run 1's event log): rolling's figure (io.stat, else the larger
+# of the block probe and /proc/PID/io, which counts the shuffle files' pages when they are
+# dirtied) crosses it a little after half of the map stage. Spark's own figure, not
+# sparkshim's: the report's disk figure prefers the block probe on this host, which misses
+# the kernel's writeback of those pages (docs/rolling.md).
 THRESHOLD=$(python3 - "$WORK" "$PLAIN_APP" <<'PY'
-import glob, json, os, re, sys
+import glob, json, os, sys
 work, app = sys.argv[1:3]
-shuffle = int(re.search(r"shuffleWrite=(\d+)", open(f"{work}/plain.out").read()).group(1))
-a = [os.path.basename(d.rstrip("/")) for d in glob.glob(f"{work}/worker-a/{app}/*/")]
-for path in glob.glob(f"{work}/reports/{app}.*.jsonl"):
-    for line in open(path):
-        d = json.loads(line)
-        if d["kind"] == "final" and d["identity"]["executor_id"] in a:
-            wrote, source = d["usage"]["disk"]["write_bytes"] or 0, d["usage"]["sources"]["disk"]
-            print(f"run 1: Worker A's executor wrote {wrote} bytes ({source}) of the job's {shuffle} "
-                  f"bytes of shuffle", file=sys.stderr)
-            if wrote < shuffle // 4:
-                print(f"FAIL: sparkshim's disk figure ({source}) did not see Worker A's shuffle files: "
-                      f"rolling.disk_write cannot fire", file=sys.stderr)
-                sys.exit(1)
-            print(int(wrote * 0.6))
-            sys.exit(0)
-print(f"FAIL: no final report of Worker A's executor ({a}) in run 1", file=sys.stderr)
-sys.exit(1)
+a = {os.path.basename(d.rstrip("/")) for d in glob.glob(f"{work}/worker-a/{app}/*/")}
+logs = [p for p in glob.glob(f"{work}/events/{app}*") if os.path.isfile(p)]
+if not a or len(logs) != 1:
+    print(f"FAIL: run 1: Worker A's executors {sorted(a)}, event logs {logs}", file=sys.stderr)
+    sys.exit(1)
+written = total = 0
+for line in open(logs[0]):
+    e = json.loads(line)
+    if e.get("Event") != "SparkListenerTaskEnd":
+        continue
+    w = ((e.get("Task Metrics") or {}).get("Shuffle Write Metrics") or {}).get("Shuffle Bytes Written", 0)
+    total += w
+    if e["Task Info"]["Executor ID"] in a:
+        written += w
+print(f"run 1: Worker A's executor wrote {written} of the job's {total} bytes of shuffle",
+      file=sys.stderr)
+if written < total // 4:
+    print("FAIL: run 1: Worker A's executor wrote less than a quarter of the shuffle", file=sys.stderr)
+    sys.exit(1)
+print(int(written * 0.6))
 PY
 ) || exit 1
 set_rolling "{\"grace_seconds\": 120, \"disk_write\": {\"bytes\": $THRESHOLD}}" || exit 1
@@ -398,10 +397,9 @@ for eid, (d, x) in sorted(rolled.items()):
         fail(f"rolled/{eid}: exit {status}, want 0 (Spark's decommission ends with exitExecutor(0))")
     if worker != "a":
         fail(f"rolled/{eid}: on worker {worker}, whose local dirs are on tmpfs (no disk write)")
-    # Spark's decommission, in the executor's log
-    # (sparkshim's own line, "rolling: <reason> to pid N", is at info: not shown at the java
-    # personality's level, warn; the report has the reason)
-    wants = [r"Registering SIGPWR handler to trigger decommissioning",
+    # sparkshim's warning and Spark's decommission, in the executor's log
+    wants = [r"sparkshim\[\d+\]: warning: rolling: disk_write: .*: SIGPWR to pid \d+",
+             r"Registering SIGPWR handler to trigger decommissioning",
              r"Decommission executor",
              r"Will exit when finished decommissioning",
              r"Migrated \S+ \(size: ",

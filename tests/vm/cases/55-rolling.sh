@@ -83,8 +83,8 @@ for t in pressure:memory_pressure_some high:memory_high; do
 	grep -q 'SIGPWR at' "$name.rec" || fail "$name: no SIGPWR arrived (exit $rc)"
 	[ "$(grep -c 'SIGPWR at' "$name.rec")" = 1 ] || fail "$name: more than one SIGPWR"
 	[ "$rc" = 0 ] || fail "$name: exit $rc, expected 0 (decommissioned)"
-	grep -Eq "^sparkshim(\[[0-9]+\])?: (info: )?rolling: $trigger" "$name.err" ||
-		fail "$name: no info line 'sparkshim: rolling: $trigger'"
+	grep -Eq "^sparkshim(\[[0-9]+\])?: warning: rolling: $trigger.*: SIGPWR to pid [0-9]+$" "$name.err" ||
+		fail "$name: no warning 'sparkshim: warning: rolling: $trigger ... SIGPWR to pid N'"
 	final "$name.jsonl" 'x["status"] == 0' 'x["oom_killed"] is False' 'm["oom_kills"] == 0' \
 		'r["sigpwr_caught"] is True' 'r["counts"]["decommission"] == 1' \
 		'r["counts"]["terminate"] == 0' 'r["state"] == "decommissioning"' \
