@@ -229,3 +229,30 @@ cleanup_suite() {
   restore_test_policy
   if [ -n "${KEEP_WORK:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
+
+# wait_log FILE REGEX SECONDS PID: the first match of REGEX in FILE (the process must live)
+wait_log() {
+  local file=$1 regex=$2 seconds=$3 pid=$4 i
+  for ((i = 0; i < seconds * 5; i++)); do
+    if grep -qE "$regex" "$file" 2>/dev/null; then
+      grep -oE "$regex" "$file" | head -n 1
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  echo "FAIL: no '$regex' in $file after ${seconds}s:" >&2
+  grep -vE '^\s+at ' "$file" | tail -n 20 >&2
+  return 1
+}
+
+# start_master: a Spark standalone Master on 127.0.0.1 (ephemeral ports), its log in
+# $WORK/logs/master.log, its pid appended to PIDS; sets MASTER (its spark:// URL).
+# shellcheck disable=SC2034,SC2153 # MASTER is the caller's; WORK and SPARK_HOME are its too
+start_master() {
+  progress "starting the Master"
+  "$SPARK_HOME/bin/spark-class" org.apache.spark.deploy.master.Master \
+    --host 127.0.0.1 --port 0 --webui-port 0 >"$WORK/logs/master.log" 2>&1 &
+  PIDS+=($!)
+  MASTER=$(wait_log "$WORK/logs/master.log" 'spark://127\.0\.0\.1:[0-9]+' 120 "${PIDS[0]}") || return 1
+}

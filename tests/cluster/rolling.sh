@@ -146,27 +146,8 @@ PY
 }
 
 # --- the cluster ------------------------------------------------------------------------------
-# wait_log FILE REGEX SECONDS PID: the first match of REGEX in FILE (the process must live)
-wait_log() {
-  local file=$1 regex=$2 seconds=$3 pid=$4 i
-  for ((i = 0; i < seconds * 5; i++)); do
-    if grep -qE "$regex" "$file" 2>/dev/null; then
-      grep -oE "$regex" "$file" | head -n 1
-      return 0
-    fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.2
-  done
-  echo "FAIL: no '$regex' in $file after ${seconds}s:" >&2
-  grep -vE '^\s+at ' "$file" | tail -n 20 >&2
-  return 1
-}
 
-progress "starting the Master"
-"$SPARK_HOME/bin/spark-class" org.apache.spark.deploy.master.Master \
-  --host 127.0.0.1 --port 0 --webui-port 0 >"$WORK/logs/master.log" 2>&1 &
-PIDS+=($!)
-MASTER=$(wait_log "$WORK/logs/master.log" 'spark://127\.0\.0\.1:[0-9]+' 120 "${PIDS[0]}") || exit 1
+start_master || exit 1
 progress "Master at $MASTER; starting Worker A (127.0.0.1, local dirs on disk) and Worker B (127.0.0.2, on tmpfs), 1 core each"
 for w in a b; do
   if [ "$w" = a ]; then dirs=$WORK/local-a ip=127.0.0.1; else dirs=$SHM/local-b ip=127.0.0.2; fi
