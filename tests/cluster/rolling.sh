@@ -22,6 +22,10 @@
 #      half of the map stage, which runs on long enough for its decommission to end before the reduce
 #      stage fetches the map outputs (a reduce that starts before the migration ends may
 #      fetch from the executor that left, a FetchFailed: Spark's race, not the roll's).
+#   3. the same policy, spark.decommission.enabled=false: the JVMs do not catch SIGPWR;
+#      sparkshim sends nothing, says so in one warning in the executor's log, records
+#      "unavailable" decisions (sigpwr_caught false); every executor ends with the Worker's
+#      TERM (143), Spark never decommissions, the result is run 1's.
 # Checks of run 2: sparkshim's final report of at least one executor (of Worker A; the
 # replacement the Master starts there is not expected to be, and each at most once) has the
 # decision
@@ -191,7 +195,7 @@ submit() {
     --conf spark.serializer=org.apache.spark.serializer.KryoSerializer \
     --conf spark.eventLog.enabled=true --conf spark.eventLog.dir="file://$WORK/events" \
     --conf spark.eventLog.compress=false --conf spark.eventLog.rolling.enabled=false \
-    --conf spark.decommission.enabled=true \
+    --conf spark.decommission.enabled="$DECOMMISSION" \
     --conf spark.storage.decommission.enabled=true \
     --conf spark.storage.decommission.shuffleBlocks.enabled=true \
     --conf spark.storage.decommission.rddBlocks.enabled=true \
@@ -229,6 +233,7 @@ wait_finals() {
   progress "$app: $nexec executor(s), $finals final report(s)"
 }
 
+DECOMMISSION=true
 set_rolling "" || exit 1
 submit plain || exit 1
 PLAIN_APP=$APP
@@ -274,6 +279,53 @@ wait_finals "$ROLLED_APP"
 kill "$WATCH" 2>/dev/null || true
 wait "$WATCH" 2>/dev/null || true
 WATCH=
+
+# 3. the same policy, Spark's decommission off: its JVMs do not catch SIGPWR, and sparkshim
+# sends nothing (SIGPWR would kill them), says so once in the executor's log and counts the
+# firing in the report as unavailable; the job runs as in run 1.
+DECOMMISSION=false
+submit off || exit 1
+OFF_APP=$APP
+wait_finals "$OFF_APP"
+python3 - "$WORK" "$OFF_APP" "$THRESHOLD" <<'PY' || fail "decommission off: see above"
+import glob, json, os, re, sys
+work, app, threshold = sys.argv[1], sys.argv[2], int(sys.argv[3])
+failures = 0
+def fail(msg):
+    global failures
+    failures += 1
+    print("FAIL: off: " + msg)
+fired = 0
+for d in sorted(glob.glob(f"{work}/worker-?/{app}/*/")):
+    eid, worker = os.path.basename(d.rstrip("/")), d.split("/")[-4][-1]
+    log = open(d + "stderr", errors="replace").read()
+    finals = [json.loads(l) for p in glob.glob(f"{work}/reports/{app}.{eid}.jsonl") for l in open(p)]
+    finals = [x for x in finals if x["kind"] == "final"]
+    if len(finals) != 1:
+        fail(f"executor {eid}: {len(finals)} final reports")
+        continue
+    r, st = finals[0]["rolling"], finals[0]["exit"]["status"]
+    acts = [x["action"] for x in r["decisions"]] if r else None
+    warnings = re.findall(r"sparkshim\[\d+\]: warning: rolling: .*", log)
+    print(f"off: executor {eid} (worker {worker}): exit {st}, sigpwr_caught {r and r['sigpwr_caught']}, "
+          f"decisions {acts}, {len(warnings)} rolling warning(s)" + (f": {warnings[0]}" if warnings else ""))
+    if r is None or r["sigpwr_caught"] is not False or r["counts"]["decommission"] != 0 or \
+            set(acts) - {"unavailable"} or r["state"] != "watching":
+        fail(f"executor {eid}: rolling {r}: want sigpwr_caught false, only unavailable decisions")
+    if st != 143:
+        fail(f"executor {eid}: exit {st}, want 143 (the Worker's TERM at the application's end)")
+    if re.search(r"Decommission executor|Registering SIGPWR handler", log):
+        fail(f"executor {eid}: Spark decommissioned, or registered its handler, with decommission off")
+    if acts:
+        fired += 1
+        if len(warnings) != 1 or "does not catch SIGPWR" not in warnings[0] or "SIGPWR to pid" in warnings[0]:
+            fail(f"executor {eid}: rolling warnings {warnings}: want one, saying the JVM does not catch SIGPWR")
+    elif warnings:
+        fail(f"executor {eid}: rolling warnings {warnings} without a decision")
+if not fired:
+    fail("the disk_write trigger never fired")
+sys.exit(1 if failures else 0)
+PY
 
 # --- checks -----------------------------------------------------------------------------------
 progress "checking"
@@ -459,6 +511,11 @@ for run, app_id in (("plain", plain_app), ("rolled", app)):
 # 3. the results
 plain = open(f"{work}/plain.out").read().strip().splitlines()[-1]
 roll = open(f"{work}/rolled.out").read().strip().splitlines()[-1]
+off = open(f"{work}/off.out").read().strip().splitlines()[-1]
+print(f"result with decommission off: {off}")
+for k in ("rows", "checksum", "partitions", "ordered", "failedTasks"):
+    if field(plain, k) != field(off, k):
+        fail(f"{k}: {field(off, k)} with decommission off, {field(plain, k)} without rolling")
 print(f"result without rolling: {plain}")
 print(f"result with rolling:    {roll}")
 for k in ("rows", "checksum", "partitions"):
