@@ -283,6 +283,8 @@ WATCH=
 # 3. the same policy, Spark's decommission off: its JVMs do not catch SIGPWR, and sparkshim
 # sends nothing (SIGPWR would kill them), says so once in the executor's log and counts the
 # firing in the report as unavailable; the job runs as in run 1.
+# (SPARKSHIM_ROLLING_OFF_RUN=0 skips it: CI runs it on one line, the shim's side is the same)
+if [ "${SPARKSHIM_ROLLING_OFF_RUN:-1}" != 0 ]; then
 DECOMMISSION=false
 submit off || exit 1
 OFF_APP=$APP
@@ -326,6 +328,7 @@ if not fired:
     fail("the disk_write trigger never fired")
 sys.exit(1 if failures else 0)
 PY
+fi
 
 # --- checks -----------------------------------------------------------------------------------
 progress "checking"
@@ -511,11 +514,12 @@ for run, app_id in (("plain", plain_app), ("rolled", app)):
 # 3. the results
 plain = open(f"{work}/plain.out").read().strip().splitlines()[-1]
 roll = open(f"{work}/rolled.out").read().strip().splitlines()[-1]
-off = open(f"{work}/off.out").read().strip().splitlines()[-1]
-print(f"result with decommission off: {off}")
-for k in ("rows", "checksum", "partitions", "ordered", "failedTasks"):
-    if field(plain, k) != field(off, k):
-        fail(f"{k}: {field(off, k)} with decommission off, {field(plain, k)} without rolling")
+if os.path.exists(f"{work}/off.out"):
+    off = open(f"{work}/off.out").read().strip().splitlines()[-1]
+    print(f"result with decommission off: {off}")
+    for k in ("rows", "checksum", "partitions", "ordered", "failedTasks"):
+        if field(plain, k) != field(off, k):
+            fail(f"{k}: {field(off, k)} with decommission off, {field(plain, k)} without rolling")
 print(f"result without rolling: {plain}")
 print(f"result with rolling:    {roll}")
 for k in ("rows", "checksum", "partitions"):
