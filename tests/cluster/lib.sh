@@ -256,3 +256,34 @@ start_master() {
   PIDS+=($!)
   MASTER=$(wait_log "$WORK/logs/master.log" 'spark://127\.0\.0\.1:[0-9]+' 120 "${PIDS[0]}") || return 1
 }
+
+# spark_dist LINE: the distribution of Spark LINE (scripts/spark-dist; skips when it cannot
+# be fetched) as SPARK_HOME, with SPARK_SCALA_VERSION, an empty SPARK_CONF_DIR ($WORK/conf:
+# nothing from the machine's Spark configuration) and SPARK_LOCAL_IP exported; sets VERSION.
+# shellcheck disable=SC2034,SC2153 # VERSION is the caller's; WORK and SRC are its too
+spark_dist() {
+  local rc=0
+  SPARK_HOME=$("$SRC/scripts/spark-dist" "$1" 2>"$WORK/dist.err") || rc=$?
+  if [ "$rc" = 77 ]; then
+    skip "cannot fetch Spark $1: $(cat "$WORK/dist.err")"
+  elif [ "$rc" != 0 ]; then
+    echo "FAIL: scripts/spark-dist $1: $(cat "$WORK/dist.err")"
+    exit 1
+  fi
+  VERSION=$(basename "$SPARK_HOME")
+  progress "Spark $VERSION from $SPARK_HOME"
+  SPARK_SCALA_VERSION=$(cat "$SPARK_HOME/.scala")
+  export SPARK_HOME SPARK_SCALA_VERSION SPARK_CONF_DIR=$WORK/conf SPARK_LOCAL_IP=127.0.0.1
+}
+
+# make_java_home: JH=$WORK/java-home, made by `$SPARKSHIM java-home --jdk $JDK` (bin/java
+# the installed sparkshim).
+# shellcheck disable=SC2034,SC2153 # JH is the caller's; WORK, SPARKSHIM and JDK are its too
+make_java_home() {
+  JH=$WORK/java-home
+  if ! "$SPARKSHIM" java-home --jdk "$JDK" "$JH" >"$WORK/java-home.out" 2>&1; then
+    echo "FAIL: $SPARKSHIM java-home --jdk $JDK $JH: $(cat "$WORK/java-home.out")"
+    return 1
+  fi
+  [ -x "$JH/bin/java" ] || { echo "FAIL: sparkshim java-home made no $JH/bin/java"; return 1; }
+}

@@ -101,21 +101,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-rc=0
-SPARK_HOME=$("$SRC/scripts/spark-dist" "$LINE" 2>"$WORK/dist.err") || rc=$?
-if [ "$rc" = 77 ]; then
-  skip "cannot fetch Spark $LINE: $(cat "$WORK/dist.err")"
-elif [ "$rc" != 0 ]; then
-  echo "FAIL: scripts/spark-dist $LINE: $(cat "$WORK/dist.err")"
-  exit 1
-fi
-VERSION=$(basename "$SPARK_HOME")
-progress "Spark $VERSION from $SPARK_HOME"
-export SPARK_HOME
-SPARK_SCALA_VERSION=$(cat "$SPARK_HOME/.scala")
-export SPARK_SCALA_VERSION
-export SPARK_CONF_DIR=$WORK/conf # empty: nothing from the machine's Spark configuration
-export SPARK_LOCAL_IP=127.0.0.1
+spark_dist "$LINE"
 export JAVA_HOME=$JDK
 mkdir -p "$SPARK_CONF_DIR" "$WORK/local-driver" "$WORK/local-a" "$SHM/local-b" "$WORK/reports" \
   "$WORK/prom" "$WORK/prom-seen" "$WORK/worker-a" "$WORK/worker-b" "$WORK/logs" "$WORK/events"
@@ -124,11 +110,7 @@ chmod 0755 "$WORK/reports" "$WORK/prom"
 "$JDK/bin/javac" -d "$WORK/classes" -cp "$SPARK_HOME/jars/*" "$SRC/tests/cluster/RollJob.java"
 "$JDK/bin/jar" cf "$WORK/rolljob.jar" -C "$WORK/classes" .
 
-JH=$WORK/java-home
-if ! "$SPARKSHIM" java-home --jdk "$JDK" "$JH" >"$WORK/java-home.out" 2>&1; then
-  echo "FAIL: $SPARKSHIM java-home --jdk $JDK $JH: $(cat "$WORK/java-home.out")"
-  exit 1
-fi
+make_java_home || exit 1
 
 # The test's policy (lib.sh), with a Prometheus file per executor; set_rolling JSON puts
 # JSON (or nothing: "") as its `rolling` section.

@@ -78,20 +78,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-rc=0
-SPARK_HOME=$("$SRC/scripts/spark-dist" "$LINE" 2>"$WORK/dist.err") || rc=$?
-if [ "$rc" = 77 ]; then
-  skip "cannot fetch Spark $LINE: $(cat "$WORK/dist.err")"
-elif [ "$rc" != 0 ]; then
-  echo "FAIL: scripts/spark-dist $LINE: $(cat "$WORK/dist.err")"
-  exit 1
-fi
-VERSION=$(basename "$SPARK_HOME")
-progress "Spark $VERSION from $SPARK_HOME"
-export SPARK_HOME
-export SPARK_SCALA_VERSION=$(cat "$SPARK_HOME/.scala")
-export SPARK_CONF_DIR=$WORK/conf # empty: nothing from the machine's Spark configuration
-export SPARK_LOCAL_IP=127.0.0.1
+spark_dist "$LINE"
 export SPARK_LOCAL_DIRS=$WORK/local
 export JAVA_HOME=$JDK
 mkdir -p "$SPARK_CONF_DIR" "$SPARK_LOCAL_DIRS" "$WORK/reports" "$WORK/worker" "$WORK/logs"
@@ -101,12 +88,7 @@ chmod 0755 "$WORK/reports"
 "$JDK/bin/jar" cf "$WORK/sortjob.jar" -C "$WORK/classes" .
 
 # --- the wrapper and the policy -------------------------------------------------------------
-JH=$WORK/java-home
-if ! "$SPARKSHIM" java-home --jdk "$JDK" "$JH" >"$WORK/java-home.out" 2>&1; then
-  echo "FAIL: $SPARKSHIM java-home --jdk $JDK $JH: $(cat "$WORK/java-home.out")"
-  exit 1
-fi
-[ -x "$JH/bin/java" ] || { echo "FAIL: sparkshim java-home made no $JH/bin/java"; exit 1; }
+make_java_home || exit 1
 
 # The java personality reads /etc/sparkshim/policy.json only: the test's own for the run
 # (lib.sh install_test_policy, after install_package), the previous one back at exit.
