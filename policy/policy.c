@@ -53,12 +53,13 @@ static const struct {
         { POLICY_OVERRIDE_FAIL_MODE, "fail_mode" },
         { POLICY_OVERRIDE_AGENT, "agent" },
         { POLICY_OVERRIDE_GRACE, "grace" },
+        { POLICY_OVERRIDE_NAME, "name" },
 };
 
 #define OVERRIDES_ALL                                                                              \
         (POLICY_OVERRIDE_MILLICORES | POLICY_OVERRIDE_CORES | POLICY_OVERRIDE_MEMORY |             \
          POLICY_OVERRIDE_BURST_RATIO | POLICY_OVERRIDE_CGROUP_PARENT | POLICY_OVERRIDE_FAIL_MODE | \
-         POLICY_OVERRIDE_AGENT | POLICY_OVERRIDE_GRACE)
+         POLICY_OVERRIDE_AGENT | POLICY_OVERRIDE_GRACE | POLICY_OVERRIDE_NAME)
 
 int policy_error_set(struct policy_error *err, int error, const char *format, ...)
 {
@@ -728,7 +729,7 @@ static int parse_overrides(struct parser *ps, json_t *root, struct policy *p)
 {
         static const char allowed[] = "an array of \"millicores\", \"cores\", \"memory\", "
                                       "\"burst_ratio\", \"cgroup_parent\", \"fail_mode\", "
-                                      "\"agent\", \"grace\"";
+                                      "\"agent\", \"grace\", \"name\"";
         json_t *v = json_object_get(root, "overrides"), *e;
         unsigned bits = 0;
         size_t i;

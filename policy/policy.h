@@ -58,6 +58,7 @@ enum policy_override {
         POLICY_OVERRIDE_FAIL_MODE     = 1u << 5,
         POLICY_OVERRIDE_AGENT         = 1u << 6, /* agent on/off and its library (--agent...) */
         POLICY_OVERRIDE_GRACE         = 1u << 7, /* a grace period longer than the policy's */
+        POLICY_OVERRIDE_NAME          = 1u << 8, /* the executor's cgroup name (--name) */
 };
 
 /* How `sparkshim run` puts the JVMTI agent into the executor JVM. */

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -355,17 +356,75 @@ static void sweep_leftovers(int parent_fd, const char *parent_path)
         closedir(d);
 }
 
+enum { LEAF_TAKEN = 1 };
+
 /*
- * Create the executor's leaf below parent_fd and mark it ours. A leaf of that name that a
- * live shim owns, or that sparkshim did not make, fails this start only; one left by a
- * dead shim is removed first. All under a lock on the parent, so that two shims never
- * both decide to remove or create the same leaf.
+ * mkdir one leaf: 0 when made (a dead shim's leftover of that name removed first),
+ * LEAF_TAKEN when a live shim uses it or sparkshim did not make it (why says which, and it
+ * is left alone), else -errno with err set.
  */
-static int make_leaf(int parent_fd, const char *parent_path, const char *name, int *ret_fd,
-                     struct shim_error *err)
+static int try_leaf(int parent_fd, const char *parent_path, const char *name, char *why,
+                    size_t size, struct shim_error *err)
+{
+        _cleanup_close_ int old = -1;
+        pid_t pid = 0;
+        int r;
+
+        if (mkdirat(parent_fd, name, 0755) == 0)
+                return 0;
+        r = -errno;
+        if (r != -EEXIST)
+                return shim_error_set(err, r, "cannot create cgroup %s/%s: %s", parent_path, name,
+                                      strerror(-r));
+        old = openat(parent_fd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        switch (old < 0 ? OWNER_NONE : leaf_owner(old, &pid)) {
+        case OWNER_ALIVE:
+                snprintf(why, size, "is in use by sparkshim pid %d (another executor with the same name)",
+                         (int)pid);
+                return LEAF_TAKEN;
+        case OWNER_NONE:
+                snprintf(why, size, "already exists and was not created by sparkshim; it is left alone");
+                return LEAF_TAKEN;
+        case OWNER_DEAD:
+                break;
+        }
+        r = remove_leftover(parent_fd, name, old, 1000);
+        if (r < 0)
+                return shim_error_set(err, r, "cgroup %s/%s, left by sparkshim pid %d, cannot be removed: %s",
+                                      parent_path, name, (int)pid, strerror(-r));
+        log_info("removed %s/%s, left by sparkshim pid %d", parent_path, name, (int)pid);
+        if (mkdirat(parent_fd, name, 0755) < 0)
+                return shim_error_set(err, errno, "cannot create cgroup %s/%s: %s", parent_path, name,
+                                      strerror(errno));
+        return 0;
+}
+
+/* NAME-XXXXXXXX (8 random hex digits), NAME cut so that it stays a name of 100 at most */
+static int fresh_name(const char *name, char *buf, size_t size, struct shim_error *err)
+{
+        uint32_t x;
+
+        if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x))
+                return shim_error_set(err, errno, "getrandom: %s", strerror(errno));
+        size_t keep = strlen(name) < 100 - 9 ? strlen(name) : 100 - 9;
+
+        snprintf(buf, size, "%.*s-%08" PRIx32, (int)keep, name, x);
+        return 0;
+}
+
+/*
+ * Create the executor's leaf below parent_fd and mark it ours; its name goes to ret_name.
+ * One left by a dead shim is removed first. A leaf of that name that a live shim owns, or
+ * that sparkshim did not make, is left alone: with rename_taken this executor gets a fresh
+ * name of its own (said in a warning), so that nobody can take an executor's name to stop
+ * it or to run unconstrained; without it the start fails. All under a lock on the parent,
+ * so that two shims never both decide to remove or create the same leaf.
+ */
+static int make_leaf(int parent_fd, const char *parent_path, const char *name, bool rename_taken,
+                     char *ret_name, size_t name_size, int *ret_fd, struct shim_error *err)
 {
         _cleanup_close_ int lock = -1, fd = -1;
-        pid_t pid = 0;
+        char why[128], chosen[POLICY_NAME_MAX];
         int r;
 
         /* an open file description of its own: closing it (on return) drops the lock */
@@ -377,50 +436,39 @@ static int make_leaf(int parent_fd, const char *parent_path, const char *name, i
                         return shim_error_set(err, errno, "cannot lock %s: %s", parent_path, strerror(errno));
         sweep_leftovers(parent_fd, parent_path);
 
-        if (mkdirat(parent_fd, name, 0755) < 0) {
-                _cleanup_close_ int old = -1;
+        snprintf(chosen, sizeof(chosen), "%s", name);
+        r = try_leaf(parent_fd, parent_path, chosen, why, sizeof(why), err);
+        if (r == LEAF_TAKEN && !rename_taken)
+                return shim_error_set(err, EEXIST, "cgroup %s/%s %s (choose another --name)", parent_path,
+                                      name, why);
+        for (unsigned tries = 0; r == LEAF_TAKEN && tries < 8; tries++) {
+                char again[sizeof(why)];
 
-                r = -errno;
-                if (r != -EEXIST)
-                        return shim_error_set(err, r, "cannot create cgroup %s/%s: %s", parent_path,
-                                              name, strerror(-r));
-                old = openat(parent_fd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-                switch (old < 0 ? OWNER_NONE : leaf_owner(old, &pid)) {
-                case OWNER_ALIVE:
-                        return shim_error_set(err, EEXIST,
-                                              "cgroup %s/%s is in use by sparkshim pid %d (another "
-                                              "executor with the same name)",
-                                              parent_path, name, (int)pid);
-                case OWNER_NONE:
-                        return shim_error_set(err, EEXIST,
-                                              "cgroup %s/%s already exists and was not created by "
-                                              "sparkshim; it is left alone (choose another --name)",
-                                              parent_path, name);
-                case OWNER_DEAD:
-                        r = remove_leftover(parent_fd, name, old, 1000);
-                        if (r < 0)
-                                return shim_error_set(err, r,
-                                                      "cgroup %s/%s, left by sparkshim pid %d, "
-                                                      "cannot be removed: %s",
-                                                      parent_path, name, (int)pid, strerror(-r));
-                        log_info("removed %s/%s, left by sparkshim pid %d", parent_path, name, (int)pid);
-                        if (mkdirat(parent_fd, name, 0755) < 0)
-                                return shim_error_set(err, errno, "cannot create cgroup %s/%s: %s",
-                                                      parent_path, name, strerror(errno));
-                        break;
-                }
+                r = fresh_name(name, chosen, sizeof(chosen), err);
+                if (r < 0)
+                        return r;
+                r = try_leaf(parent_fd, parent_path, chosen, again, sizeof(again), err);
         }
-        fd = openat(parent_fd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (r == LEAF_TAKEN)
+                return shim_error_set(err, EEXIST, "cgroup %s/%s %s, and no fresh name was free",
+                                      parent_path, name, why);
+        if (r < 0)
+                return r;
+        if (strcmp(chosen, name) != 0)
+                log_warn("cgroup %s/%s %s: this executor's cgroup is %s/%s instead", parent_path, name,
+                         why, parent_path, chosen);
+        fd = openat(parent_fd, chosen, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0) {
                 r = -errno;
-                unlinkat(parent_fd, name, AT_REMOVEDIR);
-                return shim_error_set(err, r, "cannot open cgroup %s/%s: %s", parent_path, name,
+                unlinkat(parent_fd, chosen, AT_REMOVEDIR);
+                return shim_error_set(err, r, "cannot open cgroup %s/%s: %s", parent_path, chosen,
                                       strerror(-r));
         }
         r = owner_mark(fd);
         if (r < 0)
                 /* without the mark the leaf is only never removed by another shim */
-                log_debug("cannot mark %s/%s as this shim's: %s", parent_path, name, strerror(-r));
+                log_debug("cannot mark %s/%s as this shim's: %s", parent_path, chosen, strerror(-r));
+        snprintf(ret_name, name_size, "%s", chosen);
         *ret_fd = fd;
         fd = -1;
         return 0;
@@ -435,19 +483,21 @@ static void cgroup_close(struct shim_cgroup *cg)
 }
 
 static int finish_leaf(struct shim_cgroup *cg, const char *parent_path, const char *name,
-                       const struct policy_write *w, size_t n, struct shim_error *err)
+                       bool rename_taken, const struct policy_write *w, size_t n,
+                       struct shim_error *err)
 {
         int r;
 
-        r = make_leaf(cg->parent_fd, parent_path, name, &cg->leaf_fd, err);
+        r = make_leaf(cg->parent_fd, parent_path, name, rename_taken, cg->leaf_name,
+                      sizeof(cg->leaf_name), &cg->leaf_fd, err);
         if (r < 0)
                 return r;
-        snprintf(cg->leaf_name, sizeof(cg->leaf_name), "%s", name);
+        snprintf(cg->path, sizeof(cg->path), "%s/%s", parent_path, cg->leaf_name);
         r = apply_writes(cg->leaf_fd, cg->path, w, n, err);
         if (r < 0) {
                 util_closep(&cg->leaf_fd);
                 cg->leaf_fd = -1;
-                unlinkat(cg->parent_fd, name, AT_REMOVEDIR);
+                unlinkat(cg->parent_fd, cg->leaf_name, AT_REMOVEDIR);
                 return r;
         }
         return 0;
@@ -536,8 +586,7 @@ int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *pare
         r = enable_controllers(cg.parent_fd, path, needed, err);
         if (r < 0)
                 goto fail;
-        snprintf(cg.path, sizeof(cg.path), "%s/%s", path, name);
-        r = finish_leaf(&cg, path, name, w, n, err);
+        r = finish_leaf(&cg, path, name, true, w, n, err);
         if (r < 0)
                 goto fail;
         *ret = cg;
@@ -609,6 +658,114 @@ static int evacuate_root(int mount_fd, int init_fd, const char *mount, struct sh
         return shim_error_set(err, EBUSY, "processes keep appearing in %s/cgroup.procs", mount);
 }
 
+/* The initial cgroup namespace's inode (PROC_CGROUP_INIT_INO): the host's. */
+#define CGROUP_NS_INIT_INO 0xEFFFFFFBu
+
+/* The cgroup v2 path of this process ("0::PATH" in /proc/self/cgroup); -ENOENT without one. */
+static int own_cgroup_path(char *buf, size_t size)
+{
+        char text[4096];
+        ssize_t n;
+
+        n = util_read_at(AT_FDCWD, "/proc/self/cgroup", text, sizeof(text));
+        if (n < 0)
+                return (int)n;
+        for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl = '\0';
+                if (strncmp(line, "0::", 3) == 0) {
+                        snprintf(buf, size, "%s", line + 3);
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+/*
+ * The root of the cgroup2 mount at mount, as /proc/self/mountinfo shows it: relative to this
+ * process's cgroup namespace root, so "/" when the mount shows the namespace's own cgroup,
+ * "/.." (and deeper) when it shows cgroups above it. -ENOENT when no such mount.
+ */
+static int mount_root(const char *mount, char *buf, size_t size)
+{
+        _cleanup_free_ char *text = NULL;
+        ssize_t n;
+
+        n = util_read_file_at(AT_FDCWD, "/proc/self/mountinfo", 4 << 20, &text);
+        if (n < 0)
+                return (int)n;
+        for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                char root[PATH_MAX], point[PATH_MAX], *dash;
+
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl = '\0';
+                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+                dash = strstr(line, " - ");
+                if (!dash || strncmp(dash, " - cgroup2 ", 11) != 0 ||
+                    sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2)
+                        continue;
+                if (strcmp(point, mount) == 0) {
+                        snprintf(buf, size, "%s", root);
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size)
+{
+        char link[64] = "", path[PATH_MAX], root[PATH_MAX];
+        unsigned long long ino = 0;
+        ssize_t n = readlink("/proc/self/ns/cgroup", link, sizeof(link) - 1);
+        int r;
+
+        if (n < 0 || sscanf(link, "cgroup:[%llu]", &ino) != 1) {
+                snprintf(detail, size,
+                         "cannot read /proc/self/ns/cgroup (%s): the kernel has no cgroup namespaces "
+                         "(Linux 4.6 or later needed)",
+                         n < 0 ? strerror(errno) : link);
+                return -EOPNOTSUPP;
+        }
+        r = own_cgroup_path(path, sizeof(path));
+        if (ino == CGROUP_NS_INIT_INO) {
+                snprintf(detail, size,
+                         "this is the host's cgroup namespace (%s), /proc/self/cgroup shows 0::%s: init mode "
+                         "would change the node's own cgroups: fix: a private cgroup namespace for the "
+                         "container (an unprivileged pod on a cgroup v2 node gets one from containerd and "
+                         "CRI-O; a privileged pod never does; docker run --cgroupns=private)",
+                         link, r == 0 ? path : "(none)");
+                return -EPERM;
+        }
+        if (r < 0) {
+                snprintf(detail, size,
+                         "own cgroup namespace %s, but /proc/self/cgroup has no cgroup v2 line (0::): no "
+                         "cgroup2 hierarchy on this kernel's host",
+                         link);
+                return -EOPNOTSUPP;
+        }
+        if (mount_root(mount, root, sizeof(root)) == 0 && strcmp(root, "/") != 0) {
+                snprintf(detail, size,
+                         "own cgroup namespace %s, but the cgroup2 mount at %s shows %s of it, not its root "
+                         "(a bind mount of another hierarchy, as some runtimes give privileged containers): "
+                         "fix: a cgroup2 mount made in the container's namespace (what runtimes do for "
+                         "unprivileged containers, made writable as sparkshim-k8s(7) says)",
+                         link, mount, root);
+                return -EPERM;
+        }
+        if (strcmp(path, "/") != 0) {
+                snprintf(detail, size,
+                         "own cgroup namespace %s, but this process is at 0::%s, not at its root: run "
+                         "sparkshim as the container's command (its PID 1), not through nsenter, exec or a "
+                         "wrapper that moved it",
+                         link, path);
+                return -EPERM;
+        }
+        snprintf(detail, size, "own cgroup namespace %s, this process at 0::/ (its root)", link);
+        return 0;
+}
+
 int shim_cgroup_setup_init(const struct shim_cgroup_host *host, const char *name,
                            const struct policy_write *w, size_t n, struct shim_cgroup *ret,
                            struct shim_error *err)
@@ -628,6 +785,14 @@ int shim_cgroup_setup_init(const struct shim_cgroup_host *host, const char *name
                                       "--name: '%s' is not a valid executor cgroup name in init "
                                       "mode; allowed: [A-Za-z0-9_.-], not '.', '..' or 'init'",
                                       name);
+        /* before any mkdir or write: without a namespace of its own, "/" is the node's root */
+        {
+                char detail[SHIM_ERROR_TEXT_MAX - 32];
+
+                r = shim_cgroup_init_namespace(host->mount, detail, sizeof(detail));
+                if (r < 0)
+                        return shim_error_set(err, -r, "init mode: %s", detail);
+        }
         r = open_mount(host, w, n, &cg, needed, sizeof(needed), err);
         if (r < 0)
                 goto fail;
@@ -651,8 +816,7 @@ int shim_cgroup_setup_init(const struct shim_cgroup_host *host, const char *name
                 r = shim_error_set(err, errno, "dup: %s", strerror(errno));
                 goto fail;
         }
-        snprintf(cg.path, sizeof(cg.path), "%s/%s", host->mount, name);
-        r = finish_leaf(&cg, host->mount, name, w, n, err);
+        r = finish_leaf(&cg, host->mount, name, false, w, n, err);
         if (r < 0)
                 goto fail;
         *ret = cg;

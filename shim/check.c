@@ -293,9 +293,6 @@ static void check_sinks(struct checker *c, const struct policy *p)
 
 /* ------------------------------------------------------------ init mode in a container */
 
-/* The initial cgroup namespace's inode (PROC_CGROUP_INIT_INO): the host's. */
-#define CGROUP_NS_INIT_INO 0xEFFFFFFBu
-
 struct init_checker {
         bool required;      /* check --init: a missing requirement fails the check */
         unsigned missing;
@@ -320,98 +317,12 @@ static void init_row(struct init_checker *c, const char *check, bool ok, const c
         snprintf(c->names + used, sizeof(c->names) - used, "%s%s", used ? ", " : "", check + strlen("init: "));
 }
 
-/* The cgroup v2 path of this process ("0::PATH" in /proc/self/cgroup); -ENOENT without one. */
-static int own_cgroup_path(char *buf, size_t size)
-{
-        char text[4096];
-        ssize_t n;
-
-        n = util_read_at(AT_FDCWD, "/proc/self/cgroup", text, sizeof(text));
-        if (n < 0)
-                return (int)n;
-        for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-                nl = strchr(line, '\n');
-                if (nl)
-                        *nl = '\0';
-                if (strncmp(line, "0::", 3) == 0) {
-                        snprintf(buf, size, "%s", line + 3);
-                        return 0;
-                }
-        }
-        return -ENOENT;
-}
-
-/*
- * The root of the cgroup2 mount at mount, as /proc/self/mountinfo shows it: relative to this
- * process's cgroup namespace root, so "/" when the mount shows the namespace's own cgroup,
- * "/.." (and deeper) when it shows cgroups above it. -ENOENT when no such mount.
- */
-static int mount_root(const char *mount, char *buf, size_t size)
-{
-        _cleanup_free_ char *text = NULL;
-        ssize_t n;
-
-        n = util_read_file_at(AT_FDCWD, "/proc/self/mountinfo", 4 << 20, &text);
-        if (n < 0)
-                return (int)n;
-        for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-                char root[PATH_MAX], point[PATH_MAX], *dash;
-
-                nl = strchr(line, '\n');
-                if (nl)
-                        *nl = '\0';
-                /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
-                dash = strstr(line, " - ");
-                if (!dash || strncmp(dash, " - cgroup2 ", 11) != 0 ||
-                    sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2)
-                        continue;
-                if (strcmp(point, mount) == 0) {
-                        snprintf(buf, size, "%s", root);
-                        return 0;
-                }
-        }
-        return -ENOENT;
-}
-
 static void check_init_namespace(struct init_checker *c, const char *mount)
 {
-        char link[64] = "", path[PATH_MAX], root[PATH_MAX];
-        unsigned long long ino = 0;
-        ssize_t n = readlink("/proc/self/ns/cgroup", link, sizeof(link) - 1);
-        int r;
+        char detail[768];
+        int r = shim_cgroup_init_namespace(mount, detail, sizeof(detail));
 
-        if (n < 0 || sscanf(link, "cgroup:[%llu]", &ino) != 1) {
-                init_row(c, "init: cgroup namespace", false,
-                         "cannot read /proc/self/ns/cgroup (%s): the kernel has no cgroup namespaces "
-                         "(Linux 4.6 or later needed)", n < 0 ? strerror(errno) : link);
-                return;
-        }
-        r = own_cgroup_path(path, sizeof(path));
-        if (ino == CGROUP_NS_INIT_INO)
-                init_row(c, "init: cgroup namespace", false,
-                         "this is the host's cgroup namespace (%s), /proc/self/cgroup shows 0::%s: fix: "
-                         "a private cgroup namespace for the container (containerd and CRI-O give one on "
-                         "cgroup v2 nodes; docker run --cgroupns=private)",
-                         link, r == 0 ? path : "(none)");
-        else if (r < 0)
-                init_row(c, "init: cgroup namespace", false,
-                         "own cgroup namespace %s, but /proc/self/cgroup has no cgroup v2 line (0::): no "
-                         "cgroup2 hierarchy on this kernel's host", link);
-        else if (mount_root(mount, root, sizeof(root)) == 0 && strcmp(root, "/") != 0)
-                init_row(c, "init: cgroup namespace", false,
-                         "own cgroup namespace %s, but the cgroup2 mount at %s shows %s of it, not its root "
-                         "(a bind mount of another hierarchy, as some runtimes give privileged containers): "
-                         "fix: a cgroup2 mount made in the container's namespace (what runtimes do for "
-                         "unprivileged containers, made writable as below)",
-                         link, mount, root);
-        else if (strncmp(path, "/..", 3) == 0)
-                init_row(c, "init: cgroup namespace", false,
-                         "own cgroup namespace %s, but this process is outside its root (0::%s): run "
-                         "sparkshim as the container's command, not through nsenter or exec from the host",
-                         link, path);
-        else
-                init_row(c, "init: cgroup namespace", true, "own cgroup namespace %s, this process at 0::%s%s",
-                         link, path, strcmp(path, "/") == 0 ? " (its root)" : " (below its root)");
+        init_row(c, "init: cgroup namespace", r >= 0, "%s", detail);
 }
 
 static void check_init(struct init_checker *c, const char *root, const struct shim_cgroup_host *host,
@@ -457,9 +368,10 @@ static void check_init(struct init_checker *c, const char *root, const struct sh
         else if ((rdonly = vfs.f_flag & ST_RDONLY))
                 init_row(c, "init: writable mount", false,
                          "%s is mounted read-only (as runtimes mount it in unprivileged containers): fix: a "
-                         "writable cgroup mount: privileged: true, containerd >= 2.1's cgroup_writable = true "
-                         "for the runtime handler, CRI-O's io.kubernetes.cri-o.cgroup2-mount-hierarchy-rw "
-                         "annotation (sparkshim-k8s(7))",
+                         "writable cgroup mount without privileged (a privileged pod gets no cgroup "
+                         "namespace): containerd >= 2.1's cgroup_writable = true in the runtime handler's "
+                         "table, beside runtime_type; CRI-O's io.kubernetes.cri-o.cgroup2-mount-hierarchy-rw "
+                         "annotation, allowed by the handler (sparkshim-k8s(7))",
                          mount);
         else
                 init_row(c, "init: writable mount", true, "%s is mounted read-write", mount);

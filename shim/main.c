@@ -531,6 +531,12 @@ static void apply_overrides(const struct options *o, struct policy *p)
                         die(SHIM_EXIT_PLAN, "%s", err.text);
                 snprintf(p->cgroup_parent, sizeof(p->cgroup_parent), "%s", parent);
         }
+        if (o->name) {
+                /* whatever the name, a taken leaf is never shared (make_leaf): this gates the choice */
+                source = o->name_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
+                if (policy_check_override(p, POLICY_OVERRIDE_NAME, source, o->name_origin, &err) < 0)
+                        die(SHIM_EXIT_PLAN, "%s", err.text);
+        }
         if (o->grace >= 0) {
                 /* a shorter grace only hurts the executor's own shutdown; a longer one holds the node */
                 source = o->grace_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
@@ -1138,6 +1144,12 @@ static int cmd_run(struct options *o, int argc, char **cmd)
 
         enforced = setup_cgroup(o, &policy, init_mode, name, w, n, cmd[0], measuring, &cg, reason,
                                 sizeof(reason));
+        if (cg.leaf_fd >= 0 && strcmp(cg.leaf_name, name) != 0) {
+                /* the name was taken (make_leaf): the sinks' file names hold {name} */
+                snprintf(name, sizeof(name), "%s", cg.leaf_name);
+                shim_monitor_free(monitor);
+                monitor = open_monitor(o, &policy, name, &measuring, &interval);
+        }
         if (enforced)
                 log_plan(&plan, w, n, cg.path);
         argv = inject_agent(&policy, &plan, &cg, measuring, interval, cmd, &agent, agent_dir,

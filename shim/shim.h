@@ -35,6 +35,13 @@ void shim_cgroup_needed_controllers(const struct policy_write *w, size_t n, char
  * the way, write and read back every value. On failure nothing is left behind that this
  * call created.
  */
+/*
+ * Whether init mode may set up its cgroups here: this process at the root (0::/) of a cgroup
+ * namespace of its own, with the cgroup2 mount at mount showing that root. 0 when so,
+ * else -EPERM or -EOPNOTSUPP; detail gets the verdict (with the fix when not) either way.
+ */
+int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size);
+
 int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *parent, const char *name,
                            const struct policy_write *w, size_t n, struct shim_cgroup *ret,
                            struct shim_error *err);

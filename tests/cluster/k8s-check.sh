@@ -124,7 +124,7 @@ for _ in $(seq 50); do rmdir "$child" 2>/dev/null && break; sleep 0.1; done
 
 # A read-only mount, as unprivileged containers get.
 run readonly unshare --mount sh -c "mount -o remount,bind,ro '$mount' && exec '$shim' check --policy '$work/policy.json' --init"
-expect_row "$work/readonly" "writable mount" FAIL "$mount is mounted read-only.*fix: a writable cgroup mount: privileged: true" "readonly"
+expect_row "$work/readonly" "writable mount" FAIL "$mount is mounted read-only.*fix: a writable cgroup mount without privileged.*cgroup_writable = true in the runtime handler.s table" "readonly"
 expect_row "$work/readonly" "writable by uid" FAIL "not writable: the mount is read-only" "readonly"
 grep -q "$mount.* rw," /proc/self/mountinfo || grep -q "$mount rw" /proc/self/mountinfo ||
   fail "the host's $mount is no longer read-write"

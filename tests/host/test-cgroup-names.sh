@@ -66,27 +66,48 @@ case "$(leaf_of)" in
 *) fail "--name executor-1 ran in '$(leaf_of)'" ;;
 esac
 
-# a leaf sparkshim did not create: not removed, not used; only this start loses it
+# a leaf sparkshim did not create: not removed, not used; the newcomer runs in a fresh leaf
+# of its own (a name never means "run unconstrained" or "refused": issue 22, defect 1)
 mkdir "$cg/foreign"
 before=$(stat -c %i "$cg/foreign")
-run foreign cat /proc/self/cgroup || true
-grep -q "cgroup .*/$parent/foreign already exists and was not created by sparkshim" err.txt ||
-	{ cat err.txt; fail "no word on the foreign leaf"; }
+run foreign cat /proc/self/cgroup || { cat err.txt; fail "--name foreign did not run"; }
+grep -q "cgroup .*/$parent/foreign already exists and was not created by sparkshim.*this executor's cgroup is .*/$parent/foreign-[0-9a-f]\{8\} instead" err.txt ||
+	{ cat err.txt; fail "no word on the foreign leaf and the fresh one"; }
 [ "$(stat -c %i "$cg/foreign")" = "$before" ] || fail "the foreign leaf was removed and made again"
-! leaf_of | grep -q "/foreign\$" || fail "the executor ran in the foreign leaf"
-echo "ok: a leaf sparkshim did not create is left alone"
+leaf_of | grep -q "/$parent/foreign-[0-9a-f]\{8\}\$" || fail "the executor ran in '$(leaf_of)', not a fresh leaf"
+[ -z "$(cat "$cg/foreign/cgroup.procs")" ] || fail "a process was put in the foreign leaf"
+grep -q '"name":"foreign-[0-9a-f]\{8\}"' r.jsonl || { cat r.jsonl; fail "the report does not name the fresh leaf"; }
+echo "ok: a leaf sparkshim did not create is left alone; the newcomer runs in $(leaf_of)"
 
-# a live shim's leaf: the newcomer does not touch it
-"$shim" run --policy open.json --memory 256m --name live --report live.jsonl -- sleep 3 \
-	>live.out 2>live.err &
+# a live shim's leaf: the newcomer does not touch it and runs (measured) in a fresh leaf;
+# a Prometheus file named after {name} is the newcomer's own, never the first shim's
+"$shim" run --policy open.json --memory 256m --name live --report live.jsonl \
+	--prometheus "$tmp/prom-{name}.prom" -- sleep 3 >live.out 2>live.err &
 first=$!
 wait_filled live
-run live cat /proc/self/cgroup || true
-grep -q "cgroup .*/$parent/live is in use by sparkshim pid $first" err.txt ||
+"$shim" run --policy open.json --memory 256m --name live --report r.jsonl \
+	--prometheus "$tmp/prom-{name}.prom" --report-interval 1 -- sh -c 'cat /proc/self/cgroup; sleep 1.5' \
+	>out.txt 2>err.txt || { cat err.txt; fail "the newcomer of a live name did not run"; }
+grep -q "cgroup .*/$parent/live is in use by sparkshim pid $first.*this executor's cgroup is .*/$parent/live-[0-9a-f]\{8\} instead" err.txt ||
 	{ cat err.txt; fail "no word on the live leaf"; }
+leaf_of | grep -q "/$parent/live-[0-9a-f]\{8\}\$" || fail "the newcomer ran in '$(leaf_of)'"
 [ -n "$(cat "$cg/live/cgroup.procs")" ] || fail "the live leaf was emptied"
+[ -f prom-live.prom ] || fail "the first shim's Prometheus file is gone"
+! grep -q "live-" prom-live.prom || fail "the newcomer wrote the first shim's Prometheus file"
 wait $first || fail "the first shim failed: $(cat live.err)"
-echo "ok: a live shim's leaf fails only the newcomer"
+echo "ok: a live shim's leaf is left alone; the newcomer runs in $(leaf_of)"
+
+# the name is a plan input: from the job's side (flag or environment) it needs the policy's
+# "name" override
+printf '{ "version": 1, "fail_mode": "open", "cgroup": { "parent": "%s" }, "overrides": ["memory"] }\n' \
+	"$parent" >noname.json
+chmod 0644 noname.json
+expect 122 "SPARKSHIM_NAME: set by the user, but the policy does not allow overriding name" \
+	env SPARKSHIM_NAME=victim "$shim" run --policy noname.json -- true
+expect 122 "--name: set by the user, but the policy does not allow overriding name" \
+	"$shim" run --policy noname.json --name victim -- true
+[ ! -e "$cg/victim" ] || fail "a refused name made a leaf"
+echo "ok: a name from the job's side needs the policy's name override"
 
 # a dead shim's leftovers: the same name kills and replaces it; others go at the next start
 python3 - "$cg" <<'PY'

@@ -142,7 +142,7 @@ static void field_text(const struct policy *p, size_t i, char *buf, size_t size)
         case F_OVERRIDES: {
                 unsigned bits = *(const unsigned *)at;
                 size_t used = 0;
-                for (unsigned bit = 1; bit <= POLICY_OVERRIDE_GRACE; bit <<= 1)
+                for (unsigned bit = 1; bit <= POLICY_OVERRIDE_NAME; bit <<= 1)
                         if (bits & bit)
                                 used += (size_t)snprintf(
                                         buf + used, size - used, "%s%s", used ? "," : "",
@@ -226,7 +226,7 @@ Test(policy, defaults)
         cr_expect_eq(p.memory_limit_max, 0, "limit max %" PRIu64, p.memory_limit_max);
         cr_expect_eq(p.pids_max, 0, "pids max %" PRIu64, p.pids_max);
         cr_expect_eq(p.io_weight, 0, "io weight %u", p.io_weight);
-        cr_expect_eq(p.overrides, 0xffu, "overrides 0x%x", p.overrides);
+        cr_expect_eq(p.overrides, 0x1ffu, "overrides 0x%x", p.overrides);
         cr_expect_eq(p.out_of_bounds, POLICY_BOUNDS_REJECT, "out_of_bounds %d",
                      (int)p.out_of_bounds);
         cr_expect_eq(p.fail_mode, POLICY_FAIL_CLOSED, "fail_mode %d", (int)p.fail_mode);

@@ -27,3 +27,38 @@ grep -qx '100000 100000' out.txt || fail "cpu.max not written"
 grep -q 'cpu memory' "$CG/pod/cgroup.subtree_control" || fail "controllers not enabled in the namespace root"
 [ ! -e "$CG/pod/executor" ] || fail "executor cgroup left behind"
 pass "init mode: /init, /executor with the plan, cleaned up"
+
+# No cgroup namespace of its own (a privileged pod on containerd or CRI-O, with and without
+# hostPID): refused before any mkdir or write, exit 123 naming the cgroup namespace, the
+# node's hierarchy unchanged (issue 22, defect 2). The case runs at 0::/vm-case of the
+# guest's initial cgroup namespace, as a privileged pod's process is at 0::/kubepods/...
+snapshot() { # the hierarchy's directories, the root's controllers and its processes
+	find "$CG" -type d | sort
+	cat "$CG/cgroup.subtree_control"
+	sort -n "$CG/cgroup.procs"
+}
+write_policy closed.json '{ "version": 1, "fail_mode": "closed" }'
+write_policy open.json '{ "version": 1, "fail_mode": "open" }'
+for how in plain pid1; do
+	for policy in closed.json open.json; do
+		snapshot >before.txt
+		if [ $how = pid1 ]; then
+			run_rc rc unshare --pid --fork --mount-proc "$SPARKSHIM" run --policy $policy --memory 256m -- echo ran >out.txt 2>err.txt
+		else
+			run_rc rc "$SPARKSHIM" run --init --policy $policy --memory 256m -- echo ran >out.txt 2>err.txt
+		fi
+		snapshot >after.txt
+		cat err.txt
+		diff before.txt after.txt || fail "$how, $policy: the node's hierarchy changed"
+		grep -q "init mode: this is the host's cgroup namespace" err.txt || fail "$how, $policy: no word on the cgroup namespace"
+		if [ $policy = closed.json ]; then
+			[ "$rc" = 123 ] || fail "$how, $policy: exit $rc, expected 123"
+			[ "$(wc -l <err.txt)" = 1 ] || fail "$how, $policy: expected one line on stderr"
+			[ ! -s out.txt ] || fail "$how, $policy: the executor ran"
+		else
+			[ "$rc" = 0 ] || fail "$how, $policy: exit $rc, expected 0 (run unconstrained)"
+			grep -qx ran out.txt || fail "$how, $policy: the executor did not run"
+		fi
+	done
+done
+pass "init mode without a cgroup namespace of its own: refused before any write, the hierarchy unchanged"
