@@ -4,17 +4,23 @@
  * print what they measured, one JSON object per cgroup. A test and diagnostic tool (not
  * installed); the bpf test suite, tests/vm/cases/85-bpf.sh and bench/probes drive it.
  *
- *   probe-dump [--seconds S] [--kinds cpu,memory,disk] [--ready FILE] CGROUP_DIR...
- *              [-- CMD [ARG...]]
+ *   probe-dump [--seconds S] [--kinds cpu,memory,disk] [--ready FILE] [--snapshot-at-stop]
+ *              CGROUP_DIR... [-- CMD [ARG...]]
  *
  * With CMD: the child moves itself into the first CGROUP_DIR (writes its pid to
  * cgroup.procs) and execs CMD; probe-dump waits for it, forwarding SIGINT/SIGTERM. Without:
  * it waits S seconds (default: until SIGINT/SIGTERM). --ready FILE: once attached, write
  * {"pid", "attached", "programs": [{"id", "name", "kind"}]} to FILE (atomically).
+ * --snapshot-at-stop (with CMD): the figures printed are those read when CMD first stops
+ * (raise(SIGSTOP)) with every thread stopped, next to "schedstat", the sums of
+ * /proc/CMD/task/x/schedstat read at that moment; CMD is then continued. Both accounts then
+ * cover the same window, whatever the load (a thread that read its own schedstat could
+ * still queue on its way out).
  *
  * Exit: 0 (whatever CMD's status, which is in the JSON), 1 error, 2 usage, 77 when this
  * build has no BPF (the stub).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -43,6 +49,7 @@ struct options {
         double seconds; /* < 0: until a signal */
         unsigned kinds;
         const char *ready;
+        bool snapshot_at_stop;
         const char *dirs[PROBE_CGROUPS_MAX];
         size_t ndirs;
         char **command;
@@ -57,7 +64,7 @@ struct oom_list {
 static void usage(FILE *f)
 {
         fprintf(f, "usage: " PROG " [--seconds S] [--kinds cpu,memory,disk] [--ready FILE] "
-                   "CGROUP_DIR... [-- CMD [ARG...]]\n");
+                   "[--snapshot-at-stop] CGROUP_DIR... [-- CMD [ARG...]]\n");
 }
 
 static int parse_kinds(const char *text, unsigned *ret)
@@ -111,6 +118,8 @@ static int parse_args(int argc, char **argv, struct options *o)
                                 return -EINVAL;
                 } else if (strcmp(a, "--ready") == 0 && i + 1 < argc) {
                         o->ready = argv[++i];
+                } else if (strcmp(a, "--snapshot-at-stop") == 0) {
+                        o->snapshot_at_stop = true;
                 } else if (a[0] == '-') {
                         return -EINVAL;
                 } else {
@@ -122,6 +131,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         if (o->ndirs == 0)
                 return -EINVAL;
         if (o->command && o->seconds >= 0)
+                return -EINVAL;
+        if (o->snapshot_at_stop && !o->command)
                 return -EINVAL;
         return 0;
 }
@@ -268,8 +279,63 @@ exec:
         _exit(127);
 }
 
+/* What --snapshot-at-stop read while the command was stopped. */
+struct snapshot {
+        bool taken;
+        int error; /* of the first probe_read that failed, or 0 */
+        struct probe_usage usage[PROBE_CGROUPS_MAX];
+        unsigned long long oncpu_ns, run_delay_ns, pcount, tasks;
+};
+
+/* The sums of the schedstat of every thread of pid (all stopped: the values hold still). */
+static void read_schedstat(pid_t pid, struct snapshot *s)
+{
+        char path[64];
+        struct dirent *de;
+        DIR *d;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        d = opendir(path);
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                unsigned long long v[3];
+                char file[128];
+                FILE *f;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(file, sizeof(file), "%s/%s/schedstat", path, de->d_name);
+                f = fopen(file, "re");
+                if (!f)
+                        continue;
+                if (fscanf(f, "%llu %llu %llu", &v[0], &v[1], &v[2]) == 3) {
+                        s->oncpu_ns += v[0];
+                        s->run_delay_ns += v[1];
+                        s->pcount += v[2];
+                        s->tasks++;
+                }
+                fclose(f);
+        }
+        closedir(d);
+}
+
+static void take_snapshot(struct probe *p, const uint64_t *ids, size_t n, pid_t child,
+                          struct snapshot *s)
+{
+        for (size_t i = 0; i < n; i++) {
+                int r = probe_read(p, ids[i], &s->usage[i]);
+
+                if (r < 0 && !s->error)
+                        s->error = r;
+        }
+        read_schedstat(child, s);
+        s->taken = true;
+}
+
 /* Run the command to its end; *ret_status is its wait status. */
-static int run_command(const struct options *o, const sigset_t *old_mask, int *ret_status)
+static int run_command(const struct options *o, struct probe *p, const uint64_t *ids,
+                       struct snapshot *snap, const sigset_t *old_mask, int *ret_status)
 {
         struct clone_args args = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD};
         bool born_there = false;
@@ -302,7 +368,13 @@ static int run_command(const struct options *o, const sigset_t *old_mask, int *r
                 sigaddset(&wait_set, SIGCHLD);
                 sigaddset(&wait_set, SIGINT);
                 sigaddset(&wait_set, SIGTERM);
-                r = waitpid(child, &status, WNOHANG);
+                r = waitpid(child, &status, WNOHANG | (o->snapshot_at_stop ? WUNTRACED : 0));
+                if (r == child && WIFSTOPPED(status)) {
+                        if (!snap->taken)
+                                take_snapshot(p, ids, o->ndirs, child, snap);
+                        kill(child, SIGCONT);
+                        continue;
+                }
                 if (r == child)
                         break;
                 if (r < 0 && errno != EINTR)
@@ -343,6 +415,7 @@ int main(int argc, char **argv)
         struct probe_error perr = {0};
         uint64_t ids[PROBE_CGROUPS_MAX];
         struct oom_list ooms;
+        static struct snapshot snap;
         sigset_t mask, old_mask;
         struct probe *p;
         json_t *command_json = NULL, *missing, *detail, *programs;
@@ -391,7 +464,7 @@ int main(int argc, char **argv)
 
         start = now_s();
         if (o.command) {
-                r = run_command(&o, &old_mask, &status);
+                r = run_command(&o, p, ids, &snap, &old_mask, &status);
                 if (r < 0) {
                         fprintf(stderr, PROG ": error: cannot run %s: %s\n", o.command[0],
                                 strerror(-r));
@@ -404,6 +477,11 @@ int main(int argc, char **argv)
                 else
                         command_json = json_pack("{s:s, s:i}", "argv0", o.command[0], "signal",
                                                  WTERMSIG(status));
+                if (o.snapshot_at_stop && !snap.taken) {
+                        fprintf(stderr, PROG ": error: %s never stopped (--snapshot-at-stop)\n",
+                                o.command[0]);
+                        exit_code = 1;
+                }
         } else {
                 wait_seconds(o.seconds);
         }
@@ -438,7 +516,12 @@ int main(int argc, char **argv)
                 json_t *obj, *usage;
                 char *text;
 
-                r = probe_read(p, ids[i], &u);
+                if (snap.taken) {
+                        u = snap.usage[i];
+                        r = snap.error;
+                } else {
+                        r = probe_read(p, ids[i], &u);
+                }
                 if (r < 0) {
                         fprintf(stderr, PROG ": error: reading the probes of %s: %s\n", o.dirs[i],
                                 strerror(-r));
@@ -453,6 +536,13 @@ int main(int argc, char **argv)
                 json_decref(usage);
                 json_object_set(obj, "oom_events", ooms.by_cgroup[i]);
                 json_object_set(obj, "programs", programs);
+                if (snap.taken)
+                        json_object_set_new(obj, "schedstat",
+                                            json_pack("{s:I, s:I, s:I, s:I}", "oncpu_ns",
+                                                      (json_int_t)snap.oncpu_ns, "run_delay_ns",
+                                                      (json_int_t)snap.run_delay_ns, "pcount",
+                                                      (json_int_t)snap.pcount, "tasks",
+                                                      (json_int_t)snap.tasks));
                 if (command_json)
                         json_object_set(obj, "command", command_json);
                 text = json_dumps(obj, JSON_COMPACT);

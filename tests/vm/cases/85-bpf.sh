@@ -99,11 +99,12 @@ losetup -d "$dev"
 
 # CPU on 6.1 (no bpf_rdonly_cast: the portable build of the cpu probe): two burners per vCPU
 # for 1 s of CPU each; the probe's waits must be the scheduler's own (schedstat, as in
-# tests/bpf/test-runq.sh) and every queue start must have ended as a wait.
+# tests/bpf/test-runq.sh: both read while burn is stopped, over the same window whatever the
+# load) and every queue start must have ended as a wait.
 cg=$CG/bpf-cpu
 mkdir "$cg"
 threads=$((2 * $(nproc)))
-run_rc rc env BURN_SCHEDSTAT=1 "$PROBE_DUMP" "$cg" -- "$VMHELPERS/burn" "$threads" 1c >cpu.json 2>cpu.err
+run_rc rc env BURN_STOP=1 "$PROBE_DUMP" --snapshot-at-stop "$cg" -- "$VMHELPERS/burn" "$threads" 1c >cpu.json 2>cpu.err
 cat cpu.err
 [ "$rc" = 0 ] || fail "probe-dump exited $rc"
 rmdir "$cg"
@@ -111,10 +112,11 @@ grep -q '"cpu":"[^"]*portable' cpu.json || fail "the cpu probe did not load as t
 waits=$(jnum cpu.json runq_count)
 wait_ns=$(jnum cpu.json runq_wait_ns)
 starts=$(($(jnum cpu.json wakeups) + $(jnum cpu.json runq_preemptions)))
-k_delay=$(sed -n 's/^schedstat .*run_delay_ns=\([0-9]*\).*/\1/p' cpu.err)
-k_count=$(sed -n 's/^schedstat .*pcount=\([0-9]*\).*/\1/p' cpu.err)
+k_delay=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["schedstat"]["run_delay_ns"])' cpu.json)
+k_count=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["schedstat"]["pcount"])' cpu.json)
 echo "cpu: $waits waits, $wait_ns ns (scheduler: $k_count waits, $k_delay ns); $starts queue starts; on-CPU $(jnum cpu.json oncpu_ns) ns"
 [ "$waits" -gt 0 ] && [ "$waits" = "$starts" ] || fail "cpu: $waits waits for $starts queue starts"
+[ "$waits" = "$k_count" ] || fail "cpu: $waits waits counted, the scheduler counted $k_count"
 [ -n "$k_delay" ] && in_range "$wait_ns" $((k_delay * 99 / 100)) $((k_delay * 101 / 100)) ||
 	fail "cpu: wait $wait_ns ns not within 1% of the scheduler's run_delay $k_delay ns"
 pass "$(uname -r), portable cpu probe: $waits run-queue waits = queue starts, wait within 1% of run_delay"

@@ -3,12 +3,14 @@
  * burn THREADS SECONDS: spin THREADS threads for SECONDS of wall time.
  * burn THREADS SECONDSc: each thread spins until it has used SECONDS of CPU time, so the
  * total CPU time is THREADS x SECONDS however loaded the machine is.
- * With BURN_SCHEDSTAT set, each thread (and then the main thread) adds its own
- * /proc/thread-self/schedstat just before it ends, and burn prints the sums on stderr:
- *   schedstat oncpu_ns=N run_delay_ns=N pcount=N
- * the scheduler's own on-CPU time, run-queue wait and number of waits, for the bpf tests.
+ * With BURN_STOP set, the threads wait (asleep, not runnable) once they are done, and the
+ * process stops itself (SIGSTOP) before any of them exits: `probe-dump --snapshot-at-stop`
+ * then reads the probes and every thread's /proc/PID/task/TID/schedstat at that moment,
+ * the scheduler's own on-CPU time, run-queue wait and number of waits over the same
+ * window as the probes' (the bpf tests compare the two).
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,25 +18,11 @@
 
 static double seconds;
 static int cpu_time;
-static int schedstat;
-static pthread_mutex_t sums_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long long sums[3]; /* on-CPU ns, run-queue wait ns, waits */
-
-static void add_schedstat(void)
-{
-        unsigned long long v[3];
-        FILE *f = fopen("/proc/thread-self/schedstat", "r");
-
-        if (!f)
-                return;
-        if (fscanf(f, "%llu %llu %llu", &v[0], &v[1], &v[2]) == 3) {
-                pthread_mutex_lock(&sums_lock);
-                for (int i = 0; i < 3; i++)
-                        sums[i] += v[i];
-                pthread_mutex_unlock(&sums_lock);
-        }
-        fclose(f);
-}
+static int stop;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+static int done;       /* threads that have spun their time */
+static int released;   /* set once the process was continued */
 
 static double now(void)
 {
@@ -59,8 +47,14 @@ static void *spin(void *arg)
         while (clock() < end)
                 for (int i = 0; i < 100000; i++)
                         x++;
-        if (schedstat)
-                add_schedstat();
+        if (stop) {
+                pthread_mutex_lock(&lock);
+                done++;
+                pthread_cond_broadcast(&changed);
+                while (!released)
+                        pthread_cond_wait(&changed, &lock);
+                pthread_mutex_unlock(&lock);
+        }
         return NULL;
 }
 
@@ -75,15 +69,22 @@ int main(int argc, char **argv)
                 fprintf(stderr, "usage: burn THREADS(1-64) SECONDS[c]\n");
                 return 2;
         }
-        schedstat = getenv("BURN_SCHEDSTAT") != NULL;
+        stop = getenv("BURN_STOP") != NULL;
         for (int i = 0; i < n; i++)
                 pthread_create(&t[i], NULL, spin, NULL);
+        if (stop) {
+                pthread_mutex_lock(&lock);
+                while (done < n)
+                        pthread_cond_wait(&changed, &lock);
+                pthread_mutex_unlock(&lock);
+                /* every thread asleep: stopped here, the accounts hold still for the reader */
+                raise(SIGSTOP);
+                pthread_mutex_lock(&lock);
+                released = 1;
+                pthread_cond_broadcast(&changed);
+                pthread_mutex_unlock(&lock);
+        }
         for (int i = 0; i < n; i++)
                 pthread_join(t[i], NULL);
-        if (schedstat) {
-                add_schedstat();
-                fprintf(stderr, "schedstat oncpu_ns=%llu run_delay_ns=%llu pcount=%llu\n", sums[0],
-                        sums[1], sums[2]);
-        }
         return 0;
 }
