@@ -690,6 +690,7 @@ static int own_cgroup_path(char *buf, size_t size)
 static int mount_root(const char *mount, char *buf, size_t size)
 {
         _cleanup_free_ char *text = NULL;
+        bool found = false;
         ssize_t n;
 
         n = util_read_file_at(AT_FDCWD, "/proc/self/mountinfo", 4 << 20, &text);
@@ -706,12 +707,13 @@ static int mount_root(const char *mount, char *buf, size_t size)
                 if (!dash || strncmp(dash, " - cgroup2 ", 11) != 0 ||
                     sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2)
                         continue;
+                /* mounts stacked at one point are listed in order: the last is the one seen */
                 if (strcmp(point, mount) == 0) {
                         snprintf(buf, size, "%s", root);
-                        return 0;
+                        found = true;
                 }
         }
-        return -ENOENT;
+        return found ? 0 : -ENOENT;
 }
 
 int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size)

@@ -122,6 +122,15 @@ expect_row "$work/boundmount" "cgroup namespace" FAIL "own cgroup namespace cgro
 for _ in $(seq 50); do rmdir "$child" 2>/dev/null && break; sleep 0.1; done
 [ ! -d "$child" ] || fail "cannot remove $child"
 
+# The same namespace with a cgroup2 mount of its own stacked on the inherited one, as
+# runtimes whose rootfs holds the node's /sys/fs/cgroup do: the last mount at a point is
+# the one seen, and it shows the namespace's root
+mkdir "$child"
+run stacked sh -c "echo \$\$ >'$child/cgroup.procs' && exec unshare --cgroup --mount sh -c 'mkdir -p $work/own && mount -t cgroup2 none $work/own && mount --bind $work/own $mount && exec $shim check --policy $work/policy.json --init'"
+expect_row "$work/stacked" "cgroup namespace" ok "own cgroup namespace cgroup:\[[0-9]+\], this process at 0::/ \(its root\)" "stacked"
+for _ in $(seq 50); do rmdir "$child" 2>/dev/null && break; sleep 0.1; done
+[ ! -d "$child" ] || fail "cannot remove $child"
+
 # A read-only mount, as unprivileged containers get.
 run readonly unshare --mount sh -c "mount -o remount,bind,ro '$mount' && exec '$shim' check --policy '$work/policy.json' --init"
 expect_row "$work/readonly" "writable mount" FAIL "$mount is mounted read-only.*fix: a writable cgroup mount without privileged.*cgroup_writable = true in the runtime handler.s table" "readonly"
