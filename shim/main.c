@@ -1238,7 +1238,7 @@ static int java_personality(struct options *o, int argc, char **argv)
                 o->policy_explicit = true;
         }
 #endif
-        if (policy_java_runs_executor(argc, argv, getenv_nonempty("JDK_JAVA_OPTIONS") != NULL)) {
+        if (policy_java_runs_executor(argc, argv, policy_java_env_options(environ))) {
                 apply_environment(o);
                 load_policy(o, &policy);
                 if (policy.java_executors == POLICY_JAVA_RUN)

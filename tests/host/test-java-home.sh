@@ -135,6 +135,64 @@ set -e
 [ ! -e reports-exec.jsonl ] || fail "java.executors exec: the executor was wrapped"
 echo "ok: the policy's java.executors \"exec\" runs the executor as the JDK's java"
 
+# --- Spark's launcher, and the JVM's option variables (issue 22, defect 5) -------------
+# org.apache.spark.launcher.Main as the certain main class runs unwrapped; but any of the
+# variables the JVM reads its options from can add a -javaagent that runs a backend in it.
+mkdir -p src/org/apache/spark/launcher
+cat >src/org/apache/spark/launcher/Main.java <<'JAVA'
+package org.apache.spark.launcher;
+public class Main {
+    public static void main(String[] a) {
+        System.out.println("launcher " + String.join(" ", a));
+    }
+}
+JAVA
+cat >src/Agent.java <<'JAVA'
+public class Agent {
+    public static void premain(String args) {
+        org.apache.spark.executor.CoarseGrainedExecutorBackend.main(args.split(","));
+    }
+}
+JAVA
+"$JDK/bin/javac" -cp classes -d classes src/org/apache/spark/launcher/Main.java src/Agent.java
+printf 'Premain-Class: Agent\n' >manifest.txt
+"$JDK/bin/jar" cfm agent.jar manifest.txt -C classes Agent.class
+launcher() {
+	"$WORK/jh/bin/java" -Xmx64m -cp classes org.apache.spark.launcher.Main \
+		org.apache.spark.executor.CoarseGrainedExecutorBackend --executor-id 6 --app-id app-l
+}
+rm -f reports.jsonl
+set +e
+SPARKSHIM_TEST_POLICY=$WORK/policy.json launcher >out.txt 2>err.txt
+rc=$?
+set -e
+[ $rc = 0 ] || { cat err.txt; fail "the launcher exited $rc through the home, expected 0"; }
+grep -q '^launcher org.apache.spark.executor.CoarseGrainedExecutorBackend' out.txt ||
+	{ cat out.txt err.txt; fail "the launcher did not run"; }
+[ ! -e reports.jsonl ] || fail "Spark's launcher was wrapped"
+echo "ok: Spark's launcher, the certain main class, runs as the JDK's java"
+agent="-javaagent:$WORK/agent.jar=--executor-id,6,--app-id,app-l"
+for var in JAVA_TOOL_OPTIONS _JAVA_OPTIONS JDK_JAVA_OPTIONS; do
+	rm -f reports.jsonl
+	set +e
+	env "$var=$agent" SPARKSHIM_TEST_POLICY="$WORK/policy.json" "$WORK/jh/bin/java" -Xmx64m \
+		-cp classes org.apache.spark.launcher.Main \
+		org.apache.spark.executor.CoarseGrainedExecutorBackend --executor-id 6 \
+		--app-id app-l >out.txt 2>err.txt
+	rc=$?
+	set -e
+	[ $rc = 3 ] || { cat out.txt err.txt; fail "$var: the agent's executor exited $rc, expected 3"; }
+	grep -q '^executor ' out.txt || { cat out.txt err.txt; fail "$var: the agent did not run the backend"; }
+	[ -s reports.jsonl ] || { cat err.txt; fail "$var set: the launcher ran an executor unwrapped"; }
+	echo "ok: $var set: Spark's launcher, whose JVM may run an executor, runs under sparkshim run"
+done
+# an empty variable adds nothing: the launcher stays exempt
+rm -f reports.jsonl
+JAVA_TOOL_OPTIONS= _JAVA_OPTIONS= JDK_JAVA_OPTIONS= SPARKSHIM_TEST_POLICY=$WORK/policy.json \
+	launcher >out.txt 2>err.txt || { cat err.txt; fail "the launcher failed with empty variables"; }
+[ ! -e reports.jsonl ] || fail "empty option variables: Spark's launcher was wrapped"
+echo "ok: empty option variables leave Spark's launcher exempt"
+
 # --- homes the personality refuses ----------------------------------------------------
 mkdir -p lone/bin && ln -s "$(readlink -f "$SHIM")" lone/bin/java
 expect 127 "not in a java home made by sparkshim java-home" "$WORK/lone/bin/java" -version
