@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "shim-common.h"
+#include "util.h"
 
 static enum shim_log_level max_level = SHIM_LOG_WARN;
 
@@ -33,14 +34,26 @@ void shim_log(enum shim_log_level level, const char *fmt, ...)
         vsnprintf(message, sizeof(message), fmt, ap);
         va_end(ap);
         /*
-         * Messages carry user strings (a command, a name, a path): a control character
-         * among them is shown escaped, so that no input can forge or split a log line.
+         * Messages carry user strings (a command, a name, a path, a token of a file): a
+         * control character among them (C0, DEL, and C1 such as CSI U+009B, which terminals
+         * obey too) and each byte that is not part of valid UTF-8 are shown escaped (\xNN),
+         * so that no input can forge or split a log line or reach a terminal raw, and the
+         * line is UTF-8 (a message cut by its buffer ends in escapes, not half a character).
          */
-        for (const unsigned char *c = (const unsigned char *)message; *c && n + 5 < (int)sizeof(line); c++) {
-                if (*c < 0x20 || *c == 0x7f)
-                        n += snprintf(line + n, sizeof(line) - (size_t)n, "\\x%02x", *c);
-                else
-                        line[n++] = (char)*c;
+        for (const unsigned char *c = (const unsigned char *)message; *c;) {
+                size_t len = util_utf8_length(c), bytes = len ? len : 1;
+                bool escape = len == 0 || *c < 0x20 || *c == 0x7f ||
+                              (len == 2 && c[0] == 0xc2 && c[1] < 0xa0);
+
+                if ((size_t)n + (escape ? 4 * bytes : bytes) >= sizeof(line))
+                        break;
+                for (size_t i = 0; i < bytes; i++) {
+                        if (escape)
+                                n += snprintf(line + n, sizeof(line) - (size_t)n, "\\x%02x", c[i]);
+                        else
+                                line[n++] = (char)c[i];
+                }
+                c += bytes;
         }
         line[n] = '\0';
         /* one write per line so lines of concurrent writers do not interleave */

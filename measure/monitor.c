@@ -504,28 +504,6 @@ static void sample(struct shim_monitor *m)
         m->last_sample_ns = s.t_ns;
 }
 
-/* The length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
-static size_t utf8_length(const unsigned char *s)
-{
-        size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
-                 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
-        uint32_t cp;
-
-        if (n <= 1)
-                return n;
-        cp = s[0] & (0x7f >> n);
-        for (size_t i = 1; i < n; i++) {
-                if ((s[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = cp << 6 | (s[i] & 0x3f);
-        }
-        /* overlong forms, surrogates and what lies past U+10FFFF */
-        if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-            (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-                return 0;
-        return n;
-}
-
 /*
  * Bytes that are not UTF-8 become '?': the job's ids and command may hold anything, and
  * jansson refuses a string that is not UTF-8 (the whole report would be lost with it).
@@ -561,7 +539,7 @@ static void utf8_sanitize(char *s)
         unsigned char *p = (unsigned char *)s;
 
         while (*p) {
-                size_t len = utf8_length(p);
+                size_t len = util_utf8_length(p);
                 if (len == 0)
                         *p++ = '?';
                 else
@@ -1322,7 +1300,7 @@ static void label_value(const char *s, char *buf, size_t size)
         size_t n = 0;
 
         while (*p && n + 5 < size) {
-                size_t len = utf8_length(p);
+                size_t len = util_utf8_length(p);
 
                 if (*p == '\\' || *p == '"' || *p == '\n') {
                         buf[n++] = '\\';

@@ -352,8 +352,17 @@ int shim_report_open(const char *path, struct shim_error *err)
                         return shim_error_set(err, errno, "standard input: %s", strerror(errno));
                 return fd;
         }
-        /* O_NONBLOCK: a FIFO without a writer must not block the open; it is refused below */
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        /*
+         * O_NONBLOCK: a FIFO without a writer must not block the open; it is refused below.
+         * O_NOFOLLOW: root runs this over files of the job's users (the report directory of
+         * a template), and reads no file that a symlink names.
+         */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+        if (fd < 0 && errno == ELOOP)
+                return shim_error_set(err, ELOOP,
+                                      "%s: a symbolic link (refused): root reads no file a link "
+                                      "names; give the file itself",
+                                      path);
         if (fd < 0)
                 return shim_error_set(err, errno, "%s: cannot open: %s", path, strerror(errno));
         if (fstat(fd, &st) < 0)

@@ -65,9 +65,9 @@ int shim_report_reader_fd(struct shim_report_reader *r, int fd, const char *path
 
 /*
  * Open a report file to read: "-" is standard input (whatever it is); anything else must
- * be a regular file (opened O_NONBLOCK so that a FIFO cannot block, then refused). Returns
- * an fd (O_CLOEXEC) or -errno with err filled: -EISDIR, -EINVAL (not a regular file),
- * open errors.
+ * be a regular file (opened O_NONBLOCK so that a FIFO cannot block, then refused) and not
+ * a symbolic link (O_NOFOLLOW). Returns an fd (O_CLOEXEC) or -errno with err filled:
+ * -ELOOP (a symlink), -EISDIR, -EINVAL (not a regular file), open errors.
  */
 int shim_report_open(const char *path, struct shim_error *err);
 

@@ -61,7 +61,8 @@ static bool in(const char *const list[], size_t n, const char *s)
         return false;
 }
 
-#define IN(list, s) in(list, sizeof(list) / sizeof((list)[0]), s)
+#define LENGTH(list) (sizeof(list) / sizeof((list)[0]))
+#define IN(list, s)  in(list, LENGTH(list), s)
 
 bool policy_java_is_backend(const char *class_name)
 {
@@ -71,7 +72,7 @@ bool policy_java_is_backend(const char *class_name)
 /* A backend's name, also as the launcher takes it with '/' for '.' (org/apache/...). */
 static bool names_backend(const char *arg)
 {
-        for (size_t b = 0; b < sizeof(backends) / sizeof(backends[0]); b++) {
+        for (size_t b = 0; b < LENGTH(backends); b++) {
                 const char *n = backends[b], *a = arg;
 
                 while (*n && (*a == *n || (*a == '/' && *n == '.'))) {
@@ -124,6 +125,31 @@ enum policy_java_main policy_java_main_class(int argc, char *const argv[], const
                 }
         }
         return POLICY_JAVA_MAIN_NONE;
+}
+
+/*
+ * The variables the JDK reads options from besides the command line (JAVA_TOOL_OPTIONS by
+ * the VM, _JAVA_OPTIONS by HotSpot, JDK_JAVA_OPTIONS by the java launcher, JDK 9 on): a
+ * -javaagent in any of them runs code before the main class, which can start a backend.
+ */
+static const char *const option_variables[] = {
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+};
+
+bool policy_java_env_options(char *const envp[])
+{
+        for (size_t i = 0; envp && envp[i]; i++)
+                for (size_t v = 0; v < LENGTH(option_variables); v++) {
+                        size_t n = strlen(option_variables[v]);
+
+                        /* set and not empty; an empty value adds no option */
+                        if (strncmp(envp[i], option_variables[v], n) == 0 && envp[i][n] == '=' &&
+                            envp[i][n + 1] != '\0')
+                                return true;
+                }
+        return false;
 }
 
 bool policy_java_runs_executor(int argc, char *const argv[], bool env_options)

@@ -512,12 +512,20 @@ bool policy_java_is_backend(const char *class_name);
 /*
  * True when the command runs a Spark executor: its main class is a backend, or a backend's
  * name (also spelt with '/') is any of its arguments, unless the command is certainly
- * Spark's launcher (org.apache.spark.launcher.Main, with env_options false: JDK_JAVA_OPTIONS
- * unset). A job's options can change how the JDK's launcher reads a command line, never
- * remove the backend's name that Spark passes: a reading that errs wraps a command, it
- * never lets an executor through.
+ * Spark's launcher (org.apache.spark.launcher.Main, with env_options false: see
+ * policy_java_env_options()). A job's options can change how the JDK's launcher reads a
+ * command line, never remove the backend's name that Spark passes: a reading that errs
+ * wraps a command, it never lets an executor through.
  */
 bool policy_java_runs_executor(int argc, char *const argv[], bool env_options);
+
+/*
+ * True when envp (NULL-terminated, may be NULL) gives the JVM options its command line does
+ * not show: JAVA_TOOL_OPTIONS, _JAVA_OPTIONS or JDK_JAVA_OPTIONS set and not empty (any of
+ * them can add a -javaagent that starts a backend). The env_options of
+ * policy_java_runs_executor().
+ */
+bool policy_java_env_options(char *const envp[]);
 
 /* ---------------------------------------------------------------------------------- */
 /* Report file name templates (template.c)                                             */

@@ -4,10 +4,11 @@
  *
  * DIR mirrors JDK: each entry of JDK is a symlink in DIR, and DIR/bin holds a symlink for
  * each entry of JDK/bin, but for bin/java, which is a symlink to this program. The link
- * DIR/.sparkshim-jdk names JDK; the personality finds it from the path the kernel executed
- * (AT_EXECFN), so that one binary serves any number of java homes. DIR is built beside
- * itself under a temporary name and put in place by one rename (RENAME_EXCHANGE when it
- * exists): a launch in the middle of a refresh sees the old home or the new one.
+ * DIR/.sparkshim-jdk names JDK, and DIR/.sparkshim-policy (when java-home got --policy) the
+ * policy of the home's executors; the personality finds them from the path the kernel
+ * executed (AT_EXECFN), so that one binary serves any number of java homes. DIR is built
+ * beside itself under a temporary name and put in place by one rename (RENAME_EXCHANGE when
+ * it exists): a launch in the middle of a refresh sees the old home or the new one.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,7 +26,18 @@
 #include "shim.h"
 #include "util.h"
 
-#define JDK_LINK ".sparkshim-jdk"
+#define JDK_LINK    ".sparkshim-jdk"
+#define POLICY_LINK ".sparkshim-policy"
+
+/*
+ * A home's java runs for every launch of a job, in the job's environment: a build whose
+ * test hooks read that environment (SPARKSHIM_CGROUP_ROOT) must never be one.
+ */
+#ifdef SPARKSHIM_TEST_HOOKS
+#define TEST_HOOKS_REFUSED                                                                         \
+        "this program is sparkshim-test, built with test hooks that read the environment (the "    \
+        "job's, in a home); allowed: the installed sparkshim, built without them"
+#endif
 
 /* Symlink each entry of the directory src (but skip) into dirfd, pointing at src/entry. */
 static int mirror_entries(const char *src, int dirfd, const char *skip, struct shim_error *err)
@@ -39,7 +51,8 @@ static int mirror_entries(const char *src, int dirfd, const char *skip, struct s
                 char target[PATH_MAX];
 
                 if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-                    strcmp(e->d_name, skip) == 0 || strcmp(e->d_name, JDK_LINK) == 0)
+                    strcmp(e->d_name, skip) == 0 || strcmp(e->d_name, JDK_LINK) == 0 ||
+                    strcmp(e->d_name, POLICY_LINK) == 0)
                         continue;
                 if ((size_t)snprintf(target, sizeof(target), "%s/%s", src, e->d_name) >=
                     sizeof(target))
@@ -125,7 +138,7 @@ static int check_target(int parentfd, const char *name, const char *path, bool *
         return 0;
 }
 
-int shim_java_home(const char *jdk_arg, const char *dir, struct shim_error *err)
+int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, struct shim_error *err)
 {
         char jdk[PATH_MAX], self[PATH_MAX], java[PATH_MAX + 16], tmp[PATH_MAX];
         char dir_copy[PATH_MAX], parent_copy[PATH_MAX], buf[8];
@@ -136,6 +149,9 @@ int shim_java_home(const char *jdk_arg, const char *dir, struct shim_error *err)
         ssize_t n;
         int r;
 
+#ifdef SPARKSHIM_TEST_HOOKS
+        return shim_error_set(err, EPERM, "refused: %s", TEST_HOOKS_REFUSED);
+#endif
         if (!realpath(jdk_arg, jdk))
                 return shim_error_set(err, errno,
                                       "--jdk: '%s': %s; allowed: a JDK's home directory", jdk_arg,
@@ -163,6 +179,16 @@ int shim_java_home(const char *jdk_arg, const char *dir, struct shim_error *err)
                 return shim_error_set(err, errno, "cannot read /proc/self/exe: %s",
                                       strerror(errno));
         self[n] = '\0';
+        /* root runs bin/java for every executor: only root may be able to change it */
+        if (geteuid() == 0) {
+                char resolved[PATH_MAX], why[256];
+
+                if (util_trusted_file(self, resolved, sizeof(resolved), why, sizeof(why)) < 0)
+                        return shim_error_set(err, EPERM,
+                                              "refused: bin/java would be %s: %s; allowed: a "
+                                              "sparkshim only root can change (the installed one)",
+                                              self, why);
+        }
 
         if (strlen(dir) >= sizeof(dir_copy) - 32 || !dir[0])
                 return shim_error_set(err, ENAMETOOLONG, "'%s': not a usable directory name", dir);
@@ -206,7 +232,9 @@ int shim_java_home(const char *jdk_arg, const char *dir, struct shim_error *err)
         r = mirror_entries(jdk, tmpfd, "bin", err);
         if (r < 0)
                 goto fail;
-        if (symlinkat(jdk, tmpfd, JDK_LINK) < 0 || mkdirat(tmpfd, "bin", 0755) < 0) {
+        if (symlinkat(jdk, tmpfd, JDK_LINK) < 0 ||
+            (policy && symlinkat(policy, tmpfd, POLICY_LINK) < 0) ||
+            mkdirat(tmpfd, "bin", 0755) < 0) {
                 r = shim_error_set(err, errno, "%s/%s: %s", parent_copy, tmp, strerror(errno));
                 goto fail;
         }
@@ -240,7 +268,8 @@ int shim_java_home(const char *jdk_arg, const char *dir, struct shim_error *err)
                 r = shim_error_set(err, errno, "cannot put %s in place: %s", dir, strerror(errno));
                 goto fail;
         }
-        log_info("%s: a java home of %s whose bin/java is %s", dir, jdk, self);
+        log_info("%s: a java home of %s whose bin/java is %s, policy %s", dir, jdk, self,
+                 policy ? policy : "the default");
         return 0;
 fail:
         (void)remove_home(parentfd, tmp);
@@ -286,7 +315,8 @@ static bool root_only_path(const char *dir, char *bad, size_t size)
         return true;
 }
 
-int shim_java_locate(const char *argv0, char *real, size_t size, struct shim_error *err)
+int shim_java_locate(const char *argv0, char *real, size_t size, char *policy, size_t policy_size,
+                     struct shim_error *err)
 {
         const char *execfn = (const char *)getauxval(AT_EXECFN);
         char path[PATH_MAX], bin[PATH_MAX], jdk[PATH_MAX], why[256];
@@ -294,6 +324,9 @@ int shim_java_locate(const char *argv0, char *real, size_t size, struct shim_err
         struct stat a, b;
         ssize_t n;
 
+#ifdef SPARKSHIM_TEST_HOOKS
+        return shim_error_set(err, EPERM, "refused as a home's java: %s", TEST_HOOKS_REFUSED);
+#endif
         if (!execfn || !execfn[0])
                 execfn = argv0;
         if (strlen(execfn) >= sizeof(path))
@@ -315,8 +348,17 @@ int shim_java_locate(const char *argv0, char *real, size_t size, struct shim_err
         if (jdk[0] != '/')
                 return shim_error_set(err, EINVAL, "%s/../%s: '%s' is not an absolute path", bin,
                                       JDK_LINK, jdk);
+        n = readlinkat(homefd, POLICY_LINK, policy, policy_size - 1);
+        if (n < 0 && errno != ENOENT)
+                return shim_error_set(err, errno, "%s/../%s: %s", bin, POLICY_LINK,
+                                      strerror(errno));
+        policy[n < 0 ? 0 : n] = '\0';
+        if (n >= 0 && (policy[0] != '/' || (size_t)n >= policy_size - 1))
+                return shim_error_set(err, EINVAL, "%s/../%s: '%s' is not an absolute path", bin,
+                                      POLICY_LINK, policy);
         if (geteuid() == 0 && (!root_only(homefd, "", false) || !root_only(binfd, "", false) ||
-                               !root_only(homefd, JDK_LINK, true)))
+                               !root_only(homefd, JDK_LINK, true) ||
+                               (policy[0] && !root_only(homefd, POLICY_LINK, true))))
                 return shim_error_set(err, EPERM,
                                       "%s: refused: a java home root runs must be root's and not "
                                       "writable by group or others",

@@ -140,7 +140,7 @@ static void usage(FILE *f)
               "       sparkshim check [--policy FILE] [--init]\n"
               "       sparkshim report [--json] [--all] FILE...\n"
               "       sparkshim probe (--cgroup PATH | --pid PID) [--interval S] [--count N] [--no-bpf]\n"
-              "       sparkshim java-home --jdk JDK_DIR DIR\n"
+              "       sparkshim java-home --jdk JDK_DIR [--policy FILE] DIR\n"
               "       DIR/bin/java ARGS...   (the java personality: an executor as by run, else the JDK's java)\n"
               "       sparkshim ingest [--db DB] [--job KEY] FILE...   (the tuner: sparkshim-tune(1))\n"
               "       sparkshim tune --job KEY [--db DB] [--format conf|properties|json]\n"
@@ -150,7 +150,8 @@ static void usage(FILE *f)
               "through cgroup v2, as its launch wrapper or as its container's PID 1.\n"
               "\n"
               "Options:\n"
-              "  --policy FILE          cluster policy (default " SPARKSHIM_DEFAULT_POLICY ")\n"
+              "  --policy FILE          cluster policy (default " SPARKSHIM_DEFAULT_POLICY "); java-home:\n"
+              "                         the policy of the home's executors\n"
               "  --name NAME            executor cgroup name (default from --app-id/--executor-id)\n"
               "  --cgroup-parent PATH   parent cgroup below the cgroup2 mount\n"
               "  --cores N              task concurrency (spark.executor.cores)\n"
@@ -1233,24 +1234,23 @@ static bool is_java(const char *argv0)
  */
 static int java_personality(struct options *o, int argc, char **argv)
 {
-        char real[PATH_MAX];
+        char real[PATH_MAX], home_policy[PATH_MAX];
         struct shim_error err = { 0 };
         struct policy policy;
 
         shim_log_set_level(SHIM_LOG_WARN);
-        if (shim_java_locate(argv[0], real, sizeof(real), &err) < 0) {
+        if (shim_java_locate(argv[0], real, sizeof(real), home_policy, sizeof(home_policy), &err) <
+            0) {
                 log_error("java: %s", err.text);
                 return SHIM_EXIT_NOT_FOUND;
         }
         argv[0] = real;
-#ifdef SPARKSHIM_TEST_HOOKS
-        /* sparkshim-test only: the suites' own policy (the installed binary reads the default) */
-        if (getenv_nonempty("SPARKSHIM_TEST_POLICY")) {
-                o->policy_path = getenv_nonempty("SPARKSHIM_TEST_POLICY");
+        /* the policy java-home --policy gave the home, as --policy gives run its own */
+        if (home_policy[0]) {
+                o->policy_path = home_policy;
                 o->policy_explicit = true;
         }
-#endif
-        if (policy_java_runs_executor(argc, argv, getenv_nonempty("JDK_JAVA_OPTIONS") != NULL)) {
+        if (policy_java_runs_executor(argc, argv, policy_java_env_options(environ))) {
                 apply_environment(o);
                 load_policy(o, &policy);
                 if (policy.java_executors == POLICY_JAVA_RUN)
@@ -1354,10 +1354,19 @@ int main(int argc, char **argv)
         }
         if (strcmp(command, "java-home") == 0) {
                 struct shim_error err = { 0 };
+                char policy_path[PATH_MAX];
+                struct policy policy;
 
                 if (!o.jdk || argc - optind != 1)
                         die(SHIM_EXIT_USAGE, "java-home: give --jdk JDK_DIR and one DIR; see sparkshim --help");
-                if (shim_java_home(o.jdk, argv[optind], &err) < 0)
+                if (o.policy_explicit) {
+                        /* the home's executors will load it as run --policy does: refuse now what they would */
+                        load_policy(&o, &policy);
+                        if (!realpath(o.policy_path, policy_path))
+                                die(SHIM_EXIT_POLICY, "java-home: --policy %s: %s", o.policy_path,
+                                    strerror(errno));
+                }
+                if (shim_java_home(o.jdk, o.policy_explicit ? policy_path : NULL, argv[optind], &err) < 0)
                         die(err.error == EINVAL || err.error == EEXIST || err.error == ENOENT ||
                                             err.error == EPERM
                                     ? SHIM_EXIT_USAGE

@@ -107,14 +107,19 @@ int shim_supervise(const struct shim_supervise_opts *opts, struct shim_error *er
 int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root, bool init);
 
 /*
- * `sparkshim java-home --jdk JDK DIR` (shim/java.c): make or refresh DIR, a java home that
- * mirrors JDK but for bin/java, which is this program. Returns 0 or -errno with err set.
+ * `sparkshim java-home --jdk JDK [--policy POLICY] DIR` (shim/java.c): make or refresh DIR,
+ * a java home that mirrors JDK but for bin/java, which is this program, and whose
+ * personality reads POLICY (an absolute path the caller checked; NULL: the build's default
+ * policy). Refused (-EPERM): a build with test hooks (sparkshim-test), and as root a
+ * program that util_trusted_file() refuses. Returns 0 or -errno with err set.
  */
-int shim_java_home(const char *jdk, const char *dir, struct shim_error *err);
+int shim_java_home(const char *jdk, const char *policy, const char *dir, struct shim_error *err);
 
 /*
  * The java personality: the JDK's java (into real) of the java home this program was
- * executed from (AT_EXECFN, else argv0). As root the home must be root's and the JDK's java
- * a trusted file. Returns 0 or -errno with err set.
+ * executed from (AT_EXECFN, else argv0), and the policy the home names (into policy, "" for
+ * the build's default). As root the home must be root's and the JDK's java a trusted file;
+ * a build with test hooks is refused. Returns 0 or -errno with err set.
  */
-int shim_java_locate(const char *argv0, char *real, size_t size, struct shim_error *err);
+int shim_java_locate(const char *argv0, char *real, size_t size, char *policy,
+                     size_t policy_size, struct shim_error *err);

@@ -119,4 +119,37 @@ rc=$?
 set -e
 [ $rc = 1 ] || fail "a file with only a bad line: exit $rc, expected 1"
 grep -q 'noname.jsonl:1:' err.txt || fail "bad line not named"
+
+# a symlink (issue 22, defect 8a): root reads no file a link names, even to a good report
+ln -s good.jsonl link.jsonl
+run 120 link.jsonl
+grep -q 'link.jsonl: a symbolic link (refused)' err.txt || fail "the symlink is not named"
+[ ! -s out.txt ] || { cat out.txt; fail "the report a symlink names was read"; }
+run 120 link.jsonl good.jsonl
+grep -q '^TOTAL (1 executors)' out.txt || fail "a symlink before a good file stops the report"
+echo "ok: a symbolic link is refused (120), the other files read"
+
+# what a bad line's first token echoes, and a file's name, as they reach stderr: control
+# characters (C0, DEL, C1 such as CSI 0x9b) and bytes that are not UTF-8 escaped as \xNN,
+# the line valid UTF-8 (issue 22, defect 8a)
+printf '\302\233[2J\033]0;t\007x\n' >ctl.jsonl
+printf 'abc\n' >"name$(printf '\377\302\233').jsonl"
+cat good.jsonl >>ctl.jsonl
+set +e
+"$shim" report ctl.jsonl name*.jsonl >out.txt 2>err.txt
+rc=$?
+set -e
+[ $rc = 0 ] || { cat err.txt; fail "report of bad lines: exit $rc, expected 0"; }
+python3 - err.txt <<'PY' || { cat -v err.txt; fail "a bad line's token or a file name reached stderr raw"; }
+import sys
+raw = open(sys.argv[1], "rb").read()
+text = raw.decode("utf-8")  # UnicodeDecodeError: not UTF-8
+lines = text.splitlines()
+assert len(lines) == 2, lines
+assert all(c >= " " and c != "\x7f" and not "\x80" <= c <= "\x9f" for l in lines for c in l), lines
+assert "ctl.jsonl:1: not JSON: '[' or '{' expected near '\\xc2\\x9b'" in lines[0], lines[0]
+assert "name\\xff\\xc2\\x9b.jsonl:1: not JSON" in lines[1], lines[1]
+PY
+grep -q '^application_1700000000000_0042/3 ' out.txt || fail "the valid line after a bad one was lost"
+echo "ok: a bad line's token and a file name are escaped: $(head -1 err.txt)"
 echo "ok: hostile report inputs"

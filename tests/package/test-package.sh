@@ -7,8 +7,9 @@
 #     shipped contents, dpkg --verify clean, sparkshim check reading the installed policy,
 #     the built-in agent path being the installed agent (and a JVM loading it), the
 #     default policy refusing a user's millicores and taking a burst ratio;
-#   dpkg -r: every file gone but the conffiles; dpkg -P: the conffiles and
-#     /var/log/sparkshim gone too.
+#   dpkg -r: every file gone but the conffiles and the tuner's history
+#     (/var/lib/sparkshim/history.db, made by sparkshim ingest); dpkg -P: the conffiles,
+#     /var/log/sparkshim and /var/lib/sparkshim gone too.
 # Root only (77 otherwise). It waits for the cluster suites that use the installed package
 # or their own /etc/sparkshim/policy.json (the locks of tests/cluster/lib.sh and of
 # tests/cluster/standalone.sh), and leaves the machine as it found it: a sparkshim that was
@@ -81,6 +82,10 @@ fi
 if [ -e /etc/sparkshim/policy.json ]; then
   cp -a /etc/sparkshim/policy.json "$WORK/policy.saved"
 fi
+# the machine's tuner history: a purge removes it now, the test's included
+if [ -e /var/lib/sparkshim ]; then
+  cp -a /var/lib/sparkshim "$WORK/history.saved"
+fi
 cleanup() {
   if [ "$WAS_INSTALLED" = 1 ]; then
     dpkg -i --force-confdef --force-confold "$DEB" </dev/null >/dev/null || echo "FAIL: reinstalling $DEB"
@@ -88,6 +93,10 @@ cleanup() {
   if [ -e "$WORK/policy.saved" ]; then
     mkdir -p /etc/sparkshim
     cp -a "$WORK/policy.saved" /etc/sparkshim/policy.json
+  fi
+  if [ -e "$WORK/history.saved" ]; then
+    rm -rf /var/lib/sparkshim
+    cp -a "$WORK/history.saved" /var/lib/sparkshim
   fi
   rm -rf "$WORK"
 }
@@ -178,6 +187,13 @@ fi
 /usr/bin/sparkshim plan --burst-ratio 0.5 -- "${cmd[@]}" >"$WORK/plan.txt" 2>&1 ||
   fail "the default policy refused a burst ratio: $(cat "$WORK/plan.txt")"
 
+# a history in the package's /var/lib/sparkshim, as the admin's first ingest makes it
+python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))))' \
+  "$SRC/docs/report-example.json" >"$WORK/report.jsonl"
+/usr/bin/sparkshim ingest "$WORK/report.jsonl" >"$WORK/ingest.txt" 2>&1 ||
+  fail "sparkshim ingest into the default history failed: $(cat "$WORK/ingest.txt")"
+[ -f /var/lib/sparkshim/history.db ] || fail "sparkshim ingest made no /var/lib/sparkshim/history.db"
+
 # --- dpkg -r, dpkg -P ---------------------------------------------------------------------
 files=$(dpkg-query -L sparkshim | while read -r f; do if [ -f "$f" ]; then echo "$f"; fi; done)
 progress "dpkg -r sparkshim"
@@ -198,16 +214,19 @@ while read -r f; do
   esac
 done <<<"$files"
 [ "$left" = 1 ] || progress "dpkg -r: $(($(wc -l <<<"$files") - 2)) files removed, the 2 conffiles kept; status rc"
+# the history is the admin's data: a remove keeps it (issue 22, defect 8c)
+[ -f /var/lib/sparkshim/history.db ] || fail "dpkg -r removed the history /var/lib/sparkshim/history.db"
 
 progress "dpkg -P sparkshim"
 dpkg -P sparkshim </dev/null >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log"; fail "dpkg -P failed"; }
-for f in /etc/sparkshim/policy.json /etc/sparkshim /etc/logrotate.d/sparkshim /var/log/sparkshim; do
+for f in /etc/sparkshim/policy.json /etc/sparkshim /etc/logrotate.d/sparkshim /var/log/sparkshim \
+  /var/lib/sparkshim; do
   [ ! -e "$f" ] || fail "dpkg -P left $f"
 done
 if dpkg-query -W sparkshim >/dev/null 2>&1; then
   fail "dpkg still knows sparkshim after dpkg -P: $(dpkg-query -W -f='${db:Status-Abbrev}' sparkshim)"
 fi
-progress "dpkg -P: conffiles, /etc/sparkshim and /var/log/sparkshim gone"
+progress "dpkg -P: conffiles, /etc/sparkshim, /var/log/sparkshim and /var/lib/sparkshim gone"
 
 if [ "$FAILURES" -gt 0 ]; then
   echo "package: $FAILURES failure(s)"

@@ -169,3 +169,43 @@ Test(java, backends)
         cr_expect_not(policy_java_is_backend("org.apache.spark.deploy.yarn.ExecutorLauncher"));
         cr_expect_not(policy_java_is_backend(NULL));
 }
+
+Test(java, option_variables_end_the_launchers_exemption)
+{
+        char *launcher[] = {"java",
+                            "-cp",
+                            "/opt/spark/jars/*",
+                            "org.apache.spark.launcher.Main",
+                            "org.apache.spark.executor.CoarseGrainedExecutorBackend",
+                            NULL};
+        /* each can add a -javaagent that runs the backend in the launcher's JVM */
+        char *set[][3] = {
+            {"PATH=/bin", "JAVA_TOOL_OPTIONS=-javaagent:/tmp/a.jar", NULL},
+            {"_JAVA_OPTIONS=-javaagent:/tmp/a.jar", "PATH=/bin", NULL},
+            {"JDK_JAVA_OPTIONS=-Dx=1", NULL, NULL},
+            /* getenv(3) takes the first; the JVM may not: any non-empty one counts */
+            {"JAVA_TOOL_OPTIONS=", "JAVA_TOOL_OPTIONS=-javaagent:/tmp/a.jar", NULL},
+        };
+        char *unset[][4] = {
+            {"PATH=/bin", NULL, NULL, NULL},
+            {"JAVA_TOOL_OPTIONS=", "_JAVA_OPTIONS=", "JDK_JAVA_OPTIONS=", NULL},
+            {"NOT_JAVA_OPTIONS=-javaagent:/tmp/a.jar", "JAVA_TOOL_OPTIONSX=-Dx=1",
+             "JAVA_OPTIONS=-Dx=1", NULL},
+        };
+
+        for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++) {
+                cr_expect(policy_java_env_options(set[i]), "%s %s: not seen as options", set[i][0],
+                          set[i][1] ? set[i][1] : "");
+                cr_expect(policy_java_runs_executor(5, launcher, policy_java_env_options(set[i])),
+                          "%s %s: Spark's launcher naming a backend ran unwrapped", set[i][0],
+                          set[i][1] ? set[i][1] : "");
+        }
+        for (size_t i = 0; i < sizeof(unset) / sizeof(unset[0]); i++) {
+                cr_expect_not(policy_java_env_options(unset[i]), "%s %s: seen as options",
+                              unset[i][0], unset[i][1] ? unset[i][1] : "");
+                cr_expect_not(
+                    policy_java_runs_executor(5, launcher, policy_java_env_options(unset[i])),
+                    "%s: Spark's launcher wrapped", unset[i][0]);
+        }
+        cr_expect_not(policy_java_env_options(NULL), "a NULL environment has options");
+}
