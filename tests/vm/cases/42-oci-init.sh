@@ -186,7 +186,7 @@ for rt in crun runc; do
 		flunk "$rt: cpu not enabled in the container's cgroup ($(cat "$CCG/cgroup.subtree_control"))"
 
 	# The limit over a window: usage within the quota of the periods counted, and the
-	# threads throttled. Slack: 10%, plus 4 periods' quota for the window's edges and for
+	# threads throttled when they reach it. Slack: 10%, plus 4 periods' quota for the window's edges and for
 	# the overrun the burner accrues while a vCPU stalls on the host (repaid in the
 	# following periods). Both hold however slow the guest runs: load only lowers usage.
 	sleep 1
@@ -198,7 +198,13 @@ for rt in crun runc; do
 		"$dp periods, $dth throttled; usage / (periods x quota) =" \
 		"$(awk -v u=$du -v a=$((dp * QUOTA)) 'BEGIN { printf "%.3f", a ? u / a : 0 }')"
 	[ "$dp" -gt 0 ] || flunk "$rt: no cpu periods in the window"
-	[ "$dth" -gt 0 ] || flunk "$rt: 2 busy threads were never throttled at 600m"
+	# throttling shows once the threads reach the quota; on a host loaded enough that the
+	# guest's vCPUs get less than 600m, nothing is throttled, and the bound above is the check
+	if [ $((du * 10)) -ge $((dp * QUOTA * 9)) ]; then
+		[ "$dth" -gt 0 ] || flunk "$rt: 2 busy threads at the quota were never throttled at 600m"
+	else
+		echo "$rt: the guest's vCPUs got less than the quota (a loaded host): throttling not looked at"
+	fi
 	[ "$du" -le $(((dp + 4) * QUOTA * 11 / 10)) ] ||
 		flunk "$rt: usage $du us above the $((dp * QUOTA)) us allowed in $dp periods"
 
