@@ -51,10 +51,6 @@
 /* an event the reader builds a tree of (the others are only scanned): Spark's largest, an
  * environment update with a long class path, is well under a megabyte */
 #define KNOWN_EVENT_MAX (8 << 20)
-/* a compressed log decompresses to at most this x its size + the slack (zstd reaches ~20x
- * on event logs, lz4 and snappy less) */
-#define EXPANSION_MAX   1000
-#define EXPANSION_SLACK (UINT64_C(64) << 20)
 
 struct stage_state {
         struct tuner_stage stage;
@@ -1042,19 +1038,13 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
         struct shim_error line_err;
         int r;
 
-        uint64_t limit = TUNER_STREAM_TOTAL_MAX - *total;
-        struct stat st;
-
         r = tuner_stream_open_at(dirfd, name, path, in_progress, &s, err);
         if (r < 0)
                 return r;
-        /* a compressed file may not expand past a ratio no event log comes near: a few KB of
-         * zstd holding gigabytes of blank lines would otherwise keep ingest busy for minutes */
-        if (tuner_codec_of(path) != TUNER_CODEC_PLAIN &&
-            fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            (uint64_t)st.st_size * EXPANSION_MAX + EXPANSION_SLACK < limit)
-                limit = (uint64_t)st.st_size * EXPANSION_MAX + EXPANSION_SLACK;
-        tuner_stream_set_limits(s, TUNER_STREAM_LINE_MAX, limit);
+        /* a compressed file may not expand past a ratio no event log comes near (the stream
+         * checks it as it decompresses, decompress.h): a few KB of zstd holding gigabytes of
+         * blank lines would otherwise keep ingest busy for minutes */
+        tuner_stream_set_limits(s, TUNER_STREAM_LINE_MAX, TUNER_STREAM_TOTAL_MAX - *total);
         for (;;) {
                 const char *line;
                 size_t len;
