@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <lz4.h>
+#include <malloc.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -340,6 +341,161 @@ Test(eventlog_line, properties_as_pairs_and_app_id_from_conf)
         cr_expect_str_eq(app.app_id, "app-from-conf");
         cr_expect_str_eq(app.conf_json, "{\"spark.app.id\":\"app-from-conf\"}");
         tuner_app_free(&app);
+}
+
+/* ---- only the members read become a tree ---- */
+
+/* Every field a handler reads survives the copy of the members read, in any order, escaped
+ * keys as jansson reads them, the last of duplicates; what is not read is not parsed. */
+Test(eventlog_line, members_read_wherever_they_are)
+{
+        struct tuner_app app;
+
+        feed(app_start);
+        feed(
+            "{\"Accumulables\":[{\"ID\":1,\"Value\":1e999,\"Big\":123456789012345678901234567890}],"
+            "\"Task Metrics\":{\"Updated Blocks\":[[[[{}]]]],\"Executor Run Time\":2000,"
+            "\"Shuffle Read Metrics\":{\"Fetch Wait Time\":[],\"Remote Bytes Read\":7}},"
+            "\"Stage Attempt ID\":0,\"Stage ID\":9,\"Stage\\u0020ID\":3,"
+            "\"Task End Reason\":{\"Reason\":\"Success\",\"Stack Trace\":[{\"x\":\"\\u0000\"}]},"
+            "\"Task Info\":{\"Accumulables\":[{},{},{}],\"Launch Time\":1000,"
+            "\"Finish Time\":2500,\"Executor ID\":\"1\"},\"Event\":\"SparkListenerTaskEnd\"}");
+        feed("{\"Event\":\"SparkListenerEnvironmentUpdate\",\"JVM Information\":{\"a\":[1,2]},"
+             "\"Spark Properties\":[[\"spark.b\",\"1\"],[\"spark.a\",\"0\"],[\"spark.b\",\"2\"]]}");
+        finish(&app);
+        cr_assert_eq(app.n_stages, 1, "n_stages %zu", app.n_stages);
+        cr_expect_eq(app.stages[0].stage_id, 3, "stage %" PRId32 ": the escaped duplicate is last",
+                     app.stages[0].stage_id);
+        cr_expect_eq(app.stages[0].shuffle_read_bytes, 7);
+        cr_expect_float_eq(app.stages[0].run_seconds, 2.0, 1e-9, "run %g",
+                           app.stages[0].run_seconds);
+        cr_expect_float_eq(app.stages[0].task_median_seconds, 1.5, 1e-9, "median %g",
+                           app.stages[0].task_median_seconds);
+        cr_expect_str_eq(app.conf_json, "{\"spark.a\":\"0\",\"spark.b\":\"2\"}");
+        tuner_app_free(&app);
+}
+
+/* A container where a scalar (or an array where an object) is read is still reported by its
+ * type; a pair of three is still no pair. */
+Test(eventlog_line, types_of_what_is_read_survive)
+{
+        feed_fails("{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":{\"a\":[1]}}",
+                   "\"Stage ID\" is an object; want an integer");
+        feed_fails("{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":0,\"Task End Reason\":"
+                   "{\"Reason\":[\"Success\"]}}",
+                   "\"Reason\" is an array; want a string");
+        feed_fails("{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":0,\"Task End Reason\":"
+                   "{\"Reason\":\"Success\"},\"Task Info\":[{\"Launch Time\":1}]}",
+                   "\"Task Info\" is an array; want an object");
+        feed_fails("{\"Event\":\"SparkListenerEnvironmentUpdate\",\"Spark Properties\":"
+                   "[[\"spark.a\",\"1\",\"x\"]]}",
+                   "\"Spark Properties\"[0] is not a [key, value] pair");
+        feed_fails("{\"Event\":\"SparkListenerEnvironmentUpdate\",\"Spark Properties\":"
+                   "[[\"spark.a\",[\"1\"]]]}",
+                   "\"Spark Properties\"[0] is not a [key, value] pair");
+        feed_fails("{\"Event\":\"SparkListenerEnvironmentUpdate\",\"Spark Properties\":"
+                   "{\"spark.x\":{\"y\":\"1\"}}}",
+                   "\"Spark Properties\".\"spark.x\" is not a string");
+        feed_fails("{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":99999999999999999999}",
+                   "not JSON");
+}
+
+/* jansson's bytes, live at most at once */
+static size_t jansson_live, jansson_peak;
+
+static void *counting_malloc(size_t size)
+{
+        void *p = malloc(size);
+
+        if (p) {
+                jansson_live += malloc_usable_size(p);
+                if (jansson_live > jansson_peak)
+                        jansson_peak = jansson_live;
+        }
+        return p;
+}
+
+static void counting_free(void *p)
+{
+        if (p)
+                jansson_live -= malloc_usable_size(p);
+        free(p);
+}
+
+/* An event of just under 8 MiB whose unread members are 8 MiB of {} (jansson: 650 MB for a
+ * tree of the whole line), then of [] in an object read: the tree is of what is read. */
+Test(eventlog_line, a_line_of_8_mib_costs_no_tree_of_it)
+{
+        static const char *const forms[][3] = {
+            {"{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":0,\"Task End Reason\":{\"Reason\":"
+             "\"Success\"},\"Task Info\":{\"Launch Time\":1,\"Accumulables\":[",
+             "{}", "]}}"},
+            {"{\"Event\":\"SparkListenerStageCompleted\",\"Stage Info\":{\"Stage ID\":1,"
+             "\"RDD Info\":[",
+             "[]", "]}}"},
+        };
+        const size_t size = (8 << 20) - 4096;
+        char *line = malloc(size + 1);
+        struct tuner_app app;
+
+        cr_assert(line);
+        json_set_alloc_funcs(counting_malloc, counting_free);
+        feed(app_start);
+        for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+                size_t n = strlen(forms[f][0]), tail = strlen(forms[f][2]);
+                struct shim_error err = {0};
+                int r;
+
+                memcpy(line, forms[f][0], n);
+                while (n + 3 + tail < size) {
+                        memcpy(line + n, forms[f][1], 2);
+                        line[n + 2] = ',';
+                        n += 3;
+                }
+                memcpy(line + n - 1, forms[f][2], tail); /* over the last ',' */
+                n += tail - 1;
+                jansson_live = jansson_peak = 0;
+                r = tuner_eventlog_line(el, line, n, &err);
+                cr_expect_eq(r, 0, "a line of %zu bytes: %d (%s)", n, r, err.text);
+                cr_expect_lt(jansson_peak, (size_t)1 << 20,
+                             "a line of %zu bytes: jansson held %zu bytes at once", n,
+                             jansson_peak);
+        }
+        json_set_alloc_funcs(malloc, free);
+        free(line);
+        finish(&app);
+        cr_expect_eq(app.tasks, 1);
+        cr_expect_eq(app.n_stages, 2);
+        tuner_app_free(&app);
+}
+
+Test(eventlog_line, spark_properties_bounded)
+{
+        size_t entries = 16385, cap = entries * 16 + 128, n;
+        char *line = malloc(cap);
+        struct shim_error err = {0};
+        int r;
+
+        cr_assert(line);
+        n = (size_t)snprintf(
+            line, cap, "{\"Event\":\"SparkListenerEnvironmentUpdate\",\"Spark Properties\":{");
+        for (size_t i = 0; i < entries; i++)
+                n += (size_t)snprintf(line + n, cap - n, "%s\"k%zu\":\"\"", i ? "," : "", i);
+        n += (size_t)snprintf(line + n, cap - n, "}}");
+        r = tuner_eventlog_line(el, line, n, &err);
+        cr_expect_eq(r, -EFBIG, "%d (%s)", r, err.text);
+        cr_expect(strstr(err.text, "\"Spark Properties\" of more than 16384 entries; allowed: up "
+                                   "to 16384"),
+                  "%s", err.text);
+        /* one fewer is read */
+        n = (size_t)snprintf(
+            line, cap, "{\"Event\":\"SparkListenerEnvironmentUpdate\",\"Spark Properties\":[");
+        for (size_t i = 0; i + 1 < entries; i++)
+                n += (size_t)snprintf(line + n, cap - n, "%s[\"k%zu\",\"\"]", i ? "," : "", i);
+        n += (size_t)snprintf(line + n, cap - n, "]}");
+        r = tuner_eventlog_line(el, line, n, &err);
+        cr_expect_eq(r, 0, "%d (%s)", r, err.text);
+        free(line);
 }
 
 /* ---- files ---- */
