@@ -332,6 +332,19 @@ static int fail_value(struct parser *ps, const char *problem, const char *allowe
                                 allowed);
 }
 
+/* fail_value() for a value that may hold a secret: the value is not shown */
+static int fail_value_hidden(struct parser *ps, const char *shown, const char *problem,
+                             const char *allowed)
+{
+        struct policy_json_locus l = { 0 };
+        char path[256];
+
+        format_path(ps->path, ps->depth, path, sizeof(path));
+        locate(ps, false, &l);
+        return policy_error_set(ps->err, EINVAL, "%s:%u:%u: %s: %s %s; allowed: %s",
+                                source_name(ps), l.line, l.column, path, shown, problem, allowed);
+}
+
 static int fail_key(struct parser *ps, const char *allowed)
 {
         struct policy_json_locus l;
@@ -1117,15 +1130,26 @@ static int parse_tuner(struct parser *ps, json_t *root, struct policy *p)
         if ((v = json_object_get(obj, "db"))) {
                 const char *s = json_string_value(v);
 
+                /* a URL's user info or a key=value string may hold a password: messages
+                 * go to logs, the value is not shown */
+                bool secret = s && (strchr(s, '@') || strchr(s, '='));
+
                 push_key(ps, "db");
                 if (!s)
                         r = fail_value(ps, "is not a string", db_allowed);
                 else if (s[0] != '/' && strncmp(s, "postgresql://", 13) != 0 &&
                          strncmp(s, "postgres://", 11) != 0)
-                        r = fail_value(ps, "is neither an absolute path nor a PostgreSQL URL",
-                                       db_allowed);
+                        r = secret ? fail_value_hidden(ps, "(a connection string, not shown)",
+                                                       "is neither an absolute path nor a "
+                                                       "PostgreSQL URL",
+                                                       db_allowed)
+                                   : fail_value(ps, "is neither an absolute path nor a "
+                                                    "PostgreSQL URL",
+                                                db_allowed);
                 else if (strlen(s) >= sizeof(t.db))
-                        r = fail_value(ps, "is too long", db_allowed);
+                        r = secret ? fail_value_hidden(ps, "(a URL, not shown)", "is too long",
+                                                       db_allowed)
+                                   : fail_value(ps, "is too long", db_allowed);
                 else
                         snprintf(t.db, sizeof(t.db), "%s", s);
                 pop(ps);

@@ -117,8 +117,10 @@ static int help(FILE *f, int status)
               "FILE...\n"
               "Store executor reports (sparkshim-report(5)), Spark event logs and rolling event\n"
               "log directories in the tuner's history; - reads a report file from standard input.\n"
-              "  --db DB             a SQLite file or a postgresql:// URL (default: the\n"
-              "                      policy's tuner.db, " TUNER_DEFAULT_DB ")\n"
+              "  --db DB             a SQLite file, or a PostgreSQL postgresql:// URI or\n"
+              "                      key=value connection string (default: the policy's\n"
+              "                      tuner.db, " TUNER_DEFAULT_DB "); keep its password in\n"
+              "                      ~/.pgpass\n"
               "  --policy FILE       the policy (default " SPARKSHIM_DEFAULT_POLICY ")\n"
               "  --job KEY           the runs belong to job KEY (instead of the event log's\n"
               "                      PROPERTY)\n"
@@ -452,8 +454,10 @@ int tuner_cli_ingest(int argc, char **argv)
         if (status)
                 return status;
         if (tuner_store_open(db, &in.store, &err) < 0) {
-                log_error("history store %s: %s",
-                          strncmp(db, "postgres", 8) == 0 ? "(PostgreSQL)" : db, err.text);
+                char shown[512]; /* never a PostgreSQL password */
+
+                log_error("history store %s: %s", tuner_store_describe(db, shown, sizeof(shown)),
+                          err.text);
                 return TUNER_EXIT_STORE;
         }
         for (int i = optind; i < argc; i++) {

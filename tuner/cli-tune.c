@@ -59,8 +59,7 @@ int tuner_cli_check_db(const char *db)
         const char *slash;
         struct stat st;
 
-        if (strncmp(db, "postgresql://", 13) == 0 || strncmp(db, "postgres://", 11) == 0 ||
-            geteuid() != 0)
+        if (tuner_store_is_postgresql(db) || geteuid() != 0)
                 return 0;
         slash = strrchr(db, '/');
         if (!slash)
@@ -72,11 +71,15 @@ int tuner_cli_check_db(const char *db)
         if (stat(dir, &st) < 0)
                 return 0; /* the store says what is missing */
         if ((st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_uid != 0 && st.st_uid != geteuid())) {
+                char shown[512], dir_shown[512];
+
                 log_error(
                     "history %s: directory %s is writable by others or not root's (mode %04o, "
                     "owner %u); allowed: a directory only root writes, such as /var/lib/sparkshim "
                     "(SQLite makes its -wal and -shm files there)",
-                    db, dir, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+                    tuner_store_describe(db, shown, sizeof(shown)),
+                    tuner_store_describe(dir, dir_shown, sizeof(dir_shown)),
+                    (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
                 return TUNER_EXIT_STORE;
         }
         return 0;
@@ -232,8 +235,10 @@ static int load_runs(const struct tune_options *o, const struct policy *p, struc
         struct shim_error err = {0};
         struct tuner_store *store = NULL;
         const char *db = o->db ? o->db : p->tuner.db;
+        char shown[512]; /* db in messages: never a PostgreSQL password */
         int r;
 
+        tuner_store_describe(db, shown, sizeof(shown));
         tuner_bounds_from_policy(p, b);
         if (o->seed_set)
                 b->seed = o->seed;
@@ -241,20 +246,19 @@ static int load_runs(const struct tune_options *o, const struct policy *p, struc
         if (r)
                 return r;
         /* reading must not create an empty SQLite file where the history was expected */
-        if (strncmp(db, "postgresql://", 13) != 0 && strncmp(db, "postgres://", 11) != 0 &&
-            access(db, F_OK) < 0 && errno == ENOENT) {
-                log_error("job '%s': no history at %s (sparkshim ingest makes it)", o->job, db);
+        if (!tuner_store_is_postgresql(db) && access(db, F_OK) < 0 && errno == ENOENT) {
+                log_error("job '%s': no history at %s (sparkshim ingest makes it)", o->job, shown);
                 return TUNER_EXIT_NO_HISTORY;
         }
         r = tuner_store_open(db, &store, &err);
         if (r < 0) {
-                log_error("%s", err.text);
+                log_error("history store %s: %s", shown, err.text);
                 return TUNER_EXIT_STORE;
         }
         r = tuner_store_runs(store, o->job, b->history_runs, ret, ret_n, &err);
         tuner_store_close(store);
         if (r < 0) {
-                log_error("%s", err.text);
+                log_error("history store %s: %s", shown, err.text);
                 return TUNER_EXIT_STORE;
         }
         if (*ret_n == 0) {
@@ -262,7 +266,7 @@ static int load_runs(const struct tune_options *o, const struct policy *p, struc
                 *ret = NULL;
                 log_error("job '%s': no run in the history at %s; ingest its event logs and "
                           "reports first (sparkshim ingest)",
-                          o->job, db);
+                          o->job, shown);
                 return TUNER_EXIT_NO_HISTORY;
         }
         /* a job's history is one user's: job names are the users' to choose, and the runs of
@@ -296,7 +300,7 @@ static int load_runs(const struct tune_options *o, const struct policy *p, struc
                         free(*ret);
                         *ret = NULL;
                         log_error("job '%s': no run of uid %" PRIu32 " in the history at %s",
-                                  o->job, o->owner, db);
+                                  o->job, o->owner, shown);
                         return TUNER_EXIT_NO_HISTORY;
                 }
         }

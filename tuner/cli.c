@@ -17,7 +17,8 @@ static int usage(FILE *f, int status)
               "       sparkshim tune --job KEY [--db DB] [--policy FILE] [--format "
               "conf|properties|json]\n"
               "       sparkshim report --job KEY [--db DB] [--json]\n"
-              "DB is a SQLite file (default " TUNER_DEFAULT_DB ") or a postgresql:// URL.\n"
+              "DB is a SQLite file (default " TUNER_DEFAULT_DB ") or a PostgreSQL\n"
+              "postgresql:// URI or key=value connection string (its password in ~/.pgpass).\n"
               "See sparkshim-tune(1).\n",
               f);
         return status;

@@ -43,6 +43,9 @@ struct tuner_stream {
         size_t zstd_hint; /* ZSTD_decompressStream's last return: 0 = at a frame's end */
         bool header_seen; /* snappy */
         uint64_t total, total_max, line_max, lineno;
+        /* the expansion bound (decompress.h): raw bytes read from fd, the file's allocated
+         * bytes (st_blocks) when it was last looked at */
+        uint64_t raw_read, allocated, expansion_ratio, expansion_slack;
         char *line;
         size_t line_len, line_cap;
 };
@@ -174,6 +177,7 @@ static int read_some(struct tuner_stream *s, uint8_t *buf, size_t size, size_t *
         while (n < 0 && errno == EINTR);
         if (n < 0)
                 return shim_error_set(err, errno, "%s: %s", s->name, strerror(errno));
+        s->raw_read += (uint64_t)n;
         *ret = (size_t)n;
         return 0;
 }
@@ -500,6 +504,56 @@ static int next_lzf(struct tuner_stream *s, struct shim_error *err)
         }
 }
 
+/* The bytes of fd on disk: a sparse file's holes are not counted (UINT64_MAX if unknown). */
+static uint64_t allocated_bytes(int fd)
+{
+        struct stat st;
+
+        if (fstat(fd, &st) < 0 || st.st_blocks < 0)
+                return UINT64_MAX;
+        return (uint64_t)st.st_blocks * 512;
+}
+
+static uint64_t expansion_allowed(const struct tuner_stream *s, uint64_t compressed)
+{
+        if (compressed > (UINT64_MAX - s->expansion_slack) / s->expansion_ratio)
+                return UINT64_MAX;
+        return compressed * s->expansion_ratio + s->expansion_slack;
+}
+
+/*
+ * The output so far against the compressed bytes the decoder took: those read minus those
+ * still pending, and no more than the file holds on disk (a hole reads as zeros that were
+ * never written). An in-progress log grows while it is read: its blocks are looked at again
+ * before it is refused.
+ */
+static int check_expansion(struct tuner_stream *s, struct shim_error *err)
+{
+        uint64_t consumed = s->raw_read - (s->in_end - s->in_start);
+        uint64_t compressed = consumed < s->allocated ? consumed : s->allocated;
+        char slack[32];
+
+        if (s->codec == TUNER_CODEC_PLAIN || s->expansion_ratio == 0 ||
+            s->total <= expansion_allowed(s, compressed))
+                return 0;
+        if (consumed > s->allocated) {
+                s->allocated = allocated_bytes(s->fd);
+                compressed = consumed < s->allocated ? consumed : s->allocated;
+                if (s->total <= expansion_allowed(s, compressed))
+                        return 0;
+        }
+        if (s->expansion_slack % (UINT64_C(1) << 20) == 0)
+                snprintf(slack, sizeof(slack), "%" PRIu64 " MiB", s->expansion_slack >> 20);
+        else
+                snprintf(slack, sizeof(slack), "%" PRIu64 " bytes", s->expansion_slack);
+        return shim_error_set(err, EFBIG,
+                              "%s: %" PRIu64 " bytes decompressed from %" PRIu64
+                              " compressed bytes (%" PRIu64 " x); allowed: up to %" PRIu64
+                              " x the compressed bytes + %s (a compression bomb?)",
+                              s->name, s->total, compressed,
+                              s->total / (compressed ? compressed : 1), s->expansion_ratio, slack);
+}
+
 /* More decompressed bytes in out: 1, 0 at the end, or -errno. */
 static int next_out(struct tuner_stream *s, struct shim_error *err)
 {
@@ -532,7 +586,8 @@ static int next_out(struct tuner_stream *s, struct shim_error *err)
                                       "%s: more than %" PRIu64 " bytes once decompressed", s->name,
                                       s->total_max);
         s->total += s->out_len;
-        return 1;
+        r = check_expansion(s, err);
+        return r < 0 ? r : 1;
 }
 
 int tuner_stream_line(struct tuner_stream *s, const char **ret_line, size_t *ret_len,
@@ -593,6 +648,12 @@ void tuner_stream_set_limits(struct tuner_stream *s, uint64_t line_max, uint64_t
         s->total_max = total_max;
 }
 
+void tuner_stream_set_expansion(struct tuner_stream *s, uint64_t ratio, uint64_t slack)
+{
+        s->expansion_ratio = ratio;
+        s->expansion_slack = slack;
+}
+
 void tuner_stream_free(struct tuner_stream *s)
 {
         if (!s)
@@ -621,6 +682,9 @@ int tuner_stream_open_fd(int fd, const char *name, enum tuner_codec codec, bool 
         s->in_progress = in_progress;
         s->line_max = TUNER_STREAM_LINE_MAX;
         s->total_max = TUNER_STREAM_TOTAL_MAX;
+        s->expansion_ratio = TUNER_STREAM_EXPANSION_MAX;
+        s->expansion_slack = TUNER_STREAM_EXPANSION_SLACK;
+        s->allocated = allocated_bytes(fd);
         *ret = s;
         return 0;
 }

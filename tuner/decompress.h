@@ -35,6 +35,15 @@ enum tuner_codec {
 #define TUNER_STREAM_LINE_MAX  (UINT64_C(64) << 20) /* one event's JSON */
 #define TUNER_STREAM_TOTAL_MAX (UINT64_C(16) << 30) /* decompressed bytes of one file */
 #define TUNER_STREAM_BLOCK_MAX (UINT64_C(64) << 20) /* one lz4/snappy/lzf block, either side */
+/*
+ * A compressed file decompresses to at most TUNER_STREAM_EXPANSION_MAX x the compressed bytes
+ * decoded so far + TUNER_STREAM_EXPANSION_SLACK, checked as it decompresses (zstd reaches
+ * about 20x on event logs, lz4 and snappy less): a few KB of zstd holding gigabytes of blank
+ * lines is refused after a few MB. The compressed bytes count at most the file's allocated
+ * blocks (st_blocks), never its size: a sparse tail costs the writer nothing and lifts nothing.
+ */
+#define TUNER_STREAM_EXPANSION_MAX   1000
+#define TUNER_STREAM_EXPANSION_SLACK (UINT64_C(64) << 20)
 
 /* The codec of a file name (its last component's suffix, ".inprogress" skipped). */
 enum tuner_codec tuner_codec_of(const char *name);
@@ -61,11 +70,16 @@ int tuner_stream_open_fd(int fd, const char *name, enum tuner_codec codec, bool 
 void tuner_stream_free(struct tuner_stream *s);
 /* Bounds for tests and fuzzing (defaults above). */
 void tuner_stream_set_limits(struct tuner_stream *s, uint64_t line_max, uint64_t total_max);
+/* The expansion bound of a compressed stream (defaults above; ratio 0: none). A plain file has
+ * none. */
+void tuner_stream_set_expansion(struct tuner_stream *s, uint64_t ratio, uint64_t slack);
 
 /*
  * The next line, without its newline: 1 and *ret_line, *ret_len (valid until the next call;
  * NUL-terminated) and *ret_terminated (false for a last line without a newline), 0 at the end,
  * or -errno with err "<name>: <reason>" (-EFBIG past a bound, -EINVAL for corrupt data, -EIO).
+ * Past the expansion bound: -EFBIG with "<name>: <n> bytes decompressed from <m> compressed
+ * bytes (<n/m> x); allowed: up to 1000 x the compressed bytes + 64 MiB".
  */
 int tuner_stream_line(struct tuner_stream *s, const char **ret_line, size_t *ret_len,
                       bool *ret_terminated, struct shim_error *err);

@@ -38,8 +38,9 @@ struct tuner_eventlog;
 struct tuner_eventlog *tuner_eventlog_new(void); /* NULL only for ENOMEM */
 void tuner_eventlog_free(struct tuner_eventlog *el);
 /* One line without its newline (need not be NUL-terminated); 0 or -EINVAL/-ENOMEM, or -EFBIG
- * for an event the reader uses that is longer than 8 MiB (only those are parsed into a tree;
- * every line is validated); err says why (the caller adds file and line). */
+ * for an event the reader uses that is longer than 8 MiB or has more than 16384 "Spark
+ * Properties" (only those events are parsed into a tree, of the members read alone; every
+ * line is validated); err says why (the caller adds file and line). */
 int tuner_eventlog_line(struct tuner_eventlog *el, const char *line, size_t len,
                         struct shim_error *err);
 /* Move what was read into *ret (zeroed first); el is left empty. */

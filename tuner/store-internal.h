@@ -44,6 +44,8 @@ struct store_ops {
 
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;
+/* tuner_store_describe() of a PostgreSQL connection string (store-pg.c) */
+void store_pg_describe(const char *db, char *buf, size_t size);
 
 /* A run from its event log (if has_eventlog) and its n executor reports (store.c). */
 void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The history store in PostgreSQL, through libpq: a postgresql:// URL (libpq's own syntax,
- * with its environment and ~/.pgpass for what the URL leaves out). Statements are prepared
+ * The history store in PostgreSQL, through libpq: a postgresql:// URI or key=value pairs
+ * (libpq's own syntax, with its environment and ~/.pgpass for what they leave out). No message
+ * holds the string's password: the string is shown as PQconninfoParse() reads it, without it
+ * (store_pg_describe()), and libpq's own messages lose what they quote of a string it cannot
+ * parse and any copy of the password (pg_open()). Statements are prepared
  * on the server once per connection (PQprepare) and run with their parameters bound as text
  * (PQexecPrepared); nothing of a value ever becomes SQL. The server's notices ("relation
  * already exists, skipping") are dropped: a library does not write to stderr.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -46,23 +50,217 @@ static void no_notices(void *arg, const char *message)
         (void)message;
 }
 
+/* ---- connection strings in messages ---- */
+
+/* the keywords a message shows, in this order; a password only as "***" */
+enum { K_HOST, K_HOSTADDR, K_PORT, K_DBNAME, K_USER, K_PASSWORD, K_COUNT };
+static const char *const shown_keywords[K_COUNT] = {"host",   "hostaddr", "port",
+                                                    "dbname", "user",     "password"};
+
+static bool is_uri(const char *db)
+{
+        return strncmp(db, "postgresql://", 13) == 0 || strncmp(db, "postgres://", 11) == 0;
+}
+
+/* PQconninfoParse(db) with the values of shown_keywords in v (NULL when not given): the
+ * options to free with PQconninfoFree(), or NULL when libpq cannot parse db (*ret_msg then
+ * its message, to free with PQfreemem(); it may quote db) */
+static PQconninfoOption *parse(const char *db, const char *v[K_COUNT], char **ret_msg)
+{
+        PQconninfoOption *opts = PQconninfoParse(db, ret_msg);
+
+        for (size_t i = 0; i < K_COUNT; i++)
+                v[i] = NULL;
+        for (PQconninfoOption *o = opts; o && o->keyword; o++)
+                for (size_t i = 0; i < K_COUNT; i++)
+                        if (o->val && o->val[0] && strcmp(o->keyword, shown_keywords[i]) == 0)
+                                v[i] = o->val;
+        return opts;
+}
+
+/* append s to buf (cut to fit), control characters as '?'; quoted: in '' with \ and ' escaped
+ * (libpq's key=value syntax) when s is empty or holds a space, a quote or a backslash */
+static void append(char *buf, size_t size, size_t *n, const char *s, bool quoted)
+{
+        bool quote = quoted && (!*s || strpbrk(s, " \t\n'\\"));
+
+        if (quote && *n + 1 < size)
+                buf[(*n)++] = '\'';
+        for (; *s && *n + 1 < size; s++) {
+                if (quote && (*s == '\'' || *s == '\\') && *n + 2 < size)
+                        buf[(*n)++] = '\\';
+                buf[(*n)++] = (unsigned char)*s < ' ' || *s == 0x7f ? '?' : *s;
+        }
+        if (quote && *n + 1 < size)
+                buf[(*n)++] = '\'';
+        buf[*n] = '\0';
+}
+
+void store_pg_describe(const char *db, char *buf, size_t size)
+{
+        const char *v[K_COUNT];
+        char *msg = NULL;
+        PQconninfoOption *opts = parse(db, v, &msg);
+        size_t n = 0;
+
+        buf[0] = '\0';
+        if (!opts) {
+                PQfreemem(msg);
+                append(buf, size, &n,
+                       is_uri(db) ? "postgresql://(a URI libpq cannot parse)"
+                                  : "(key=value pairs libpq cannot parse)",
+                       false);
+                return;
+        }
+        /* a dbname may itself be a connection string, password and all */
+        if (v[K_DBNAME] && (strchr(v[K_DBNAME], '=') || is_uri(v[K_DBNAME])))
+                v[K_DBNAME] = "***";
+        if (is_uri(db)) {
+                /* a unix socket's directory goes in the query, as a URI has it */
+                bool socket = v[K_HOST] && v[K_HOST][0] == '/';
+                const char *host = v[K_HOST] && !socket ? v[K_HOST] : v[K_HOSTADDR];
+
+                append(buf, size, &n, "postgresql://", false);
+                if (v[K_USER])
+                        append(buf, size, &n, v[K_USER], false);
+                if (v[K_PASSWORD])
+                        append(buf, size, &n, ":***", false);
+                if (v[K_USER] || v[K_PASSWORD])
+                        append(buf, size, &n, "@", false);
+                if (host && strchr(host, ':') && !strchr(host, ',')) { /* IPv6 */
+                        append(buf, size, &n, "[", false);
+                        append(buf, size, &n, host, false);
+                        append(buf, size, &n, "]", false);
+                } else if (host)
+                        append(buf, size, &n, host, false);
+                if (v[K_PORT] && !socket) {
+                        append(buf, size, &n, ":", false);
+                        append(buf, size, &n, v[K_PORT], false);
+                }
+                append(buf, size, &n, "/", false);
+                if (v[K_DBNAME])
+                        append(buf, size, &n, v[K_DBNAME], false);
+                if (socket) {
+                        append(buf, size, &n, "?host=", false);
+                        append(buf, size, &n, v[K_HOST], false);
+                        if (v[K_PORT]) {
+                                append(buf, size, &n, "&port=", false);
+                                append(buf, size, &n, v[K_PORT], false);
+                        }
+                }
+        } else {
+                for (size_t i = 0; i < K_COUNT; i++) {
+                        if (!v[i])
+                                continue;
+                        if (n)
+                                append(buf, size, &n, " ", false);
+                        append(buf, size, &n, shown_keywords[i], false);
+                        append(buf, size, &n, "=", false);
+                        append(buf, size, &n, i == K_PASSWORD ? "***" : v[i], i != K_PASSWORD);
+                }
+                if (!n)
+                        append(buf, size, &n, "(libpq's defaults)", false);
+        }
+        PQconninfoFree(opts);
+}
+
+/* libpq's message about a string it cannot parse, first line, without what it quotes: the
+ * whole URI, or the token it stopped at (the password's, say); a quoted syntax character
+ * ("=", ":", "]") stays */
+static void unquote(const char *msg, char *out, size_t size)
+{
+        size_t n = 0;
+
+        for (const char *p = msg ? msg : ""; *p && *p != '\n' && n + 1 < size; p++) {
+                const char *close;
+
+                if (*p != '"') {
+                        out[n++] = (unsigned char)*p < ' ' ? '?' : *p;
+                        continue;
+                }
+                close = strchr(p + 1, '"');
+                if (close == p + 2 && ispunct((unsigned char)p[1])) {
+                        if (n + 4 < size) {
+                                memcpy(out + n, p, 3);
+                                n += 3;
+                        }
+                        p = close;
+                        continue;
+                }
+                if (n + 6 < size) {
+                        memcpy(out + n, "\"...\"", 5);
+                        n += 5;
+                }
+                if (!close)
+                        break;
+                p = close;
+        }
+        out[n] = '\0';
+}
+
+/* every copy of secret in text (a message of size bytes) as "***" */
+static void scrub(char *text, size_t size, const char *secret)
+{
+        char out[SHIM_ERROR_TEXT_MAX];
+        size_t n = 0, len = secret ? strlen(secret) : 0;
+        const char *p = text, *hit;
+
+        if (!len || size > sizeof(out))
+                return;
+        while ((hit = strstr(p, secret))) {
+                n += (size_t)snprintf(out + n, sizeof(out) - n, "%.*s***", (int)(hit - p), p);
+                if (n >= sizeof(out))
+                        break;
+                p = hit + len;
+        }
+        if (n < sizeof(out))
+                snprintf(out + n, sizeof(out) - n, "%s", p);
+        snprintf(text, size, "%s", out);
+}
+
 static int pg_open(const char *url, void **ret_conn, struct shim_error *err)
 {
         /* a default connect_timeout the URL may override (later values win) */
         static const char *const keywords[] = {"connect_timeout", "fallback_application_name",
                                                "dbname", NULL};
         const char *const values[] = {"10", "sparkshim", url, NULL};
-        PGconn *conn = PQconnectdbParams(keywords, values, 1);
+        const char *v[K_COUNT];
+        char *msg = NULL, *password = NULL, why[SHIM_ERROR_TEXT_MAX];
+        PQconninfoOption *opts = parse(url, v, &msg);
+        PGconn *conn;
 
-        if (!conn)
+        /* libpq's message would quote the string it cannot parse */
+        if (!opts) {
+                unquote(msg ? msg : "out of memory", why, sizeof(why));
+                PQfreemem(msg);
+                return shim_error_set(err, EINVAL,
+                                      "PostgreSQL: not a connection string libpq can parse; "
+                                      "allowed: a postgresql:// URI or keyword=value pairs "
+                                      "(libpq: %s)",
+                                      why);
+        }
+        if (v[K_PASSWORD])
+                password = strdup(v[K_PASSWORD]);
+        PQconninfoFree(opts);
+        if (v[K_PASSWORD] && !password)
                 return shim_error_set(err, ENOMEM, "out of memory");
+        conn = PQconnectdbParams(keywords, values, 1);
+        if (!conn) {
+                free(password);
+                return shim_error_set(err, ENOMEM, "out of memory");
+        }
         if (PQstatus(conn) != CONNECTION_OK) {
-                /* the message may name the host; never the password */
+                /* the message may name the host; it should never hold the password, and
+                 * does not even if a libpq to come quoted a value */
                 int ret = pg_error(conn, "PostgreSQL", err);
 
+                if (err)
+                        scrub(err->text, sizeof(err->text), password);
+                free(password);
                 PQfinish(conn);
                 return ret;
         }
+        free(password);
         PQsetNoticeProcessor(conn, no_notices, NULL);
         *ret_conn = conn;
         return 0;

@@ -624,6 +624,32 @@ const char *tuner_store_backend(const struct tuner_store *s)
         return s->ops->name;
 }
 
+bool tuner_store_is_postgresql(const char *db)
+{
+        const char *eq = strchr(db, '='), *slash = strchr(db, '/');
+
+        /* libpq takes any string with an '=' for key=value pairs; a SQLite path may hold one
+         * after a '/' ("/var/lib/a=b/h.db", "./a=b.db") */
+        return strncmp(db, "postgresql://", 13) == 0 || strncmp(db, "postgres://", 11) == 0 ||
+               (eq && (!slash || eq < slash));
+}
+
+const char *tuner_store_describe(const char *db, char *buf, size_t size)
+{
+        size_t n = 0;
+
+        if (size == 0)
+                return buf;
+        if (tuner_store_is_postgresql(db)) {
+                store_pg_describe(db, buf, size);
+                return buf;
+        }
+        for (; *db && n + 1 < size; db++, n++)
+                buf[n] = (unsigned char)*db < ' ' || *db == 0x7f ? '?' : *db;
+        buf[n] = '\0';
+        return buf;
+}
+
 int tuner_store_open(const char *db, struct tuner_store **ret, struct shim_error *err)
 {
         struct tuner_store *s;
@@ -634,9 +660,7 @@ int tuner_store_open(const char *db, struct tuner_store **ret, struct shim_error
         s = calloc(1, sizeof(*s));
         if (!s)
                 return shim_error_set(err, ENOMEM, "out of memory");
-        s->ops = strncmp(db, "postgresql://", 13) == 0 || strncmp(db, "postgres://", 11) == 0
-                     ? &store_pg_ops
-                     : &store_sqlite_ops;
+        s->ops = tuner_store_is_postgresql(db) ? &store_pg_ops : &store_sqlite_ops;
         r = s->ops->open(db, &s->conn, err);
         if (r < 0) {
                 free(s);

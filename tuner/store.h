@@ -6,9 +6,11 @@
  * logs, keyed by their natural keys (the Spark application id; the executor id; the stage id
  * and attempt), so that ingesting the same input twice leaves the same history.
  *
- * A db starting with "postgresql://" or "postgres://" is a libpq connection URL; anything
- * else is the path of a SQLite file, created (mode 0600, WAL journal) with its schema on
- * first use. Parameters are always bound, never formatted into SQL.
+ * A db starting with "postgresql://" or "postgres://" is a libpq connection URI, one with an
+ * '=' before any '/' a libpq key=value connection string ("host=db dbname=history");
+ * anything else is the path of a SQLite file, created (mode 0600, WAL journal) with its
+ * schema on first use. Parameters are always bound, never formatted into SQL. No message of
+ * the store holds a connection string's password.
  *
  * Errors: -errno with err "<what>: <why>" (-EIO for a database error, with the database's
  * message; -ENOMEM; -EINVAL for an unusable db argument). The store never logs.
@@ -39,6 +41,18 @@ int tuner_store_open(const char *db, struct tuner_store **ret, struct shim_error
 void tuner_store_close(struct tuner_store *s); /* NULL-safe; rolls back an open transaction */
 /* "sqlite" or "postgresql" */
 const char *tuner_store_backend(const struct tuner_store *s);
+
+/* Whether db names a PostgreSQL database (a URI or key=value pairs, above), not a SQLite file. */
+bool tuner_store_is_postgresql(const char *db);
+/*
+ * db as a message may show it, in buf (size bytes, cut to fit; returned): a SQLite path with
+ * control characters as '?'; a PostgreSQL connection string as libpq's PQconninfoParse()
+ * reads it, with only its host, hostaddr, port, dbname and user, and "***" for a password
+ * given anywhere in it (the URI's user info, a password parameter): a URI as
+ * "postgresql://user:***@host:port/dbname", key=value pairs as "host=h port=p dbname=d
+ * user=u password=***". One libpq cannot parse shows nothing of itself. Never fails.
+ */
+const char *tuner_store_describe(const char *db, char *buf, size_t size);
 
 /* One transaction; `sparkshim ingest` makes one per input file. */
 int tuner_store_begin(struct tuner_store *s, struct shim_error *err);

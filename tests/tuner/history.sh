@@ -192,6 +192,27 @@ TUNER_TEST_DB=$unit_url FIXTURES=$fixtures "$test_store" >unit.log 2>&1 ||
 tail -1 unit.log
 echo "ok: test-store passes against PostgreSQL"
 
+# a password in --db is never printed: a job with no history (exit 2) through a URI and
+# key=value pairs that hold one (trust authentication does not ask for it), and an ingest
+secret=s3cretpw
+for db in "postgresql://tuner:$secret@/history?host=$pg_sock&port=$pg_port" \
+	"host=$pg_sock port=$pg_port dbname=history user=tuner password=$secret"; do
+	for cmd in tune report; do
+		status=0
+		"$tuner" "$cmd" --db "$db" --job nobody >out.txt 2>err.txt || status=$?
+		[ "$status" = 2 ] || fail "$cmd --db '$db' of a job with no run: exit $status: $(cat err.txt)"
+		! grep -q "$secret" out.txt err.txt || fail "$cmd --db '$db' printed the password: $(cat err.txt)"
+		grep -q "job 'nobody': no run in the history at .*history" err.txt ||
+			fail "$cmd --db '$db': $(cat err.txt)"
+		shown=$(cat err.txt)
+	done
+	"$tuner" ingest --db "$db" --job history-a a.jsonl >out.txt 2>err.txt ||
+		fail "ingest --db '$db': exit $?: $(cat err.txt)"
+	! grep -q "$secret" out.txt err.txt || fail "ingest --db '$db' printed the password"
+done
+echo "ok: no password printed: $shown"
+ls "$tmp" | grep -q '=' && fail "a SQLite file was made of a connection string: $(ls "$tmp")"
+
 # an unreachable store is exit 3
 status=0
 "$tuner" ingest --db "$(pg_url nowhere)" a.jsonl >/dev/null 2>err.txt ||

@@ -20,7 +20,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <lz4.h>
+#include <malloc.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "decompress.h"
 #include "eventlog.h"
@@ -340,6 +343,161 @@ Test(eventlog_line, properties_as_pairs_and_app_id_from_conf)
         tuner_app_free(&app);
 }
 
+/* ---- only the members read become a tree ---- */
+
+/* Every field a handler reads survives the copy of the members read, in any order, escaped
+ * keys as jansson reads them, the last of duplicates; what is not read is not parsed. */
+Test(eventlog_line, members_read_wherever_they_are)
+{
+        struct tuner_app app;
+
+        feed(app_start);
+        feed(
+            "{\"Accumulables\":[{\"ID\":1,\"Value\":1e999,\"Big\":123456789012345678901234567890}],"
+            "\"Task Metrics\":{\"Updated Blocks\":[[[[{}]]]],\"Executor Run Time\":2000,"
+            "\"Shuffle Read Metrics\":{\"Fetch Wait Time\":[],\"Remote Bytes Read\":7}},"
+            "\"Stage Attempt ID\":0,\"Stage ID\":9,\"Stage\\u0020ID\":3,"
+            "\"Task End Reason\":{\"Reason\":\"Success\",\"Stack Trace\":[{\"x\":\"\\u0000\"}]},"
+            "\"Task Info\":{\"Accumulables\":[{},{},{}],\"Launch Time\":1000,"
+            "\"Finish Time\":2500,\"Executor ID\":\"1\"},\"Event\":\"SparkListenerTaskEnd\"}");
+        feed("{\"Event\":\"SparkListenerEnvironmentUpdate\",\"JVM Information\":{\"a\":[1,2]},"
+             "\"Spark Properties\":[[\"spark.b\",\"1\"],[\"spark.a\",\"0\"],[\"spark.b\",\"2\"]]}");
+        finish(&app);
+        cr_assert_eq(app.n_stages, 1, "n_stages %zu", app.n_stages);
+        cr_expect_eq(app.stages[0].stage_id, 3, "stage %" PRId32 ": the escaped duplicate is last",
+                     app.stages[0].stage_id);
+        cr_expect_eq(app.stages[0].shuffle_read_bytes, 7);
+        cr_expect_float_eq(app.stages[0].run_seconds, 2.0, 1e-9, "run %g",
+                           app.stages[0].run_seconds);
+        cr_expect_float_eq(app.stages[0].task_median_seconds, 1.5, 1e-9, "median %g",
+                           app.stages[0].task_median_seconds);
+        cr_expect_str_eq(app.conf_json, "{\"spark.a\":\"0\",\"spark.b\":\"2\"}");
+        tuner_app_free(&app);
+}
+
+/* A container where a scalar (or an array where an object) is read is still reported by its
+ * type; a pair of three is still no pair. */
+Test(eventlog_line, types_of_what_is_read_survive)
+{
+        feed_fails("{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":{\"a\":[1]}}",
+                   "\"Stage ID\" is an object; want an integer");
+        feed_fails("{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":0,\"Task End Reason\":"
+                   "{\"Reason\":[\"Success\"]}}",
+                   "\"Reason\" is an array; want a string");
+        feed_fails("{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":0,\"Task End Reason\":"
+                   "{\"Reason\":\"Success\"},\"Task Info\":[{\"Launch Time\":1}]}",
+                   "\"Task Info\" is an array; want an object");
+        feed_fails("{\"Event\":\"SparkListenerEnvironmentUpdate\",\"Spark Properties\":"
+                   "[[\"spark.a\",\"1\",\"x\"]]}",
+                   "\"Spark Properties\"[0] is not a [key, value] pair");
+        feed_fails("{\"Event\":\"SparkListenerEnvironmentUpdate\",\"Spark Properties\":"
+                   "[[\"spark.a\",[\"1\"]]]}",
+                   "\"Spark Properties\"[0] is not a [key, value] pair");
+        feed_fails("{\"Event\":\"SparkListenerEnvironmentUpdate\",\"Spark Properties\":"
+                   "{\"spark.x\":{\"y\":\"1\"}}}",
+                   "\"Spark Properties\".\"spark.x\" is not a string");
+        feed_fails("{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":99999999999999999999}",
+                   "not JSON");
+}
+
+/* jansson's bytes, live at most at once */
+static size_t jansson_live, jansson_peak;
+
+static void *counting_malloc(size_t size)
+{
+        void *p = malloc(size);
+
+        if (p) {
+                jansson_live += malloc_usable_size(p);
+                if (jansson_live > jansson_peak)
+                        jansson_peak = jansson_live;
+        }
+        return p;
+}
+
+static void counting_free(void *p)
+{
+        if (p)
+                jansson_live -= malloc_usable_size(p);
+        free(p);
+}
+
+/* An event of just under 8 MiB whose unread members are 8 MiB of {} (jansson: 650 MB for a
+ * tree of the whole line), then of [] in an object read: the tree is of what is read. */
+Test(eventlog_line, a_line_of_8_mib_costs_no_tree_of_it)
+{
+        static const char *const forms[][3] = {
+            {"{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":0,\"Task End Reason\":{\"Reason\":"
+             "\"Success\"},\"Task Info\":{\"Launch Time\":1,\"Accumulables\":[",
+             "{}", "]}}"},
+            {"{\"Event\":\"SparkListenerStageCompleted\",\"Stage Info\":{\"Stage ID\":1,"
+             "\"RDD Info\":[",
+             "[]", "]}}"},
+        };
+        const size_t size = (8 << 20) - 4096;
+        char *line = malloc(size + 1);
+        struct tuner_app app;
+
+        cr_assert(line);
+        json_set_alloc_funcs(counting_malloc, counting_free);
+        feed(app_start);
+        for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+                size_t n = strlen(forms[f][0]), tail = strlen(forms[f][2]);
+                struct shim_error err = {0};
+                int r;
+
+                memcpy(line, forms[f][0], n);
+                while (n + 3 + tail < size) {
+                        memcpy(line + n, forms[f][1], 2);
+                        line[n + 2] = ',';
+                        n += 3;
+                }
+                memcpy(line + n - 1, forms[f][2], tail); /* over the last ',' */
+                n += tail - 1;
+                jansson_live = jansson_peak = 0;
+                r = tuner_eventlog_line(el, line, n, &err);
+                cr_expect_eq(r, 0, "a line of %zu bytes: %d (%s)", n, r, err.text);
+                cr_expect_lt(jansson_peak, (size_t)1 << 20,
+                             "a line of %zu bytes: jansson held %zu bytes at once", n,
+                             jansson_peak);
+        }
+        json_set_alloc_funcs(malloc, free);
+        free(line);
+        finish(&app);
+        cr_expect_eq(app.tasks, 1);
+        cr_expect_eq(app.n_stages, 2);
+        tuner_app_free(&app);
+}
+
+Test(eventlog_line, spark_properties_bounded)
+{
+        size_t entries = 16385, cap = entries * 16 + 128, n;
+        char *line = malloc(cap);
+        struct shim_error err = {0};
+        int r;
+
+        cr_assert(line);
+        n = (size_t)snprintf(
+            line, cap, "{\"Event\":\"SparkListenerEnvironmentUpdate\",\"Spark Properties\":{");
+        for (size_t i = 0; i < entries; i++)
+                n += (size_t)snprintf(line + n, cap - n, "%s\"k%zu\":\"\"", i ? "," : "", i);
+        n += (size_t)snprintf(line + n, cap - n, "}}");
+        r = tuner_eventlog_line(el, line, n, &err);
+        cr_expect_eq(r, -EFBIG, "%d (%s)", r, err.text);
+        cr_expect(strstr(err.text, "\"Spark Properties\" of more than 16384 entries; allowed: up "
+                                   "to 16384"),
+                  "%s", err.text);
+        /* one fewer is read */
+        n = (size_t)snprintf(
+            line, cap, "{\"Event\":\"SparkListenerEnvironmentUpdate\",\"Spark Properties\":[");
+        for (size_t i = 0; i + 1 < entries; i++)
+                n += (size_t)snprintf(line + n, cap - n, "%s[\"k%zu\",\"\"]", i ? "," : "", i);
+        n += (size_t)snprintf(line + n, cap - n, "]}");
+        r = tuner_eventlog_line(el, line, n, &err);
+        cr_expect_eq(r, 0, "%d (%s)", r, err.text);
+        free(line);
+}
+
 /* ---- files ---- */
 
 static char tmpdir[] = "/tmp/test-eventlog.XXXXXX";
@@ -485,6 +643,190 @@ Test(eventlog_file, total_bound)
                                    "decompressed"),
                   "%s", err.text);
         tuner_stream_free(s);
+}
+
+/* ---- compression bombs: the expansion bound counts what was read, never st_size ---- */
+
+static const char log_start[] =
+    "{\"Event\":\"SparkListenerLogStart\",\"Spark Version\":\"3.5.9\"}\n";
+
+/* Append to fd one zstd frame of the log's first two lines and then `blank` newlines. */
+static void zstd_bomb(int fd, uint64_t blank)
+{
+        static char newlines[1 << 20];
+        ZSTD_CCtx *cctx = ZSTD_createCCtx();
+        size_t out_size = ZSTD_CStreamOutSize();
+        char *out = malloc(out_size);
+        char head[512];
+        int n = snprintf(head, sizeof(head), "%s%s\n", log_start, app_start);
+
+        cr_assert(cctx && out);
+        memset(newlines, '\n', sizeof(newlines));
+        for (uint64_t left = blank + 1;;) {
+                ZSTD_inBuffer in;
+                bool last = left == 0;
+                size_t z;
+
+                if (left == blank + 1) {
+                        in = (ZSTD_inBuffer){head, (size_t)n, 0};
+                        left--;
+                } else {
+                        size_t chunk = left < sizeof(newlines) ? (size_t)left : sizeof(newlines);
+
+                        in = (ZSTD_inBuffer){newlines, chunk, 0};
+                        left -= chunk;
+                        last = left == 0;
+                }
+                do {
+                        ZSTD_outBuffer o = {out, out_size, 0};
+
+                        z = ZSTD_compressStream2(cctx, &o, &in,
+                                                 last ? ZSTD_e_end : ZSTD_e_continue);
+                        cr_assert(!ZSTD_isError(z), "zstd: %s", ZSTD_getErrorName(z));
+                        cr_assert_eq(write(fd, out, o.pos), (ssize_t)o.pos);
+                } while (last ? z != 0 : in.pos < in.size);
+                if (last)
+                        break;
+        }
+        free(out);
+        ZSTD_freeCCtx(cctx);
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+        for (int i = 0; i < 4; i++)
+                p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* "<n> bytes decompressed from <m> compressed bytes" of the refusal */
+static void expansion_figures(const char *text, uint64_t *ret_out, uint64_t *ret_in)
+{
+        const char *p = strstr(text, " bytes decompressed from ");
+
+        cr_assert(p, "not the expansion refusal: %s", text);
+        while (p > text && p[-1] >= '0' && p[-1] <= '9')
+                p--;
+        cr_assert_eq(sscanf(p, "%" SCNu64 " bytes decompressed from %" SCNu64, ret_out, ret_in), 2,
+                     "%s", text);
+}
+
+static uint64_t allocated(const char *path)
+{
+        struct stat st;
+
+        cr_assert_eq(stat(path, &st), 0, "%s: %s", path, strerror(errno));
+        return (uint64_t)st.st_blocks * 512;
+}
+
+/* A 1 GiB bomb of blank lines (~40 KB of zstd) made 1 GiB longer by a hole (truncate -s): its
+ * size would allow 1 TB; what was read allows a few MB. */
+Test(eventlog_file, zstd_bomb_with_a_sparse_tail)
+{
+        char path[512];
+        struct tuner_app app;
+        struct shim_error err = {0};
+        uint64_t out, in, on_disk;
+        struct stat st;
+        int fd, r;
+
+        snprintf(path, sizeof(path), "%s/bomb.zstd", tmpdir);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+        zstd_bomb(fd, UINT64_C(1) << 30);
+        cr_assert_eq(fstat(fd, &st), 0);
+        cr_assert_eq(ftruncate(fd, st.st_size + (INT64_C(1) << 30)), 0);
+        cr_assert_eq(close(fd), 0);
+        on_disk = allocated(path);
+
+        r = tuner_eventlog_read(path, &app, &err);
+        cr_assert_eq(r, -EFBIG, "%s: %d (%s), want -EFBIG (the expansion bound)", path, r,
+                     err.text);
+        cr_expect(strstr(err.text, "bomb.zstd: ") &&
+                      strstr(err.text, " x); allowed: up to 1000 x the compressed bytes + 64 MiB"),
+                  "%s", err.text);
+        expansion_figures(err.text, &out, &in);
+        cr_expect_leq(in, on_disk, "%" PRIu64 " compressed bytes counted, %" PRIu64 " on disk", in,
+                      on_disk);
+        /* refused at the bound, within one output chunk of zstd's */
+        cr_expect_leq(out, 1000 * in + (UINT64_C(64) << 20) + ZSTD_DStreamOutSize(),
+                      "%" PRIu64 " bytes decompressed from %" PRIu64, out, in);
+        cr_expect_lt(out, UINT64_C(128) << 20, "%" PRIu64 " bytes decompressed", out);
+}
+
+/* A skippable frame whose 256 MiB are a hole, then a bomb: the decoder reads (and skips) the
+ * hole's zeros, but the file holds a few KB; only those count. */
+Test(eventlog_file, zstd_bomb_after_a_hole)
+{
+        char path[512];
+        struct tuner_app app;
+        struct shim_error err = {0};
+        uint32_t hole = UINT32_C(256) << 20;
+        uint8_t skippable[8];
+        uint64_t out, in;
+        int fd, r;
+
+        put_le32(skippable, 0x184d2a50); /* a skippable frame's magic, then its length */
+        put_le32(skippable + 4, hole);
+        snprintf(path, sizeof(path), "%s/hole.zstd", tmpdir);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+        cr_assert_eq(write(fd, skippable, sizeof(skippable)), (ssize_t)sizeof(skippable));
+        cr_assert_eq(lseek(fd, hole, SEEK_CUR), (off_t)sizeof(skippable) + hole);
+        zstd_bomb(fd, UINT64_C(1) << 30);
+        cr_assert_eq(close(fd), 0);
+
+        r = tuner_eventlog_read(path, &app, &err);
+        cr_assert_eq(r, -EFBIG, "%s: %d (%s), want -EFBIG (the expansion bound)", path, r,
+                     err.text);
+        expansion_figures(err.text, &out, &in);
+        cr_expect_leq(in, allocated(path),
+                      "%" PRIu64 " compressed bytes counted of %" PRIu64 " on disk", in,
+                      allocated(path));
+        cr_expect_lt(out, UINT64_C(128) << 20, "%" PRIu64 " bytes decompressed", out);
+}
+
+/* lz4-java blocks expand at most ~255 times, under the default ratio: the bound, set lower,
+ * is checked block by block, against the bytes read and not the file's (sparse) size. */
+Test(eventlog_file, lz4_bomb_bound_by_bytes_read)
+{
+        static char block[1 << 20];
+        char path[512], packed[LZ4_COMPRESSBOUND(1 << 20) + 21];
+        struct tuner_stream *s;
+        struct shim_error err = {0};
+        const char *line;
+        size_t len;
+        bool terminated;
+        uint64_t out, in;
+        int fd, clen, r;
+
+        memset(block, '\n', sizeof(block));
+        clen = LZ4_compress_default(block, packed + 21, sizeof(block), sizeof(packed) - 21);
+        cr_assert_gt(clen, 0);
+        memcpy(packed, "LZ4Block", 8);
+        packed[8] = 0x20 | 9;
+        put_le32((uint8_t *)packed + 9, (uint32_t)clen);
+        put_le32((uint8_t *)packed + 13, sizeof(block));
+        put_le32((uint8_t *)packed + 17, tuner_xxh32(block, sizeof(block), 0x9747b28c) & 0xfffffff);
+        snprintf(path, sizeof(path), "%s/bomb.lz4", tmpdir);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+        for (int i = 0; i < 64; i++)
+                cr_assert_eq(write(fd, packed, (size_t)clen + 21), clen + 21);
+        cr_assert_eq(ftruncate(fd, INT64_C(1) << 30), 0);
+        cr_assert_eq(close(fd), 0);
+
+        cr_assert_eq(tuner_stream_open(path, false, &s, &err), 0, "%s", err.text);
+        tuner_stream_set_expansion(s, 100, UINT64_C(1) << 20);
+        while ((r = tuner_stream_line(s, &line, &len, &terminated, &err)) > 0)
+                ;
+        tuner_stream_free(s);
+        cr_assert_eq(r, -EFBIG, "%d (%s)", r, err.text);
+        cr_expect(strstr(err.text, "allowed: up to 100 x the compressed bytes + 1 MiB"), "%s",
+                  err.text);
+        expansion_figures(err.text, &out, &in);
+        /* the second block passes 100 x two blocks + 1 MiB */
+        cr_expect_eq(out, UINT64_C(2) << 20, "%" PRIu64 " bytes decompressed, want 2 MiB", out);
+        cr_expect_eq(in, 2 * (uint64_t)(clen + 21), "%" PRIu64 " compressed bytes counted", in);
 }
 
 /* The figures every fixture must give: the job of tests/tuner/EventLogJob.java. */

@@ -724,6 +724,74 @@ Test(store_open, creates_0600)
         cr_assert_eq(system(cmd), 0);
 }
 
+/* ---- a db in messages: never a PostgreSQL password */
+
+Test(store_describe, never_the_password)
+{
+        static const struct {
+                const char *db, *want;
+                bool postgresql;
+        } dbs[] = {
+            {"/var/lib/sparkshim/history.db", "/var/lib/sparkshim/history.db", false},
+            {"h.db", "h.db", false},
+            {"/var/lib/a=b/h.db", "/var/lib/a=b/h.db", false},
+            {"./a=b.db", "./a=b.db", false},
+            {"/tmp/a\nb.db", "/tmp/a?b.db", false},
+            {"postgresql://u:s3cretpw@127.0.0.1:1/x", "postgresql://u:***@127.0.0.1:1/x", true},
+            {"postgres://u:s3cretpw@db.example/x", "postgresql://u:***@db.example/x", true},
+            {"postgresql://sparkshim@history.example/sparkshim",
+             "postgresql://sparkshim@history.example/sparkshim", true},
+            {"postgresql://127.0.0.1:1/x?user=u&password=s3cretpw",
+             "postgresql://u:***@127.0.0.1:1/x", true},
+            {"postgresql://:s3cretpw@[::1]:5433/x", "postgresql://:***@[::1]:5433/x", true},
+            {"postgresql://tuner:s3cretpw@/history?host=/run/pg&port=5433",
+             "postgresql://tuner:***@/history?host=/run/pg&port=5433", true},
+            {"postgresql:///?dbname=host%3Dh%20password%3Ds3cretpw", "postgresql:///***", true},
+            {"postgresql://u:s3cretpw@[::1/x", "postgresql://(a URI libpq cannot parse)", true},
+            {"postgresql://u:s3cret%zzpw@h/x", "postgresql://(a URI libpq cannot parse)", true},
+            {"host=127.0.0.1 port=1 dbname=x user=u password=s3cretpw",
+             "host=127.0.0.1 port=1 dbname=x user=u password=***", true},
+            {"password = 's3cret pw' host=h dbname='my db'", "host=h dbname='my db' password=***",
+             true},
+            {"host=h password=s3cretpw bogus", "(key=value pairs libpq cannot parse)", true},
+            {"host=h password=s3cretpw nosuch=1", "(key=value pairs libpq cannot parse)", true},
+        };
+        char buf[256];
+
+        for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
+                cr_expect_eq(tuner_store_is_postgresql(dbs[i].db), dbs[i].postgresql,
+                             "%s: PostgreSQL %d, want %d", dbs[i].db,
+                             tuner_store_is_postgresql(dbs[i].db), dbs[i].postgresql);
+                cr_expect_str_eq(tuner_store_describe(dbs[i].db, buf, sizeof(buf)), dbs[i].want,
+                                 "%s: shown as '%s', want '%s'", dbs[i].db, buf, dbs[i].want);
+                cr_expect(!strstr(buf, "s3cret"), "%s: shown as '%s'", dbs[i].db, buf);
+        }
+        /* cut to fit, still terminated */
+        cr_expect_str_eq(tuner_store_describe("postgresql://u:s3cretpw@h/x", buf, 12),
+                         "postgresql:");
+}
+
+Test(store_describe, no_password_in_a_connection_error)
+{
+        static const char *const dbs[] = {
+            "postgresql://u:s3cretpw@127.0.0.1:1/x",
+            "host=127.0.0.1 port=1 dbname=x user=u password=s3cretpw",
+            "postgresql://u:s3cretpw@[::1/x",
+            "postgresql://u:s3cret%zzpw@127.0.0.1:1/x",
+            "host=127.0.0.1 password=s3cretpw bogus",
+        };
+
+        for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
+                struct tuner_store *s = NULL;
+                struct shim_error err = {0};
+
+                cr_expect_lt(tuner_store_open(dbs[i], &s, &err), 0, "%s: opened", dbs[i]);
+                cr_expect_null(s);
+                cr_expect(strstr(err.text, "PostgreSQL: "), "%s: %s", dbs[i], err.text);
+                cr_expect(!strstr(err.text, "s3cret"), "%s: %s", dbs[i], err.text);
+        }
+}
+
 /* ---- report lines */
 
 static char *example_line(void)
