@@ -784,7 +784,7 @@ static int on_stage_executor_metrics(struct tuner_eventlog *el, const struct ctx
                                      const json_t *ev)
 {
         const char *id = NULL;
-        const json_t *m;
+        const json_t *m = NULL;
         char id_buf[TUNER_EXEC_ID_MAX];
         int r;
 
