@@ -747,7 +747,15 @@ int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size)
                          link);
                 return -EOPNOTSUPP;
         }
-        if (mount_root(mount, root, sizeof(root)) == 0 && strcmp(root, "/") != 0) {
+        r = mount_root(mount, root, sizeof(root));
+        if (r < 0) {
+                snprintf(detail, size,
+                         "own cgroup namespace %s, but /proc/self/mountinfo shows no cgroup2 mount at %s "
+                         "(%s): what the mount shows cannot be told",
+                         link, mount, strerror(-r));
+                return -EOPNOTSUPP;
+        }
+        if (strcmp(root, "/") != 0) {
                 snprintf(detail, size,
                          "own cgroup namespace %s, but the cgroup2 mount at %s shows %s of it, not its root "
                          "(a bind mount of another hierarchy, as some runtimes give privileged containers): "
@@ -763,6 +771,21 @@ int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size)
                          "wrapper that moved it",
                          link, path);
                 return -EPERM;
+        }
+        /* every cgroup but the hierarchy's own root has cgroup.events */
+        {
+                char events[PATH_MAX + 16];
+
+                snprintf(events, sizeof(events), "%s/cgroup.events", mount);
+                if (access(events, F_OK) < 0 && errno == ENOENT) {
+                        snprintf(detail, size,
+                                 "own cgroup namespace %s, but its root is the hierarchy's own root (%s has "
+                                 "no cgroup.events): the namespace was made in the node's root cgroup, and "
+                                 "init mode would move the node's processes: fix: a container in a cgroup of "
+                                 "its own, with a cgroup namespace rooted there",
+                                 link, mount);
+                        return -EPERM;
+                }
         }
         snprintf(detail, size, "own cgroup namespace %s, this process at 0::/ (its root)", link);
         return 0;
