@@ -37,7 +37,7 @@ mount --rbind / rootfs
 config() {
 	mkdir -p "$1"
 	python3 - "$@" <<'EOF'
-import json, sys
+import json, os, sys
 bundle, cgroupns, cgmount, root, cgpath = sys.argv[1:6]
 caps = ["CAP_" + c for c in ("CHOWN DAC_OVERRIDE FSETID FOWNER MKNOD NET_RAW SETGID SETUID "
                              "SETFCAP SETPCAP NET_BIND_SERVICE SYS_CHROOT KILL AUDIT_WRITE").split()]
@@ -66,6 +66,10 @@ config = {
         mount("/sys", "sysfs", ["nosuid", "noexec", "nodev", "ro"]),
         mount("/sys/fs/cgroup", "cgroup", ["nosuid", "noexec", "nodev", "relatime", cgmount]),
         mount("/tmp", "tmpfs", ["nosuid", "nodev", "mode=1777"]),
+    ] + [
+        # the build and source trees (sparkshim, the burner) may be below /tmp (a clone there)
+        mount(d, "bind", ["rbind", "ro"], d) for d in dict.fromkeys(
+            os.path.realpath(os.environ[v]) for v in ("BUILD_DIR", "SRC_DIR"))
     ],
     "linux": {
         "cgroupsPath": cgpath,
