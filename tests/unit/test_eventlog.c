@@ -920,7 +920,7 @@ Test(eventlog_file, rolling_directory_of_small_bombs)
         cr_expect_lt(out, UINT64_C(80) << 20, "%" PRIu64 " bytes decompressed of 240 MB", out);
 }
 
-/* A legitimate rolling directory of six highly compressible files (~16 MB each, the
+/* A legitimate rolling directory of six highly compressible files (~13 MB each, ~36 x; the
  * fixture's events then ticks of an unknown event): more than one slack in all, well under
  * the ratio over the directory's compressed bytes, so it is read whole. */
 Test(eventlog_file, rolling_directory_highly_compressible)
