@@ -38,6 +38,9 @@ struct ingest {
         const char *job_key; /* --job-key */
         size_t line_max;
         uint64_t input_max;
+        /* the event logs' bounds over the whole run (eventlog.h): a glob of many small bombs
+         * costs what a few do */
+        struct tuner_eventlog_run eventlogs;
 };
 
 /* the runs of one report file and how many executors each had: a hash set (seeded: the ids
@@ -126,8 +129,11 @@ static int help(FILE *f, int status)
               "                      PROPERTY)\n"
               "  --job-key PROPERTY  the Spark property that names a run's job (default: the\n"
               "                      policy's tuner.job_key, " DEFAULT_JOB_KEY ")\n"
-              "Each file is stored whole or not at all. Exit status: 0, 1 when a file was refused\n"
-              "(the others are stored), 3 when the history store failed, 120 for a bad flag.\n",
+              "Each file is stored whole or not at all. An event log may decompress to 1000 x its\n"
+              "compressed bytes + 64 MiB (a rolling directory: over all its files); one run, to\n"
+              "64 GiB with 256 MiB of such slack (past them: ingest the rest in another run).\n"
+              "Exit status: 0, 1 when a file was refused (the others are stored), 3 when the\n"
+              "history store failed, 120 for a bad flag.\n",
               f);
         return status;
 }
@@ -308,7 +314,7 @@ static enum outcome ingest_eventlog(struct ingest *in, const char *path)
 
         struct stat st;
 
-        r = tuner_eventlog_read(path, &app, &err);
+        r = tuner_eventlog_read_run(path, &in->eventlogs, &app, &err);
         if (r < 0) {
                 /* err names the file (and the line) already */
                 log_error("%s; file not stored", err.text);

@@ -46,6 +46,10 @@ struct tuner_stream {
         /* the expansion bound (decompress.h): raw bytes read from fd, the file's allocated
          * bytes (st_blocks) when it was last looked at */
         uint64_t raw_read, allocated, expansion_ratio, expansion_slack;
+        /* what the input's files before this one spent (tuner_stream_set_expansion_base) */
+        char input[256];
+        uint64_t base_compressed, base_expanded;
+        bool over_total; /* refused by total_max */
         char *line;
         size_t line_len, line_cap;
 };
@@ -516,42 +520,68 @@ static uint64_t allocated_bytes(int fd)
 
 static uint64_t expansion_allowed(const struct tuner_stream *s, uint64_t compressed)
 {
+        if (compressed > UINT64_MAX - s->base_compressed)
+                return UINT64_MAX;
+        compressed += s->base_compressed;
         if (compressed > (UINT64_MAX - s->expansion_slack) / s->expansion_ratio)
                 return UINT64_MAX;
         return compressed * s->expansion_ratio + s->expansion_slack;
 }
 
+/* The compressed bytes the decoder took: those read minus those still pending, and no more
+ * than the file holds on disk (a hole reads as zeros that were never written). */
+static uint64_t compressed_consumed(const struct tuner_stream *s)
+{
+        uint64_t consumed = s->raw_read - (s->in_end - s->in_start);
+
+        return consumed < s->allocated ? consumed : s->allocated;
+}
+
+static uint64_t expanded(const struct tuner_stream *s)
+{
+        return s->total > UINT64_MAX - s->base_expanded ? UINT64_MAX : s->total + s->base_expanded;
+}
+
 /*
- * The output so far against the compressed bytes the decoder took: those read minus those
- * still pending, and no more than the file holds on disk (a hole reads as zeros that were
- * never written). An in-progress log grows while it is read: its blocks are looked at again
+ * The output so far (with the input's files before this one) against the compressed bytes the
+ * decoder took. An in-progress log grows while it is read: its blocks are looked at again
  * before it is refused.
  */
 static int check_expansion(struct tuner_stream *s, struct shim_error *err)
 {
         uint64_t consumed = s->raw_read - (s->in_end - s->in_start);
-        uint64_t compressed = consumed < s->allocated ? consumed : s->allocated;
+        uint64_t compressed = compressed_consumed(s), out = expanded(s);
         char slack[32];
 
         if (s->codec == TUNER_CODEC_PLAIN || s->expansion_ratio == 0 ||
-            s->total <= expansion_allowed(s, compressed))
+            out <= expansion_allowed(s, compressed))
                 return 0;
         if (consumed > s->allocated) {
                 s->allocated = allocated_bytes(s->fd);
-                compressed = consumed < s->allocated ? consumed : s->allocated;
-                if (s->total <= expansion_allowed(s, compressed))
+                compressed = compressed_consumed(s);
+                if (out <= expansion_allowed(s, compressed))
                         return 0;
         }
         if (s->expansion_slack % (UINT64_C(1) << 20) == 0)
                 snprintf(slack, sizeof(slack), "%" PRIu64 " MiB", s->expansion_slack >> 20);
         else
                 snprintf(slack, sizeof(slack), "%" PRIu64 " bytes", s->expansion_slack);
+        compressed += s->base_compressed;
+        if (s->input[0])
+                return shim_error_set(err, EFBIG,
+                                      "%s: %" PRIu64 " bytes decompressed from %" PRIu64
+                                      " compressed bytes of its files, up to %s (%" PRIu64
+                                      " x); allowed: up to %" PRIu64
+                                      " x the compressed bytes + %s (a compression bomb?)",
+                                      s->input, out, compressed, s->name,
+                                      out / (compressed ? compressed : 1), s->expansion_ratio,
+                                      slack);
         return shim_error_set(err, EFBIG,
                               "%s: %" PRIu64 " bytes decompressed from %" PRIu64
                               " compressed bytes (%" PRIu64 " x); allowed: up to %" PRIu64
                               " x the compressed bytes + %s (a compression bomb?)",
-                              s->name, s->total, compressed,
-                              s->total / (compressed ? compressed : 1), s->expansion_ratio, slack);
+                              s->name, out, compressed, out / (compressed ? compressed : 1),
+                              s->expansion_ratio, slack);
 }
 
 /* More decompressed bytes in out: 1, 0 at the end, or -errno. */
@@ -581,10 +611,12 @@ static int next_out(struct tuner_stream *s, struct shim_error *err)
                 s->out_len = 0;
                 return r;
         }
-        if (s->out_len > s->total_max - s->total)
+        if (s->out_len > s->total_max - s->total) {
+                s->over_total = true;
                 return shim_error_set(err, EFBIG,
                                       "%s: more than %" PRIu64 " bytes once decompressed", s->name,
                                       s->total_max);
+        }
         s->total += s->out_len;
         r = check_expansion(s, err);
         return r < 0 ? r : 1;
@@ -652,6 +684,25 @@ void tuner_stream_set_expansion(struct tuner_stream *s, uint64_t ratio, uint64_t
 {
         s->expansion_ratio = ratio;
         s->expansion_slack = slack;
+}
+
+void tuner_stream_set_expansion_base(struct tuner_stream *s, const char *input, uint64_t compressed,
+                                     uint64_t expanded)
+{
+        snprintf(s->input, sizeof(s->input), "%s", input ? input : "");
+        s->base_compressed = compressed;
+        s->base_expanded = expanded;
+}
+
+void tuner_stream_spent(const struct tuner_stream *s, uint64_t *ret_compressed, uint64_t *ret_total)
+{
+        *ret_compressed = s->codec == TUNER_CODEC_PLAIN ? 0 : compressed_consumed(s);
+        *ret_total = s->total;
+}
+
+bool tuner_stream_over_total(const struct tuner_stream *s)
+{
+        return s->over_total;
 }
 
 void tuner_stream_free(struct tuner_stream *s)

@@ -41,6 +41,8 @@ enum tuner_codec {
  * about 20x on event logs, lz4 and snappy less): a few KB of zstd holding gigabytes of blank
  * lines is refused after a few MB. The compressed bytes count at most the file's allocated
  * blocks (st_blocks), never its size: a sparse tail costs the writer nothing and lifts nothing.
+ * The files of one input (a rolling directory) share one bound and one slack
+ * (tuner_stream_set_expansion_base); eventlog.c shares one more over an ingest run.
  */
 #define TUNER_STREAM_EXPANSION_MAX   1000
 #define TUNER_STREAM_EXPANSION_SLACK (UINT64_C(64) << 20)
@@ -73,6 +75,18 @@ void tuner_stream_set_limits(struct tuner_stream *s, uint64_t line_max, uint64_t
 /* The expansion bound of a compressed stream (defaults above; ratio 0: none). A plain file has
  * none. */
 void tuner_stream_set_expansion(struct tuner_stream *s, uint64_t ratio, uint64_t slack);
+/* What the compressed files of the same input read before this one spent (the sums of their
+ * tuner_stream_spent()): the bound is then ratio x (compressed + this file's) + slack over
+ * expanded + this file's output, and input (a directory; NULL: none) is what a refusal names:
+ * "<input>: <n> bytes decompressed from <m> compressed bytes of its files, up to <name> ...". */
+void tuner_stream_set_expansion_base(struct tuner_stream *s, const char *input, uint64_t compressed,
+                                     uint64_t expanded);
+/* What s spent so far: the compressed bytes decoded (at most its allocated bytes; 0 for a
+ * plain file) and the bytes decompressed. */
+void tuner_stream_spent(const struct tuner_stream *s, uint64_t *ret_compressed,
+                        uint64_t *ret_total);
+/* true when the last -EFBIG was total_max's (tuner_stream_set_limits) */
+bool tuner_stream_over_total(const struct tuner_stream *s);
 
 /*
  * The next line, without its newline: 1 and *ret_line, *ret_len (valid until the next call;

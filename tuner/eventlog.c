@@ -1415,21 +1415,37 @@ int tuner_eventlog_finish(struct tuner_eventlog *el, struct tuner_app *ret, stru
 
 /* ---- files ---- */
 
-/* Feed the lines of one file; last_may_be_cut: an in-progress log's last line may be cut. */
+/* The bounds of one input (a file or a rolling directory) and what its files spent. */
+struct input_budget {
+        const char *input;         /* the directory (refusals name it), NULL for a single file */
+        uint64_t slack;            /* TUNER_STREAM_EXPANSION_SLACK, or what the run has left */
+        uint64_t total_max;        /* TUNER_STREAM_TOTAL_MAX, or what the run has left */
+        bool run_slack, run_total; /* the run's figure is the smaller */
+        uint64_t run_slack_max, run_total_max;
+        uint64_t compressed, expanded; /* of its compressed files */
+        uint64_t total;                /* decompressed bytes of all its files */
+};
+
+/* Feed the lines of one file; an in-progress log's last line may be cut. */
 static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, const char *path,
-                     bool in_progress, uint64_t *total, struct shim_error *err)
+                     bool in_progress, struct input_budget *b, struct shim_error *err)
 {
         struct tuner_stream *s = NULL;
         struct shim_error line_err;
+        uint64_t compressed, total;
         int r;
 
         r = tuner_stream_open_at(dirfd, name, path, in_progress, &s, err);
         if (r < 0)
                 return r;
-        /* a compressed file may not expand past a ratio no event log comes near (the stream
+        /* a compressed input may not expand past a ratio no event log comes near (the stream
          * checks it as it decompresses, decompress.h): a few KB of zstd holding gigabytes of
-         * blank lines would otherwise keep ingest busy for minutes */
-        tuner_stream_set_limits(s, TUNER_STREAM_LINE_MAX, TUNER_STREAM_TOTAL_MAX - *total);
+         * blank lines would otherwise keep ingest busy for minutes. One bound and one slack
+         * for all the files of an input: a rolling directory of many small bombs gets no
+         * slack per file. */
+        tuner_stream_set_limits(s, TUNER_STREAM_LINE_MAX, b->total_max - b->total);
+        tuner_stream_set_expansion(s, TUNER_STREAM_EXPANSION_MAX, b->slack);
+        tuner_stream_set_expansion_base(s, b->input, b->compressed, b->expanded);
         for (;;) {
                 const char *line;
                 size_t len;
@@ -1438,7 +1454,6 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
                 r = tuner_stream_line(s, &line, &len, &terminated, err);
                 if (r <= 0)
                         break;
-                add_u64(total, len + 1);
                 if (len == 0)
                         continue;
                 r = tuner_eventlog_line(el, line, len, &line_err);
@@ -1451,6 +1466,28 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
                                        line_err.text);
                         break;
                 }
+        }
+        if (r == -EFBIG && tuner_stream_over_total(s) && b->run_total)
+                shim_error_set(err, EFBIG,
+                               "%s: more than the %" PRIu64 " bytes this ingest run has left "
+                               "of its %" PRIu64 " decompressed bytes; ingest it in another run",
+                               b->input ? b->input : path, b->total_max, b->run_total_max);
+        else if (r == -EFBIG && tuner_stream_over_total(s))
+                shim_error_set(err, EFBIG, "%s: more than %" PRIu64 " bytes once decompressed",
+                               b->input ? b->input : path, b->total_max);
+        else if (r == -EFBIG && b->run_slack && strstr(err->text, "(a compression bomb?)")) {
+                size_t n = strlen(err->text);
+
+                snprintf(err->text + n, sizeof(err->text) - n,
+                         "; the slack is what this ingest run's other inputs left of its %" PRIu64
+                         " MiB: ingest it in another run",
+                         b->run_slack_max >> 20);
+        }
+        tuner_stream_spent(s, &compressed, &total);
+        add_u64(&b->total, total);
+        if (tuner_codec_of(path) != TUNER_CODEC_PLAIN) {
+                add_u64(&b->compressed, compressed);
+                add_u64(&b->expanded, total);
         }
         tuner_stream_free(s);
         return r < 0 ? r : 0;
@@ -1495,13 +1532,13 @@ static void free_rolling(struct rolling_file *files, size_t n)
         free(files);
 }
 
-static int read_rolling(struct tuner_eventlog *el, const char *dir, struct shim_error *err)
+static int read_rolling(struct tuner_eventlog *el, const char *dir, struct input_budget *b,
+                        struct shim_error *err)
 {
         _cleanup_closedir_ DIR *d = NULL;
         struct rolling_file *files = NULL;
         size_t n = 0, cap = 0, first = 0;
         bool in_progress = false;
-        uint64_t total = 0;
         struct dirent *de;
         int r = 0;
 
@@ -1570,38 +1607,73 @@ static int read_rolling(struct tuner_eventlog *el, const char *dir, struct shim_
                 if (i > first && files[i].index == files[i - 1].index)
                         continue; /* "events_3_x" next to its "events_3_x.compact" */
                 r = read_file(el, dirfd(d), files[i].base, files[i].name, in_progress && i == n - 1,
-                              &total, err);
+                              b, err);
         }
 out:
         free_rolling(files, n);
         return r;
 }
 
-int tuner_eventlog_read(const char *path, struct tuner_app *ret, struct shim_error *err)
+int tuner_eventlog_read_run(const char *path, struct tuner_eventlog_run *run, struct tuner_app *ret,
+                            struct shim_error *err)
 {
+        uint64_t slack_max = run->slack_max ? run->slack_max : TUNER_EVENTLOG_RUN_SLACK_MAX;
+        uint64_t total_max = run->total_max ? run->total_max : TUNER_EVENTLOG_RUN_TOTAL_MAX;
+        uint64_t slack_left = run->slack < slack_max ? slack_max - run->slack : 0;
+        uint64_t total_left = run->total < total_max ? total_max - run->total : 0;
+        struct input_budget b = {
+            .slack = TUNER_STREAM_EXPANSION_SLACK,
+            .total_max = TUNER_STREAM_TOTAL_MAX,
+            .run_slack_max = slack_max,
+            .run_total_max = total_max,
+        };
         struct tuner_eventlog *el;
         struct shim_error finish_err;
-        uint64_t total = 0;
         struct stat st;
+        uint64_t bound;
         int r;
 
+        if (slack_left < b.slack) {
+                b.slack = slack_left;
+                b.run_slack = true;
+        }
+        if (total_left < b.total_max) {
+                b.total_max = total_left;
+                b.run_total = true;
+        }
         /* lstat: a symlink is refused below (the job's users own these directories) */
         if (lstat(path, &st) < 0)
                 return shim_error_set(err, errno, "%s: %s", path, strerror(errno));
         el = tuner_eventlog_new();
         if (!el)
                 return shim_error_set(err, ENOMEM, "%s: out of memory", path);
-        if (S_ISDIR(st.st_mode))
-                r = read_rolling(el, path, err);
-        else
-                r = read_file(el, AT_FDCWD, path, path, tuner_name_in_progress(path), &total, err);
+        if (S_ISDIR(st.st_mode)) {
+                b.input = path;
+                r = read_rolling(el, path, &b, err);
+        } else {
+                r = read_file(el, AT_FDCWD, path, path, tuner_name_in_progress(path), &b, err);
+        }
         if (r >= 0) {
                 r = tuner_eventlog_finish(el, ret, &finish_err);
                 if (r < 0)
                         shim_error_set(err, r, "%s: %s", path, finish_err.text);
         }
         tuner_eventlog_free(el);
+        /* what was decompressed was spent, whether the input was stored or not */
+        add_u64(&run->total, b.total);
+        bound = b.compressed > UINT64_MAX / TUNER_STREAM_EXPANSION_MAX
+                    ? UINT64_MAX
+                    : b.compressed * TUNER_STREAM_EXPANSION_MAX;
+        if (b.expanded > bound)
+                add_u64(&run->slack, b.expanded - bound < b.slack ? b.expanded - bound : b.slack);
         return r;
+}
+
+int tuner_eventlog_read(const char *path, struct tuner_app *ret, struct shim_error *err)
+{
+        struct tuner_eventlog_run run = {0};
+
+        return tuner_eventlog_read_run(path, &run, ret, err);
 }
 
 bool tuner_eventlog_detect(const char *path)

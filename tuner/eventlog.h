@@ -33,6 +33,29 @@ bool tuner_eventlog_detect(const char *path);
  */
 int tuner_eventlog_read(const char *path, struct tuner_app *ret, struct shim_error *err);
 
+/*
+ * The bounds of one `sparkshim ingest` run over all its inputs (docs/tuner-eventlog.md). Each
+ * input (a file or a rolling directory) may decompress to TUNER_STREAM_EXPANSION_MAX x the
+ * compressed bytes of its files + one slack of TUNER_STREAM_EXPANSION_SLACK, and to at most
+ * TUNER_STREAM_TOTAL_MAX bytes; over the run, the inputs share slack_max bytes of slack and
+ * total_max decompressed bytes, so that a glob of many small bombs costs no more than a few.
+ * Past either an input is refused ("... ingest it in another run"); a backlog larger than
+ * total_max takes several runs.
+ */
+#define TUNER_EVENTLOG_RUN_TOTAL_MAX (UINT64_C(64) << 30)
+#define TUNER_EVENTLOG_RUN_SLACK_MAX (UINT64_C(256) << 20)
+
+struct tuner_eventlog_run {
+        uint64_t total_max, slack_max; /* 0: the defaults above */
+        uint64_t total;                /* decompressed bytes of the inputs read so far */
+        uint64_t slack;                /* of their slack, used */
+};
+
+/* tuner_eventlog_read() as one input of run (zero it before the first; run is updated also
+ * when the input is refused: the bytes were decompressed). */
+int tuner_eventlog_read_run(const char *path, struct tuner_eventlog_run *run, struct tuner_app *ret,
+                            struct shim_error *err);
+
 /* The same, line by line (the fuzz harness and tests use it). */
 struct tuner_eventlog;
 struct tuner_eventlog *tuner_eventlog_new(void); /* NULL only for ENOMEM */

@@ -6,6 +6,9 @@
 #     refused by the expansion bound, one line naming the file, the ratio and the limit, after
 #     a few MB (the tail's size allows nothing);
 #   - a legitimate log that compresses ~120 x and holds 80 MB is stored;
+#   - a rolling directory of four zstd files of 60 MB of blank lines (~1.9 KB each) is one
+#     input with one slack: refused in one line naming the directory after ~64 MiB; the same
+#     80 MB log cut into a rolling directory of four zstd files is stored;
 #   - one line of ~8 MiB (just under the 8 MiB of an event the reader builds a tree of) is
 #     read in memory proportional to it: a Task End whose "Accumulables" are 8 MiB of {} (a
 #     whole jansson tree of it took 650 MB), a Stage Completed whose "RDD Info" is 8 MiB of
@@ -71,11 +74,41 @@ with open(sys.argv[2], "w") as out:
                   '"time":%d,"modifiedConfigs":{}}\n' % (i, i % 97, plan, 1000 + i, 1796317883102 + 7 * i))
     out.write(lines[-1] + "\n")
 PY
-zstd -q -3 --rm big.log -o big.zstd
+zstd -q -3 big.log -o big.zstd
+mkdir eventlog_v2_local-1796317883102
+split -n l/4 -d -a 1 big.log part.
+for i in 0 1 2 3; do
+	zstd -q -3 --rm part.$i -o eventlog_v2_local-1796317883102/events_$((i + 1))_local-1796317883102.zstd
+done
+rm big.log
 limited 256 "$tuner" ingest --db h.db --job x big.zstd >out.txt 2>err.txt ||
 	fail "a legitimate log of $(stat -c %s big.zstd) bytes of zstd: exit $?: $(cat err.txt)"
 grep -q 'big.zstd: run local-1796317883102: event log, 3 stage attempts' out.txt ||
 	fail "the legitimate log: $(cat out.txt)"
+
+# ---------------------------------------------------------------- a rolling directory of bombs
+mkdir eventlog_v2_app-1
+for i in 1 2 3 4; do
+	{
+		[ "$i" = 1 ] && printf '{"Event":"SparkListenerLogStart","Spark Version":"3.5.9"}\n'
+		yes '' | head -c 60000000
+	} | zstd -q -19 >eventlog_v2_app-1/events_${i}_app-1.zstd
+done
+status=0
+limited 256 "$tuner" ingest --db h.db --job x eventlog_v2_app-1 big.zstd >out.txt 2>err.txt || status=$?
+[ "$status" = 1 ] || fail "the rolling bombs: exit $status, not 1: $(cat err.txt)"
+[ "$(wc -l <err.txt)" = 1 ] || fail "the rolling bombs: not one line: $(cat err.txt)"
+grep -q '^.*eventlog_v2_app-1: [0-9]* bytes decompressed from [0-9]* compressed bytes of its files, up to eventlog_v2_app-1/events_2_app-1.zstd ([0-9]* x); allowed: up to 1000 x the compressed bytes + 64 MiB' err.txt ||
+	fail "the rolling bombs: $(cat err.txt)"
+out=$(sed 's/.*eventlog_v2_app-1: \([0-9]*\) bytes decompressed.*/\1/' err.txt)
+[ "$out" -le $((80 << 20)) ] || fail "the rolling bombs: $out bytes decompressed of 240 MB"
+grep -q 'big.zstd: run local-1796317883102' out.txt || fail "big.zstd after the bombs: $(cat out.txt)"
+echo "rolling bombs: $(cat err.txt)"
+limited 256 "$tuner" ingest --db h.db --job x eventlog_v2_local-1796317883102 >out.txt 2>err.txt ||
+	fail "a legitimate rolling directory: exit $?: $(cat err.txt)"
+grep -q 'eventlog_v2_local-1796317883102: run local-1796317883102: event log, 3 stage attempts' out.txt ||
+	fail "the legitimate rolling directory: $(cat out.txt)"
+
 # ---------------------------------------------------------------- one line of 8 MiB
 python3 - "$fixtures/eventlog/spark-3.5.9-plain" <<'PY'
 import json, sys

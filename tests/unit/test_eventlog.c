@@ -650,15 +650,16 @@ Test(eventlog_file, total_bound)
 static const char log_start[] =
     "{\"Event\":\"SparkListenerLogStart\",\"Spark Version\":\"3.5.9\"}\n";
 
-/* Append to fd one zstd frame of the log's first two lines and then `blank` newlines. */
-static void zstd_bomb(int fd, uint64_t blank)
+/* Append to fd one zstd frame of the log's first two lines (unless !head) and then `blank`
+ * newlines. */
+static void zstd_blank(int fd, bool head_too, uint64_t blank)
 {
         static char newlines[1 << 20];
         ZSTD_CCtx *cctx = ZSTD_createCCtx();
         size_t out_size = ZSTD_CStreamOutSize();
         char *out = malloc(out_size);
         char head[512];
-        int n = snprintf(head, sizeof(head), "%s%s\n", log_start, app_start);
+        int n = head_too ? snprintf(head, sizeof(head), "%s%s\n", log_start, app_start) : 0;
 
         cr_assert(cctx && out);
         memset(newlines, '\n', sizeof(newlines));
@@ -690,6 +691,11 @@ static void zstd_bomb(int fd, uint64_t blank)
         }
         free(out);
         ZSTD_freeCCtx(cctx);
+}
+
+static void zstd_bomb(int fd, uint64_t blank)
+{
+        zstd_blank(fd, true, blank);
 }
 
 static void put_le32(uint8_t *p, uint32_t v)
@@ -857,6 +863,175 @@ static void expect_job(const struct tuner_app *app, const char *name)
         cr_assert_eq(app->n_executors, 1);
         cr_expect_str_eq(app->executors[0].executor_id, "driver");
         cr_expect(!app->executors[0].lost);
+}
+
+/* A file of dir: path into path (size 600). */
+static int create_in(const char *dir, const char *name, char *path)
+{
+        int fd;
+
+        snprintf(path, 600, "%s/%s", dir, name);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+        return fd;
+}
+
+/*
+ * The reviewer's rolling directory: four files of 60 MB of blank lines in ~1.9 KB of zstd
+ * each. Each file alone is under 1000 x + 64 MiB; the directory is one input with one slack,
+ * so it is refused (naming the directory) after about 64 MiB, not read whole (240 MB; ~270
+ * such files reached 16 GiB).
+ */
+Test(eventlog_file, rolling_directory_of_small_bombs)
+{
+        char dir[512], path[600], name[64];
+        struct tuner_app app;
+        struct shim_error err = {0};
+        uint64_t out, in, on_disk = 0;
+        int r;
+
+        snprintf(dir, sizeof(dir), "%s/eventlog_v2_app-1", tmpdir);
+        cr_assert_eq(mkdir(dir, 0755), 0);
+        for (int i = 1; i <= 4; i++) {
+                int fd;
+
+                snprintf(name, sizeof(name), "events_%d_app-1.zstd", i);
+                fd = create_in(dir, name, path);
+                zstd_blank(fd, i == 1, 60000000);
+                cr_assert_eq(close(fd), 0);
+                on_disk += allocated(path);
+        }
+
+        r = tuner_eventlog_read(dir, &app, &err);
+        if (r == 0)
+                tuner_app_free(&app);
+        cr_assert_eq(r, -EFBIG, "%s: %d (%s), want -EFBIG (one expansion bound for the directory)",
+                     dir, r, err.text);
+        cr_expect(strncmp(err.text, dir, strlen(dir)) == 0 && err.text[strlen(dir)] == ':' &&
+                      strstr(err.text, " compressed bytes of its files, up to ") &&
+                      strstr(err.text, "/events_2_app-1.zstd (") &&
+                      strstr(err.text, " x); allowed: up to 1000 x the compressed bytes + 64 MiB"),
+                  "%s", err.text);
+        expansion_figures(err.text, &out, &in);
+        cr_expect_leq(in, on_disk, "%" PRIu64 " compressed bytes counted, %" PRIu64 " on disk", in,
+                      on_disk);
+        cr_expect_leq(out, 1000 * in + (UINT64_C(64) << 20) + ZSTD_DStreamOutSize(),
+                      "%" PRIu64 " bytes decompressed from %" PRIu64, out, in);
+        cr_expect_lt(out, UINT64_C(80) << 20, "%" PRIu64 " bytes decompressed of 240 MB", out);
+}
+
+/* A legitimate rolling directory of six highly compressible files (~13 MB each, ~36 x; the
+ * fixture's events then ticks of an unknown event): more than one slack in all, well under
+ * the ratio over the directory's compressed bytes, so it is read whole. */
+Test(eventlog_file, rolling_directory_highly_compressible)
+{
+        enum { FILES = 6, TICKS = 200000 };
+        char fixture[512], dir[512], path[600], name[64];
+        size_t fixture_len, len, cap = 0, packed_cap;
+        char *text = NULL, *packed, *real;
+        struct tuner_app app;
+        struct shim_error err = {0};
+        uint64_t decompressed = 0, compressed = 0;
+        int r;
+
+        fixture_path("eventlog/spark-3.5.9-plain", fixture, sizeof(fixture));
+        real = read_text(fixture, &fixture_len);
+        cr_assert(real, "%s", fixture);
+        snprintf(dir, sizeof(dir), "%s/eventlog_v2_local-1", tmpdir);
+        cr_assert_eq(mkdir(dir, 0755), 0);
+        cap = fixture_len + (size_t)TICKS * 96;
+        text = malloc(cap);
+        packed_cap = ZSTD_compressBound(cap);
+        packed = malloc(packed_cap);
+        cr_assert(text && packed);
+        for (int f = 1; f <= FILES; f++) {
+                size_t z;
+                int fd;
+
+                len = 0;
+                if (f == 1) {
+                        memcpy(text, real, fixture_len);
+                        len = fixture_len;
+                }
+                for (int i = 0; i < TICKS; i++)
+                        len += (size_t)snprintf(text + len, cap - len,
+                                                "{\"Event\":\"org.example.Tick\",\"file\":%d,"
+                                                "\"tick\":%d,\"time\":%d}\n",
+                                                f, i, 1000000 + 7 * i);
+                z = ZSTD_compress(packed, packed_cap, text, len, 3);
+                cr_assert(!ZSTD_isError(z), "zstd: %s", ZSTD_getErrorName(z));
+                snprintf(name, sizeof(name), "events_%d_local-1.zstd", f);
+                fd = create_in(dir, name, path);
+                cr_assert_eq(write(fd, packed, z), (ssize_t)z);
+                cr_assert_eq(close(fd), 0);
+                decompressed += len;
+                compressed += z;
+        }
+        free(text);
+        free(packed);
+        free(real);
+        cr_assert_gt(decompressed, TUNER_STREAM_EXPANSION_SLACK, "%" PRIu64 " bytes in all",
+                     decompressed);
+
+        r = tuner_eventlog_read(dir, &app, &err);
+        cr_assert_eq(r, 0,
+                     "%s: %d (%s); %" PRIu64 " bytes from %" PRIu64 " compressed (%" PRIu64 " x)",
+                     dir, r, err.text, decompressed, compressed, decompressed / compressed);
+        expect_job(&app, "el-default");
+        tuner_app_free(&app);
+}
+
+/* One ingest run shares one slack (and one total) over its inputs: a glob of single-file bombs
+ * gets what the first left, the refusal says to ingest the rest in another run, and a
+ * legitimate log after them is still read. Small run figures keep it quick. */
+Test(eventlog_file, ingest_run_shares_one_slack)
+{
+        struct tuner_eventlog_run run = {.slack_max = UINT64_C(16) << 20};
+        char a[600], b[600], real[512];
+        struct tuner_app app;
+        struct shim_error err = {0};
+        uint64_t spent;
+        int fd, r;
+
+        fd = create_in(tmpdir, "a.zstd", a);
+        zstd_bomb(fd, UINT64_C(12) << 20);
+        cr_assert_eq(close(fd), 0);
+        fd = create_in(tmpdir, "b.zstd", b);
+        zstd_bomb(fd, UINT64_C(12) << 20);
+        cr_assert_eq(close(fd), 0);
+        fixture_path("eventlog/spark-3.5.9-zstd.zstd", real, sizeof(real));
+
+        r = tuner_eventlog_read_run(a, &run, &app, &err);
+        cr_assert_eq(r, 0, "%s: %d (%s)", a, r, err.text);
+        tuner_app_free(&app);
+        cr_expect(run.slack > (UINT64_C(11) << 20) && run.slack <= (UINT64_C(12) << 20),
+                  "%" PRIu64 " bytes of the run's slack used", run.slack);
+        /* alone, b would be read (test above): in this run it has ~4 MiB of slack left */
+        r = tuner_eventlog_read_run(b, &run, &app, &err);
+        if (r == 0)
+                tuner_app_free(&app);
+        cr_assert_eq(r, -EFBIG, "%s: %d (%s)", b, r, err.text);
+        cr_expect(strstr(err.text, "b.zstd: ") && strstr(err.text, "x the compressed bytes + ") &&
+                      strstr(err.text, "what this ingest run's other inputs left of its 16 MiB: "
+                                       "ingest it in another run"),
+                  "%s", err.text);
+        cr_expect_leq(run.slack, UINT64_C(16) << 20, "%" PRIu64, run.slack);
+        r = tuner_eventlog_read_run(real, &run, &app, &err);
+        cr_assert_eq(r, 0, "%s: %d (%s)", real, r, err.text);
+        expect_job(&app, "el-zstd");
+        tuner_app_free(&app);
+
+        /* the run's total: past it, an input is refused whole, naming the run's figure */
+        spent = run.total;
+        run.total_max = spent + 1000;
+        r = tuner_eventlog_read_run(real, &run, &app, &err);
+        if (r == 0)
+                tuner_app_free(&app);
+        cr_assert_eq(r, -EFBIG, "%s: %d (%s)", real, r, err.text);
+        cr_expect(strstr(err.text, "spark-3.5.9-zstd.zstd: more than the 1000 bytes this ingest "
+                                   "run has left of its ") &&
+                      strstr(err.text, " decompressed bytes; ingest it in another run"),
+                  "%s", err.text);
 }
 
 Test(eventlog_file, real_logs_every_codec)
