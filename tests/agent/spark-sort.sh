@@ -11,12 +11,15 @@
 #                                                reaction latency;
 #   6. with the agent and no pressure         -> threshold=64g (never reached), allow-bytes=8m:
 #                                                nothing spilled, no pressure episode;
-#   7. with the heap as the pressure source   -> -Xmx600m, heap-threshold=0.15: the heap in use
-#                                                after a collection crosses 90 MiB while the
-#                                                sorter fills its pages, which then spill
-#                                                (-Xmn32m: G1 would size the young generation
-#                                                so that no collection, hence no reading,
-#                                                may fall within the sort);
+#   7. with the heap as the pressure source   -> a 600 MiB heap, heap-threshold=0.15: the heap
+#                                                in use after a collection crosses 90 MiB
+#                                                while the sorter fills its pages, which then
+#                                                spill. The serial collector with fixed sizes
+#                                                (-Xms = -Xmx, -Xmn32m) collects every 32 MiB
+#                                                allocated, so readings fall within the sort
+#                                                at any load; G1 sizes its heap and starts its
+#                                                cycles from pause times, and on a loaded
+#                                                machine made no collection there at all;
 #   8. with force-bytes=8m,max-spills=2       -> each task is made to spill twice, and its
 #                                                further spills are left to Spark (counted as
 #                                                "capped");
@@ -61,7 +64,7 @@ pressure=$(run pressure "-agentpath:$AGENT=threshold=1m,allow-bytes=8m,cooldown-
 echo "pressure:        $pressure"
 calm=$(run calm "-agentpath:$AGENT=threshold=64g,allow-bytes=8m,cooldown-ms=0,stats=$WORK/calm.jsonl") || exit 1
 echo "no pressure:     $calm"
-heap=$(run heap -Xmx600m -Xmn32m "-agentpath:$AGENT=heap-threshold=0.15,allow-bytes=8m,cooldown-ms=0,stats=$WORK/heap.jsonl") || exit 1
+heap=$(run heap -XX:+UseSerialGC -Xms600m -Xmx600m -Xmn32m "-agentpath:$AGENT=heap-threshold=0.15,allow-bytes=8m,cooldown-ms=0,stats=$WORK/heap.jsonl") || exit 1
 echo "heap pressure:   $heap"
 capped=$(run capped "-agentpath:$AGENT=force-bytes=8m,max-spills=2,stats=$WORK/capped.jsonl") || exit 1
 echo "max-spills=2:    $capped"
