@@ -764,14 +764,6 @@ int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size)
                          link, mount, root);
                 return -EPERM;
         }
-        if (strcmp(path, "/") != 0) {
-                snprintf(detail, size,
-                         "own cgroup namespace %s, but this process is at 0::%s, not at its root: run "
-                         "sparkshim as the container's command (its PID 1), not through nsenter, exec or a "
-                         "wrapper that moved it",
-                         link, path);
-                return -EPERM;
-        }
         /* every cgroup but the hierarchy's own root has cgroup.events */
         {
                 char events[PATH_MAX + 16];
@@ -786,6 +778,14 @@ int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size)
                                  link, mount);
                         return -EPERM;
                 }
+        }
+        if (strcmp(path, "/") != 0) {
+                snprintf(detail, size,
+                         "own cgroup namespace %s, but this process is at 0::%s, not at its root (where "
+                         "kubectl exec lands): init mode must be the container's command (its PID 1), not "
+                         "run through nsenter, exec or a wrapper that moved it",
+                         link, path);
+                return 1;
         }
         snprintf(detail, size, "own cgroup namespace %s, this process at 0::/ (its root)", link);
         return 0;
@@ -815,8 +815,8 @@ int shim_cgroup_setup_init(const struct shim_cgroup_host *host, const char *name
                 char detail[SHIM_ERROR_TEXT_MAX - 32];
 
                 r = shim_cgroup_init_namespace(host->mount, detail, sizeof(detail));
-                if (r < 0)
-                        return shim_error_set(err, -r, "init mode: %s", detail);
+                if (r != 0)
+                        return shim_error_set(err, r < 0 ? -r : EPERM, "init mode: %s", detail);
         }
         r = open_mount(host, w, n, &cg, needed, sizeof(needed), err);
         if (r < 0)

@@ -37,8 +37,10 @@ void shim_cgroup_needed_controllers(const struct policy_write *w, size_t n, char
  */
 /*
  * Whether init mode may set up its cgroups here: this process at the root (0::/) of a cgroup
- * namespace of its own, with the cgroup2 mount at mount showing that root. 0 when so,
- * else -EPERM or -EOPNOTSUPP; detail gets the verdict (with the fix when not) either way.
+ * namespace of its own, with the cgroup2 mount at mount showing that root. 0 when so; 1 when
+ * all holds but this process is below the namespace's root (where `kubectl exec` lands in a
+ * pod whose PID 1 is sparkshim: the container is fit, this process may not be its init);
+ * else -EPERM or -EOPNOTSUPP. detail gets the verdict (with the fix when not) either way.
  */
 int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size);
 

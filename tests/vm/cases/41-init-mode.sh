@@ -62,3 +62,30 @@ for how in plain pid1; do
 	done
 done
 pass "init mode without a cgroup namespace of its own: refused before any write, the hierarchy unchanged"
+
+# A process below its namespace's root, where `kubectl exec` lands in a pod whose PID 1 is
+# sparkshim (0::/init): `check --init` finds the container fit and says where this process
+# is; `run --init` refuses before any mkdir or write (exit 123, one line), and nothing is
+# made in the namespace.
+mkdir "$CG/pod2"
+cat >below.sh <<EOS
+echo 0 >$CG/pod2/cgroup.procs
+exec unshare --cgroup --mount sh -c 'umount -l /sys/fs/cgroup && mount -t cgroup2 none /sys/fs/cgroup &&
+	mkdir /sys/fs/cgroup/exec && echo 0 >/sys/fs/cgroup/exec/cgroup.procs && cat /proc/self/cgroup &&
+	{ "$SPARKSHIM" check --init >check.txt; echo "check-rc=\$?"; } &&
+	{ "$SPARKSHIM" run --init --policy $PWD/closed.json --memory 256m -- echo ran >run-out.txt 2>run-err.txt; echo "run-rc=\$?"; } &&
+	find /sys/fs/cgroup -mindepth 1 -type d'
+EOS
+unshare --pid --fork --mount-proc sh below.sh >out.txt 2>err.txt || { cat err.txt out.txt; fail "below the root: the container failed"; }
+cat out.txt err.txt check.txt run-err.txt
+grep -qx '0::/exec' out.txt || fail "below the root: not at 0::/exec"
+grep -qx 'check-rc=0' out.txt || fail "below the root: check --init did not pass"
+grep -q '^init: cgroup namespace *ok .*this process is at 0::/exec, not at its root' check.txt ||
+	fail "below the root: check --init's namespace row"
+grep -qx 'run-rc=123' out.txt || fail "below the root: run --init did not exit 123"
+[ "$(wc -l <run-err.txt)" = 1 ] && grep -q 'init mode: .*not at its root' run-err.txt ||
+	fail "below the root: run --init's one line"
+[ ! -s run-out.txt ] || fail "below the root: the executor ran"
+[ "$(grep -c '^/sys/fs/cgroup/' out.txt)" = 1 ] || fail "below the root: cgroups made: $(grep '^/sys/fs/cgroup/' out.txt)"
+rmdir "$CG/pod2/exec" "$CG/pod2"
+pass "init mode below the namespace's root: check --init fit, run --init refused before any write"
