@@ -129,13 +129,13 @@ enum policy_java_main policy_java_main_class(int argc, char *const argv[], const
 
 /*
  * The variables the JDK reads options from besides the command line (JAVA_TOOL_OPTIONS by
- * the VM, _JAVA_OPTIONS by HotSpot, JDK_JAVA_OPTIONS by the java launcher, JDK 9 on): a
- * -javaagent in any of them runs code before the main class, which can start a backend.
+ * the VM, _JAVA_OPTIONS by HotSpot, JDK_JAVA_OPTIONS by the java launcher, JDK 9 on;
+ * OPENJ9_JAVA_OPTIONS and its older name IBM_JAVA_OPTIONS by an OpenJ9 VM): a -javaagent
+ * in any of them runs code before the main class, which can start a backend.
  */
 static const char *const option_variables[] = {
-    "JAVA_TOOL_OPTIONS",
-    "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
+    "JAVA_TOOL_OPTIONS",   "_JAVA_OPTIONS",    "JDK_JAVA_OPTIONS",
+    "OPENJ9_JAVA_OPTIONS", "IBM_JAVA_OPTIONS",
 };
 
 bool policy_java_env_options(char *const envp[])

@@ -185,6 +185,9 @@ Test(java, option_variables_end_the_launchers_exemption)
             {"JDK_JAVA_OPTIONS=-Dx=1", NULL, NULL},
             /* getenv(3) takes the first; the JVM may not: any non-empty one counts */
             {"JAVA_TOOL_OPTIONS=", "JAVA_TOOL_OPTIONS=-javaagent:/tmp/a.jar", NULL},
+            /* an OpenJ9 VM's own */
+            {"OPENJ9_JAVA_OPTIONS=-javaagent:/tmp/a.jar", NULL, NULL},
+            {"IBM_JAVA_OPTIONS=-javaagent:/tmp/a.jar", NULL, NULL},
         };
         char *unset[][4] = {
             {"PATH=/bin", NULL, NULL, NULL},
