@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A validating JSON scanner with path callbacks (jscan.h). */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,12 +10,15 @@
 
 #define NUMBER_TEXT_MAX 64
 
+struct level;
+
 struct scanner {
         const char *p, *end;
         const struct jscan_visitor *visitor;
         char path[JSCAN_PATH_MAX + 3];
         size_t path_len;
-        int depth;
+        struct level *stack, *inline_stack; /* the open containers, innermost last */
+        size_t depth, cap;
         const char *error_at;
         const char *what;
 };
@@ -216,79 +221,85 @@ static void push(struct scanner *s, const char *text, size_t len, bool member)
         s->path_len += len;
 }
 
-static int scan_value(struct scanner *s);
+/* Levels kept in struct jscan_scanner itself; deeper documents grow a heap copy. */
+#define INLINE_LEVELS 64
 
-static int scan_container(struct scanner *s, bool object)
+/* A container being read: its kind, and the path's length at it (restored after each
+ * member). Two bytes a level, and a level needs a byte of input: the stack never costs
+ * more than twice the document (four times with the doubling). */
+struct level {
+        uint8_t saved; /* <= JSCAN_PATH_MAX */
+        bool object;
+};
+
+/* Enter the container at s->p ('{' or '['). */
+static int open_level(struct scanner *s, bool object)
 {
-        size_t saved = s->path_len;
-        char close = object ? '}' : ']';
-        int r;
+        if (s->depth == s->cap) {
+                size_t cap = s->cap * 2;
+                struct level *grown;
 
-        if (++s->depth > JSCAN_DEPTH_MAX)
-                return fail(s, s->p, "nesting deeper than 64");
-        s->p++;
-        skip_space(s);
-        if (s->p < s->end && *s->p == close) {
-                s->p++;
-                goto done;
-        }
-        for (;;) {
-                if (object) {
-                        const char *key;
-                        size_t key_len;
-
-                        if (s->p >= s->end || *s->p != '"')
-                                return fail(s, s->p, "an object member without a string key");
-                        r = scan_string(s, &key, &key_len);
-                        if (r < 0)
-                                return r;
-                        skip_space(s);
-                        if (s->p >= s->end || *s->p != ':')
-                                return fail(s, s->p, "a member without ':'");
-                        s->p++;
-                        push(s, key, key_len, true);
+                if (s->stack == s->inline_stack) {
+                        grown = malloc(cap * sizeof(*grown));
+                        if (grown)
+                                memcpy(grown, s->stack, s->depth * sizeof(*grown));
                 } else
-                        push(s, "[]", 2, false);
-                r = scan_value(s);
-                if (r < 0)
-                        return r;
-                s->path_len = saved;
-                skip_space(s);
-                if (s->p < s->end && *s->p == ',') {
-                        s->p++;
-                        skip_space(s);
-                        continue;
-                }
-                if (s->p < s->end && *s->p == close) {
-                        s->p++;
-                        break;
-                }
-                return fail(s, s->p, object ? "expected ',' or '}'" : "expected ',' or ']'");
+                        grown = realloc(s->stack, cap * sizeof(*grown));
+                if (!grown)
+                        return -ENOMEM;
+                s->stack = grown;
+                s->cap = cap;
         }
-done:
-        s->depth--;
+        s->stack[s->depth++] = (struct level){(uint8_t)s->path_len, object};
+        s->p++;
+        return 0;
+}
+
+/* Leave the innermost container (its closing bracket read): the visitor's end at its path. */
+static int close_level(struct scanner *s)
+{
+        const struct level *l = &s->stack[--s->depth];
+
+        s->path_len = l->saved;
         if (s->visitor && s->visitor->end) {
                 s->path[s->path_len] = '\0';
-                r = s->visitor->end(s->visitor->userdata, s->path, s->path_len, object);
-                if (r < 0)
-                        return r;
+                return s->visitor->end(s->visitor->userdata, s->path, s->path_len, l->object);
         }
         return 0;
 }
 
-static int scan_value(struct scanner *s)
+/* Before a member's value: an object's key and ':' (at s->p, spaces skipped), or an
+ * array's "[]", appended to the path. */
+static int begin_member(struct scanner *s, bool object)
+{
+        const char *key;
+        size_t key_len;
+        int r;
+
+        if (!object) {
+                push(s, "[]", 2, false);
+                return 0;
+        }
+        if (s->p >= s->end || *s->p != '"')
+                return fail(s, s->p, "an object member without a string key");
+        r = scan_string(s, &key, &key_len);
+        if (r < 0)
+                return r;
+        skip_space(s);
+        if (s->p >= s->end || *s->p != ':')
+                return fail(s, s->p, "a member without ':'");
+        s->p++;
+        push(s, key, key_len, true);
+        return 0;
+}
+
+/* A value that is not a container, at s->p: the visitor's scalar at the path. */
+static int scan_scalar(struct scanner *s)
 {
         struct jscan_value v;
         int r;
 
-        skip_space(s);
-        if (s->p >= s->end)
-                return fail(s, s->p, "a value is missing");
         switch (*s->p) {
-        case '{':
-                return scan_container(s, true);
-        case '[':
-                return scan_container(s, false);
         case '"':
                 v.type = JSCAN_STRING;
                 r = scan_string(s, &v.raw, &v.len);
@@ -315,12 +326,84 @@ static int scan_value(struct scanner *s)
         return 0;
 }
 
+/*
+ * One value, nested to any depth, without recursion (a deep SQL plan in an event log nests
+ * hundreds of levels; the native stack is no place for what the input decides): each
+ * container's state is a struct level on s->stack.
+ */
+static int scan_value(struct scanner *s)
+{
+        int r;
+
+        for (;;) {
+                /* a value is expected */
+                skip_space(s);
+                if (s->p >= s->end)
+                        return fail(s, s->p, "a value is missing");
+                if (*s->p == '{' || *s->p == '[') {
+                        bool object = *s->p == '{';
+
+                        r = open_level(s, object);
+                        if (r < 0)
+                                return r;
+                        skip_space(s);
+                        if (s->p < s->end && *s->p == (object ? '}' : ']')) {
+                                s->p++;
+                                r = close_level(s);
+                        } else {
+                                r = begin_member(s, object);
+                                if (r < 0)
+                                        return r;
+                                continue; /* the first member's value */
+                        }
+                } else
+                        r = scan_scalar(s);
+                if (r < 0)
+                        return r;
+                /* a value ended: close the containers that end with it, up to one with more */
+                for (;;) {
+                        const struct level *l;
+
+                        if (s->depth == 0)
+                                return 0;
+                        l = &s->stack[s->depth - 1];
+                        s->path_len = l->saved;
+                        skip_space(s);
+                        if (s->p < s->end && *s->p == ',') {
+                                s->p++;
+                                skip_space(s);
+                                r = begin_member(s, l->object);
+                                if (r < 0)
+                                        return r;
+                                break; /* the next member's value */
+                        }
+                        if (s->p < s->end && *s->p == (l->object ? '}' : ']')) {
+                                s->p++;
+                                r = close_level(s);
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        return fail(s, s->p,
+                                    l->object ? "expected ',' or '}'" : "expected ',' or ']'");
+                }
+        }
+}
+
 int jscan(const char *text, size_t len, const struct jscan_visitor *visitor, size_t *ret_offset,
           const char **ret_what)
 {
-        struct scanner s = {.p = text, .end = text + len, .visitor = visitor};
+        struct level inline_stack[INLINE_LEVELS];
+        struct scanner s = {.p = text,
+                            .end = text + len,
+                            .visitor = visitor,
+                            .stack = inline_stack,
+                            .inline_stack = inline_stack,
+                            .cap = INLINE_LEVELS};
         int r = scan_value(&s);
 
+        if (s.stack != inline_stack)
+                free(s.stack);
         if (r == 0) {
                 skip_space(&s);
                 if (s.p != s.end)

@@ -92,20 +92,53 @@ Test(jscan, agrees_with_jansson)
         }
 }
 
-Test(jscan, nul_bytes_and_depth)
+static int count_ends(void *userdata, const char *path, size_t path_len, bool object)
 {
-        char deep[2 * 70 + 1];
-        const char *what = NULL;
+        (void)path;
+        (void)object;
+        cr_assert_leq(path_len, JSCAN_PATH_MAX);
+        (*(size_t *)userdata)++;
+        return 0;
+}
 
+Test(jscan, nul_bytes_and_any_depth)
+{
+        /* a million levels: a recursive scanner overflows the native stack long before (a
+         * real Spark SQL plan nests 8 levels a sort-merge join, and 64 was the old limit) */
+        const size_t levels = 1000000;
+        char *deep = malloc(6 * levels + 2);
+        const char *what = NULL;
+        size_t ends = 0, n = 0, offset = 0;
+        const struct jscan_visitor visitor = {NULL, count_ends, &ends};
+
+        cr_assert(deep);
         cr_expect_eq(jscan("\"a\0b\"", 5, NULL, NULL, &what), -EINVAL);
         cr_expect_str_eq(what, "a NUL byte");
         cr_expect_eq(jscan("[1]\0", 4, NULL, NULL, NULL), -EINVAL, "a NUL after the value");
-        memset(deep, '[', 70);
-        memset(deep + 70, ']', 70);
-        deep[140] = '\0';
-        cr_expect_eq(jscan(deep, 140, NULL, NULL, &what), -EINVAL);
-        cr_expect_str_eq(what, "nesting deeper than 64");
-        cr_expect_eq(jscan(deep + 6, 128, NULL, NULL, NULL), 0, "64 levels are fine");
+
+        memset(deep, '[', levels);
+        deep[levels] = '1';
+        memset(deep + levels + 1, ']', levels);
+        cr_expect_eq(jscan(deep, 2 * levels + 1, &visitor, NULL, NULL), 0);
+        cr_expect_eq(ends, levels, "%zu ends of %zu arrays", ends, levels);
+        /* one ']' short: refused where the text ends */
+        cr_expect_eq(jscan(deep, 2 * levels, NULL, &offset, &what), -EINVAL);
+        cr_expect_str_eq(what, "expected ',' or ']'");
+        cr_expect_eq(offset, 2 * levels);
+
+        for (size_t i = 0; i < levels; i++, n += 5)
+                memcpy(deep + n, "{\"a\":", 5);
+        deep[n++] = '1';
+        memset(deep + n, '}', levels);
+        n += levels;
+        ends = 0;
+        cr_expect_eq(jscan(deep, n, &visitor, NULL, NULL), 0);
+        cr_expect_eq(ends, levels, "%zu ends of %zu objects", ends, levels);
+        /* a member's value missing deep inside (a value, as before, is read as a number) */
+        deep[5 * levels] = '}';
+        cr_expect_eq(jscan(deep, n, NULL, &offset, &what), -EINVAL);
+        cr_expect_str_eq(what, "an invalid number");
+        free(deep);
 }
 
 struct seen {
