@@ -255,7 +255,30 @@ static int load_runs(const struct tune_options *o, const struct policy *p, struc
                 log_error("history store %s: %s", shown, err.text);
                 return TUNER_EXIT_STORE;
         }
-        r = tuner_store_runs(store, o->job, b->history_runs, ret, ret_n, &err);
+        /* a job's history is one user's: job names are the users' to choose, and the runs of
+         * another user under the same name would steer this one's tuning. The owner is chosen
+         * first, over the whole history, and only then the newest runs: another user's newer
+         * runs under the name never push this one's out of the window */
+        {
+                uint32_t owners[2];
+                size_t n_owners = 0;
+
+                r = tuner_store_job_owners(store, o->job, owners, 2, &n_owners, &err);
+                if (r >= 0 && !o->owner_set && n_owners > 1) {
+                        tuner_store_close(store);
+                        log_error("job '%s': runs of uid %" PRIu32 " and of uid %" PRIu32
+                                  " in the history (a job's name is its users' to choose); give "
+                                  "--owner UID",
+                                  o->job, owners[0], owners[1]);
+                        return TUNER_EXIT_OWNERS;
+                }
+                if (r >= 0)
+                        r = tuner_store_runs(store, o->job,
+                                             o->owner_set    ? (int64_t)o->owner
+                                             : n_owners == 1 ? (int64_t)owners[0]
+                                                             : TUNER_ANY_OWNER,
+                                             b->history_runs, ret, ret_n, &err);
+        }
         tuner_store_close(store);
         if (r < 0) {
                 log_error("history store %s: %s", shown, err.text);
@@ -264,45 +287,14 @@ static int load_runs(const struct tune_options *o, const struct policy *p, struc
         if (*ret_n == 0) {
                 free(*ret);
                 *ret = NULL;
-                log_error("job '%s': no run in the history at %s; ingest its event logs and "
-                          "reports first (sparkshim ingest)",
-                          o->job, shown);
-                return TUNER_EXIT_NO_HISTORY;
-        }
-        /* a job's history is one user's: job names are the users' to choose, and the runs of
-         * another user under the same name would steer this one's tuning */
-        {
-                struct tuner_run *runs = *ret;
-                size_t kept = 0;
-                int64_t first = -1, second = -1;
-
-                for (size_t i = 0; i < *ret_n; i++) {
-                        uint32_t u = runs[i].owner_uid;
-
-                        if (!o->owner_set || u == o->owner || u == 0)
-                                runs[kept++] = runs[i];
-                        if (u && first < 0)
-                                first = u;
-                        else if (u && u != (uint32_t)first && second < 0)
-                                second = u;
-                }
-                *ret_n = kept;
-                if (!o->owner_set && second >= 0) {
-                        free(*ret);
-                        *ret = NULL;
-                        log_error("job '%s': runs of uid %" PRId64 " and of uid %" PRId64
-                                  " in the history (a job's name is its users' to choose); give "
-                                  "--owner UID",
-                                  o->job, first, second);
-                        return TUNER_EXIT_OWNERS;
-                }
-                if (kept == 0) {
-                        free(*ret);
-                        *ret = NULL;
+                if (o->owner_set)
                         log_error("job '%s': no run of uid %" PRIu32 " in the history at %s",
                                   o->job, o->owner, shown);
-                        return TUNER_EXIT_NO_HISTORY;
-                }
+                else
+                        log_error("job '%s': no run in the history at %s; ingest its event logs "
+                                  "and reports first (sparkshim ingest)",
+                                  o->job, shown);
+                return TUNER_EXIT_NO_HISTORY;
         }
         tuner_mark_runtime(*ret, *ret_n, b->runtime_allowance);
         return 0;

@@ -156,6 +156,7 @@ enum stmt_id {
         S_JOBS,
         S_VERSION,
         S_RUN_OWNER,
+        S_JOB_OWNERS,
         S_COUNT,
 };
 
@@ -231,6 +232,12 @@ static void add_updates(struct text *t, const struct column *c, size_t n, size_t
 #define HAS_DATA                                                                                   \
         "(r.has_eventlog = 1 OR EXISTS (SELECT 1 FROM executors e WHERE e.app_id = r.app_id))"
 
+/* the user a run belongs to, 0 for none: its event log's, else its reports' (check_owner()
+ * keeps one user per application id), as tuner_store_assemble() finds it */
+#define RUN_OWNER_OF_R                                                                             \
+        "COALESCE(NULLIF(r.owner_uid, 0), "                                                        \
+        "(SELECT MAX(e.owner_uid) FROM executors e WHERE e.app_id = r.app_id), 0)"
+
 static char *build(enum stmt_id id)
 {
         struct text t = {0};
@@ -279,10 +286,12 @@ static char *build(enum stmt_id id)
                 break;
         case S_RUN_LIST:
                 /* a run without an event log starts when its first executor started */
-                add(&t, "SELECT r.app_id FROM runs r WHERE r.job = $1 AND " HAS_DATA " "
-                        "ORDER BY COALESCE(r.start_ms, "
-                        "(SELECT MIN(e.start_ms) FROM executors e WHERE e.app_id = r.app_id)) "
-                        "DESC NULLS LAST, r.app_id DESC LIMIT $2");
+                add(&t,
+                    "SELECT r.app_id FROM runs r WHERE r.job = $1 AND " HAS_DATA " "
+                    "AND (CAST($2 AS BIGINT) < 0 OR " RUN_OWNER_OF_R " IN (0, CAST($2 AS BIGINT))) "
+                    "ORDER BY COALESCE(r.start_ms, "
+                    "(SELECT MIN(e.start_ms) FROM executors e WHERE e.app_id = r.app_id)) "
+                    "DESC NULLS LAST, r.app_id DESC LIMIT $3");
                 break;
         case S_RUN_GET:
                 add(&t, "SELECT job, has_eventlog, conf_json");
@@ -319,6 +328,11 @@ static char *build(enum stmt_id id)
                 add(&t, "SELECT owner_uid FROM runs WHERE app_id = $1 AND owner_uid <> 0 "
                         "UNION ALL SELECT owner_uid FROM executors WHERE app_id = $1 "
                         "AND owner_uid <> 0");
+                break;
+        case S_JOB_OWNERS:
+                add(&t, "SELECT DISTINCT " RUN_OWNER_OF_R
+                        " AS o FROM runs r WHERE r.job = $1 AND " HAS_DATA " AND " RUN_OWNER_OF_R
+                        " <> 0 ORDER BY o");
                 break;
         case S_COUNT:
                 break;
@@ -1392,8 +1406,8 @@ out:
         return r;
 }
 
-int tuner_store_runs(struct tuner_store *s, const char *job, unsigned max, struct tuner_run **ret,
-                     size_t *ret_n, struct shim_error *err)
+int tuner_store_runs(struct tuner_store *s, const char *job, int64_t owner, unsigned max,
+                     struct tuner_run **ret, size_t *ret_n, struct shim_error *err)
 {
         _cleanup_free_ char *ids = NULL; /* n x TUNER_APP_ID_MAX */
         _cleanup_free_ struct tuner_run *runs = NULL;
@@ -1403,9 +1417,12 @@ int tuner_store_runs(struct tuner_store *s, const char *job, unsigned max, struc
 
         if ((r = stmt(s, S_RUN_LIST, &st, err)) < 0)
                 return r;
+        /* SQLite numbers $N parameters by first appearance: they appear in order */
         r = bind_text(s, st, 1, job);
         if (r >= 0)
-                r = s->ops->bind_int64(st, 2, max ? (int64_t)max : INT64_MAX);
+                r = s->ops->bind_int64(st, 2, owner < 0 ? TUNER_ANY_OWNER : owner);
+        if (r >= 0)
+                r = s->ops->bind_int64(st, 3, max ? (int64_t)max : INT64_MAX);
         if (r < 0) {
                 s->ops->reset(st);
                 return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
@@ -1437,6 +1454,32 @@ int tuner_store_runs(struct tuner_store *s, const char *job, unsigned max, struc
                         return r;
         *ret = runs; /* TAKE_PTR is a statement expression, which -Wpedantic rejects */
         runs = NULL;
+        *ret_n = n;
+        return 0;
+}
+
+int tuner_store_job_owners(struct tuner_store *s, const char *job, uint32_t *owners, size_t max,
+                           size_t *ret_n, struct shim_error *err)
+{
+        struct store_stmt *st = NULL;
+        size_t n = 0;
+        int r;
+
+        if ((r = stmt(s, S_JOB_OWNERS, &st, err)) < 0)
+                return r;
+        r = bind_text(s, st, 1, job);
+        if (r < 0) {
+                s->ops->reset(st);
+                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+        }
+        while ((r = s->ops->step(st, err)) > 0) {
+                if (n < max)
+                        owners[n] = (uint32_t)s->ops->column_int64(st, 0);
+                n++;
+        }
+        s->ops->reset(st);
+        if (r < 0)
+                return r;
         *ret_n = n;
         return 0;
 }

@@ -73,12 +73,21 @@ int tuner_store_set_job(struct tuner_store *s, const char *app_id, const char *j
                         struct shim_error *err);
 
 /*
- * The job's runs, newest first (by start time), at most max (0: all), assembled as tuner.h
- * documents struct tuner_run (failure: everything but TUNER_FAIL_RUNTIME, which the caller
- * decides). *ret (free() it) and *ret_n are set only on success; no run is 0 with n 0.
+ * The job's runs of one owner, newest first (by start time), at most max (0: all), assembled
+ * as tuner.h documents struct tuner_run (failure: everything but TUNER_FAIL_RUNTIME, which
+ * the caller decides). owner: a uid, whose runs and the runs of no owner are taken; or
+ * TUNER_ANY_OWNER. The owner is chosen before the window is taken, so another user's newer
+ * runs under the same job name never push this owner's out of it. *ret (free() it) and
+ * *ret_n are set only on success; no run is 0 with n 0.
  */
-int tuner_store_runs(struct tuner_store *s, const char *job, unsigned max, struct tuner_run **ret,
-                     size_t *ret_n, struct shim_error *err);
+#define TUNER_ANY_OWNER INT64_C(-1)
+int tuner_store_runs(struct tuner_store *s, const char *job, int64_t owner, unsigned max,
+                     struct tuner_run **ret, size_t *ret_n, struct shim_error *err);
+
+/* The users (uids other than 0) that runs of the job belong to, in order, the first
+ * max in owners[]; their number (which may exceed max) in *ret_n. */
+int tuner_store_job_owners(struct tuner_store *s, const char *job, uint32_t *owners, size_t max,
+                           size_t *ret_n, struct shim_error *err);
 
 struct tuner_store_job {
         char job[TUNER_JOB_MAX];

@@ -152,7 +152,15 @@ check_backend() { # DB NAME
 	"$tuner" ingest --db "$db" --job history-c c-good.jsonl >/dev/null || fail "$name: c-good.jsonl"
 	dump "$db" "$name.3"
 	[ "$(grep -c '^app-history-c,[12],' "$name.3")" = 2 ] || fail "$name: c-good.jsonl not stored"
-	echo "ok: $name: atomic per file, idempotent"
+	# a job's runs, for any owner and for one uid past 2^31 (the runs of no owner, which
+	# these reports of root's are): the same runs (issue 23: the owner taken before the window)
+	"$tuner" report --db "$db" --job history-etl --json >"$name.runs" 2>"$name.err" ||
+		fail "$name: report --job: $(cat "$name.err")"
+	"$tuner" report --db "$db" --job history-etl --owner 4294967294 --json >"$name.runs-owner" \
+		2>"$name.err" || fail "$name: report --job --owner 4294967294: $(cat "$name.err")"
+	[ "$(wc -l <"$name.runs")" -ge 2 ] && cmp -s "$name.runs" "$name.runs-owner" ||
+		fail "$name: --owner 4294967294 found other runs: $(cat "$name.runs" "$name.runs-owner")"
+	echo "ok: $name: atomic per file, idempotent, runs by owner"
 }
 
 check_backend "$tmp/history.db" sqlite

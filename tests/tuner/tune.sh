@@ -176,6 +176,33 @@ if [ "$(id -u)" = 0 ]; then
 		fail "report --owner 1001"
 	[ "$(wc -l <own.out)" = 1 ] && grep -q '"app_id":"local-1796317883102"' own.out ||
 		fail "--owner 1001: $(cat own.out)"
+	# the owner before the window (issue 23): newer runs of uid 1002 under the victim's job
+	# name fill a window of history_runs = 2, yet --owner 1001 finds the victim's own run and
+	# a plain tune sees the name's two users instead of tuning from the newer runs alone
+	printf '{ "version": 1, "fail_mode": "open", "tuner": { "runtime_target": 100, "runtime_allowance": 100, "history_runs": 2 } }\n' >window.json
+	chmod 0644 window.json
+	for i in 1 2 3; do
+		python3 -c 'import re, sys
+i = int(sys.argv[2])
+text = open(sys.argv[1]).read()
+# every time and the application id, i hours later
+print(re.sub(r"17963\d{8}", lambda m: str(int(m.group(0)) + i * 3600000), text), end="")' "$el" "$i" >squat$i.log
+		chown 1002 squat$i.log
+		"$shim" ingest --policy window.json --db o.db squat$i.log >/dev/null || fail "squat$i.log"
+	done
+	status=0; "$shim" tune --policy window.json --db o.db --job el-default >/dev/null 2>err.txt || status=$?
+	[ "$status" = 4 ] || fail "a squatted job: tune exit $status: $(cat err.txt)"
+	grep -q "runs of uid 1001 and of uid 1002 in the history" err.txt || fail "squatted: $(cat err.txt)"
+	"$shim" report --policy window.json --db o.db --job el-default --owner 1001 --json >own.out 2>err.txt ||
+		fail "squatted: report --owner 1001: $(cat err.txt)"
+	[ "$(wc -l <own.out)" = 1 ] && grep -q '"app_id":"local-1796317883102"' own.out ||
+		fail "squatted: --owner 1001: $(cat own.out)"
+	"$shim" tune --policy window.json --db o.db --job el-default --owner 1001 >/dev/null 2>err.txt ||
+		fail "squatted: tune --owner 1001: $(cat err.txt)"
+	"$shim" report --policy window.json --db o.db --job el-default --owner 1002 --json >squat.out ||
+		fail "squatted: report --owner 1002"
+	[ "$(wc -l <squat.out)" = 2 ] && ! grep -q '"app_id":"local-1796317883102"' squat.out ||
+		fail "squatted: --owner 1002, a window of 2: $(cat squat.out)"
 fi
 
 # as root, no history in a directory others may write (SQLite's -wal and -shm go there)

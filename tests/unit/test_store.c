@@ -175,7 +175,8 @@ static size_t runs_of(const char *job, unsigned max, struct tuner_run **ret)
         struct shim_error err = {0};
         size_t n = 99;
 
-        cr_assert_eq(tuner_store_runs(store, job, max, ret, &n, &err), 0, "runs: %s", err.text);
+        cr_assert_eq(tuner_store_runs(store, job, TUNER_ANY_OWNER, max, ret, &n, &err), 0,
+                     "runs: %s", err.text);
         return n;
 }
 
