@@ -312,21 +312,14 @@ static enum outcome ingest_eventlog(struct ingest *in, const char *path)
         enum outcome o;
         int r;
 
-        struct stat st;
-
         r = tuner_eventlog_read_run(path, &in->eventlogs, &app, &err);
         if (r < 0) {
                 /* err names the file (and the line) already */
                 log_error("%s; file not stored", err.text);
                 return REFUSED;
         }
-        /* the run is the user's who wrote the log (a rolling log: its directory's owner) */
-        if (lstat(path, &st) < 0) {
-                o = refuse(in, path, 0, strerror(errno));
-                tuner_app_free(&app);
-                return o;
-        }
-        app.owner_uid = (uint32_t)st.st_uid;
+        /* the run is the user's who wrote the files read: app.owner_uid, from their
+         * descriptors (tuner_eventlog_read_run()) */
         /* a run from the future would stay the job's newest and steer its tuning */
         if (app.start_ms > (int64_t)time(NULL) * 1000 + FUTURE_MS_MAX) {
                 o = refuse(in, path, 0, "the application starts more than a day from now");

@@ -674,6 +674,16 @@ uint64_t tuner_stream_lineno(const struct tuner_stream *s)
         return s->lineno;
 }
 
+int tuner_stream_owner(const struct tuner_stream *s, uint32_t *ret)
+{
+        struct stat st;
+
+        if (fstat(s->fd, &st) < 0)
+                return -errno;
+        *ret = (uint32_t)st.st_uid;
+        return 0;
+}
+
 void tuner_stream_set_limits(struct tuner_stream *s, uint64_t line_max, uint64_t total_max)
 {
         s->line_max = line_max;

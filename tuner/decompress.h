@@ -99,6 +99,9 @@ int tuner_stream_line(struct tuner_stream *s, const char **ret_line, size_t *ret
                       bool *ret_terminated, struct shim_error *err);
 /* 1-based number of the line last returned */
 uint64_t tuner_stream_lineno(const struct tuner_stream *s);
+/* The owner of the file the stream reads, from its descriptor (never a second look up by
+ * name, which another inode could answer): 0 with *ret, or -errno. */
+int tuner_stream_owner(const struct tuner_stream *s, uint32_t *ret);
 
 /* XXH32 (lz4-java's block checksum is tuner_xxh32(data, len, 0x9747b28c) & 0xfffffff) */
 uint32_t tuner_xxh32(const void *data, size_t len, uint32_t seed);

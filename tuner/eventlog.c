@@ -1424,6 +1424,8 @@ struct input_budget {
         uint64_t run_slack_max, run_total_max;
         uint64_t compressed, expanded; /* of its compressed files */
         uint64_t total;                /* decompressed bytes of all its files */
+        bool owner_known;              /* owner: of every file read so far (one user's) */
+        uint32_t owner;
 };
 
 /* Feed the lines of one file; an in-progress log's last line may be cut. */
@@ -1435,9 +1437,30 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
         uint64_t compressed, total;
         int r;
 
+        uint32_t owner;
+
         r = tuner_stream_open_at(dirfd, name, path, in_progress, &s, err);
         if (r < 0)
                 return r;
+        /* the run is the user's who wrote the files read, each file's owner from the
+         * descriptor that is read: a rolling log is credited to no directory's owner, and
+         * files of two users in one log (Spark makes the directory 0770 for a group) are
+         * refused rather than credited to either */
+        r = tuner_stream_owner(s, &owner);
+        if (r < 0) {
+                tuner_stream_free(s);
+                return shim_error_set(err, -r, "%s: %s", path, strerror(-r));
+        }
+        if (b->owner_known && owner != b->owner) {
+                tuner_stream_free(s);
+                return shim_error_set(err, EPERM,
+                                      "%s: files of uid %" PRIu32 " and of uid %" PRIu32
+                                      " in one event log (%s is uid %" PRIu32
+                                      "'s); refused: a log is one user's",
+                                      b->input ? b->input : path, b->owner, owner, path, owner);
+        }
+        b->owner_known = true;
+        b->owner = owner;
         /* a compressed input may not expand past a ratio no event log comes near (the stream
          * checks it as it decompresses, decompress.h): a few KB of zstd holding gigabytes of
          * blank lines would otherwise keep ingest busy for minutes. One bound and one slack
@@ -1657,6 +1680,8 @@ int tuner_eventlog_read_run(const char *path, struct tuner_eventlog_run *run, st
                 r = tuner_eventlog_finish(el, ret, &finish_err);
                 if (r < 0)
                         shim_error_set(err, r, "%s: %s", path, finish_err.text);
+                else
+                        ret->owner_uid = b.owner; /* of the files read (read_file()) */
         }
         tuner_eventlog_free(el);
         /* what was decompressed was spent, whether the input was stored or not */

@@ -27,9 +27,11 @@
 bool tuner_eventlog_detect(const char *path);
 
 /*
- * Read the event log at path into *ret (zeroed first; free it with tuner_app_free()).
+ * Read the event log at path into *ret (zeroed first; free it with tuner_app_free()), with
+ * ret->owner_uid the owner of the files read, each taken from the descriptor that was read.
  * 0 on success; -EINVAL for malformed content with err "<file>:<line>: <reason>", -EFBIG
- * past the size bounds, -errno for I/O ("<file>: <strerror>"). On error *ret is unchanged.
+ * past the size bounds, -EPERM for a rolling log whose files are of more than one user,
+ * -errno for I/O ("<file>: <strerror>"). On error *ret is unchanged.
  */
 int tuner_eventlog_read(const char *path, struct tuner_app *ret, struct shim_error *err);
 

@@ -203,6 +203,33 @@ print(re.sub(r"17963\d{8}", lambda m: str(int(m.group(0)) + i * 3600000), text),
 		fail "squatted: report --owner 1002"
 	[ "$(wc -l <squat.out)" = 2 ] && ! grep -q '"app_id":"local-1796317883102"' squat.out ||
 		fail "squatted: --owner 1002, a window of 2: $(cat squat.out)"
+	# a rolling log is its files' owner's, never its directory's (Spark makes the directory
+	# 0770 for a group): uid 1002's files in uid 1001's directory are uid 1002's run; a log
+	# with files of both users is refused (issue 23)
+	for app in 1796317883555 1796317883556; do
+		d=roll-$app/eventlog_v2_local-$app
+		mkdir -p "$d"
+		sed "s/local-1796317883102/local-$app/g; s/\"spark.app.name\":\"el-default\"/\"spark.app.name\":\"el-roll\"/" \
+			"$el" >roll.txt
+		half=$(($(wc -l <roll.txt) / 2))
+		head -n "$half" roll.txt >"$d/events_1_local-$app"
+		tail -n "+$((half + 1))" roll.txt >"$d/events_2_local-$app"
+		chown -R 1001 "roll-$app"
+		chown 1002 "$d"/events_*
+	done
+	chown 1001 roll-1796317883556/eventlog_v2_local-1796317883556/events_1_local-1796317883556
+	"$shim" ingest --policy open.json --db o.db roll-1796317883555/eventlog_v2_local-1796317883555 \
+		>/dev/null 2>err.txt || fail "a rolling log of uid 1002 in uid 1001's directory: $(cat err.txt)"
+	"$shim" report --policy open.json --db o.db --job el-roll --owner 1002 --json >roll.out 2>err.txt ||
+		fail "the rolling log is not uid 1002's: $(cat err.txt)"
+	grep -q '"app_id":"local-1796317883555"' roll.out || fail "rolling, --owner 1002: $(cat roll.out)"
+	status=0; "$shim" report --policy open.json --db o.db --job el-roll --owner 1001 >/dev/null 2>&1 || status=$?
+	[ "$status" = 2 ] || fail "the rolling log of uid 1002 is uid 1001's (its directory's): exit $status"
+	status=0; "$shim" ingest --policy open.json --db o.db roll-1796317883556/eventlog_v2_local-1796317883556 \
+		>/dev/null 2>err.txt || status=$?
+	[ "$status" = 1 ] || fail "a rolling log of two users: exit $status"
+	grep -q 'files of uid 1001 and of uid 1002 in one event log' err.txt ||
+		fail "a rolling log of two users: $(cat err.txt)"
 fi
 
 # as root, no history in a directory others may write (SQLite's -wal and -shm go there)
