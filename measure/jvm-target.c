@@ -187,6 +187,28 @@ static bool alive(int pidfd)
         return jvm_pidfd_send_signal(pidfd, 0) == 0;
 }
 
+int jvm_process_uid(int pidfd, pid_t pid, uid_t *ret)
+{
+        _cleanup_free_ char *status = NULL;
+        char path[64];
+        uid_t uid[4];
+        gid_t gid[4];
+        ssize_t len;
+        int r;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        len = util_read_file_at(AT_FDCWD, path, JVM_TARGET_STATUS_MAX, &status);
+        if (len < 0)
+                return alive(pidfd) ? (int)len : -ESRCH;
+        r = jvm_status_ids(status, (size_t)len, uid, gid);
+        if (!alive(pidfd))
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        *ret = uid[0];
+        return 0;
+}
+
 /* /proc/PID/NAME into buf (util_read_at: no symlink followed, cut-off files refused) */
 static ssize_t read_proc(const struct jvm_target *t, pid_t pid, const char *name, char *buf,
                          size_t size)

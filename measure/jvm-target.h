@@ -66,6 +66,13 @@ int jvm_target_dup_pidfd(const struct jvm_target *t);
 /* pidfd_open(2) of pid, O_CLOEXEC; -errno. */
 int jvm_pidfd_open(pid_t pid);
 
+/*
+ * The real uid of the process of pidfd (pid its pid), from /proc/PID/status read while the
+ * pidfd says it is not reaped (so a reused pid is never read for it): 0 with *ret, -ESRCH
+ * when it is gone, other -errno. For the report's identity.run_as_uid.
+ */
+int jvm_process_uid(int pidfd, pid_t pid, uid_t *ret);
+
 /* sig to the process of pidfd (pidfd_send_signal); 0 or -errno (-ESRCH: it is gone). */
 int jvm_pidfd_send_signal(int pidfd, int sig);
 

@@ -71,6 +71,7 @@ struct shim_monitor {
         pthread_cond_t done_cond;
         pid_t new_pid;                  /* lock: 0 = none */
         int new_pidfd;                  /* lock: its pidfd (rolling), -1 = none */
+        int new_uid_pidfd;              /* lock: its pidfd (identity.run_as_uid), -1 = none */
         bool finish_requested, stop;    /* lock */
         bool done;                      /* lock: the thread has ended */
         int exit_code;                  /* lock */
@@ -91,6 +92,11 @@ struct shim_monitor {
         bool has_plan, started, enforced;
         int cgroup_fd;
         pid_t pid;
+        /* the real uid the executor (the child) runs as, read at every sample while its
+         * pidfd says it lives: a root launch may become the job's user (setpriv, runuser
+         * exec); -1 until read. Ingest attributes a report of root's to this user. */
+        int uid_pidfd;
+        int64_t run_as_uid;
         uint64_t start_ns, last_sample_ns, last_line_ns;
         struct timespec start_rt;
 
@@ -329,7 +335,9 @@ int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor
         if (!m)
                 return shim_error_set(err, ENOMEM, "out of memory");
         m->cfg = *cfg;
-        m->cgroup_fd = m->wake_fd = m->prometheus_dirfd = m->new_pidfd = -1;
+        m->cgroup_fd = m->wake_fd = m->prometheus_dirfd = m->new_pidfd = m->new_uid_pidfd =
+            m->uid_pidfd = -1;
+        m->run_as_uid = -1;
         pthread_mutex_init(&m->lock, NULL);
         if (m->cfg.interval_seconds == 0)
                 m->cfg.interval_seconds = 10;
@@ -456,6 +464,8 @@ static void remember_cgroup_pids(struct shim_monitor *m)
         }
 }
 
+static void read_run_as(struct shim_monitor *m);
+
 static void sample(struct shim_monitor *m)
 {
         struct collect_error cerr;
@@ -464,6 +474,7 @@ static void sample(struct shim_monitor *m)
         struct sample s = { .t_ns = util_now_ns(), .cpu_us = COLLECT_UNSET, .mem_bytes = COLLECT_UNSET,
                             .anon_bytes = COLLECT_UNSET, .rbytes = COLLECT_UNSET, .wbytes = COLLECT_UNSET };
 
+        read_run_as(m);
         if (m->cgroup_fd >= 0 && collect_cgroup_read(m->cgroup_fd, &c, &cerr) == 0) {
                 if (!m->have_cgroup)
                         m->first = c;
@@ -619,23 +630,45 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
                 log_warn("cannot start the monitor thread: %s; no reports for this run", strerror(-r));
 }
 
+/* The executor's uid now, when its pidfd says it lives (identity.run_as_uid). */
+static void read_run_as(struct shim_monitor *m)
+{
+        uid_t uid;
+        int r;
+
+        if (m->uid_pidfd < 0 || m->pid <= 0)
+                return;
+        r = jvm_process_uid(m->uid_pidfd, m->pid, &uid);
+        if (r == 0)
+                m->run_as_uid = (int64_t)uid;
+        else if (r == -ESRCH) /* reaped: its pid may be another's from now on */
+                util_closep(&m->uid_pidfd);
+}
+
 void shim_monitor_pid(struct shim_monitor *m, pid_t pid)
 {
-        int fd = -1;
+        int fd = -1, uid_fd;
 
         if (!m || !m->started)
                 return;
+        /*
+         * The pidfds of the child, opened here, by the supervisor before it can reap the
+         * child: the monitor then knows the pid is the child's, not a reused one.
+         */
+        uid_fd = jvm_pidfd_open(pid);
         if (!m->cfg.own_thread) {
                 m->pid = pid;
                 remember_pid(m, pid);
+                util_closep(&m->uid_pidfd);
+                m->uid_pidfd = uid_fd;
+                read_run_as(m);
                 return;
         }
-        if (!m->thread_started)
+        if (!m->thread_started) {
+                if (uid_fd >= 0)
+                        close(uid_fd);
                 return;
-        /*
-         * Rolling's pidfd of the child, opened here, by the supervisor before it can reap the
-         * child: the monitor then knows the pid is the child's, not a reused one.
-         */
+        }
         if (m->rolling)
                 fd = jvm_pidfd_open(pid);
         pthread_mutex_lock(&m->lock);
@@ -644,6 +677,11 @@ void shim_monitor_pid(struct shim_monitor *m, pid_t pid)
                 if (m->new_pidfd >= 0)
                         close(m->new_pidfd);
                 m->new_pidfd = fd;
+        }
+        if (uid_fd >= 0) {
+                if (m->new_uid_pidfd >= 0)
+                        close(m->new_uid_pidfd);
+                m->new_uid_pidfd = uid_fd;
         }
         pthread_mutex_unlock(&m->lock);
         wake(m);
@@ -1192,11 +1230,14 @@ static json_t *identity_json(const struct report_ctx *c)
         argv = json_array();
         for (size_t i = 0; argv && i < m->argc; i++)
                 json_array_append_new(argv, json_string(m->argv[i]));
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o?, s:b, s:s, s:s, s:s, s:f, s:I}",
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o?, s:b, s:s, s:s, s:s, s:f, s:I, s:o}",
                          "app_id", m->app_id, "executor_id", m->executor_id, "name", m->name,
                          "host", m->host, "command", m->command, "argv", argv,
                          "argv_truncated", m->argv_truncated, "mode", m->mode, "start", start,
-                         "end", end, "wall_seconds", c->wall, "pid", (json_int_t)m->pid);
+                         "end", end, "wall_seconds", c->wall, "pid", (json_int_t)m->pid,
+                         "run_as_uid",
+                         m->run_as_uid >= 0 ? json_integer((json_int_t)m->run_as_uid)
+                                            : json_null());
 }
 
 static json_t *collectors_json(const struct report_ctx *c)
@@ -1567,7 +1608,7 @@ static bool take_events(struct shim_monitor *m, bool final_queued, uint64_t *ret
 {
         struct shim_memory_events ev;
         bool finish, have_ev, stop;
-        int exit_code, pidfd;
+        int exit_code, pidfd, uid_pidfd;
         pid_t pid;
 
         pthread_mutex_lock(&m->lock);
@@ -1575,6 +1616,8 @@ static bool take_events(struct shim_monitor *m, bool final_queued, uint64_t *ret
         m->new_pid = 0;
         pidfd = m->new_pidfd;
         m->new_pidfd = -1;
+        uid_pidfd = m->new_uid_pidfd;
+        m->new_uid_pidfd = -1;
         finish = m->finish_requested && !final_queued;
         stop = m->stop;
         exit_code = m->exit_code;
@@ -1586,6 +1629,11 @@ static bool take_events(struct shim_monitor *m, bool final_queued, uint64_t *ret
         if (pid > 0) {
                 m->pid = pid;
                 remember_pid(m, pid);
+        }
+        if (uid_pidfd >= 0) {
+                util_closep(&m->uid_pidfd);
+                m->uid_pidfd = uid_pidfd;
+                read_run_as(m);
         }
         /* set_child takes the pidfd over */
         if (pidfd >= 0 && jvm_target_set_child(m->jvm, pidfd, m->pid) < 0)
@@ -1804,6 +1852,8 @@ void shim_monitor_free(struct shim_monitor *m)
         util_closep(&m->wake_fd);
         util_closep(&m->cgroup_fd);
         util_closep(&m->new_pidfd);
+        util_closep(&m->new_uid_pidfd);
+        util_closep(&m->uid_pidfd);
         free(m->samples);
         for (size_t i = 0; i < m->argc; i++)
                 free(m->argv[i]);

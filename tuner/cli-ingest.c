@@ -184,7 +184,12 @@ static int report_line(struct ingest *in, const char *path, unsigned lineno, con
                 return refuse(in, path, lineno, err.text);
         if (r == 0)
                 return 0;
-        e.owner_uid = in->owner_uid;
+        /* A file of a user's is that user's, whatever its lines say. A file of root's
+         * (sparkshim's own report) carries identities the job chose (its application and
+         * executor ids): its figures are the user's the executor ran as, and join only a run
+         * of that user (check_owner()), never another's */
+        e.owner_uid =
+            in->owner_uid ? in->owner_uid : (e.run_as_uid > 0 ? (uint32_t)e.run_as_uid : 0);
         if (tuner_store_put_executor(in->store, &e, &err) < 0 ||
             (in->job && tuner_store_set_job(in->store, e.app_id, in->job, &err) < 0))
                 return err.error == EPERM ? refuse(in, path, lineno, err.text)

@@ -49,6 +49,7 @@ enum field {
         F_START,
         F_END,
         F_WALL,
+        F_RUN_AS,
         F_ARGV, /* a scalar where the array should be */
         F_PLAN,
         F_REQUEST_MILLICORES,
@@ -90,6 +91,7 @@ static const char *const paths[F_COUNT] = {
     [F_START] = "identity.start",
     [F_END] = "identity.end",
     [F_WALL] = "identity.wall_seconds",
+    [F_RUN_AS] = "identity.run_as_uid",
     [F_ARGV] = "identity.argv",
     [F_PLAN] = "plan",
     [F_REQUEST_MILLICORES] = "plan.cpu.request_millicores",
@@ -353,6 +355,15 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
                 return r;
         if (isnan(e->wall_seconds))
                 return shim_error_set(err, EINVAL, "identity.wall_seconds is missing");
+        /* the uid the executor ran as (reports before it have none) */
+        e->run_as_uid = -1;
+        v = get(st, F_RUN_AS);
+        if (v && v->type != JSCAN_NULL) {
+                if (jscan_int64(v, &i) < 0 || i < 0 || i > (int64_t)UINT32_MAX)
+                        return shim_error_set(err, EINVAL,
+                                              "identity.run_as_uid is not a user id or null");
+                e->run_as_uid = i;
+        }
         if (get(st, F_ARGV) && get(st, F_ARGV)->type != JSCAN_NULL)
                 return shim_error_set(err, EINVAL, "identity.argv is not an array");
         e->cores = st->cores;

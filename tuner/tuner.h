@@ -126,7 +126,11 @@ struct tuner_executor {
         double cpu_peak_util;
         int64_t forced_spills;           /* agent; -1 unknown */
         double spill_threshold_fraction; /* the agent's threshold / the memory request; NAN */
-        uint32_t owner_uid; /* the report file's owner; 0 (root) for sparkshim's own files */
+        /* the uid the executor ran as (identity.run_as_uid); -1 when the report has none */
+        int64_t run_as_uid;
+        /* the user the executor's figures are of: the report file's owner, or for a file of
+         * root's (sparkshim's own) the uid the executor ran as; 0 when neither is known */
+        uint32_t owner_uid;
 };
 
 /*

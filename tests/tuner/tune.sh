@@ -230,6 +230,29 @@ print(re.sub(r"17963\d{8}", lambda m: str(int(m.group(0)) + i * 3600000), text),
 	[ "$status" = 1 ] || fail "a rolling log of two users: exit $status"
 	grep -q 'files of uid 1001 and of uid 1002 in one event log' err.txt ||
 		fail "a rolling log of two users: $(cat err.txt)"
+	# a report of root's (sparkshim's own) carries the application and executor ids the job
+	# gave: its figures are the user's the executor ran as (identity.run_as_uid) and join only
+	# a run of that user. An executor of uid 1002 naming uid 1001's application is refused and
+	# the run stays as it was; the same executor under an application of its own is uid
+	# 1002's (issue 23)
+	for app in local-1796317883102 local-1796317883777; do
+		"$shim" run -q --policy open.json --memory 256m --cores 2 --millicores 2000 \
+			--report "exec-$app.jsonl" --report-interval 1 -- \
+			setpriv --reuid 1002 --regid 1002 --clear-groups /bin/sh -c 'sleep 3' sh \
+			--app-id "$app" --executor-id 7 --cores 256 || fail "the executor of uid 1002 ($app)"
+		grep -q '"run_as_uid":1002' "exec-$app.jsonl" ||
+			fail "no run_as_uid 1002 in the report: $(tail -c 800 "exec-$app.jsonl")"
+	done
+	"$shim" report --policy open.json --db o.db --job el-default --owner 1001 --json >before.out
+	status=0; "$shim" ingest --policy open.json --db o.db exec-local-1796317883102.jsonl >/dev/null 2>err.txt || status=$?
+	[ "$status" = 1 ] || fail "an executor of uid 1002 joined uid 1001's run: exit $status"
+	grep -q "local-1796317883102 is in the history as uid 1001's" err.txt || fail "joined: $(cat err.txt)"
+	"$shim" report --policy open.json --db o.db --job el-default --owner 1001 --json >after.out
+	cmp -s before.out after.out || fail "uid 1001's run changed: $(cat before.out after.out)"
+	"$shim" ingest --policy open.json --db o.db --job exec-own exec-local-1796317883777.jsonl >/dev/null 2>err.txt ||
+		fail "the executor's own application: $(cat err.txt)"
+	"$shim" report --policy open.json --db o.db --job exec-own --owner 1002 --json | grep -q '"app_id":"local-1796317883777"' ||
+		fail "the executor's own application is not uid 1002's"
 fi
 
 # as root, no history in a directory others may write (SQLite's -wal and -shm go there)
