@@ -24,16 +24,19 @@ JSON
 chmod 0644 policy.json
 run="$shim run -q --policy $tmp/policy.json --memory 256m"
 
-# wait_for FILE: until FILE exists (the first second of its executor), at most 60 s (a guard for a loaded machine, not a timing)
+# wait_for FILE: until FILE exists, at most 60 s (a guard, not a timing). The executors wait
+# for a gate file that the test makes once it has seen theirs (held GATE): a file that lives
+# only while its executor runs is never missed, however late a busy machine runs the poll.
+held() { echo "while [ ! -e $tmp/$1 ]; do sleep 0.05; done"; }
 wait_for() {
 	for _ in $(seq 600); do [ -f "$1" ] && return 0; sleep 0.1; done
 	ls -la textfile
 	fail "$1 did not appear"
 }
 
-echo "two concurrent executors (about 3 s)"
-$run -- sh -c 'sleep 3' x --app-id app-conc --executor-id 1 & a=$!
-$run -- sh -c 'sleep 3' x --app-id app-conc --executor-id 2 & b=$!
+echo "two concurrent executors"
+$run -- sh -c "$(held go-conc)" x --app-id app-conc --executor-id 1 & a=$!
+$run -- sh -c "$(held go-conc)" x --app-id app-conc --executor-id 2 & b=$!
 pids="$a $b"
 wait_for textfile/sparkshim-app-conc-1.prom
 wait_for textfile/sparkshim-app-conc-2.prom
@@ -44,6 +47,7 @@ for e in 1 2; do
 	head -1 $f | grep -q '^# sparkshim-owner pid=[0-9]* start=[0-9]* pidns=[0-9]* boot=' ||
 		{ head -1 $f; fail "$f has no owner line"; }
 done
+touch go-conc
 wait $a || fail "executor 1 failed"
 wait $b || fail "executor 2 failed"
 pids=
@@ -55,9 +59,10 @@ done
 echo "ok: two .prom files while both ran, none after; one report file each"
 
 echo "a failing command, and TERM to sparkshim"
-$run -- sh -c 'sleep 1.5; exit 3' x --app-id app-fail --executor-id 1 & a=$!
+$run -- sh -c "$(held go-fail); exit 3" x --app-id app-fail --executor-id 1 & a=$!
 pids=$a
 wait_for textfile/sparkshim-app-fail-1.prom
+touch go-fail
 set +e
 wait $a
 rc=$?
@@ -81,12 +86,14 @@ echo "hostile app ids"
 long=$(printf 'L%.0s' $(seq 127))
 ctrl=$(printf 'c\001\033[31m\177')
 for id in '../x' 'a/b' "$long" "$ctrl" '.hidden' '' "$(printf 'x\ny')"; do
+	rm -f go-hostile
 	set +e
-	$run --name "hostile-$$" -- sh -c 'sleep 1.5' x --app-id "$id" --executor-id 1 >out.txt 2>err.txt &
+	$run --name "hostile-$$" -- sh -c "$(held go-hostile)" x --app-id "$id" --executor-id 1 >out.txt 2>err.txt &
 	a=$!
 	set -e
 	pids=$a
 	wait_for textfile/sparkshim-hostile-$$.prom
+	touch go-hostile
 	wait $a || { cat err.txt; fail "run with app id '$id' failed"; }
 	pids=
 done
@@ -111,10 +118,11 @@ for root, dirs, files in os.walk(tmp):
 print(f"ok: hostile app ids give {len(got)} file names in reports/: {sorted(got)[:4]}...")
 PY
 # label values stay one line of valid text
-$run --name "labels-$$" -- sh -c 'sleep 1.5' x --app-id "$(printf 'a"b\\c\nd\001\377')" --executor-id 1 & a=$!
+$run --name "labels-$$" -- sh -c "$(held go-labels)" x --app-id "$(printf 'a"b\\c\nd\001\377')" --executor-id 1 & a=$!
 pids=$a
 wait_for textfile/sparkshim-labels-$$.prom
 cp textfile/sparkshim-labels-$$.prom labels.prom
+touch go-labels
 wait $a
 pids=
 grep -q '^sparkshim_start_time_seconds{app_id="a\\"b\\\\c\\nd??",executor_id="1",name="labels-'$$'"} ' labels.prom ||

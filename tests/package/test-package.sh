@@ -158,8 +158,12 @@ if command -v java >/dev/null; then
 fi
 
 # the Kubernetes feature step, when scripts/package could build it
-if dpkg-deb -c "$DEB" | grep -q '/usr/share/java/sparkshim-k8s.jar'; then
-  if python3 -m zipfile -l /usr/share/java/sparkshim-k8s.jar | grep -q 'sparkshim/k8s/.*\.class'; then
+dpkg-deb -c "$DEB" >"$WORK/deb-contents.txt"
+if grep -q '/usr/share/java/sparkshim-k8s.jar' "$WORK/deb-contents.txt"; then
+  # the listing whole first: grep -q quits at its match, and under pipefail the SIGPIPE a
+  # still-writing python3 then gets fails the pipeline (it did, once, on a busy machine)
+  python3 -m zipfile -l /usr/share/java/sparkshim-k8s.jar >"$WORK/k8s-jar.txt"
+  if grep -q 'sparkshim/k8s/.*\.class' "$WORK/k8s-jar.txt"; then
     progress "/usr/share/java/sparkshim-k8s.jar -> $(readlink /usr/share/java/sparkshim-k8s.jar): the feature step's classes"
   else
     fail "/usr/share/java/sparkshim-k8s.jar holds no sparkshim/k8s class"
