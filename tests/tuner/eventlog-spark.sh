@@ -70,7 +70,8 @@ export SPARK_CONF_DIR=$WORK/conf # empty: nothing from the machine's Spark confi
 export SPARK_LOCAL_IP=127.0.0.1
 export SPARK_LOCAL_DIRS=$WORK/local
 mkdir -p "$SPARK_CONF_DIR" "$SPARK_LOCAL_DIRS" "$WORK/classes"
-"$JDK/bin/javac" -d "$WORK/classes" -cp "$SPARK_HOME/jars/*" "$SRC/tests/tuner/EventLogJob.java"
+"$JDK/bin/javac" -d "$WORK/classes" -cp "$SPARK_HOME/jars/*" "$SRC/tests/tuner/EventLogJob.java" \
+  "$SRC/tests/tuner/SqlJoinJob.java"
 (cd "$WORK/classes" && "$JDK/bin/jar" cf "$WORK/job.jar" ./*.class 2>/dev/null) ||
   python3 -c 'import sys, zipfile, os
 z = zipfile.ZipFile(sys.argv[1], "w")
@@ -130,6 +131,26 @@ if [ "$LINE" = 3.5 ]; then
 else
   submit rolling --conf spark.eventLog.rolling.enabled=true --conf spark.eventLog.compress=false
 fi
+
+# a multi-join SQL query (tests/tuner/SqlJoinJob.java: 5 sort-merge joins), its log in
+# Spark's default form for the line: its plan nests deeper than 64 levels
+start=$(date +%s)
+mkdir -p "$WORK/logs-sql"
+if [ -n "${SPARKSHIM_EVENTLOG_REUSE:-}" ]; then
+  cp -r "$SPARKSHIM_EVENTLOG_REUSE/logs-sql" "$WORK/"
+else
+  rc=0
+  "$SPARK_HOME/bin/spark-submit" --master 'local[2]' --class SqlJoinJob --driver-memory 512m \
+    --conf spark.ui.enabled=false --conf spark.eventLog.enabled=true \
+    --conf "spark.eventLog.dir=file://$WORK/logs-sql" \
+    "$WORK/job.jar" el-sql 20000 >"$WORK/sql.out" 2>"$WORK/sql.err" || rc=$?
+  if [ "$rc" != 0 ] || ! grep -qx 'ok 20000 4199790000' "$WORK/sql.out"; then
+    echo "FAIL: sql: spark-submit exited $rc, printed '$(tail -n 1 "$WORK/sql.out")':"
+    tail -n 30 "$WORK/sql.err"
+    exit 1
+  fi
+fi
+progress "sql: the job ran in $(($(date +%s) - start)) s: $(cd "$WORK/logs-sql" && find . -mindepth 1 | sort | tr '\n' ' ')"
 
 progress "reading the logs with $DUMP"
 python3 - "$LINE" "$WORK" "$DUMP" <<'EOF'
@@ -373,6 +394,44 @@ if events:
             if d[k] != dumps[plain][k]:
                 fail(f"3-file rolling copy: {k} {d[k]!r}, the single file {dumps[plain][k]!r}")
         print(f"3-file rolling copy ({len(events)} events): the same as the single file")
+
+# the SQL query's log: its plan nests deeper than the scanner's old limit of 64, and it reads
+# as one application of jobs and tasks that ended
+sql_dir = f"{work}/logs-sql"
+found = []
+for root, _, files in os.walk(sql_dir):
+    found += [os.path.join(root, f) for f in files if not f.startswith("appstatus")]
+deepest = 0
+for path in found:
+    raw = open(path, "rb").read()
+    if raw[:4] == b"\x28\xb5\x2f\xfd":
+        raw = subprocess.run(["zstd", "-dc", path], capture_output=True, check=True).stdout
+    depth = 0
+    in_string = escaped = False
+    for c in raw.decode():
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+if deepest <= 64:
+    fail(f"sql: the log nests {deepest} levels, not deeper than 64: the case tests nothing")
+entries = os.listdir(sql_dir)
+d = read(f"{sql_dir}/{entries[0]}") if len(entries) == 1 else fail(f"sql: {entries}")
+if d is not None:
+    if not (d["ended"] and d["jobs"] >= 1 and d["tasks"] >= 1 and d["app_name"] == "el-sql"):
+        fail(f"sql: read as {d}")
+    else:
+        print(f"sql: a plan {deepest} levels deep, read: {d['jobs']} jobs, {d['tasks']} tasks")
 
 sys.exit(1 if failures else 0)
 EOF
