@@ -2,6 +2,7 @@
 // A small real Java program without any Spark class, for test-agent.sh: holds some memory
 // for a while, then prints how many agents its JVM was started with (-agentpath:/-agentlib:
 // from the command line and JAVA_TOOL_OPTIONS alike) and the property sparkshim.test.
+// Usage: AgentProbe [MILLIS [GATE_FILE]]
 import java.lang.management.ManagementFactory;
 
 public final class AgentProbe {
@@ -16,6 +17,14 @@ public final class AgentProbe {
             held[i][i] = 1;
         }
         Thread.sleep(millis);
+        // a gate file (second argument): held until the test has seen what it waits for, at
+        // most 120 s, rather than for a time that a loaded machine may not honour
+        if (args.length > 1) {
+            java.io.File gate = new java.io.File(args[1]);
+            for (int i = 0; i < 2400 && !gate.exists(); i++) {
+                Thread.sleep(50);
+            }
+        }
         System.out.println("agentprobe agents=" + agents + " prop=" + System.getProperty("sparkshim.test")
                 + " held=" + held.length);
     }
