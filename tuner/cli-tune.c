@@ -276,7 +276,7 @@ static int load_runs(const struct tune_options *o, const struct policy *p, struc
                         r = tuner_store_runs(store, o->job,
                                              o->owner_set    ? (int64_t)o->owner
                                              : n_owners == 1 ? (int64_t)owners[0]
-                                                             : TUNER_ANY_OWNER,
+                                                             : 0,
                                              b->history_runs, ret, ret_n, &err);
         }
         tuner_store_close(store);

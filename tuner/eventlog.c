@@ -1426,6 +1426,9 @@ struct input_budget {
         uint64_t total;                /* decompressed bytes of all its files */
         bool owner_known;              /* owner: of every file read so far (one user's) */
         uint32_t owner;
+        bool compact;       /* the file being read is a History Server's .compact */
+        bool compact_known; /* compact_owner: of the .compact file read */
+        uint32_t compact_owner;
 };
 
 /* Feed the lines of one file; an in-progress log's last line may be cut. */
@@ -1451,7 +1454,13 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
                 tuner_stream_free(s);
                 return shim_error_set(err, -r, "%s: %s", path, strerror(-r));
         }
-        if (b->owner_known && owner != b->owner) {
+        /* a .compact file is the History Server's (written as its own user from the job's
+         * earlier files): the files the job wrote beside it say whose the log is, and only
+         * a log of a compact file alone is its owner's */
+        if (b->compact) {
+                b->compact_known = true;
+                b->compact_owner = owner;
+        } else if (b->owner_known && owner != b->owner) {
                 tuner_stream_free(s);
                 return shim_error_set(err, EPERM,
                                       "%s: files of uid %" PRIu32 " and of uid %" PRIu32
@@ -1459,8 +1468,10 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
                                       "'s); refused: a log is one user's",
                                       b->input ? b->input : path, b->owner, owner, path, owner);
         }
-        b->owner_known = true;
-        b->owner = owner;
+        if (!b->compact) {
+                b->owner_known = true;
+                b->owner = owner;
+        }
         /* a compressed input may not expand past a ratio no event log comes near (the stream
          * checks it as it decompresses, decompress.h): a few KB of zstd holding gigabytes of
          * blank lines would otherwise keep ingest busy for minutes. One bound and one slack
@@ -1629,8 +1640,10 @@ static int read_rolling(struct tuner_eventlog *el, const char *dir, struct input
         for (size_t i = first; i < n && r >= 0; i++) {
                 if (i > first && files[i].index == files[i - 1].index)
                         continue; /* "events_3_x" next to its "events_3_x.compact" */
+                b->compact = files[i].compact;
                 r = read_file(el, dirfd(d), files[i].base, files[i].name, in_progress && i == n - 1,
                               b, err);
+                b->compact = false;
         }
 out:
         free_rolling(files, n);
@@ -1680,8 +1693,8 @@ int tuner_eventlog_read_run(const char *path, struct tuner_eventlog_run *run, st
                 r = tuner_eventlog_finish(el, ret, &finish_err);
                 if (r < 0)
                         shim_error_set(err, r, "%s: %s", path, finish_err.text);
-                else
-                        ret->owner_uid = b.owner; /* of the files read (read_file()) */
+                else /* of the files read (read_file()) */
+                        ret->owner_uid = b.owner_known ? b.owner : b.compact_owner;
         }
         tuner_eventlog_free(el);
         /* what was decompressed was spent, whether the input was stored or not */

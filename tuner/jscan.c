@@ -221,7 +221,7 @@ static void push(struct scanner *s, const char *text, size_t len, bool member)
         s->path_len += len;
 }
 
-/* Levels kept in struct jscan_scanner itself; deeper documents grow a heap copy. */
+/* Levels kept in jscan()'s own frame; deeper documents grow a heap copy. */
 #define INLINE_LEVELS 64
 
 /* A container being read: its kind, and the path's length at it (restored after each
@@ -231,6 +231,7 @@ struct level {
         uint8_t saved; /* <= JSCAN_PATH_MAX */
         bool object;
 };
+_Static_assert(JSCAN_PATH_MAX <= UINT8_MAX, "struct level keeps the path's length in a byte");
 
 /* Enter the container at s->p ('{' or '['). */
 static int open_level(struct scanner *s, bool object)

@@ -1417,7 +1417,6 @@ int tuner_store_runs(struct tuner_store *s, const char *job, int64_t owner, unsi
 
         if ((r = stmt(s, S_RUN_LIST, &st, err)) < 0)
                 return r;
-        /* SQLite numbers $N parameters by first appearance: they appear in order */
         r = bind_text(s, st, 1, job);
         if (r >= 0)
                 r = s->ops->bind_int64(st, 2, owner < 0 ? TUNER_ANY_OWNER : owner);

@@ -230,6 +230,22 @@ print(re.sub(r"17963\d{8}", lambda m: str(int(m.group(0)) + i * 3600000), text),
 	[ "$status" = 1 ] || fail "a rolling log of two users: exit $status"
 	grep -q 'files of uid 1001 and of uid 1002 in one event log' err.txt ||
 		fail "a rolling log of two users: $(cat err.txt)"
+	# a History Server's compaction: its .compact file is its own user's (uid 1003 here);
+	# the log is the user's whose files are beside it
+	d=roll-1796317883558/eventlog_v2_local-1796317883558
+	mkdir -p "$d"
+	sed "s/local-1796317883102/local-1796317883558/g; s/\"spark.app.name\":\"el-default\"/\"spark.app.name\":\"el-roll\"/" \
+		"$el" >roll.txt
+	half=$(($(wc -l <roll.txt) / 2))
+	head -n "$half" roll.txt >"$d/events_1_local-1796317883558.compact"
+	tail -n "+$((half + 1))" roll.txt >"$d/events_2_local-1796317883558"
+	chown -R 1002 roll-1796317883558
+	chown 1003 "$d/events_1_local-1796317883558.compact"
+	"$shim" ingest --policy open.json --db o.db "$d" >/dev/null 2>err.txt ||
+		fail "a compacted rolling log: $(cat err.txt)"
+	"$shim" report --policy open.json --db o.db --job el-roll --owner 1002 --json >roll.out 2>err.txt ||
+		fail "the compacted log is not uid 1002's: $(cat err.txt)"
+	grep -q '"app_id":"local-1796317883558"' roll.out || fail "compacted, --owner 1002: $(cat roll.out)"
 	# a report of root's (sparkshim's own) carries the application and executor ids the job
 	# gave: its figures are the user's the executor ran as (identity.run_as_uid) and join only
 	# a run of that user. An executor of uid 1002 naming uid 1001's application is refused and
