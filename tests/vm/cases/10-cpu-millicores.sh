@@ -4,10 +4,10 @@
 # of the periods cpu.stat counted (slack: 10%, and 4 periods for the window's edges and the
 # overrun a vCPU stalled on the host accrues), and where it reached the quota it was
 # throttled; under 250m x 2, "50000 100000", the same. These hold however slow the guest
-# runs (load only lowers usage). Its CPUs over wall time (1.0 and 0.5 on a quiet host) must
-# reach 0.90 and 0.45 where the guest's vCPUs were not starved (usage at 90% of the quota
-# or more); they are no upper bound: on a loaded host the guest's clock and the cgroup's
-# accounting part (1.058 "CPUs" of wall time at load 9, within the quota of its periods).
+# runs (load only lowers usage); cpu.max itself is checked to the digit. Its CPUs over the
+# guest's wall time (1.0 and 0.5 on a quiet host) are printed, not checked: on a loaded host
+# the guest's clock and the cgroup's periods part either way (1.06 "CPUs" within the quota
+# of its periods at load 9, and 0.415 where 66 periods of 50 ms fell in 7.8 s of wall).
 # vm-timeout: 120
 set -eu
 . "$SRC_DIR/tests/vm/lib.sh"
@@ -29,8 +29,7 @@ measure() { # MILLICORES LOW HIGH
 		fail "${1}m x 2: usage $du us above the $((dp * quota)) us allowed in $dp periods"
 	if [ $((du * 10)) -ge $((dp * quota * 9)) ]; then
 		[ "$dth" -gt 0 ] || fail "${1}m x 2: 2 busy threads at the quota were never throttled"
-		in_range "$cpus" "$2" 64 || fail "${1}m x 2: used $cpus CPUs, expected $2 or more"
-		pass "${1}m x 2 used $cpus CPUs (expected $2..$3 on a quiet host), $du us in $dp periods of $quota us, $dth throttled"
+		pass "${1}m x 2: $du us in $dp periods of $quota us, $dth throttled ($cpus CPUs of wall time; $2..$3 on a quiet host)"
 	else
 		pass "${1}m x 2: $du us in $dp periods of $quota us, within the quota (the guest's vCPUs got less than the quota: a loaded host; $cpus CPUs of wall time not looked at)"
 	fi
