@@ -206,16 +206,21 @@ print(re.sub(r"17963\d{8}", lambda m: str(int(m.group(0)) + i * 3600000), text),
 	# a rolling log is its files' owner's, never its directory's (Spark makes the directory
 	# 0770 for a group): uid 1002's files in uid 1001's directory are uid 1002's run; a log
 	# with files of both users is refused (issue 23)
-	for app in 1796317883555 1796317883556; do
-		d=roll-$app/eventlog_v2_local-$app
+	# rolling APP [SUFFIX]: the fixture as a rolling log eventlog_v2_local-APP of job el-roll
+	# in roll-APP/, split into events_1 (its name + SUFFIX) and events_2, all uid 1001's
+	rolling() {
+		d=roll-$1/eventlog_v2_local-$1
 		mkdir -p "$d"
-		sed "s/local-1796317883102/local-$app/g; s/\"spark.app.name\":\"el-default\"/\"spark.app.name\":\"el-roll\"/" \
+		sed "s/local-1796317883102/local-$1/g; s/\"spark.app.name\":\"el-default\"/\"spark.app.name\":\"el-roll\"/" \
 			"$el" >roll.txt
 		half=$(($(wc -l <roll.txt) / 2))
-		head -n "$half" roll.txt >"$d/events_1_local-$app"
-		tail -n "+$((half + 1))" roll.txt >"$d/events_2_local-$app"
-		chown -R 1001 "roll-$app"
-		chown 1002 "$d"/events_*
+		head -n "$half" roll.txt >"$d/events_1_local-$1${2:-}"
+		tail -n "+$((half + 1))" roll.txt >"$d/events_2_local-$1"
+		chown -R 1001 "roll-$1"
+	}
+	for app in 1796317883555 1796317883556; do
+		rolling $app
+		chown 1002 "roll-$app/eventlog_v2_local-$app"/events_*
 	done
 	chown 1001 roll-1796317883556/eventlog_v2_local-1796317883556/events_1_local-1796317883556
 	"$shim" ingest --policy open.json --db o.db roll-1796317883555/eventlog_v2_local-1796317883555 \
@@ -232,13 +237,7 @@ print(re.sub(r"17963\d{8}", lambda m: str(int(m.group(0)) + i * 3600000), text),
 		fail "a rolling log of two users: $(cat err.txt)"
 	# a History Server's compaction: its .compact file is its own user's (uid 1003 here);
 	# the log is the user's whose files are beside it
-	d=roll-1796317883558/eventlog_v2_local-1796317883558
-	mkdir -p "$d"
-	sed "s/local-1796317883102/local-1796317883558/g; s/\"spark.app.name\":\"el-default\"/\"spark.app.name\":\"el-roll\"/" \
-		"$el" >roll.txt
-	half=$(($(wc -l <roll.txt) / 2))
-	head -n "$half" roll.txt >"$d/events_1_local-1796317883558.compact"
-	tail -n "+$((half + 1))" roll.txt >"$d/events_2_local-1796317883558"
+	rolling 1796317883558 .compact
 	chown -R 1002 roll-1796317883558
 	chown 1003 "$d/events_1_local-1796317883558.compact"
 	"$shim" ingest --policy open.json --db o.db "$d" >/dev/null 2>err.txt ||
