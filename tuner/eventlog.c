@@ -1426,9 +1426,8 @@ struct input_budget {
         uint64_t total;                /* decompressed bytes of all its files */
         bool owner_known;              /* owner: of every file read so far (one user's) */
         uint32_t owner;
-        bool compact;       /* the file being read is a History Server's .compact */
-        bool compact_known; /* compact_owner: of the .compact file read */
-        uint32_t compact_owner;
+        bool compact;           /* the file being read is a History Server's .compact */
+        uint32_t compact_owner; /* of the .compact file read */
 };
 
 /* Feed the lines of one file; an in-progress log's last line may be cut. */
@@ -1438,9 +1437,8 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
         struct tuner_stream *s = NULL;
         struct shim_error line_err;
         uint64_t compressed, total;
-        int r;
-
         uint32_t owner;
+        int r;
 
         r = tuner_stream_open_at(dirfd, name, path, in_progress, &s, err);
         if (r < 0)
@@ -1458,7 +1456,6 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
          * earlier files): the files the job wrote beside it say whose the log is, and only
          * a log of a compact file alone is its owner's */
         if (b->compact) {
-                b->compact_known = true;
                 b->compact_owner = owner;
         } else if (b->owner_known && owner != b->owner) {
                 tuner_stream_free(s);
