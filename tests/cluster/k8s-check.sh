@@ -125,7 +125,7 @@ trap 'rmdir "$child" 2>/dev/null || true; rm -rf "$work"' EXIT
 run boundmount sh -c "echo \$\$ >'$child/cgroup.procs' && exec unshare --cgroup '$shim' check --policy '$work/policy.json' --init"
 expect_row "$work/boundmount" "cgroup namespace" FAIL "own cgroup namespace cgroup:\[[0-9]+\], but the cgroup2 mount at $mount shows /\.\. of it, not its root.*fix: a cgroup2 mount made in the container's namespace" "boundmount"
 # the kernel may report the cgroup busy for a moment after its last process exited
-for _ in $(seq 50); do rmdir "$child" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do rmdir "$child" 2>/dev/null && break; sleep 0.1; done
 [ ! -d "$child" ] || fail "cannot remove $child"
 
 # The same namespace with a cgroup2 mount of its own stacked on the inherited one, as
@@ -134,7 +134,7 @@ for _ in $(seq 50); do rmdir "$child" 2>/dev/null && break; sleep 0.1; done
 mkdir "$child"
 run stacked sh -c "echo \$\$ >'$child/cgroup.procs' && exec unshare --cgroup --mount sh -c 'mkdir -p $work/own && mount -t cgroup2 none $work/own && mount --bind $work/own $mount && exec $shim check --policy $work/policy.json --init'"
 expect_row "$work/stacked" "cgroup namespace" ok "own cgroup namespace cgroup:\[[0-9]+\], this process at 0::/ \(its root\)" "stacked"
-for _ in $(seq 50); do rmdir "$child" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do rmdir "$child" 2>/dev/null && break; sleep 0.1; done
 [ ! -d "$child" ] || fail "cannot remove $child"
 
 # A read-only mount, as unprivileged containers get.
@@ -154,7 +154,7 @@ if [ -n "$shim_test" ]; then
   # the namespace's root is the child: its controllers are what the root delegates
   grep -qw cpu "$child/cgroup.controllers" 2>/dev/null && grep -qw memory "$child/cgroup.controllers" 2>/dev/null || controllers=no
   run unified sh -c "echo \$\$ >'$child/cgroup.procs' && exec unshare --cgroup --mount sh -c 'mkdir -p $work/own && mount -t cgroup2 none $work/own && mount --bind $work/own $mount && exec env SPARKSHIM_CGROUP_ROOT=$mount $shim_test check --policy $work/policy.json --init'"
-  for _ in $(seq 50); do rmdir "$child" 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 300); do rmdir "$child" 2>/dev/null && break; sleep 0.1; done
   expect_row "$work/unified" "cgroup2 mount" ok "cgroup2 is mounted at $mount" "unified"
   expect_row "$work/unified" "cgroup namespace" ok "own cgroup namespace .* at 0::/ \(its root\)" "unified"
   if [ $controllers = yes ]; then

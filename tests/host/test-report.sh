@@ -30,7 +30,7 @@ with open(sys.argv[2], "wb") as out:
         out.write(b); out.flush()
 ' "$tmp/collector.sock" "$tmp/socket.jsonl" &
 listener=$!
-for _ in $(seq 50); do [ -S collector.sock ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -S collector.sock ] && break; sleep 0.1; done # a guard, not a timing
 
 "$shim" run -q --policy open.json --memory 512m --cores 1 --name "report-test-$$" \
 	--report r.jsonl --report-socket "$tmp/collector.sock" --prometheus "$tmp/metrics.prom" \

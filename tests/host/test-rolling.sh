@@ -227,7 +227,7 @@ else
 	rootjava=$!
 	pids="$pids $rootjava"
 	leaf=
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do # a guard, not a timing
 		leaf=$(sed -n 's/.*: info: measuring .* in \(\/.*\) (.*/\1/p' c6.err)
 		[ -n "$leaf" ] && [ "$(grep -c '^pwrhog: ready' c6.rec)" -ge 2 ] && break
 		sleep 0.1
