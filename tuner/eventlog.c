@@ -1452,10 +1452,12 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
                 tuner_stream_free(s);
                 return shim_error_set(err, -r, "%s: %s", path, strerror(-r));
         }
-        /* a .compact file is the History Server's (written as its own user from the job's
-         * earlier files): the files the job wrote beside it say whose the log is, and only
-         * a log of a compact file alone is its owner's */
-        if (b->compact) {
+        /* a .compact file may be root's (a History Server running as root wrote it from the
+         * job's earlier files): the files beside it then say whose the log is, and a log of
+         * a compact file alone is root's. A compact file of another user is refused like
+         * any file of a second user: in a directory its group may write, it would replace
+         * the events before it with that user's */
+        if (b->compact && owner == 0) {
                 b->compact_owner = owner;
         } else if (b->owner_known && owner != b->owner) {
                 tuner_stream_free(s);
@@ -1465,7 +1467,7 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
                                       "'s); refused: a log is one user's",
                                       b->input ? b->input : path, b->owner, owner, path, owner);
         }
-        if (!b->compact) {
+        if (!b->compact || owner != 0) {
                 b->owner_known = true;
                 b->owner = owner;
         }

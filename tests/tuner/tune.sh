@@ -235,11 +235,16 @@ print(re.sub(r"17963\d{8}", lambda m: str(int(m.group(0)) + i * 3600000), text),
 	[ "$status" = 1 ] || fail "a rolling log of two users: exit $status"
 	grep -q 'files of uid 1001 and of uid 1002 in one event log' err.txt ||
 		fail "a rolling log of two users: $(cat err.txt)"
-	# a History Server's compaction: its .compact file is its own user's (uid 1003 here);
-	# the log is the user's whose files are beside it
+	# a compaction: a .compact file of root's (a History Server running as root) leaves the
+	# log the user's whose files are beside it; one of another user's (uid 1003), who could
+	# replace the events before it, is refused like any second user's file
 	rolling 1796317883558 .compact
 	chown -R 1002 roll-1796317883558
 	chown 1003 "$d/events_1_local-1796317883558.compact"
+	status=0; "$shim" ingest --policy open.json --db o.db "$d" >/dev/null 2>err.txt || status=$?
+	[ "$status" = 1 ] && grep -q 'files of uid 1003 and of uid 1002 in one event log' err.txt ||
+		fail "a compact file of another user: exit $status: $(cat err.txt)"
+	chown 0 "$d/events_1_local-1796317883558.compact"
 	"$shim" ingest --policy open.json --db o.db "$d" >/dev/null 2>err.txt ||
 		fail "a compacted rolling log: $(cat err.txt)"
 	"$shim" report --policy open.json --db o.db --job el-roll --owner 1002 --json >roll.out 2>err.txt ||
