@@ -133,6 +133,12 @@ void policy_init_defaults(struct policy *p)
                         .spill_fraction_max = 1.0,
                         .partitions_min = 1,
                         .partitions_max = 100000,
+                        .apply = POLICY_APPLY_SHOW,
+                        .service = {
+                                .period_seconds = 300,
+                                .publish_dir = "/var/lib/sparkshim/published",
+                                .expiry_seconds = 7 * 24 * 3600,
+                        },
                 },
                 .rolling = {
                         .enabled = false,
@@ -1105,6 +1111,107 @@ static int tuner_range(struct parser *ps, json_t *obj, const char *key, bool siz
         return r < 0 ? r : 0;
 }
 
+/* An absolute path of a directory: no ".." or "." component, no control character. */
+static bool is_clean_dir(const char *s)
+{
+        if (s[0] != '/')
+                return false;
+        for (const char *c = s; *c; c++)
+                if ((unsigned char)*c < ' ' || *c == 0x7f)
+                        return false;
+        for (const char *c = s; *c; c++)
+                if (c[0] == '/' && c[1] == '.' &&
+                    (c[2] == '/' || c[2] == '\0' || (c[2] == '.' && (c[3] == '/' || c[3] == '\0'))))
+                        return false;
+        return true;
+}
+
+static const char dir_allowed[] =
+        "an absolute path of a directory, without \".\" or \"..\" components or control characters";
+
+static int field_dir(struct parser *ps, json_t *v, char *dest, size_t size)
+{
+        const char *s = json_string_value(v);
+
+        if (!s)
+                return fail_value(ps, "is not a string", dir_allowed);
+        if (!is_clean_dir(s))
+                return fail_value(ps, "is not a clean absolute path", dir_allowed);
+        if (strlen(s) >= size)
+                return fail_value(ps, "is too long", dir_allowed);
+        snprintf(dest, size, "%s", s);
+        return 1;
+}
+
+/* an array of at most POLICY_SERVICE_DIRS_MAX directories */
+static int field_dirs(struct parser *ps, json_t *obj, const char *key,
+                      char dest[][POLICY_SERVICE_PATH_MAX], size_t *n)
+{
+        json_t *v = json_object_get(obj, key), *e;
+        char allowed[256];
+        size_t i;
+        int r = 0;
+
+        if (!v)
+                return 0;
+        snprintf(allowed, sizeof(allowed), "an array of at most %d directories (%s)",
+                 POLICY_SERVICE_DIRS_MAX, dir_allowed);
+        push_key(ps, key);
+        if (!json_is_array(v) || json_array_size(v) > POLICY_SERVICE_DIRS_MAX)
+                r = fail_value(ps, json_is_array(v) ? "has too many entries" : "is not an array",
+                               allowed);
+        else
+                json_array_foreach (v, i, e) {
+                        push_index(ps, i);
+                        r = field_dir(ps, e, dest[i], POLICY_SERVICE_PATH_MAX);
+                        pop(ps);
+                        if (r < 0)
+                                break;
+                }
+        if (r >= 0)
+                *n = json_array_size(v);
+        pop(ps);
+        return r < 0 ? r : 1;
+}
+
+/* "tuner.service": what `sparkshim tune-service` collects and where it publishes. */
+static int parse_tuner_service(struct parser *ps, json_t *tuner, struct policy_tuner *t)
+{
+        static const char *const keys[] = { "reports", "eventlogs", "period_seconds",
+                                            "publish_dir", "expiry_seconds" };
+        json_t *obj, *v;
+        uint64_t u;
+        int r;
+
+        r = section(ps, tuner, "service", keys, ELEMENTSOF(keys), &obj);
+        if (r <= 0)
+                return r;
+        push_key(ps, "service");
+        if ((r = field_dirs(ps, obj, "reports", t->service.reports, &t->service.n_reports)) < 0 ||
+            (r = field_dirs(ps, obj, "eventlogs", t->service.eventlogs,
+                            &t->service.n_eventlogs)) < 0)
+                goto out;
+        if ((r = field_uint(ps, obj, "period_seconds", 10, 86400, &u)) < 0)
+                goto out;
+        if (r > 0)
+                t->service.period_seconds = (unsigned)u;
+        if ((r = field_uint(ps, obj, "expiry_seconds", 600, 366 * 86400, &u)) < 0)
+                goto out;
+        if (r > 0)
+                t->service.expiry_seconds = (unsigned)u;
+        if ((v = json_object_get(obj, "publish_dir"))) {
+                push_key(ps, "publish_dir");
+                r = field_dir(ps, v, t->service.publish_dir, sizeof(t->service.publish_dir));
+                pop(ps);
+                if (r < 0)
+                        goto out;
+        }
+        r = 0;
+out:
+        pop(ps);
+        return r;
+}
+
 /* "tuner": the history store and the bounds of `sparkshim tune` (sparkshim-tune(1)). */
 static int parse_tuner(struct parser *ps, json_t *root, struct policy *p)
 {
@@ -1112,8 +1219,11 @@ static int parse_tuner(struct parser *ps, json_t *root, struct policy *p)
                                             "failure_bound", "runtime_allowance", "runtime_target",
                                             "cpu_target",
                                             "memory_target", "seed",         "heap",
-                                            "overhead_max", "spill_fraction", "partitions" };
+                                            "overhead_max", "spill_fraction", "partitions",
+                                            "apply", "service" };
         static const char *const fraction_keys[] = { "min", "max" };
+        static const char *const apply_names[] = { "off", "show", "safe", "explore" };
+        int apply = -1;
         static const char db_allowed[] = "an absolute path of a SQLite file, or a postgresql:// URL";
         static const char key_allowed[] =
                 "a Spark property name: a letter, then letters, digits, '.', '_', '-'";
@@ -1183,6 +1293,12 @@ static int parse_tuner(struct parser *ps, json_t *root, struct policy *p)
             (r = field_size(ps, obj, "overhead_max", &t.overhead_max)) < 0 ||
             (r = tuner_range(ps, obj, "partitions", false, 1, 1000000, &t.partitions_min,
                              &t.partitions_max)) < 0)
+                goto out;
+        if ((r = field_choice(ps, obj, "apply", apply_names, ELEMENTSOF(apply_names), &apply)) < 0)
+                goto out;
+        if (r > 0)
+                t.apply = (enum policy_tuner_apply)apply;
+        if ((r = parse_tuner_service(ps, obj, &t)) < 0)
                 goto out;
 
         r = section(ps, obj, "spill_fraction", fraction_keys, ELEMENTSOF(fraction_keys), &sub);

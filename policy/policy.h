@@ -120,6 +120,30 @@ enum policy_java_executors {
  * (beside the plan's own: cpu.millicores, memory.burst_ratio.max, memory.limit_max,
  * memory.overhead.min).
  */
+/* What the java personality does with a job's published settings at spark-submit
+ * (tuner.apply, sparkshim-tune(1)). */
+enum policy_tuner_apply {
+        POLICY_APPLY_OFF = 0, /* nothing: the personality does not look */
+        POLICY_APPLY_SHOW,    /* one line saying what would be added; nothing added (default) */
+        POLICY_APPLY_SAFE,    /* the job's safe settings only */
+        POLICY_APPLY_EXPLORE, /* the next settings to try (safe after a failure or a retry) */
+};
+
+#define POLICY_SERVICE_DIRS_MAX 8
+#define POLICY_SERVICE_PATH_MAX 1024
+
+/* `sparkshim tune-service` (sparkshim-tune(1)): what it collects, how often, where it
+ * publishes. */
+struct policy_tuner_service {
+        char reports[POLICY_SERVICE_DIRS_MAX][POLICY_SERVICE_PATH_MAX]; /* report directories */
+        size_t n_reports;
+        char eventlogs[POLICY_SERVICE_DIRS_MAX][POLICY_SERVICE_PATH_MAX]; /* spark.eventLog.dir */
+        size_t n_eventlogs;
+        unsigned period_seconds;                   /* between passes; default 300 */
+        char publish_dir[POLICY_SERVICE_PATH_MAX]; /* default /var/lib/sparkshim/published */
+        unsigned expiry_seconds; /* a published file's life; default 7 days */
+};
+
 struct policy_tuner {
         char db[POLICY_PATH_MAX];  /* absolute SQLite path or postgresql:// URL */
         char job_key[256];         /* Spark property naming the job; default spark.app.name */
@@ -134,6 +158,8 @@ struct policy_tuner {
         uint64_t overhead_max;         /* bytes; default 16 GiB */
         double spill_fraction_min, spill_fraction_max; /* default 0.5, 1 */
         uint64_t partitions_min, partitions_max;       /* default 1, 100000 */
+        enum policy_tuner_apply apply;                 /* default show */
+        struct policy_tuner_service service;
 };
 
 /*
@@ -600,3 +626,114 @@ void policy_decommission_from_command(int argc, char *const argv[],
 
 /* "true", "false", "invalid", "unset" */
 const char *policy_decommission_name(enum policy_decommission d);
+
+/* ---- published settings (policy/published.c; sparkshim-tune(1), PUBLISHED SETTINGS) ---- */
+
+/* a published file's name holds at most this many bytes before ".json" */
+#define POLICY_PUBLISHED_NAME_MAX 200
+/* The property a job names itself by at submit, and the one the applied settings are
+ * marked with ("next-<16 hex>" or "safe-<16 hex>"); a job opts out with spark.sparkshim.tune
+ * "off". */
+#define POLICY_JOB_PROPERTY    "spark.sparkshim.job"
+#define POLICY_CONFIG_PROPERTY "spark.sparkshim.config"
+#define POLICY_TUNE_PROPERTY   "spark.sparkshim.tune"
+/*
+ * The file name (in buf, size bytes) of a job's published settings in its owner's
+ * directory: the job's bytes [A-Za-z0-9_.-] as they are (but a leading '.'), every other byte
+ * as %XX, then ".json". -EINVAL for an empty job, -ENAMETOOLONG past
+ * POLICY_PUBLISHED_NAME_MAX (such a job is never published).
+ */
+int policy_published_name(const char *job, char *buf, size_t size);
+/*
+ * Whether key=value may be published and added at submit: 0; -ENOENT for a key outside the
+ * allow-list (sizes, counts, ratios: spark.executor.cores, .memory, .memoryOverhead,
+ * .millicores, .memoryBurst.ratio, .sparkshim.spillFraction,
+ * spark.kubernetes.executor.request.cores, spark.sql.shuffle.partitions and the
+ * spark.executorEnv.SPARKSHIM_* four); -EINVAL for a value not of the key's form.
+ */
+int policy_published_check(const char *key, const char *value);
+
+/* ---- spark-submit arguments (policy/submit-args.c) ---- */
+
+/* The class Spark's launcher starts for spark-submit, pyspark, spark-shell, spark-sql, ... */
+#define POLICY_SUBMIT_CLASS "org.apache.spark.deploy.SparkSubmit"
+/* A properties file of spark-submit is read up to this size */
+#define POLICY_SUBMIT_PROPERTIES_MAX (1024 * 1024)
+
+/* Where a setting of a spark-submit command comes from, weakest first. For one key Spark takes
+ * the strongest source's value, and of one source the last. */
+enum policy_submit_source {
+        POLICY_SUBMIT_PROPERTIES = 0,   /* the (last) --properties-file */
+        POLICY_SUBMIT_EXTRA_PROPERTIES, /* --extra-properties-file, in their order */
+        POLICY_SUBMIT_CONF,             /* --conf KEY=VALUE, -c KEY=VALUE */
+        POLICY_SUBMIT_OPTION,           /* an option Spark maps to the key: --executor-memory */
+};
+
+struct policy_submit_setting {
+        char *key, *value; /* owned by the struct policy_submit */
+        enum policy_submit_source source;
+};
+
+/* What a spark-submit command line sets. policy_submit_init() before use,
+ * policy_submit_free() after; not thread-safe. */
+struct policy_submit {
+        bool submission;                      /* false: --help, --version, --kill, --status,
+                                               * --usage-error, or no primary resource */
+        int resource;                         /* the primary resource's index in argv; else argc */
+        const char *resource_arg;             /* it (points into argv); NULL without */
+        const char *main_class;               /* --class's value (points into argv); NULL */
+        const char *properties_file;          /* the last --properties-file: points into argv */
+        const char **extra_properties_files;  /* --extra-properties-file: point into argv */
+        size_t n_extra_properties_files;
+        struct policy_submit_setting *settings;
+        size_t n_settings, allocated_settings;
+};
+
+void policy_submit_init(struct policy_submit *s);
+/* Frees what s holds (not s); NULL-safe; s is as after policy_submit_init() again. */
+void policy_submit_free(struct policy_submit *s);
+
+/*
+ * Read spark-submit's arguments (argv: argc of them, those after the SparkSubmit class) as
+ * Spark 3.3 to 4.x reads them (SparkSubmitOptionParser, SparkSubmitArguments): options up to
+ * the primary resource, each with its value as the next argument or as --opt=VALUE; the
+ * application's arguments after the resource are never looked at. argv must outlive s.
+ * Returns 0 (s->submission false for a command that submits nothing); -EINVAL with err for
+ * what Spark refuses: an unknown option before the resource, an option without its value,
+ * --conf without '='; -ENOMEM.
+ */
+int policy_submit_parse(int argc, char *const argv[], struct policy_submit *s,
+                        struct policy_error *err);
+
+/*
+ * Add the properties of a Java properties text (java.util.Properties.load: '=', ':' or
+ * blanks between key and value, '#'/'!' comments, backslash continuations and escapes; the
+ * value trimmed as Spark's Utils.getPropertiesFromFile does) as settings of source. name
+ * names the text in err. Returns 0; -EINVAL with err for a malformed \uxxxx escape or a NUL
+ * in a key or value; -ENOMEM.
+ */
+int policy_submit_add_properties(struct policy_submit *s, const char *text, size_t len,
+                                 enum policy_submit_source source, const char *name,
+                                 struct policy_error *err);
+
+/*
+ * Read the files s names (the last --properties-file, each --extra-properties-file) as the
+ * calling user and add their properties: regular files (a FIFO is not waited for) of at most
+ * POLICY_SUBMIT_PROPERTIES_MAX bytes. Returns 0 or -errno with err naming the file.
+ */
+int policy_submit_read_properties(struct policy_submit *s, struct policy_error *err);
+
+/* The value Spark takes for key, or NULL when the command does not set it. */
+const char *policy_submit_get(const struct policy_submit *s, const char *key);
+
+/*
+ * The job a command submits: POLICY_JOB_PROPERTY when set and not empty, else the value of
+ * job_key (the policy's tuner.job_key: spark.app.name by default, which --name sets); for
+ * spark.app.name unset, the name Spark gives the application: the --class, else the primary
+ * resource's file name; else NULL. Points into s (or the argv s was read from).
+ */
+const char *policy_submit_job(const struct policy_submit *s, const char *job_key);
+
+/* True when the command opts out of published settings: POLICY_TUNE_PROPERTY is "off" in any
+ * case. */
+bool policy_submit_opted_out(const struct policy_submit *s);

@@ -145,6 +145,7 @@ static void usage(FILE *f)
               "       sparkshim ingest [--db DB] [--job KEY] FILE...   (the tuner: sparkshim-tune(1))\n"
               "       sparkshim tune --job KEY [--db DB] [--format conf|properties|json]\n"
               "       sparkshim report --job KEY [--db DB] [--json]\n"
+              "       sparkshim tune-service [--once [--force]] [--policy FILE]   (the fleet loop)\n"
               "\n"
               "Enforce a Spark executor's CPU (millicores) and memory (memoryBurst) plan\n"
               "through cgroup v2, as its launch wrapper or as its container's PID 1.\n"
@@ -1257,6 +1258,18 @@ static int java_personality(struct options *o, int argc, char **argv)
                         return cmd_run(o, argc, argv);
                 log_info("java: policy %s has java.executors \"exec\": the executor runs as the JDK's java",
                          o->policy_path);
+        } else {
+                const char *main_class;
+
+                /* spark-submit's JVM: the job's published settings (PUBLISHED SETTINGS AT SUBMIT) */
+                if (policy_java_main_class(argc, argv, &main_class) == POLICY_JAVA_MAIN_CLASS &&
+                    strcmp(main_class, POLICY_SUBMIT_CLASS) == 0)
+                        for (int i = 1; i < argc; i++)
+                                if (argv[i] == main_class) {
+                                        argv = shim_submit_apply(argc, argv, i, o->policy_path,
+                                                                 o->policy_explicit);
+                                        break;
+                                }
         }
         execv(real, argv);
         log_error("java: cannot execute %s: %s", real, strerror(errno));
@@ -1312,17 +1325,17 @@ int main(int argc, char **argv)
                 return SHIM_EXIT_USAGE;
         }
         if (strcmp(command, "ingest") == 0 || strcmp(command, "tune") == 0 ||
-            (strcmp(command, "report") == 0 && wants_history(argc, argv)))
+            strcmp(command, "tune-service") == 0 || (strcmp(command, "report") == 0 && wants_history(argc, argv)))
                 return exec_tuner(argv);
         {
                 static const char *const commands[] = { "run", "plan", "check", "report", "probe", "java-home",
-                                                        "ingest", "tune" };
+                                                        "ingest", "tune", "tune-service" };
                 bool known = false;
 
                 for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                         known = known || strcmp(command, commands[i]) == 0;
                 if (!known) {
-                        log_error("'%s' is not a command; allowed: run, plan, check, report, probe, java-home, ingest, tune (see sparkshim --help)",
+                        log_error("'%s' is not a command; allowed: run, plan, check, report, probe, java-home, ingest, tune, tune-service (see sparkshim --help)",
                                   command);
                         return SHIM_EXIT_USAGE;
                 }

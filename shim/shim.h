@@ -125,3 +125,13 @@ int shim_java_home(const char *jdk, const char *policy, const char *dir, struct 
  */
 int shim_java_locate(const char *argv0, char *real, size_t size, char *policy,
                      size_t policy_size, struct shim_error *err);
+
+/*
+ * The java personality at spark-submit (shim/submit.c): argv (argv[class_index] is the class
+ * org.apache.spark.deploy.SparkSubmit) with the job's published settings added after the class
+ * as the policy at policy_path says (tuner.apply; policy_explicit: a missing file is an error,
+ * not the built-in defaults), or argv itself. Never fails: anything wrong leaves argv as it
+ * is, with one warning line. The result is malloc'd for the exec that follows, never freed.
+ */
+char **shim_submit_apply(int argc, char **argv, int class_index, const char *policy_path,
+                         bool policy_explicit);

@@ -23,25 +23,13 @@
 #include "cli.h"
 #include "config.h"
 #include "eventlog.h"
+#include "ingest.h"
 #include "policy.h"
 #include "store.h"
 #include "util.h"
 
-#define DEFAULT_JOB_KEY "spark.app.name"
 /* an event log's application may start this far after the ingest (clocks differ) */
 #define FUTURE_MS_MAX (INT64_C(24) * 3600 * 1000)
-
-struct ingest {
-        struct tuner_store *store;
-        uint32_t owner_uid;  /* of the file being read: the run is that user's (0: root's) */
-        const char *job;     /* --job */
-        const char *job_key; /* --job-key */
-        size_t line_max;
-        uint64_t input_max;
-        /* the event logs' bounds over the whole run (eventlog.h): a glob of many small bombs
-         * costs what a few do */
-        struct tuner_eventlog_run eventlogs;
-};
 
 /* the runs of one report file and how many executors each had: a hash set (seeded: the ids
  * are the job's) of at most APPS_LISTED runs; reports of further runs are only counted */
@@ -112,8 +100,6 @@ static int count_app(struct app_set *set, const char *app_id)
         return 0;
 }
 
-enum outcome { STORED = 0, REFUSED = 1, STORE_FAILED = -1 };
-
 static int help(FILE *f, int status)
 {
         fputs("usage: sparkshim ingest [--db DB] [--policy FILE] [--job KEY] [--job-key PROPERTY] "
@@ -128,7 +114,7 @@ static int help(FILE *f, int status)
               "  --job KEY           the runs belong to job KEY (instead of the event log's\n"
               "                      PROPERTY)\n"
               "  --job-key PROPERTY  the Spark property that names a run's job (default: the\n"
-              "                      policy's tuner.job_key, " DEFAULT_JOB_KEY ")\n"
+              "                      policy's tuner.job_key, " TUNER_DEFAULT_JOB_KEY ")\n"
               "Each file is stored whole or not at all. An event log may decompress to 1000 x its\n"
               "compressed bytes + 64 MiB (a rolling directory: over all its files); one run, to\n"
               "64 GiB with 256 MiB of such slack (past them: ingest the rest in another run).\n"
@@ -149,7 +135,8 @@ static const char *printable(const char *s, char *buf, size_t size)
         return buf;
 }
 
-static enum outcome store_failed(struct ingest *in, const char *path, const struct shim_error *err)
+static enum tuner_ingest_outcome store_failed(struct tuner_ingest *in, const char *path,
+                                              const struct shim_error *err)
 {
         char p[512];
 
@@ -158,7 +145,8 @@ static enum outcome store_failed(struct ingest *in, const char *path, const stru
         return STORE_FAILED;
 }
 
-static enum outcome refuse(struct ingest *in, const char *path, unsigned line, const char *why)
+static enum tuner_ingest_outcome refuse(struct tuner_ingest *in, const char *path, unsigned line,
+                                        const char *why)
 {
         char p[512];
 
@@ -171,7 +159,7 @@ static enum outcome refuse(struct ingest *in, const char *path, unsigned line, c
 }
 
 /* one line of a report file: 0, or the outcome that ends the file */
-static int report_line(struct ingest *in, const char *path, unsigned lineno, const char *line,
+static int report_line(struct tuner_ingest *in, const char *path, unsigned lineno, const char *line,
                        size_t len, struct app_set *apps)
 {
         struct shim_error err = {0};
@@ -196,10 +184,12 @@ static int report_line(struct ingest *in, const char *path, unsigned lineno, con
                                           : store_failed(in, path, &err);
         if (count_app(apps, e.app_id) < 0)
                 return refuse(in, path, lineno, "out of memory");
+        if (in->touched && in->touched(in->userdata, e.app_id) < 0)
+                return refuse(in, path, lineno, "out of memory");
         return 0;
 }
 
-static enum outcome ingest_reports(struct ingest *in, const char *path, int fd)
+enum tuner_ingest_outcome tuner_ingest_reports(struct tuner_ingest *in, const char *path, int fd)
 {
         _cleanup_free_ char *line = NULL;
         _cleanup_(app_set_free) struct app_set apps = {0};
@@ -207,11 +197,17 @@ static enum outcome ingest_reports(struct ingest *in, const char *path, int fd)
         char chunk[65536], p[512], id[TUNER_APP_ID_MAX], job[TUNER_JOB_MAX];
         size_t len = 0, cap = 0;
         uint64_t total = 0;
+        int64_t done = in->from; /* the offset past the last complete line */
         unsigned lineno = 1;
         int r;
 
         if (tuner_store_begin(in->store, &err) < 0)
                 return store_failed(in, path, &err);
+        if (in->from > 0 && lseek(fd, in->from, SEEK_SET) < 0) {
+                snprintf(chunk, sizeof(chunk), "cannot seek to %" PRId64 ": %s", in->from,
+                         strerror(errno));
+                return refuse(in, path, 0, chunk);
+        }
         for (;;) {
                 ssize_t n = read(fd, chunk, sizeof(chunk));
                 const char *c = chunk, *end;
@@ -268,12 +264,23 @@ static enum outcome ingest_reports(struct ingest *in, const char *path, int fd)
                         len = 0;
                         lineno++;
                         c = nl + 1;
+                        done = in->from + (int64_t)total - (int64_t)(end - c);
                 }
         }
-        if (len > 0 && (r = report_line(in, path, lineno, line, len, &apps)) != 0)
+        /* a last line without its newline: the whole of it, unless the file may still grow
+         * (the service reads it again from done) */
+        if (len > 0 && !in->complete_lines &&
+            (r = report_line(in, path, lineno, line, len, &apps)) != 0)
                 return r;
+        if (in->checkpoint) {
+                in->checkpoint->offset = done;
+                if (tuner_store_put_file(in->store, in->checkpoint, &err) < 0)
+                        return store_failed(in, path, &err);
+        }
         if (tuner_store_commit(in->store, &err) < 0)
                 return store_failed(in, path, &err);
+        if (in->quiet)
+                return STORED;
         if (apps.n == 0)
                 printf("%s: no final executor report of a Spark application\n",
                        printable(path, p, sizeof(p)));
@@ -289,8 +296,10 @@ static enum outcome ingest_reports(struct ingest *in, const char *path, int fd)
         return STORED;
 }
 
-/* the run's job: --job, else the event log's property job_key */
-static char *job_of(struct ingest *in, const struct tuner_app *app)
+/* the run's job: --job, else the job the submit named it by (spark.sparkshim.job, which the
+ * java personality adds when it applies published settings), else the event log's property
+ * job_key */
+static char *job_of(struct tuner_ingest *in, const struct tuner_app *app)
 {
         json_t *conf;
         const char *v;
@@ -301,20 +310,22 @@ static char *job_of(struct ingest *in, const struct tuner_app *app)
         if (!app->conf_json)
                 return NULL;
         conf = json_loads(app->conf_json, 0, NULL);
-        v = json_string_value(json_object_get(conf, in->job_key));
+        v = json_string_value(json_object_get(conf, POLICY_JOB_PROPERTY));
+        if (!v || !*v)
+                v = json_string_value(json_object_get(conf, in->job_key));
         if (v && *v && strlen(v) < TUNER_JOB_MAX)
                 job = strdup(v);
         json_decref(conf);
         return job;
 }
 
-static enum outcome ingest_eventlog(struct ingest *in, const char *path)
+enum tuner_ingest_outcome tuner_ingest_eventlog(struct tuner_ingest *in, const char *path)
 {
         struct tuner_app app = {0};
         struct shim_error err = {0};
         _cleanup_free_ char *job = NULL;
         char p[512], id[TUNER_APP_ID_MAX], j[TUNER_JOB_MAX];
-        enum outcome o;
+        enum tuner_ingest_outcome o;
         int r;
 
         r = tuner_eventlog_read_run(path, &in->eventlogs, &app, &err);
@@ -340,11 +351,21 @@ static enum outcome ingest_eventlog(struct ingest *in, const char *path)
         if (tuner_store_begin(in->store, &err) < 0 ||
             tuner_store_put_app(in->store, job, &app, &err) < 0 ||
             (in->job && tuner_store_set_job(in->store, app.app_id, in->job, &err) < 0) ||
+            (in->checkpoint && tuner_store_put_file(in->store, in->checkpoint, &err) < 0) ||
             tuner_store_commit(in->store, &err) < 0) {
                 o = err.error == EINVAL || err.error == EPERM ? refuse(in, path, 0, err.text)
                                                               : store_failed(in, path, &err);
                 tuner_app_free(&app);
                 return o;
+        }
+        if (in->touched && in->touched(in->userdata, app.app_id) < 0) {
+                tuner_app_free(&app);
+                log_error("%s: out of memory", printable(path, p, sizeof(p)));
+                return STORE_FAILED;
+        }
+        if (in->quiet) {
+                tuner_app_free(&app);
+                return STORED;
         }
         printf("%s: run %s: event log, %zu stage attempts, %zu executors, %s, job %s\n",
                printable(path, p, sizeof(p)), printable(app.app_id, id, sizeof(id)), app.n_stages,
@@ -355,7 +376,7 @@ static enum outcome ingest_eventlog(struct ingest *in, const char *path)
         return STORED;
 }
 
-static enum outcome ingest_path(struct ingest *in, const char *path)
+static enum tuner_ingest_outcome ingest_path(struct tuner_ingest *in, const char *path)
 {
         _cleanup_close_ int fd = -1;
         struct stat st;
@@ -368,10 +389,10 @@ static enum outcome ingest_path(struct ingest *in, const char *path)
                         return refuse(in, "standard input", 0, why);
                 }
                 in->owner_uid = (uint32_t)geteuid(); /* whoever runs ingest gave it */
-                return ingest_reports(in, "standard input", fd);
+                return tuner_ingest_reports(in, "standard input", fd);
         }
         if (tuner_eventlog_detect(path))
-                return ingest_eventlog(in, path);
+                return tuner_ingest_eventlog(in, path);
         /* O_NONBLOCK: a FIFO without a writer must not block the open; it is refused below.
          * O_NOFOLLOW: the files are the job's users', root reads no file a symlink names */
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
@@ -391,7 +412,7 @@ static enum outcome ingest_path(struct ingest *in, const char *path)
                 return refuse(in, path, 0,
                               "not a regular file; give a file, or - for standard input");
         in->owner_uid = (uint32_t)st.st_uid;
-        return ingest_reports(in, path, fd);
+        return tuner_ingest_reports(in, path, fd);
 }
 
 int tuner_cli_ingest(int argc, char **argv)
@@ -401,8 +422,8 @@ int tuner_cli_ingest(int argc, char **argv)
             {"job-key", required_argument, NULL, 'k'}, {"policy", required_argument, NULL, 'p'},
             {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
         };
-        struct ingest in = {
-            .job_key = DEFAULT_JOB_KEY,
+        struct tuner_ingest in = {
+            .job_key = TUNER_DEFAULT_JOB_KEY,
             .line_max = TUNER_REPORT_LINE_MAX,
             .input_max = TUNER_REPORT_INPUT_MAX,
         };
@@ -465,7 +486,7 @@ int tuner_cli_ingest(int argc, char **argv)
                 return TUNER_EXIT_STORE;
         }
         for (int i = optind; i < argc; i++) {
-                enum outcome o = ingest_path(&in, argv[i]);
+                enum tuner_ingest_outcome o = ingest_path(&in, argv[i]);
 
                 if (o == STORE_FAILED) {
                         status = TUNER_EXIT_STORE;

@@ -17,6 +17,7 @@ static int usage(FILE *f, int status)
               "       sparkshim tune --job KEY [--db DB] [--policy FILE] [--format "
               "conf|properties|json]\n"
               "       sparkshim report --job KEY [--db DB] [--json]\n"
+              "       sparkshim tune-service [--once [--force]] [--policy FILE] [--db DB]\n"
               "DB is a SQLite file (default " TUNER_DEFAULT_DB ") or a PostgreSQL\n"
               "postgresql:// URI or key=value connection string (its password in ~/.pgpass).\n"
               "See sparkshim-tune(1).\n",
@@ -41,6 +42,8 @@ int main(int argc, char **argv)
                 return tuner_cli_tune(argc - 1, argv + 1);
         if (strcmp(command, "report") == 0)
                 return tuner_cli_report(argc - 1, argv + 1);
-        log_error("%s: unknown command; allowed: ingest, tune, report", command);
+        if (strcmp(command, "tune-service") == 0)
+                return tuner_cli_service(argc - 1, argv + 1);
+        log_error("%s: unknown command; allowed: ingest, tune, report, tune-service", command);
         return SHIM_EXIT_USAGE;
 }

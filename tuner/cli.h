@@ -25,6 +25,7 @@ enum {
 int tuner_cli_ingest(int argc, char **argv);
 int tuner_cli_tune(int argc, char **argv);
 int tuner_cli_report(int argc, char **argv);
+int tuner_cli_service(int argc, char **argv); /* service.c */
 
 /* Load the policy (the built-in defaults when the default path is missing and path was not
  * given); 0, or SHIM_EXIT_POLICY after logging why. */

@@ -19,6 +19,8 @@
 
 #include <jansson.h>
 
+#include "policy.h"
+#include "publish.h"
 #include "store-internal.h"
 #include "util.h"
 
@@ -157,6 +159,11 @@ enum stmt_id {
         S_VERSION,
         S_RUN_OWNER,
         S_JOB_OWNERS,
+        S_FILES_ALL,
+        S_FILE_PUT,
+        S_RUN_KEY,
+        S_STATE_GET,
+        S_STATE_PUT,
         S_COUNT,
 };
 
@@ -333,6 +340,25 @@ static char *build(enum stmt_id id)
                 add(&t, "SELECT DISTINCT " RUN_OWNER_OF_R
                         " AS o FROM runs r WHERE r.job = $1 AND " HAS_DATA " AND " RUN_OWNER_OF_R
                         " <> 0 ORDER BY o");
+                break;
+        case S_FILES_ALL:
+                add(&t, "SELECT dev, ino, size, mtime_ns, done_offset FROM ingested_files");
+                break;
+        case S_FILE_PUT:
+                add(&t, "INSERT INTO ingested_files (dev, ino, size, mtime_ns, done_offset) "
+                        "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (dev, ino) DO UPDATE SET "
+                        "size = excluded.size, mtime_ns = excluded.mtime_ns, "
+                        "done_offset = excluded.done_offset");
+                break;
+        case S_RUN_KEY:
+                add(&t, "SELECT r.job, " RUN_OWNER_OF_R " FROM runs r WHERE r.app_id = $1");
+                break;
+        case S_STATE_GET:
+                add(&t, "SELECT value FROM service_state WHERE name = $1");
+                break;
+        case S_STATE_PUT:
+                add(&t, "INSERT INTO service_state (name, value) VALUES ($1, $2) "
+                        "ON CONFLICT (name) DO UPDATE SET value = excluded.value");
                 break;
         case S_COUNT:
                 break;
@@ -605,6 +631,17 @@ static int create_schema(struct tuner_store *s, struct shim_error *err)
         if ((r = exec_text(s, &t, err)) < 0)
                 goto fail;
         add_table(&t, "stages", true, stage_columns, N(stage_columns), "app_id, stage_id, attempt");
+        if ((r = exec_text(s, &t, err)) < 0)
+                goto fail;
+        /* `sparkshim tune-service`: a checkpoint per file read (tuner_store_put_file()) and
+         * the service's own state; tables a store of sparkshim 1's schema gains as they are */
+        add(&t, "CREATE TABLE IF NOT EXISTS ingested_files (dev BIGINT NOT NULL, ino BIGINT NOT "
+                "NULL, size BIGINT NOT NULL, mtime_ns BIGINT NOT NULL, done_offset BIGINT NOT "
+                "NULL, PRIMARY KEY (dev, ino))");
+        if ((r = exec_text(s, &t, err)) < 0)
+                goto fail;
+        add(&t, "CREATE TABLE IF NOT EXISTS service_state (name TEXT NOT NULL PRIMARY KEY, "
+                "value BIGINT NOT NULL)");
         if ((r = exec_text(s, &t, err)) < 0)
                 goto fail;
         add(&t,
@@ -1287,6 +1324,9 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
                 v = conf_get(conf, "spark.sql.shuffle.partitions");
                 if (v && util_parse_u64(v, &u) == 0 && u <= UINT32_MAX)
                         run->params.shuffle_partitions = (uint32_t)u;
+                v = conf_get(conf, POLICY_CONFIG_PROPERTY);
+                if (v && tuner_config_id_valid(v))
+                        snprintf(run->config, sizeof(run->config), "%s", v);
                 json_decref(conf);
         }
         if (n > 0) {
@@ -1520,4 +1560,105 @@ int tuner_store_jobs(struct tuner_store *s, struct tuner_store_job **ret, size_t
         jobs = NULL;
         *ret_n = n;
         return 0;
+}
+
+/* ---------------------------------------------------------------- tune-service */
+
+int tuner_store_files(struct tuner_store *s, int (*each)(void *, const struct tuner_store_file *),
+                      void *userdata, struct shim_error *err)
+{
+        struct store_stmt *st = NULL;
+        int r;
+
+        if ((r = stmt(s, S_FILES_ALL, &st, err)) < 0)
+                return r;
+        while ((r = s->ops->step(st, err)) > 0) {
+                struct tuner_store_file f = {
+                    .dev = (uint64_t)s->ops->column_int64(st, 0),
+                    .ino = (uint64_t)s->ops->column_int64(st, 1),
+                    .size = s->ops->column_int64(st, 2),
+                    .mtime_ns = s->ops->column_int64(st, 3),
+                    .offset = s->ops->column_int64(st, 4),
+                };
+
+                if ((r = each(userdata, &f)) < 0) {
+                        r = shim_error_set(err, -r, "%s", strerror(-r));
+                        break;
+                }
+        }
+        s->ops->reset(st);
+        return r < 0 ? r : 0;
+}
+
+int tuner_store_put_file(struct tuner_store *s, const struct tuner_store_file *f,
+                         struct shim_error *err)
+{
+        struct store_stmt *st = NULL;
+        int r;
+
+        if ((r = stmt(s, S_FILE_PUT, &st, err)) < 0)
+                return r;
+        /* dev and ino as the bits of a signed 64-bit integer (both backends' BIGINT) */
+        if ((r = s->ops->bind_int64(st, 1, (int64_t)f->dev)) >= 0 &&
+            (r = s->ops->bind_int64(st, 2, (int64_t)f->ino)) >= 0 &&
+            (r = s->ops->bind_int64(st, 3, f->size)) >= 0 &&
+            (r = s->ops->bind_int64(st, 4, f->mtime_ns)) >= 0)
+                r = s->ops->bind_int64(st, 5, f->offset);
+        return run_done(s, st, r, err);
+}
+
+int tuner_store_run_key(struct tuner_store *s, const char *app_id, char job[TUNER_JOB_MAX],
+                        uint32_t *owner, struct shim_error *err)
+{
+        struct store_stmt *st = NULL;
+        int r;
+
+        if ((r = stmt(s, S_RUN_KEY, &st, err)) < 0)
+                return r;
+        if ((r = bind_text(s, st, 1, app_id)) < 0) {
+                s->ops->reset(st);
+                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+        }
+        r = s->ops->step(st, err);
+        if (r > 0) {
+                const char *j = s->ops->column_text(st, 0);
+
+                snprintf(job, TUNER_JOB_MAX, "%s", j ? j : "");
+                *owner = (uint32_t)s->ops->column_int64(st, 1);
+                r = j && *j ? 1 : 0;
+        }
+        s->ops->reset(st);
+        return r;
+}
+
+int tuner_store_state(struct tuner_store *s, const char *name, int64_t *value,
+                      struct shim_error *err)
+{
+        struct store_stmt *st = NULL;
+        int r;
+
+        if ((r = stmt(s, S_STATE_GET, &st, err)) < 0)
+                return r;
+        if ((r = bind_text(s, st, 1, name)) < 0) {
+                s->ops->reset(st);
+                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+        }
+        r = s->ops->step(st, err);
+        if (r > 0)
+                *value = s->ops->column_int64(st, 0);
+        s->ops->reset(st);
+        return r;
+}
+
+int tuner_store_set_state(struct tuner_store *s, const char *name, int64_t value,
+                          struct shim_error *err)
+{
+        struct store_stmt *st = NULL;
+        int r;
+
+        if ((r = stmt(s, S_STATE_PUT, &st, err)) < 0)
+                return r;
+        if ((r = bind_text(s, st, 1, name)) >= 0)
+                r = s->ops->bind_int64(st, 2, value);
+        return run_done(s, st, r, err);
 }

@@ -98,6 +98,29 @@ struct tuner_store_job {
 int tuner_store_jobs(struct tuner_store *s, struct tuner_store_job **ret, size_t *ret_n,
                      struct shim_error *err);
 
+/* ---- `sparkshim tune-service` (service.c) ---- */
+
+/* What a pass has read of one file: the file as it was (device, inode, size, mtime) and how
+ * far its complete lines were stored. Stored in the transaction of what was read, so that a
+ * crash never loses or doubles a file. */
+struct tuner_store_file {
+        uint64_t dev, ino;
+        int64_t size, mtime_ns, offset;
+};
+/* Every checkpoint, each given to each() (whose -errno ends the walk). */
+int tuner_store_files(struct tuner_store *s, int (*each)(void *, const struct tuner_store_file *),
+                      void *userdata, struct shim_error *err);
+int tuner_store_put_file(struct tuner_store *s, const struct tuner_store_file *f,
+                         struct shim_error *err);
+/* The job and owner (0: none) of run app_id: 1, or 0 when it has no job or is unknown. */
+int tuner_store_run_key(struct tuner_store *s, const char *app_id, char job[TUNER_JOB_MAX],
+                        uint32_t *owner, struct shim_error *err);
+/* A named integer of the service's (the last pass's time): 1 and *value, 0 when unset. */
+int tuner_store_state(struct tuner_store *s, const char *name, int64_t *value,
+                      struct shim_error *err);
+int tuner_store_set_state(struct tuner_store *s, const char *name, int64_t value,
+                          struct shim_error *err);
+
 /* ---- report lines (report-ingest.c) ---- */
 
 /* The same bounds as `sparkshim report` (measure/report-read.h) */

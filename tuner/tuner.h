@@ -183,6 +183,9 @@ struct tuner_run {
         /* the user whose event log (or, without one, whose report files) made the run; 0 for
          * root */
         uint32_t owner_uid;
+        /* the published settings the run was submitted with (its spark.sparkshim.config,
+         * "next-<16 hex>" or "safe-<16 hex>"); "" for none or any other value */
+        char config[24];
 };
 
 /*

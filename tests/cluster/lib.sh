@@ -141,13 +141,14 @@ install_package() {
   export SPARKSHIM AGENT_LIB SPARKSHIM_DEB
 }
 
-# install_test_policy CGROUP_PARENT REPORT_DIR AGENT_JSON SAVE_DIR
+# install_test_policy CGROUP_PARENT REPORT_DIR AGENT_JSON SAVE_DIR [EXTRA_JSON]
 #   The java personality reads /etc/sparkshim/policy.json only: a suite installs its own
 #   for the run (fail_mode open, grace 5 s, CGROUP_PARENT, one report file per executor
-#   in REPORT_DIR named after its app and executor id, the "agent" section AGENT_JSON)
-#   under an exclusive lock on /run/lock/sparkshim-test-policy.lock, held until the
-#   calling shell exits. Take it after install_package (the other order deadlocks with a
-#   suite that waits for this lock while holding the package's). What was there is saved
+#   in REPORT_DIR named after its app and executor id, the "agent" section AGENT_JSON, and
+#   the top-level sections of EXTRA_JSON, e.g. a "tuner") under an exclusive lock on
+#   /run/lock/sparkshim-test-policy.lock, held until the calling shell exits. Take it
+#   after install_package (the other order deadlocks with a suite that waits for this lock
+#   while holding the package's). What was there is saved
 #   in SAVE_DIR; restore_test_policy (from the suite's EXIT trap) puts it back. Waits in
 #   5 s steps (a TERM is handled between them), saying so every minute, at most 900 s.
 SPARKSHIM_TEST_POLICY_STATE=untouched # untouched | created-dir | created-file | replaced
@@ -176,9 +177,9 @@ install_test_policy() {
     mkdir -m 0755 /etc/sparkshim
     SPARKSHIM_TEST_POLICY_STATE=created-dir
   fi
-  python3 - "$save/policy.new" "$reports" "$parent" "$agent" <<'PY' || return 1
+  python3 - "$save/policy.new" "$reports" "$parent" "$agent" "${5:-{\}}" <<'PY' || return 1
 import json, sys
-out, reports, parent, agent = sys.argv[1:5]
+out, reports, parent, agent, extra = sys.argv[1:6]
 policy = {
     "version": 1,
     "fail_mode": "open",
@@ -187,6 +188,7 @@ policy = {
     "report": {"path": reports + "/{app_id}.{executor_id}.jsonl", "interval_seconds": 2},
     "agent": json.loads(agent),
 }
+policy.update(json.loads(extra))
 with open(out, "w") as f:
     json.dump(policy, f, indent=2)
     f.write("\n")

@@ -46,7 +46,7 @@ wait_filled() { # LEAF: until a process of a shim started in the background is i
 	i=0
 	until [ -n "$(cat "$cg/$1/cgroup.procs" 2>/dev/null)" ]; do
 		i=$((i + 1))
-		[ $i -lt 100 ] || fail "the leaf $1 never filled"
+		[ $i -lt 1200 ] || fail "the leaf $1 never filled"
 		sleep 0.05
 	done
 }
@@ -81,8 +81,11 @@ echo "ok: a leaf sparkshim did not create is left alone; the newcomer runs in $(
 
 # a live shim's leaf: the newcomer does not touch it and runs (measured) in a fresh leaf;
 # a Prometheus file named after {name} is the newcomer's own, never the first shim's
+# (the first shim's executor waits for a gate, not a time: under load the newcomer may take
+# longer than any sleep to start)
 "$shim" run --policy open.json --memory 256m --name live --report live.jsonl \
-	--prometheus "$tmp/prom-{name}.prom" -- sleep 3 >live.out 2>live.err &
+	--prometheus "$tmp/prom-{name}.prom" -- sh -c 'until [ -e "$0" ]; do sleep 0.1; done' \
+	"$tmp/live.gate" >live.out 2>live.err &
 first=$!
 wait_filled live
 "$shim" run --policy open.json --memory 256m --name live --report r.jsonl \
@@ -94,6 +97,7 @@ leaf_of | grep -q "/$parent/live-[0-9a-f]\{8\}\$" || fail "the newcomer ran in '
 [ -n "$(cat "$cg/live/cgroup.procs")" ] || fail "the live leaf was emptied"
 [ -f prom-live.prom ] || fail "the first shim's Prometheus file is gone"
 ! grep -q "live-" prom-live.prom || fail "the newcomer wrote the first shim's Prometheus file"
+touch "$tmp/live.gate"
 wait $first || fail "the first shim failed: $(cat live.err)"
 echo "ok: a live shim's leaf is left alone; the newcomer runs in $(leaf_of)"
 

@@ -128,6 +128,21 @@ for page in sparkshim sparkshim-policy sparkshim-report sparkshim-agent sparkshi
   esac
 done
 
+# the fleet tuner's units: installed, valid to systemd, the service's command the tuner's
+for u in sparkshim-tune.service sparkshim-tune.timer; do
+  [ -f "/lib/systemd/system/$u" ] || fail "/lib/systemd/system/$u not installed"
+done
+if command -v systemd-analyze >/dev/null; then
+  if out=$(systemd-analyze verify --man=no /lib/systemd/system/sparkshim-tune.service \
+    /lib/systemd/system/sparkshim-tune.timer 2>&1) && [ -z "$out" ]; then
+    progress "systemd-analyze verify: sparkshim-tune.service and .timer clean"
+  else
+    fail "systemd-analyze verify: $out"
+  fi
+fi
+exec_start=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/sparkshim-tune.service)
+$exec_start --help >/dev/null || fail "the service's command '$exec_start --help' failed"
+
 conffiles=$(dpkg-query -W -f='${Conffiles}' sparkshim)
 for c in "/etc/sparkshim/policy.json $SRC/conf/policy-default.json" \
   "/etc/logrotate.d/sparkshim $SRC/packaging/logrotate"; do

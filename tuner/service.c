@@ -1,0 +1,632 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `sparkshim tune-service` (sparkshim-tune(1)): the fleet loop's collecting half. One pass
+ * reads what is new in the policy's report and event log directories into the history, then
+ * publishes, for every (owner, job) whose runs it touched, the next run's settings
+ * (publish.h). `--once` makes one pass when one is due (the systemd timer's way); without it
+ * the command passes every tuner.service.period_seconds until SIGTERM (a container's way).
+ *
+ * Incremental: every file read has a checkpoint in the store (device, inode, size, mtime,
+ * and for a report file the offset past its last complete line), written in the transaction
+ * of what was read: a crash, a restart, a store that goes away mid-pass lose or double
+ * nothing, and the next pass reads what the last did not. A pass costs a directory walk and
+ * one hash lookup per known file, plus what is new.
+ *
+ *   - report files (append-only JSON lines) are read from their offset, complete lines only;
+ *     a file whose size went below its offset (truncated, or a new file on the same inode)
+ *     is read from the start; the store's upserts make a re-read harmless;
+ *   - an event log is read whole when its (size, mtime) changed; a name ending .inprogress
+ *     (Spark's, while the application runs) waits until it is renamed, or until it has not
+ *     changed for TUNER_SERVICE_STALE_SECONDS (the driver died: the run is stored, not
+ *     ended). A rename keeps the inode, so a log read before it is not read again; a copy
+ *     compressed after rotation is a new file, read once more into the same run;
+ *   - a rolling event log directory (eventlog_v2_*) is read when its mtime changed and it
+ *     holds no appstatus_*.inprogress (or that is stale).
+ * A file refused (a bad line, too large) keeps a checkpoint too, and is read again only once
+ * it changes. No symbolic link is followed; files are opened below the walked directory.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "config.h"
+#include "ingest.h"
+#include "policy.h"
+#include "publish.h"
+#include "store.h"
+#include "util.h"
+
+#define TUNER_SERVICE_STALE_SECONDS (24 * 3600)
+#define WALK_DEPTH_MAX              8
+#define LAST_PASS                   "last_pass"
+
+/* ---------------------------------------------------------------- checkpoints */
+
+struct checkpoints {
+        struct tuner_store_file *v; /* open addressing; ino == 0 && dev == 0: empty */
+        size_t cap, n;
+};
+
+static size_t slot_of(const struct checkpoints *c, uint64_t dev, uint64_t ino)
+{
+        uint64_t h = (dev * UINT64_C(0x9e3779b97f4a7c15)) ^ (ino * UINT64_C(0xc2b2ae3d27d4eb4f));
+
+        h ^= h >> 31;
+        return (size_t)(h & (c->cap - 1));
+}
+
+static int checkpoints_grow(struct checkpoints *c)
+{
+        struct checkpoints bigger = {.cap = c->cap ? c->cap * 2 : 1024};
+
+        bigger.v = calloc(bigger.cap, sizeof(*bigger.v));
+        if (!bigger.v)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->cap; i++) {
+                const struct tuner_store_file *f = &c->v[i];
+                size_t s;
+
+                if (!f->dev && !f->ino)
+                        continue;
+                for (s = slot_of(&bigger, f->dev, f->ino); bigger.v[s].dev || bigger.v[s].ino;
+                     s = (s + 1) & (bigger.cap - 1))
+                        ;
+                bigger.v[s] = *f;
+        }
+        bigger.n = c->n;
+        free(c->v);
+        *c = bigger;
+        return 0;
+}
+
+static struct tuner_store_file *checkpoint_find(struct checkpoints *c, uint64_t dev, uint64_t ino)
+{
+        if (!c->cap)
+                return NULL;
+        for (size_t s = slot_of(c, dev, ino); c->v[s].dev || c->v[s].ino;
+             s = (s + 1) & (c->cap - 1))
+                if (c->v[s].dev == dev && c->v[s].ino == ino)
+                        return &c->v[s];
+        return NULL;
+}
+
+static int checkpoint_put(void *userdata, const struct tuner_store_file *f)
+{
+        struct checkpoints *c = userdata;
+        struct tuner_store_file *old = checkpoint_find(c, f->dev, f->ino);
+        size_t s;
+
+        if (old) {
+                *old = *f;
+                return 0;
+        }
+        if ((c->n + 1) * 2 > c->cap && checkpoints_grow(c) < 0)
+                return -ENOMEM;
+        for (s = slot_of(c, f->dev, f->ino); c->v[s].dev || c->v[s].ino; s = (s + 1) & (c->cap - 1))
+                ;
+        c->v[s] = *f;
+        c->n++;
+        return 0;
+}
+
+/* ---------------------------------------------------------------- touched runs */
+
+struct touched {
+        char (*ids)[TUNER_APP_ID_MAX];
+        size_t n, cap;
+};
+
+static int touch(void *userdata, const char *app_id)
+{
+        struct touched *t = userdata;
+
+        /* files list their runs in order: the same run twice in a row is the common case */
+        if (t->n && strcmp(t->ids[t->n - 1], app_id) == 0)
+                return 0;
+        if (t->n == t->cap) {
+                size_t cap = t->cap ? t->cap * 2 : 64;
+                void *p = realloc(t->ids, cap * sizeof(*t->ids));
+
+                if (!p)
+                        return -ENOMEM;
+                t->ids = p;
+                t->cap = cap;
+        }
+        snprintf(t->ids[t->n++], TUNER_APP_ID_MAX, "%s", app_id);
+        return 0;
+}
+
+/* ---------------------------------------------------------------- the pass */
+
+struct pass {
+        const struct policy *policy;
+        struct tuner_ingest in;
+        struct checkpoints known;
+        struct touched touched;
+        time_t now;
+        unsigned long files, known_files, read, refused, waiting, published;
+        bool store_failed;
+};
+
+static int64_t mtime_ns(const struct stat *st)
+{
+        return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+static bool unchanged(const struct tuner_store_file *k, const struct stat *st)
+{
+        return k && k->size == (int64_t)st->st_size && k->mtime_ns == mtime_ns(st);
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+        size_t n = strlen(s), k = strlen(suffix);
+
+        return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* a refused file keeps a checkpoint (read again only once it changes), in a transaction of
+ * its own: the refusal rolled back the file's */
+static void remember_refused(struct pass *ps, const struct tuner_store_file *f)
+{
+        struct shim_error err = {0};
+
+        if (tuner_store_begin(ps->in.store, &err) < 0 ||
+            tuner_store_put_file(ps->in.store, f, &err) < 0 ||
+            tuner_store_commit(ps->in.store, &err) < 0) {
+                tuner_store_rollback(ps->in.store, NULL);
+                log_error("history store: %s", err.text);
+                ps->store_failed = true;
+                return;
+        }
+        (void)checkpoint_put(&ps->known, f);
+}
+
+static void outcome(struct pass *ps, enum tuner_ingest_outcome o, const struct tuner_store_file *f)
+{
+        if (o == STORE_FAILED) {
+                ps->store_failed = true;
+                return;
+        }
+        if (o == REFUSED) {
+                ps->refused++;
+                remember_refused(ps, f);
+                return;
+        }
+        ps->read++;
+        (void)checkpoint_put(&ps->known, f);
+}
+
+/* a report file the walk found (st, from its fstatat): opened only when it changed */
+static void report_file(struct pass *ps, int dirfd, const char *name, const char *path,
+                        const struct stat *seen)
+{
+        _cleanup_close_ int fd = -1;
+        struct tuner_store_file f;
+        const struct tuner_store_file *k;
+        struct stat st;
+
+        k = checkpoint_find(&ps->known, (uint64_t)seen->st_dev, (uint64_t)seen->st_ino);
+        if (unchanged(k, seen)) {
+                ps->known_files++;
+                return;
+        }
+        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return; /* gone, or swapped for something else since the walk saw it */
+        /* what is read is the file opened: its identity, size and owner from the descriptor */
+        k = checkpoint_find(&ps->known, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+        if (unchanged(k, &st)) {
+                ps->known_files++;
+                return;
+        }
+        f = (struct tuner_store_file){
+            .dev = (uint64_t)st.st_dev,
+            .ino = (uint64_t)st.st_ino,
+            .size = (int64_t)st.st_size,
+            .mtime_ns = mtime_ns(&st),
+            /* grown: from the last complete line read; shrunk: a new file, from the start */
+            .offset = k && k->offset <= (int64_t)st.st_size ? k->offset : 0,
+        };
+        ps->in.owner_uid = (uint32_t)st.st_uid;
+        ps->in.from = f.offset;
+        ps->in.checkpoint = &f;
+        /* the offset becomes the end of the last complete line (a partial last line is read
+         * again once it is complete) */
+        outcome(ps, tuner_ingest_reports(&ps->in, path, fd), &f);
+        ps->in.checkpoint = NULL;
+}
+
+/* Is an event log still being written: Spark's .inprogress name (or a rolling directory's
+ * appstatus_*.inprogress), unchanged for less than TUNER_SERVICE_STALE_SECONDS? */
+static bool in_progress(struct pass *ps, int fd, const char *name, const struct stat *st)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *e;
+        bool marked = false;
+        int dfd;
+
+        if (ps->now - st->st_mtim.tv_sec >= TUNER_SERVICE_STALE_SECONDS)
+                return false;
+        if (!S_ISDIR(st->st_mode))
+                return has_suffix(name, ".inprogress");
+        dfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0 || !(d = fdopendir(dfd))) {
+                if (dfd >= 0)
+                        close(dfd);
+                return true; /* unreadable now: try again next pass */
+        }
+        while (!marked && (e = readdir(d)))
+                marked = strncmp(e->d_name, "appstatus_", 10) == 0 &&
+                         has_suffix(e->d_name, ".inprogress");
+        return marked;
+}
+
+static void eventlog_entry(struct pass *ps, int dirfd, const char *name, const char *path,
+                           const struct stat *st)
+{
+        struct tuner_store_file f = {
+            .dev = (uint64_t)st->st_dev,
+            .ino = (uint64_t)st->st_ino,
+            .size = S_ISDIR(st->st_mode) ? 0 : (int64_t)st->st_size,
+            .mtime_ns = mtime_ns(st),
+        };
+        const struct tuner_store_file *k = checkpoint_find(&ps->known, f.dev, f.ino);
+
+        if (S_ISDIR(st->st_mode) && strncmp(name, "eventlog_v2_", 12) != 0)
+                return;
+        if (unchanged(k, st) || (k && S_ISDIR(st->st_mode) && k->mtime_ns == f.mtime_ns)) {
+                ps->known_files++;
+                return;
+        }
+        if (in_progress(ps, dirfd, name, st)) {
+                ps->waiting++;
+                return;
+        }
+        f.offset = f.size;
+        /* each file within its own bounds (eventlog.h); a pass may read many */
+        ps->in.eventlogs = (struct tuner_eventlog_run){0};
+        ps->in.checkpoint = &f;
+        outcome(ps, tuner_ingest_eventlog(&ps->in, path), &f);
+        ps->in.checkpoint = NULL;
+}
+
+enum dir_kind { REPORTS, EVENTLOGS };
+
+static void walk(struct pass *ps, int parent, const char *name, const char *path,
+                 enum dir_kind kind, unsigned depth)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *e;
+        int fd;
+
+        fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                if (depth == 0)
+                        log_warn("tune-service: %s: %s; skipped this pass", path,
+                                 errno == ELOOP ? "a symbolic link (refused)" : strerror(errno));
+                return;
+        }
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return;
+        }
+        while (!ps->store_failed && (e = readdir(d))) {
+                char child[4096];
+                struct stat st;
+
+                if (e->d_name[0] == '.')
+                        continue; /* ., .., and files still being written under a dot name */
+                if ((size_t)snprintf(child, sizeof(child), "%s/%s", path, e->d_name) >=
+                    sizeof(child))
+                        continue;
+                if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                ps->files++;
+                if (kind == EVENTLOGS && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
+                        eventlog_entry(ps, fd, e->d_name, child, &st);
+                } else if (kind == REPORTS && S_ISDIR(st.st_mode)) {
+                        ps->files--;
+                        if (depth + 1 < WALK_DEPTH_MAX)
+                                walk(ps, fd, e->d_name, child, kind, depth + 1);
+                } else if (kind == REPORTS && S_ISREG(st.st_mode) &&
+                           !has_suffix(e->d_name, ".prom")) {
+                        report_file(ps, fd, e->d_name, child, &st);
+                }
+        }
+}
+
+/* s with control characters as '?' */
+static const char *printable(const char *s, char *buf, size_t size)
+{
+        size_t n = 0;
+
+        for (; *s && n + 1 < size; s++, n++)
+                buf[n] = (unsigned char)*s < ' ' || *s == 0x7f ? '?' : *s;
+        buf[n] = '\0';
+        return buf;
+}
+
+static int compare_ids(const void *a, const void *b)
+{
+        return strcmp(a, b);
+}
+
+/* publish for every (owner, job) of the runs the pass touched */
+static void publish(struct pass *ps, struct tuner_bounds *b)
+{
+        struct shim_error err = {0};
+        struct {
+                uint32_t owner;
+                char job[TUNER_JOB_MAX];
+        } *keys = NULL;
+        size_t n = 0;
+
+        if (!ps->touched.n)
+                return;
+        qsort(ps->touched.ids, ps->touched.n, sizeof(*ps->touched.ids), compare_ids);
+        keys = calloc(ps->touched.n, sizeof(*keys));
+        if (!keys) {
+                log_error("tune-service: out of memory; nothing published this pass");
+                return;
+        }
+        for (size_t i = 0; i < ps->touched.n; i++) {
+                bool seen = false;
+                int r;
+
+                if (i && strcmp(ps->touched.ids[i], ps->touched.ids[i - 1]) == 0)
+                        continue;
+                r = tuner_store_run_key(ps->in.store, ps->touched.ids[i], keys[n].job,
+                                        &keys[n].owner, &err);
+                if (r < 0) {
+                        log_error("history store: %s", err.text);
+                        ps->store_failed = true;
+                        break;
+                }
+                for (size_t j = 0; r > 0 && j < n && !seen; j++)
+                        seen =
+                            keys[j].owner == keys[n].owner && strcmp(keys[j].job, keys[n].job) == 0;
+                if (r > 0 && !seen)
+                        n++;
+        }
+        for (size_t i = 0; i < n && !ps->store_failed; i++) {
+                _cleanup_free_ struct tuner_run *runs = NULL;
+                struct tuner_published pub;
+                size_t nr = 0;
+
+                if (tuner_store_runs(ps->in.store, keys[i].job, (int64_t)keys[i].owner,
+                                     b->history_runs, &runs, &nr, &err) < 0) {
+                        log_error("history store: %s", err.text);
+                        ps->store_failed = true;
+                        break;
+                }
+                if (nr == 0)
+                        continue;
+                tuner_mark_runtime(runs, nr, b->runtime_allowance);
+                if (tuner_publish_decide(runs, nr, b, ps->policy->overrides, keys[i].owner,
+                                         keys[i].job, &pub, &err) < 0 ||
+                    tuner_publish_write(ps->policy->tuner.service.publish_dir, keys[i].owner,
+                                        keys[i].job, &pub, ps->now,
+                                        ps->policy->tuner.service.expiry_seconds, &err) < 0) {
+                        char shown[TUNER_JOB_MAX];
+
+                        log_error("tune-service: job '%s' of uid %" PRIu32 ": not published: %s",
+                                  printable(keys[i].job, shown, sizeof(shown)), keys[i].owner,
+                                  err.text);
+                        continue;
+                }
+                ps->published++;
+        }
+        free(keys);
+}
+
+/* One pass; 0, or TUNER_EXIT_STORE when the store failed (what was committed stays). */
+static int pass(const struct policy *p, const char *db, bool verbose)
+{
+        const struct policy_tuner_service *svc = &p->tuner.service;
+        struct pass ps = {
+            .policy = p,
+            .in =
+                {
+                    .job_key = p->tuner.job_key,
+                    .line_max = TUNER_REPORT_LINE_MAX,
+                    .input_max = TUNER_REPORT_INPUT_MAX,
+                    .complete_lines = true,
+                    .quiet = true,
+                    .touched = touch,
+                },
+            .now = time(NULL),
+        };
+        struct shim_error err = {0};
+        struct tuner_bounds b;
+        struct timespec t0, t1;
+        char shown[512];
+        int status = 0;
+
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        ps.in.userdata = &ps.touched;
+        tuner_store_describe(db, shown, sizeof(shown));
+        if (tuner_store_open(db, &ps.in.store, &err) < 0) {
+                log_error("history store %s: %s; the next pass tries again", shown, err.text);
+                return TUNER_EXIT_STORE;
+        }
+        if (tuner_store_files(ps.in.store, checkpoint_put, &ps.known, &err) < 0) {
+                log_error("history store %s: %s; the next pass tries again", shown, err.text);
+                status = TUNER_EXIT_STORE;
+                goto out;
+        }
+        for (size_t i = 0; i < svc->n_reports && !ps.store_failed; i++)
+                walk(&ps, AT_FDCWD, svc->reports[i], svc->reports[i], REPORTS, 0);
+        for (size_t i = 0; i < svc->n_eventlogs && !ps.store_failed; i++)
+                walk(&ps, AT_FDCWD, svc->eventlogs[i], svc->eventlogs[i], EVENTLOGS, 0);
+        tuner_bounds_from_policy(p, &b);
+        if (!ps.store_failed)
+                publish(&ps, &b);
+        if (!ps.store_failed && (tuner_store_begin(ps.in.store, &err) < 0 ||
+                                 tuner_store_set_state(ps.in.store, LAST_PASS, ps.now, &err) < 0 ||
+                                 tuner_store_commit(ps.in.store, &err) < 0)) {
+                log_error("history store %s: %s", shown, err.text);
+                ps.store_failed = true;
+        }
+        if (ps.store_failed) {
+                log_error("tune-service: the pass stopped at a history store failure; what was "
+                          "stored stays, the next pass reads the rest");
+                status = TUNER_EXIT_STORE;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (verbose || ps.read || ps.refused || ps.published || status)
+                printf("tune-service: %lu files, %lu known, %lu read, %lu refused, %lu in "
+                       "progress; %zu runs touched, %lu jobs published; %.3f s\n",
+                       ps.files, ps.known_files, ps.read, ps.refused, ps.waiting, ps.touched.n,
+                       ps.published,
+                       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+        fflush(stdout);
+out:
+        tuner_store_close(ps.in.store);
+        free(ps.known.v);
+        free(ps.touched.ids);
+        return status;
+}
+
+/* Is a pass due: none for period_seconds (the store's last_pass)? Errors say yes. */
+static bool due(const char *db, unsigned period)
+{
+        struct tuner_store *s = NULL;
+        struct shim_error err = {0};
+        int64_t last = 0;
+        int r;
+
+        if (tuner_store_open(db, &s, &err) < 0)
+                return true;
+        r = tuner_store_state(s, LAST_PASS, &last, &err);
+        tuner_store_close(s);
+        return r <= 0 || time(NULL) - last >= (int64_t)period || time(NULL) < last;
+}
+
+static volatile sig_atomic_t stopping;
+
+static void on_stop(int sig)
+{
+        (void)sig;
+        stopping = 1;
+}
+
+static int help(FILE *f, int status)
+{
+        fputs("usage: sparkshim tune-service [--once [--force]] [--verbose] [--policy FILE] "
+              "[--db DB]\n"
+              "Read new executor reports and event logs of the policy's tuner.service\n"
+              "directories into the history, and publish each touched job's next settings\n"
+              "for spark-submit (sparkshim-tune(1)).\n"
+              "  --once          one pass if one is due (none for tuner.service.period_seconds),\n"
+              "                  then exit: sparkshim-tune.timer's way\n"
+              "  --force         with --once: pass even when none is due\n"
+              "  --verbose       a summary line after every pass, not only busy ones\n"
+              "  --policy FILE   the policy (default " SPARKSHIM_DEFAULT_POLICY ")\n"
+              "  --db DB         the history store (default: the policy's tuner.db)\n"
+              "Without --once, a pass every tuner.service.period_seconds until SIGTERM or SIGINT.\n"
+              "Exit status: 0; 3 when the history store failed (what was stored stays, the next\n"
+              "pass reads the rest); 120 for a bad flag; 121 for the policy.\n",
+              f);
+        return status;
+}
+
+int tuner_cli_service(int argc, char **argv)
+{
+        static const struct option options[] = {
+            {"once", no_argument, NULL, 'o'},
+            {"force", no_argument, NULL, 'f'},
+            {"verbose", no_argument, NULL, 'v'},
+            {"db", required_argument, NULL, 'd'},
+            {"policy", required_argument, NULL, 'p'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+        };
+        const char *db = NULL, *policy_path = SPARKSHIM_DEFAULT_POLICY;
+        bool once = false, force = false, verbose = false, policy_explicit = false;
+        struct policy policy;
+        int c, status;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+                switch (c) {
+                case 'o':
+                        once = true;
+                        break;
+                case 'f':
+                        force = true;
+                        break;
+                case 'v':
+                        verbose = true;
+                        break;
+                case 'd':
+                        db = optarg;
+                        break;
+                case 'p':
+                        policy_path = optarg;
+                        policy_explicit = true;
+                        break;
+                case 'h':
+                        return help(stdout, 0);
+                default:
+                        return help(stderr, SHIM_EXIT_USAGE);
+                }
+        }
+        if (optind < argc) {
+                log_error("tune-service: unexpected argument '%s'; the directories are the "
+                          "policy's tuner.service",
+                          argv[optind]);
+                return help(stderr, SHIM_EXIT_USAGE);
+        }
+        if (force && !once) {
+                log_error("tune-service: --force needs --once");
+                return SHIM_EXIT_USAGE;
+        }
+        status = tuner_cli_load_policy(policy_path, policy_explicit, &policy);
+        if (status)
+                return status;
+        if (!db)
+                db = policy.tuner.db;
+        status = tuner_cli_check_db(db);
+        if (status)
+                return status;
+        if (policy.tuner.service.n_reports + policy.tuner.service.n_eventlogs == 0)
+                log_warn("tune-service: policy %s names no tuner.service.reports or "
+                         "tuner.service.eventlogs directory: nothing to read",
+                         policy_path);
+        if (once)
+                return force || due(db, policy.tuner.service.period_seconds)
+                           ? pass(&policy, db, verbose)
+                           : 0;
+
+        struct sigaction sa = {.sa_handler = on_stop};
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        while (!stopping) {
+                struct timespec start, now;
+
+                clock_gettime(CLOCK_MONOTONIC, &start);
+                status = pass(&policy, db, verbose);
+                /* a store outage ends no service: the next pass tries again */
+                do {
+                        clock_gettime(CLOCK_MONOTONIC, &now);
+                        if (now.tv_sec - start.tv_sec >=
+                            (time_t)policy.tuner.service.period_seconds)
+                                break;
+                } while (!stopping && (poll(NULL, 0, 1000) >= 0 || errno == EINTR));
+        }
+        return status == TUNER_EXIT_STORE ? TUNER_EXIT_STORE : 0;
+}
