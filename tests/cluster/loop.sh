@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The fleet loop closes by itself (issue 23, the CI instance): a real Spark standalone
+# cluster (a Master and a Worker of scripts/spark-dist), the submitting side and the Worker
+# both using `sparkshim java-home` of the installed package, a policy with tuner.apply
+# "explore" and tuner.service naming the executors' report directory and the event log
+# directory. The same sort job (tests/agent/SortJob.java) is submitted 3 times with a plain
+# spark-submit and no sparkshim argument; between submissions the service's own command,
+# as sparkshim-tune.service runs it (its ExecStart), does collection and publication.
+# Checks:
+#   - submission 1 adds nothing (nothing published yet); the pass after it publishes the
+#     job for its user (root: the test submits as root), state explore;
+#   - submissions 2 and 3 run with the published next configuration: their event logs hold
+#     spark.sparkshim.config = the published next id, spark.sparkshim.job, and every
+#     published setting; the user's own --conf spark.executor.cores stays; the executors'
+#     reports show the published CPU request in sparkshim's plan;
+#   - the result (rows, checksum, order) is the same every time.
+#
+# Usage: loop.sh LINE SOURCE_ROOT JDK_HOME
+set -euo pipefail
+
+LINE=${1:?usage: loop.sh LINE SOURCE_ROOT JDK_HOME}
+SRC=${2:?}
+JDK=${3:-}
+ROWS=${SPARKSHIM_LOOP_ROWS:-400000}
+# shellcheck source=/dev/null
+. "$SRC/tests/cluster/lib.sh"
+suite_helpers "loop-$LINE"
+
+[ "$(id -u)" = 0 ] || skip "not root: the test installs its policy at /etc/sparkshim/policy.json"
+[ -n "$JDK" ] || skip "no JDK was found when configuring"
+for tool in java javac jar; do
+  [ -x "$JDK/bin/$tool" ] || skip "$JDK/bin/$tool is missing (scripts/deps installs openjdk-17-jdk-headless)"
+done
+
+rc=0
+install_package || rc=$?
+[ "$rc" = 77 ] && exit 77
+[ "$rc" = 0 ] || { echo "FAIL: install_package exited $rc"; exit 1; }
+UNIT=/lib/systemd/system/sparkshim-tune.service
+[ -f "$UNIT" ] || { echo "FAIL: the package installed no $UNIT"; exit 1; }
+PASS_CMD=$(sed -n 's/^ExecStart=//p' "$UNIT")
+progress "testing the installed package: $SPARKSHIM; the service's command: $PASS_CMD"
+
+WORK=$(mktemp -d /tmp/sparkshim-loop.XXXXXX)
+chmod 0755 "$WORK"
+cd "$WORK"
+PIDS=()
+SUBMIT=
+CGROUP_PARENT=sparkshim-test-loop
+cleanup() {
+  local rc=$? pid
+  set +e
+  cd /
+  for pid in ${SUBMIT:-} "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$pid" 2>/dev/null
+  done
+  cleanup_suite "$WORK" "$CGROUP_PARENT"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+spark_dist "$LINE"
+export SPARK_LOCAL_DIRS=$WORK/local
+export JAVA_HOME=$JDK
+mkdir -p "$SPARK_CONF_DIR" "$SPARK_LOCAL_DIRS" "$WORK/reports" "$WORK/events" "$WORK/worker" "$WORK/logs"
+chmod 0755 "$WORK/reports" "$WORK/events"
+"$JDK/bin/javac" -d "$WORK/classes" -cp "$SPARK_HOME/jars/*" "$SRC/tests/agent/SortJob.java"
+"$JDK/bin/jar" cf "$WORK/sortjob.jar" -C "$WORK/classes" .
+
+make_java_home || exit 1
+TUNER=$(python3 -c 'import json, sys; w = sys.argv[1]; print(json.dumps({"tuner": {
+  "apply": "explore", "db": w + "/history.db", "runtime_target": 100, "runtime_allowance": 100,
+  "heap": {"min": "512m", "max": "1g"}, "overhead_max": "1g",
+  "service": {"reports": [w + "/reports"], "eventlogs": [w + "/events"],
+              "publish_dir": w + "/published", "period_seconds": 10}}}))' "$WORK")
+install_test_policy "$CGROUP_PARENT" "$WORK/reports" '{"enabled": false}' "$WORK" "$TUNER" || exit 1
+
+start_master || exit 1
+"$SPARK_HOME/bin/spark-class" org.apache.spark.deploy.worker.Worker \
+  --host 127.0.0.1 --port 0 --webui-port 0 --cores 2 --memory 3g \
+  --work-dir "$WORK/worker" "$MASTER" >"$WORK/logs/worker.log" 2>&1 &
+PIDS+=($!)
+wait_log "$WORK/logs/worker.log" 'Successfully registered with master' 120 "${PIDS[1]}" >/dev/null || exit 1
+progress "Master $MASTER and a Worker (2 cores, 3g) up"
+
+# the admin's lines: executors and the driver through the java home
+mkdir -p "$WORK/conf"
+printf 'spark.executorEnv.JAVA_HOME %s\n' "$JH" >"$WORK/conf/spark-defaults.conf"
+
+# submit N: the sort, as a user types it; sets APP
+submit() {
+  local n=$1 before after rc=0
+  before=$(ls "$WORK/worker")
+  SPARK_CONF_DIR=$WORK/conf JAVA_HOME=$JH timeout 300 "$SPARK_HOME/bin/spark-submit" \
+    --master "$MASTER" --deploy-mode client --name sparkshim-loop --class SortJob \
+    --conf spark.cores.max=2 --conf spark.executor.cores=1 --conf spark.driver.memory=512m \
+    --conf spark.eventLog.enabled=true --conf spark.eventLog.dir="$WORK/events" \
+    --conf spark.scheduler.minRegisteredResourcesRatio=1.0 \
+    --conf spark.scheduler.maxRegisteredResourcesWaitingTime=120s \
+    "$WORK/sortjob.jar" "$ROWS" spark.master="$MASTER" spark.app.name=sparkshim-loop \
+    >"$WORK/run$n.out" 2>"$WORK/run$n.err" &
+  SUBMIT=$!
+  wait "$SUBMIT" || rc=$?
+  SUBMIT=
+  after=$(ls "$WORK/worker")
+  APP=$(comm -13 <(echo "$before") <(echo "$after") | head -n 1)
+  if [ "$rc" != 0 ] || ! grep -q '^sortjob ' "$WORK/run$n.out"; then
+    echo "FAIL: submission $n: spark-submit exited $rc:" >&2
+    grep -vE '^\s+at ' "$WORK/run$n.err" | tail -n 25 >&2
+    return 1
+  fi
+  # the executors end when the application does; their final reports follow
+  local nexec finals
+  nexec=$(find "$WORK/worker/$APP" -mindepth 1 -maxdepth 1 -type d | wc -l)
+  for _ in $(seq 150); do
+    finals=$(cat "$WORK/reports/$APP".*.jsonl 2>/dev/null | grep -c '"kind": *"final"' || true)
+    [ "$finals" -ge "$nexec" ] && break
+    sleep 0.2
+  done
+  progress "submission $n: $APP: $(grep '^sortjob ' "$WORK/run$n.out"); sparkshim said: $(grep '^sparkshim' "$WORK/run$n.err" | tr '\n' ' ')"
+}
+
+# pass N: the service's command; the period (10 s) has passed since the last pass
+pass() {
+  sleep 10
+  $PASS_CMD >"$WORK/pass$1.out" 2>&1 || { echo "FAIL: pass $1: $(cat "$WORK/pass$1.out")"; return 1; }
+  progress "pass $1: $(cat "$WORK/pass$1.out" | tr '\n' ' ')"
+}
+
+PUB=$WORK/published/0/sparkshim-loop.json
+submit 1 || exit 1
+APPS=("$APP")
+[ ! -e "$PUB" ] || fail "published before any pass"
+pass 1 || exit 1
+cp "$PUB" "$WORK/published-1.json" 2>/dev/null || fail "pass 1 published no $PUB: $(cat "$WORK/pass1.out")"
+submit 2 || exit 1
+APPS+=("$APP")
+pass 2 || exit 1
+cp "$PUB" "$WORK/published-2.json"
+submit 3 || exit 1
+APPS+=("$APP")
+
+progress "checking"
+python3 - "$WORK" "${APPS[@]}" <<'PY' || fail "see above"
+import glob, json, re, sys
+work, apps = sys.argv[1], sys.argv[2:]
+failures = 0
+def fail(m):
+    global failures
+    failures += 1
+    print("FAIL: " + m)
+def props(app):
+    for line in open(f"{work}/events/{app}"):
+        d = json.loads(line)
+        if d.get("Event") == "SparkListenerEnvironmentUpdate":
+            return d["Spark Properties"] if isinstance(d["Spark Properties"], dict) else dict(d["Spark Properties"])
+    return {}
+def field(line, key):
+    m = re.search(r"(?:^| )" + key + r"=(\S+)", line)
+    return m.group(1) if m else None
+p1 = props(apps[0])
+if "spark.sparkshim.config" in p1:
+    fail(f"submission 1 had a configuration applied before anything was published: {p1['spark.sparkshim.config']}")
+for n, pub_file in ((2, "published-1.json"), (3, "published-2.json")):
+    pub = json.load(open(f"{work}/{pub_file}"))
+    p = props(apps[n - 1])
+    if pub["state"] not in ("explore", "learning") or not pub["next"]:
+        fail(f"{pub_file}: state {pub['state']} ({pub['reason']}), next {pub['next']}")
+        continue
+    want = pub["next"]
+    if p.get("spark.sparkshim.config") != want["id"]:
+        fail(f"submission {n}: spark.sparkshim.config {p.get('spark.sparkshim.config')}, published next {want['id']}")
+    if p.get("spark.sparkshim.job") != "sparkshim-loop":
+        fail(f"submission {n}: spark.sparkshim.job {p.get('spark.sparkshim.job')}")
+    for k, v in want["conf"].items():
+        if k == "spark.executor.cores":
+            continue
+        if p.get(k) != v:
+            fail(f"submission {n}: {k}={p.get(k)}, published {v}")
+    # the executors ran with them: sparkshim's plan took the request from their environment
+    mc = want["conf"].get("spark.executorEnv.SPARKSHIM_MILLICORES")
+    finals = [json.loads(l) for f in glob.glob(f"{work}/reports/{apps[n-1]}.*.jsonl")
+              for l in open(f) if '"kind":"final"' in l.replace(" ", "")]
+    if not finals:
+        fail(f"submission {n}: no executor report")
+    for d in finals:
+        got = d["plan"]["cpu"]["request_millicores"]
+        if mc is not None and got != int(mc):
+            fail(f"submission {n}: executor {d['identity']['executor_id']} ran with a request of "
+                 f"{got} millicores, published {mc}")
+    if p.get("spark.executor.cores") != "1":
+        fail(f"submission {n}: the user's spark.executor.cores=1 became {p.get('spark.executor.cores')}")
+    print(f"submission {n}: {apps[n-1]} ran {want['id']}: " +
+          ", ".join(f"{k}={p.get(k)}" for k in sorted(want["conf"])))
+lines = [open(f"{work}/run{n}.out").read().strip().splitlines()[-1] for n in (1, 2, 3)]
+for k in ("rows", "checksum", "partitions"):
+    vals = {field(l, k) for l in lines}
+    if len(vals) != 1:
+        fail(f"{k} differs between submissions: {vals}")
+for n, l in enumerate(lines, 1):
+    if field(l, "ordered") != "true":
+        fail(f"submission {n}: result not in order")
+if not failures:
+    print(f"3 submissions, the same {field(lines[0], 'rows')} rows and checksum {field(lines[0], 'checksum')}")
+sys.exit(1 if failures else 0)
+PY
+[ "$FAILURES" -eq 0 ] || exit 1
+progress "all checks passed"
