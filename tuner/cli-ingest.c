@@ -179,13 +179,19 @@ static int report_line(struct tuner_ingest *in, const char *path, unsigned linen
         e.owner_uid =
             in->owner_uid ? in->owner_uid : (e.run_as_uid > 0 ? (uint32_t)e.run_as_uid : 0);
         if (tuner_store_put_executor(in->store, &e, &err) < 0 ||
-            (in->job && tuner_store_set_job(in->store, e.app_id, in->job, &err) < 0))
+            (in->job && tuner_store_set_job(in->store, e.app_id, e.owner_uid, in->job, &err) < 0))
                 return err.error == EPERM ? refuse(in, path, lineno, err.text)
                                           : store_failed(in, path, &err);
         if (count_app(apps, e.app_id) < 0)
                 return refuse(in, path, lineno, "out of memory");
-        if (in->touched && in->touched(in->userdata, e.app_id) < 0)
-                return refuse(in, path, lineno, "out of memory");
+        if (in->touched) {
+                char key[TUNER_APP_ID_MAX];
+
+                if (tuner_store_run_id(in->store, e.app_id, e.owner_uid, key, &err) < 0)
+                        return store_failed(in, path, &err);
+                if (in->touched(in->userdata, key) < 0)
+                        return refuse(in, path, lineno, "out of memory");
+        }
         return 0;
 }
 
@@ -350,7 +356,8 @@ enum tuner_ingest_outcome tuner_ingest_eventlog(struct tuner_ingest *in, const c
                          printable(app.app_id, id, sizeof(id)));
         if (tuner_store_begin(in->store, &err) < 0 ||
             tuner_store_put_app(in->store, job, &app, &err) < 0 ||
-            (in->job && tuner_store_set_job(in->store, app.app_id, in->job, &err) < 0) ||
+            (in->job &&
+             tuner_store_set_job(in->store, app.app_id, app.owner_uid, in->job, &err) < 0) ||
             (in->checkpoint && tuner_store_put_file(in->store, in->checkpoint, &err) < 0) ||
             tuner_store_commit(in->store, &err) < 0) {
                 o = err.error == EINVAL || err.error == EPERM ? refuse(in, path, 0, err.text)
@@ -358,10 +365,16 @@ enum tuner_ingest_outcome tuner_ingest_eventlog(struct tuner_ingest *in, const c
                 tuner_app_free(&app);
                 return o;
         }
-        if (in->touched && in->touched(in->userdata, app.app_id) < 0) {
-                tuner_app_free(&app);
-                log_error("%s: out of memory", printable(path, p, sizeof(p)));
-                return STORE_FAILED;
+        if (in->touched) {
+                char key[TUNER_APP_ID_MAX];
+
+                if (tuner_store_run_id(in->store, app.app_id, app.owner_uid, key, &err) < 0 ||
+                    in->touched(in->userdata, key) < 0) {
+                        tuner_app_free(&app);
+                        log_error("%s: %s", printable(path, p, sizeof(p)),
+                                  err.text[0] ? err.text : "out of memory");
+                        return STORE_FAILED;
+                }
         }
         if (in->quiet) {
                 tuner_app_free(&app);

@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+
+#include <nettle/sha2.h>
 
 #include <jansson.h>
 
@@ -164,6 +167,7 @@ enum stmt_id {
         S_RUN_KEY,
         S_STATE_GET,
         S_STATE_PUT,
+        S_STATE_NEW,
         S_COUNT,
 };
 
@@ -359,6 +363,10 @@ static char *build(enum stmt_id id)
         case S_STATE_PUT:
                 add(&t, "INSERT INTO service_state (name, value) VALUES ($1, $2) "
                         "ON CONFLICT (name) DO UPDATE SET value = excluded.value");
+                break;
+        case S_STATE_NEW:
+                add(&t, "INSERT INTO service_state (name, value) VALUES ($1, $2) "
+                        "ON CONFLICT (name) DO NOTHING");
                 break;
         case S_COUNT:
                 break;
@@ -799,11 +807,13 @@ static int check_app_id(const char *app_id, size_t size, struct shim_error *err)
  * reports, belongs to no one and may add to any). The application ids are the job's to
  * choose, so without this one user's event log could replace another's run.
  */
-static int check_owner(struct tuner_store *s, const char *app_id, uint32_t uid,
-                       struct shim_error *err)
+/* 1 when a user other than uid already has run app_id, 0 when not (or uid is 0: root's
+ * files, sparkshim's own reports of no known user, may add to any run) */
+static int owned_by_another(struct tuner_store *s, const char *app_id, uint32_t uid,
+                            struct shim_error *err)
 {
         struct store_stmt *st = NULL;
-        int64_t other = -1;
+        bool other = false;
         int r;
 
         if (uid == 0)
@@ -816,17 +826,71 @@ static int check_owner(struct tuner_store *s, const char *app_id, uint32_t uid,
                 return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
         }
         while ((r = s->ops->step(st, err)) > 0)
-                if (s->ops->column_int64(st, 0) != (int64_t)uid)
-                        other = s->ops->column_int64(st, 0);
+                other = other || s->ops->column_int64(st, 0) != (int64_t)uid;
         s->ops->reset(st);
-        if (r < 0)
-                return r;
-        if (other >= 0)
-                return shim_error_set(err, EPERM,
-                                      "application %s is in the history as uid %" PRId64
-                                      "'s; a file of uid %" PRIu32 " may not change it",
-                                      app_id, other, uid);
+        return r < 0 ? r : other;
+}
+
+/* the store's secret for run_key(), made once (two random 64-bit halves in service_state) */
+static int key_secret(struct tuner_store *s, int64_t secret[2], struct shim_error *err)
+{
+        static const char *const names[2] = {"run_key_secret_0", "run_key_secret_1"};
+        struct store_stmt *st = NULL;
+        int r;
+
+        for (int i = 0; i < 2; i++) {
+                if ((r = tuner_store_state(s, names[i], &secret[i], err)) < 0)
+                        return r;
+                if (r > 0)
+                        continue;
+                if (getrandom(&secret[i], sizeof(secret[i]), 0) != sizeof(secret[i]))
+                        return shim_error_set(err, EIO, "getrandom: %s", strerror(errno));
+                /* two ingests at once: the first one's stays */
+                if ((r = stmt(s, S_STATE_NEW, &st, err)) < 0)
+                        return r;
+                if ((r = bind_text(s, st, 1, names[i])) >= 0)
+                        r = s->ops->bind_int64(st, 2, secret[i]);
+                if ((r = run_done(s, st, r, err)) < 0 ||
+                    (r = tuner_store_state(s, names[i], &secret[i], err)) < 0)
+                        return r;
+        }
         return 0;
+}
+
+int tuner_store_run_id(struct tuner_store *s, const char *app_id, uint32_t uid,
+                       char out[TUNER_APP_ID_MAX], struct shim_error *err)
+{
+        struct sha256_ctx ctx;
+        uint8_t digest[SHA256_DIGEST_SIZE];
+        int64_t secret[2];
+        char head[48];
+        int r, n;
+
+        r = owned_by_another(s, app_id, uid, err);
+        if (r <= 0) {
+                if (r == 0)
+                        snprintf(out, TUNER_APP_ID_MAX, "%s", app_id);
+                return r;
+        }
+        if ((r = key_secret(s, secret, err)) < 0)
+                return r;
+        sha256_init(&ctx);
+        n = snprintf(head, sizeof(head), "%016" PRIx64 "%016" PRIx64 "%" PRIu32 "%c",
+                     (uint64_t)secret[0], (uint64_t)secret[1], uid, 0);
+        sha256_update(&ctx, (size_t)n, (const uint8_t *)head);
+        sha256_update(&ctx, strlen(app_id), (const uint8_t *)app_id);
+        sha256_digest(&ctx, sizeof(digest), digest);
+        n = snprintf(out, TUNER_APP_ID_MAX, "%.*s~", TUNER_APP_ID_MAX - 14, app_id);
+        for (int i = 0; i < 6; i++)
+                n += snprintf(out + n, TUNER_APP_ID_MAX - (size_t)n, "%02x", digest[i]);
+        /* a second clash (a key taken by a third user) cannot be made without the secret */
+        r = owned_by_another(s, out, uid, err);
+        if (r > 0)
+                return shim_error_set(err, EPERM,
+                                      "application %s is in the history as another user's, and "
+                                      "so is its key for uid %" PRIu32 " (%s)",
+                                      app_id, uid, out);
+        return r < 0 ? r : 1;
 }
 
 int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tuner_app *app,
@@ -835,10 +899,15 @@ int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tun
         struct store_stmt *st = NULL;
         int r;
 
+        struct tuner_app keyed;
+
         if ((r = check_app_id(app->app_id, sizeof(app->app_id), err)) < 0)
                 return r;
-        if ((r = check_owner(s, app->app_id, app->owner_uid, err)) < 0)
+        /* another user's run under the id: this one is kept apart (tuner_store_run_id()) */
+        keyed = *app;
+        if ((r = tuner_store_run_id(s, app->app_id, app->owner_uid, keyed.app_id, err)) < 0)
                 return r;
+        app = &keyed;
         if ((r = stmt(s, S_PUT_APP, &st, err)) < 0)
                 return r;
         r = bind_text(s, st, 1, app->app_id);
@@ -880,10 +949,14 @@ int tuner_store_put_executor(struct tuner_store *s, const struct tuner_executor 
         struct store_stmt *st = NULL;
         int r;
 
+        struct tuner_executor keyed;
+
         if ((r = check_app_id(e->app_id, sizeof(e->app_id), err)) < 0)
                 return r;
-        if ((r = check_owner(s, e->app_id, e->owner_uid, err)) < 0)
+        keyed = *e;
+        if ((r = tuner_store_run_id(s, e->app_id, e->owner_uid, keyed.app_id, err)) < 0)
                 return r;
+        e = &keyed;
         if ((r = put_run_row(s, e->app_id, err)) < 0)
                 return r;
         if ((r = stmt(s, S_PUT_EXECUTOR, &st, err)) < 0)
@@ -892,14 +965,18 @@ int tuner_store_put_executor(struct tuner_store *s, const struct tuner_executor 
         return run_done(s, st, r, err);
 }
 
-int tuner_store_set_job(struct tuner_store *s, const char *app_id, const char *job,
+int tuner_store_set_job(struct tuner_store *s, const char *app_id, uint32_t owner, const char *job,
                         struct shim_error *err)
 {
         struct store_stmt *st = NULL;
+        char key[TUNER_APP_ID_MAX];
         int r;
 
         if ((r = check_app_id(app_id, TUNER_APP_ID_MAX, err)) < 0)
                 return r;
+        if ((r = tuner_store_run_id(s, app_id, owner, key, err)) < 0)
+                return r;
+        app_id = key;
         if (!job || !*job || strlen(job) >= TUNER_JOB_MAX)
                 return shim_error_set(err, EINVAL, "a job key is empty or longer than %d bytes",
                                       TUNER_JOB_MAX - 1);

@@ -68,9 +68,20 @@ int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tun
 /* Store one executor's report (upsert on app_id, executor_id); creates the run if needed. */
 int tuner_store_put_executor(struct tuner_store *s, const struct tuner_executor *e,
                              struct shim_error *err);
-/* The run app_id belongs to job (`ingest --job`); it overrides the event log's job. */
-int tuner_store_set_job(struct tuner_store *s, const char *app_id, const char *job,
+/* The run app_id of owner belongs to job (`ingest --job`); it overrides the event log's
+ * job. */
+int tuner_store_set_job(struct tuner_store *s, const char *app_id, uint32_t owner, const char *job,
                         struct shim_error *err);
+/*
+ * The key run app_id of user uid is stored under (in out): app_id itself, or when another
+ * user's run has that id already (application ids are the jobs' to choose: a log claiming
+ * another user's future id must not block that user's real one), app_id cut to 114 bytes,
+ * "~" and 12 hex digits of SHA-256 over a random secret of the store's, uid and app_id:
+ * both runs are kept, each with its owner, and no user can take the second key beforehand.
+ * The puts use it; 0 for app_id itself, 1 for the second key, -errno with err.
+ */
+int tuner_store_run_id(struct tuner_store *s, const char *app_id, uint32_t uid,
+                       char out[TUNER_APP_ID_MAX], struct shim_error *err);
 
 /*
  * The job's runs of one owner, newest first (by start time), at most max (0: all), assembled

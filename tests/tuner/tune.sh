@@ -161,10 +161,30 @@ if [ "$(id -u)" = 0 ]; then
 	chown 1001 victim.log
 	chown 1002 same-id.log same-job.log future.log
 	"$shim" ingest --policy open.json --db o.db victim.log >/dev/null || fail "victim.log"
-	status=0; "$shim" ingest --policy open.json --db o.db same-id.log >/dev/null 2>err.txt || status=$?
-	[ "$status" = 1 ] || fail "another user's log of the same application: exit $status"
-	grep -q "local-1796317883102 is in the history as uid 1001's; a file of uid 1002" err.txt ||
-		fail "same id: $(cat err.txt)"
+	# another user's log under the same application id: kept apart, under a key of its own
+	# that nobody can take beforehand (issue 23: application ids are first-come)
+	"$shim" ingest --policy open.json --db o.db same-id.log >/dev/null 2>err.txt ||
+		fail "another user's log of the same application: $(cat err.txt)"
+	"$shim" report --policy open.json --db o.db --job el-other --owner 1002 --json >other.out ||
+		fail "report el-other"
+	grep -q '"app_id":"local-1796317883102~[0-9a-f]\{12\}"' other.out || fail "same id, uid 1002: $(cat other.out)"
+	# the other way round: a log claiming uid 1001's next application id first does not keep
+	# uid 1001's real log out
+	sed 's/local-1796317883102/local-1796317883555/g' "$el" >squat.log
+	sed 's/local-1796317883102/local-1796317883555/g' "$el" >victim2.log
+	chown 1002 squat.log
+	chown 1001 victim2.log
+	"$shim" ingest --policy open.json --db squat.db squat.log >/dev/null || fail "squat.log"
+	"$shim" ingest --policy open.json --db squat.db victim2.log >/dev/null 2>err.txt ||
+		fail "uid 1001's log after a squatter's: $(cat err.txt)"
+	"$shim" report --policy open.json --db squat.db --job el-default --owner 1001 --json >v2.out ||
+		fail "report --owner 1001 after a squatter"
+	[ "$(wc -l <v2.out)" = 1 ] && grep -q '"app_id":"local-1796317883555~[0-9a-f]\{12\}"' v2.out ||
+		fail "uid 1001's run after a squatter's: $(cat v2.out)"
+	# the same file again: the same key, nothing doubled
+	"$shim" ingest --policy open.json --db squat.db victim2.log >/dev/null || fail "victim2.log again"
+	"$shim" report --policy open.json --db squat.db --job el-default --owner 1001 --json >v3.out
+	cmp -s v2.out v3.out || fail "a second ingest changed the run: $(cat v2.out v3.out)"
 	status=0; "$shim" ingest --policy open.json --db o.db future.log >/dev/null 2>err.txt || status=$?
 	[ "$status" = 1 ] || fail "a run from the future: exit $status"
 	grep -q 'starts more than a day from now' err.txt || fail "future: $(cat err.txt)"
@@ -252,8 +272,8 @@ print(re.sub(r"17963\d{8}", lambda m: str(int(m.group(0)) + i * 3600000), text),
 	grep -q '"app_id":"local-1796317883558"' roll.out || fail "compacted, --owner 1002: $(cat roll.out)"
 	# a report of root's (sparkshim's own) carries the application and executor ids the job
 	# gave: its figures are the user's the executor ran as (identity.run_as_uid) and join only
-	# a run of that user. An executor of uid 1002 naming uid 1001's application is refused and
-	# the run stays as it was; the same executor under an application of its own is uid
+	# a run of that user. An executor of uid 1002 naming uid 1001's application is kept apart
+	# and uid 1001's run stays as it was; the same executor under an application of its own is uid
 	# 1002's (issue 23)
 	for app in local-1796317883102 local-1796317883777; do
 		"$shim" run -q --policy open.json --memory 256m --cores 2 --millicores 2000 \
@@ -264,9 +284,8 @@ print(re.sub(r"17963\d{8}", lambda m: str(int(m.group(0)) + i * 3600000), text),
 			fail "no run_as_uid 1002 in the report: $(tail -c 800 "exec-$app.jsonl")"
 	done
 	"$shim" report --policy open.json --db o.db --job el-default --owner 1001 --json >before.out
-	status=0; "$shim" ingest --policy open.json --db o.db exec-local-1796317883102.jsonl >/dev/null 2>err.txt || status=$?
-	[ "$status" = 1 ] || fail "an executor of uid 1002 joined uid 1001's run: exit $status"
-	grep -q "local-1796317883102 is in the history as uid 1001's" err.txt || fail "joined: $(cat err.txt)"
+	"$shim" ingest --policy open.json --db o.db exec-local-1796317883102.jsonl >/dev/null 2>err.txt ||
+		fail "an executor of uid 1002 under uid 1001's application: $(cat err.txt)"
 	"$shim" report --policy open.json --db o.db --job el-default --owner 1001 --json >after.out
 	cmp -s before.out after.out || fail "uid 1001's run changed: $(cat before.out after.out)"
 	"$shim" ingest --policy open.json --db o.db --job exec-own exec-local-1796317883777.jsonl >/dev/null 2>err.txt ||

@@ -167,7 +167,7 @@ static void set_job(const char *app_id, const char *job)
 {
         struct shim_error err = {0};
 
-        cr_assert_eq(tuner_store_set_job(store, app_id, job, &err), 0, "set_job: %s", err.text);
+        cr_assert_eq(tuner_store_set_job(store, app_id, 0, job, &err), 0, "set_job: %s", err.text);
 }
 
 static size_t runs_of(const char *job, unsigned max, struct tuner_run **ret)
@@ -689,7 +689,7 @@ Test(store, bad_arguments)
         struct shim_error err = {0};
 
         cr_assert_eq(tuner_store_put_executor(store, &e, &err), -EINVAL);
-        cr_assert_eq(tuner_store_set_job(store, "app", "", &err), -EINVAL);
+        cr_assert_eq(tuner_store_set_job(store, "app", 0, "", &err), -EINVAL);
         cr_assert_eq(tuner_store_commit(store, &err), -EINVAL, "commit without a transaction");
 }
 
