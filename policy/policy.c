@@ -1174,11 +1174,99 @@ static int field_dirs(struct parser *ps, json_t *obj, const char *key,
         return r < 0 ? r : 1;
 }
 
+/* "tuner.service.history_servers": [{"url": "http://host:18080", "owner": "spark_user" | UID}] */
+static int field_history_servers(struct parser *ps, json_t *obj, struct policy_tuner_service *svc)
+{
+        static const char *const keys[] = {"url", "owner"};
+        static const char url_allowed[] =
+            "an http:// or https:// URL of a Spark History Server (no blank, quote, '?' or '#', "
+            "no trailing '/')";
+        static const char owner_allowed[] =
+            "\"spark_user\" (the local user named by each attempt's sparkUser) or a uid from 1 "
+            "to 4294967294";
+        json_t *v = json_object_get(obj, "history_servers"), *e;
+        char allowed[128];
+        size_t i;
+        int r = 0;
+
+        if (!v)
+                return 0;
+        snprintf(allowed, sizeof(allowed), "an array of at most %d objects with \"url\" and "
+                                           "\"owner\"",
+                 POLICY_HISTORY_SERVERS_MAX);
+        push_key(ps, "history_servers");
+        if (!json_is_array(v) || json_array_size(v) > POLICY_HISTORY_SERVERS_MAX) {
+                r = fail_value(ps, json_is_array(v) ? "has too many entries" : "is not an array",
+                               allowed);
+                goto out;
+        }
+        json_array_foreach (v, i, e) {
+                struct policy_history_server *hs = &svc->history_servers[i];
+                const char *url, *owner_s;
+                json_t *owner;
+
+                push_index(ps, i);
+                if (!json_is_object(e)) {
+                        r = fail_value(ps, "is not an object", allowed);
+                } else if ((r = check_keys(ps, e, keys, ELEMENTSOF(keys))) >= 0) {
+                        url = json_string_value(json_object_get(e, "url"));
+                        owner = json_object_get(e, "owner");
+                        owner_s = json_string_value(owner);
+                        if (!json_object_get(e, "url")) {
+                                r = fail_missing(ps, "url", url_allowed);
+                                pop(ps);
+                                goto out;
+                        }
+                        if (!owner) {
+                                r = fail_missing(ps, "owner", owner_allowed);
+                                pop(ps);
+                                goto out;
+                        }
+                        push_key(ps, "url");
+                        if (!url)
+                                r = fail_value(ps, "is not a string", url_allowed);
+                        else if ((strncmp(url, "http://", 7) != 0 &&
+                                  strncmp(url, "https://", 8) != 0) ||
+                                 strpbrk(url, " \t\"'?#\\") || url[strlen(url) - 1] == '/' ||
+                                 strlen(url) < 9)
+                                r = fail_value(ps, "is not a History Server URL", url_allowed);
+                        else if (strlen(url) >= sizeof(hs->url))
+                                r = fail_value(ps, "is too long", url_allowed);
+                        else
+                                for (const char *c = url; *c && r >= 0; c++)
+                                        if ((unsigned char)*c < ' ' || *c == 0x7f)
+                                                r = fail_value(ps, "holds a control character",
+                                                               url_allowed);
+                        if (r >= 0)
+                                snprintf(hs->url, sizeof(hs->url), "%s", url);
+                        pop(ps);
+                        if (r >= 0) {
+                                push_key(ps, "owner");
+                                if (owner_s && strcmp(owner_s, "spark_user") == 0)
+                                        hs->owner_spark_user = true;
+                                else if (json_is_integer(owner) && json_integer_value(owner) >= 1 &&
+                                         json_integer_value(owner) <= 4294967294)
+                                        hs->owner_uid = (uint32_t)json_integer_value(owner);
+                                else
+                                        r = fail_value(ps, "is not an owner", owner_allowed);
+                                pop(ps);
+                        }
+                }
+                pop(ps);
+                if (r < 0)
+                        goto out;
+        }
+        svc->n_history_servers = json_array_size(v);
+out:
+        pop(ps);
+        return r < 0 ? r : 1;
+}
+
 /* "tuner.service": what `sparkshim tune-service` collects and where it publishes. */
 static int parse_tuner_service(struct parser *ps, json_t *tuner, struct policy_tuner *t)
 {
-        static const char *const keys[] = { "reports", "eventlogs", "period_seconds",
-                                            "publish_dir", "expiry_seconds" };
+        static const char *const keys[] = { "reports", "eventlogs", "history_servers",
+                                            "period_seconds", "publish_dir", "expiry_seconds" };
         json_t *obj, *v;
         uint64_t u;
         int r;
@@ -1189,7 +1277,8 @@ static int parse_tuner_service(struct parser *ps, json_t *tuner, struct policy_t
         push_key(ps, "service");
         if ((r = field_dirs(ps, obj, "reports", t->service.reports, &t->service.n_reports)) < 0 ||
             (r = field_dirs(ps, obj, "eventlogs", t->service.eventlogs,
-                            &t->service.n_eventlogs)) < 0)
+                            &t->service.n_eventlogs)) < 0 ||
+            (r = field_history_servers(ps, obj, &t->service)) < 0)
                 goto out;
         if ((r = field_uint(ps, obj, "period_seconds", 10, 86400, &u)) < 0)
                 goto out;

@@ -132,9 +132,21 @@ enum policy_tuner_apply {
 #define POLICY_SERVICE_DIRS_MAX 8
 #define POLICY_SERVICE_PATH_MAX 1024
 
+#define POLICY_HISTORY_SERVERS_MAX 4
+
+/* A Spark History Server the service reads event logs from, and whose runs they are: the
+ * user named by the attempt's sparkUser (owner_spark_user), or owner_uid. */
+struct policy_history_server {
+        char url[POLICY_SERVICE_PATH_MAX]; /* http(s)://host[:port][/prefix], no trailing '/' */
+        bool owner_spark_user;
+        uint32_t owner_uid;
+};
+
 /* `sparkshim tune-service` (sparkshim-tune(1)): what it collects, how often, where it
  * publishes. */
 struct policy_tuner_service {
+        struct policy_history_server history_servers[POLICY_HISTORY_SERVERS_MAX];
+        size_t n_history_servers;
         char reports[POLICY_SERVICE_DIRS_MAX][POLICY_SERVICE_PATH_MAX]; /* report directories */
         size_t n_reports;
         char eventlogs[POLICY_SERVICE_DIRS_MAX][POLICY_SERVICE_PATH_MAX]; /* spark.eventLog.dir */

@@ -342,6 +342,8 @@ enum tuner_ingest_outcome tuner_ingest_eventlog(struct tuner_ingest *in, const c
         }
         /* the run is the user's who wrote the files read: app.owner_uid, from their
          * descriptors (tuner_eventlog_read_run()) */
+        if (in->override_owner)
+                app.owner_uid = in->override_uid;
         /* a run from the future would stay the job's newest and steer its tuning */
         if (app.start_ms > (int64_t)time(NULL) * 1000 + FUTURE_MS_MAX) {
                 o = refuse(in, path, 0, "the application starts more than a day from now");

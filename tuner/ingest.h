@@ -31,6 +31,10 @@ struct tuner_ingest {
         bool complete_lines;
         struct tuner_store_file *checkpoint;
         bool quiet;
+        /* an event log's run is this user's, whoever owns its files (a History Server's logs,
+         * which the service extracted itself) */
+        bool override_owner;
+        uint32_t override_uid;
         /* each run a file touched, after it is stored (-ENOMEM ends the file) */
         int (*touched)(void *userdata, const char *app_id);
         void *userdata;

@@ -31,6 +31,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +41,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+#include <nettle/sha2.h>
+
 #include "cli.h"
 #include "config.h"
+#include "history-server.h"
 #include "ingest.h"
 #include "policy.h"
 #include "publish.h"
@@ -156,7 +161,7 @@ struct pass {
         struct checkpoints known;
         struct touched touched;
         time_t now;
-        unsigned long files, known_files, read, refused, waiting, published;
+        unsigned long files, known_files, read, refused, waiting, published, unmapped;
         bool store_failed;
 };
 
@@ -349,6 +354,182 @@ static void walk(struct pass *ps, int parent, const char *name, const char *path
         }
 }
 
+/* ---------------------------------------------------------------- History Servers */
+
+/* The checkpoint key of a History Server's attempt: a device number no file system gives
+ * (the top bit set) from the server's URL, an inode from the application and attempt ids */
+static void hs_key(const char *url, const struct tuner_hs_attempt *a, struct tuner_store_file *f)
+{
+        struct sha256_ctx ctx;
+        uint8_t d[SHA256_DIGEST_SIZE];
+
+        sha256_init(&ctx);
+        sha256_update(&ctx, strlen(url) + 1, (const uint8_t *)url);
+        sha256_digest(&ctx, sizeof(d), d);
+        memcpy(&f->dev, d, sizeof(f->dev));
+        f->dev |= UINT64_C(1) << 63;
+        sha256_init(&ctx);
+        sha256_update(&ctx, strlen(a->app_id) + 1, (const uint8_t *)a->app_id);
+        if (a->attempt_id)
+                sha256_update(&ctx, strlen(a->attempt_id), (const uint8_t *)a->attempt_id);
+        sha256_digest(&ctx, sizeof(d), d);
+        memcpy(&f->ino, d, sizeof(f->ino));
+        f->size = a->last_updated_ms;
+        f->mtime_ns = a->end_ms;
+        f->offset = 0;
+}
+
+struct hs_walk {
+        struct pass *ps;
+        const struct policy_history_server *hs;
+        int64_t newest_end_ms;
+};
+
+static void remove_tree(int dirfd)
+{
+        _cleanup_closedir_ DIR *d = fdopendir(dup(dirfd));
+        struct dirent *e;
+
+        while (d && (e = readdir(d))) {
+                int sub;
+
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                        continue;
+                if (unlinkat(dirfd, e->d_name, 0) == 0 || errno != EISDIR)
+                        continue;
+                sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub >= 0) {
+                        remove_tree(sub);
+                        close(sub);
+                }
+                (void)unlinkat(dirfd, e->d_name, AT_REMOVEDIR);
+        }
+}
+
+static int hs_attempt(void *userdata, const struct tuner_hs_attempt *a)
+{
+        struct hs_walk *w = userdata;
+        struct pass *ps = w->ps;
+        struct tuner_store_file f;
+        struct shim_error err = {0};
+        char dir[] = "/tmp/sparkshim-hs.XXXXXX", name[256], path[512], what[300];
+        uint32_t uid = w->hs->owner_uid;
+        int dirfd, r;
+
+        if (ps->store_failed)
+                return -ECANCELED;
+        if (a->end_ms > w->newest_end_ms)
+                w->newest_end_ms = a->end_ms;
+        ps->files++;
+        hs_key(w->hs->url, a, &f);
+        if (unchanged(checkpoint_find(&ps->known, f.dev, f.ino),
+                      &(struct stat){.st_size = f.size,
+                                     .st_mtim = {.tv_sec = f.mtime_ns / 1000000000,
+                                                 .tv_nsec = f.mtime_ns % 1000000000}})) {
+                ps->known_files++;
+                return 0;
+        }
+        if (w->hs->owner_spark_user) {
+                /* the user the server says ran the driver: a local user other than root */
+                struct passwd pw, *found = NULL;
+                char buf[4096];
+
+                if (!a->spark_user ||
+                    getpwnam_r(a->spark_user, &pw, buf, sizeof(buf), &found) != 0 || !found ||
+                    found->pw_uid == 0) {
+                        ps->unmapped++;
+                        return 0;
+                }
+                uid = found->pw_uid;
+        }
+        snprintf(what, sizeof(what), "%s %s%s%s", w->hs->url, a->app_id, a->attempt_id ? "/" : "",
+                 a->attempt_id ? a->attempt_id : "");
+        if (!mkdtemp(dir)) {
+                log_warn("tune-service: %s: a directory for its logs: %s", what, strerror(errno));
+                return 0;
+        }
+        dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        r = dirfd < 0 ? -errno
+                      : tuner_hs_fetch_logs(w->hs->url, a->app_id, a->attempt_id, dirfd, name,
+                                            sizeof(name), &err);
+        if (r == -EIO || r == -ENOMEM || dirfd < 0) {
+                /* the server or the network: tried again at the next pass */
+                log_warn("tune-service: %s: %s; tried again at the next pass", what,
+                         dirfd < 0 ? strerror(-r) : err.text);
+        } else if (r < 0) {
+                log_error("tune-service: %s: %s; not read again until the server's copy changes",
+                          what, err.text);
+                ps->refused++;
+                remember_refused(ps, &f);
+        } else {
+                snprintf(path, sizeof(path), "%s/%s", dir, name);
+                ps->in.override_owner = true;
+                ps->in.override_uid = uid;
+                ps->in.eventlogs = (struct tuner_eventlog_run){0};
+                ps->in.checkpoint = &f;
+                outcome(ps, tuner_ingest_eventlog(&ps->in, path), &f);
+                ps->in.checkpoint = NULL;
+                ps->in.override_owner = false;
+        }
+        if (dirfd >= 0) {
+                remove_tree(dirfd);
+                close(dirfd);
+        }
+        (void)rmdir(dir);
+        return 0;
+}
+
+static void history_server(struct pass *ps, const struct policy_history_server *hs)
+{
+        struct hs_walk w = {.ps = ps, .hs = hs};
+        struct shim_error err = {0};
+        _cleanup_free_ char *text = NULL;
+        char url[POLICY_SERVICE_PATH_MAX + 128], state[POLICY_SERVICE_PATH_MAX + 16];
+        int64_t since = 0;
+        size_t len = 0;
+        int r;
+
+        /* the applications that ended since a day before the newest end seen (a late log of
+         * an attempt that ended earlier shows up within the day) */
+        snprintf(state, sizeof(state), "hs_end:%s", hs->url);
+        r = tuner_store_state(ps->in.store, state, &since, &err);
+        if (r < 0) {
+                log_error("history store: %s", err.text);
+                ps->store_failed = true;
+                return;
+        }
+        if (r > 0 && since > INT64_C(86400000)) {
+                time_t t = (time_t)((since - INT64_C(86400000)) / 1000);
+                struct tm tm;
+                char when[40];
+
+                gmtime_r(&t, &tm);
+                strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S.000GMT", &tm);
+                snprintf(url, sizeof(url), "%s/api/v1/applications?status=completed&minEndDate=%s",
+                         hs->url, when);
+        } else {
+                snprintf(url, sizeof(url), "%s/api/v1/applications?status=completed", hs->url);
+        }
+        if (tuner_hs_get(url, TUNER_HS_LIST_MAX, 120, &text, &len, &err) < 0) {
+                log_warn("tune-service: History Server %s; tried again at the next pass", err.text);
+                return;
+        }
+        w.newest_end_ms = since;
+        if (tuner_hs_parse_list(text, len, hs_attempt, &w, &err) < 0 && !ps->store_failed) {
+                log_warn("tune-service: History Server %s: its application list: %s", hs->url,
+                         err.text);
+                return;
+        }
+        if (!ps->store_failed && w.newest_end_ms > since &&
+            (tuner_store_begin(ps->in.store, &err) < 0 ||
+             tuner_store_set_state(ps->in.store, state, w.newest_end_ms, &err) < 0 ||
+             tuner_store_commit(ps->in.store, &err) < 0)) {
+                tuner_store_rollback(ps->in.store, NULL);
+                log_error("history store: %s", err.text);
+                ps->store_failed = true;
+        }
+}
+
 /* s with control characters as '?' */
 static const char *printable(const char *s, char *buf, size_t size)
 {
@@ -472,6 +653,13 @@ static int pass(const struct policy *p, const char *db, bool verbose)
                 walk(&ps, AT_FDCWD, svc->reports[i], svc->reports[i], REPORTS, 0);
         for (size_t i = 0; i < svc->n_eventlogs && !ps.store_failed; i++)
                 walk(&ps, AT_FDCWD, svc->eventlogs[i], svc->eventlogs[i], EVENTLOGS, 0);
+        for (size_t i = 0; i < svc->n_history_servers && !ps.store_failed; i++)
+                history_server(&ps, &svc->history_servers[i]);
+        if (ps.unmapped)
+                log_warn("tune-service: %lu History Server attempts skipped: their sparkUser is "
+                         "no local user, or root (tuner.service.history_servers owner "
+                         "\"spark_user\")",
+                         ps.unmapped);
         tuner_bounds_from_policy(p, &b);
         if (!ps.store_failed)
                 publish(&ps, &b);
@@ -600,10 +788,16 @@ int tuner_cli_service(int argc, char **argv)
                 return status;
         if (!db)
                 db = policy.tuner.db;
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+                log_error("tune-service: libcurl cannot start");
+                return SHIM_EXIT_INTERNAL;
+        }
         status = tuner_cli_check_db(db);
         if (status)
                 return status;
-        if (policy.tuner.service.n_reports + policy.tuner.service.n_eventlogs == 0)
+        if (policy.tuner.service.n_reports + policy.tuner.service.n_eventlogs +
+                policy.tuner.service.n_history_servers ==
+            0)
                 log_warn("tune-service: policy %s names no tuner.service.reports or "
                          "tuner.service.eventlogs directory: nothing to read",
                          policy_path);
