@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FIXTURE_LIST_MAX 128
+#define FIXTURE_LIST_MAX 256
 
 /* $FIXTURES/rel (meson sets FIXTURES to tests/unit/fixtures). */
 static inline void fixture_path(const char *rel, char *buf, size_t size)
