@@ -43,6 +43,7 @@ struct config {
 struct published {
         const char *state, *reason;
         struct config next, safe;
+        json_t *ran; /* the configuration ids the service has seen runs of (an array), or NULL */
 };
 
 /* The one warning of a submit that runs as the user gave it. */
@@ -278,6 +279,11 @@ static int check_published(json_t *root, const char *job, struct published *p, c
                 snprintf(why, size, "\"reason\" is not a string");
                 return -EINVAL;
         }
+        p->ran = json_object_get(root, "ran");
+        if (p->ran && !json_is_array(p->ran)) {
+                snprintf(why, size, "\"ran\" is not an array");
+                return -EINVAL;
+        }
         p->state = json_string_value(state);
         p->reason = reason ? json_string_value(reason) : "";
         if ((r = read_config(root, "next", &p->next, why, size)) < 0 ||
@@ -362,15 +368,71 @@ static void record_launch(const char *id)
         }
         if (len < 0)
                 return;
+        /* a file that is not lines of ids (a crash's zero-filled tail, anything else): begin
+         * it again with this launch */
+        for (ssize_t i = 0; i < len; i++)
+                if (text[i] != '\n' && !((text[i] >= '0' && text[i] <= '9') ||
+                                         (text[i] >= 'a' && text[i] <= 'z') || text[i] == '-')) {
+                        (void)util_write_file_atomic_at(dirfd, LAUNCHED_FILE, line, strlen(line),
+                                                        0600, NULL, NULL, 0);
+                        return;
+                }
         for (ssize_t i = 0; i < len; i++)
                 lines += text[i] == '\n';
         if (lines <= LAUNCHED_KEEP)
                 return;
         keep = text;
-        for (size_t drop = lines - LAUNCHED_KEEP; drop > 0; drop--)
-                keep = strchr(keep, '\n') + 1;
+        for (size_t drop = lines - LAUNCHED_KEEP; drop > 0; drop--) {
+                const char *nl = memchr(keep, '\n', (size_t)(text + len - keep));
+
+                if (!nl)
+                        return;
+                keep = nl + 1;
+        }
         (void)util_write_file_atomic_at(dirfd, LAUNCHED_FILE, keep, (size_t)(text + len - keep),
                                         0600, NULL, NULL, 0);
+}
+
+/*
+ * Did the user set key some other way Spark reads it: a deprecated name of it in the
+ * properties, or the environment spark-submit's launcher turns into it
+ * (SparkSubmitArguments: SPARK_EXECUTOR_MEMORY, SPARK_EXECUTOR_CORES)?
+ */
+static bool set_by_user(const struct policy_submit *s, const char *key)
+{
+        static const struct {
+                const char *key, *property, *env;
+        } aliases[] = {
+            {"spark.executor.memoryOverhead", "spark.yarn.executor.memoryOverhead", NULL},
+            {"spark.executor.memory", NULL, "SPARK_EXECUTOR_MEMORY"},
+            {"spark.executor.cores", NULL, "SPARK_EXECUTOR_CORES"},
+        };
+
+        if (policy_submit_get(s, key))
+                return true;
+        for (size_t i = 0; i < ELEMENTSOF(aliases); i++) {
+                const char *e;
+
+                if (strcmp(aliases[i].key, key) != 0)
+                        continue;
+                if (aliases[i].property && policy_submit_get(s, aliases[i].property))
+                        return true;
+                if (aliases[i].env && (e = getenv(aliases[i].env)) && *e)
+                        return true;
+        }
+        return false;
+}
+
+/* Has the service seen a run of configuration id (its "ran")? Then a launch of it before
+ * was not a submit that failed before the service saw it: not a retry. */
+static bool ran(const struct published *p, const char *id)
+{
+        size_t i;
+        json_t *v;
+
+        json_array_foreach(p->ran, i, v) if (json_is_string(v) &&
+                                             strcmp(json_string_value(v), id) == 0) return true;
+        return false;
 }
 
 /* ---------------------------------------------------------------- the decision */
@@ -521,7 +583,7 @@ static char **apply(int argc, char **argv, int at, const struct policy *policy)
         } else if (!pub.next.id) {
                 chosen = &pub.safe;
                 snprintf(because, sizeof(because), "state %s, no next configuration", pub.state);
-        } else if (launched_before(pub.next.id)) {
+        } else if (launched_before(pub.next.id) && !ran(&pub, pub.next.id)) {
                 chosen = &pub.safe;
                 snprintf(because, sizeof(because), "retry of %s", pub.next.id);
         } else {
@@ -538,7 +600,7 @@ static char **apply(int argc, char **argv, int at, const struct policy *policy)
                 goto out;
         }
         for (size_t i = 0; i < chosen->n; i++)
-                user_set[i] = policy_submit_get(&s, chosen->keys[i]) != NULL;
+                user_set[i] = set_by_user(&s, chosen->keys[i]);
         describe(chosen, user_set, mode == POLICY_APPLY_SHOW, line, sizeof(line), kept,
                  sizeof(kept));
         if (mode == POLICY_APPLY_SHOW) {

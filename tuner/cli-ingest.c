@@ -168,6 +168,16 @@ static int report_line(struct tuner_ingest *in, const char *path, unsigned linen
 
         if (r == -ENOMEM)
                 return refuse(in, path, lineno, "out of memory");
+        if (r < 0 && in->skip_bad_lines) {
+                /* the service reads files that grow: one bad line (a job's, or a line cut by a
+                 * crash) must not keep every later line of the file out */
+                char p[512];
+
+                log_error("%s: the line at byte %" PRId64 ": %s; line skipped",
+                          printable(path, p, sizeof(p)), in->line_start, err.text);
+                in->skipped_lines++;
+                return 0;
+        }
         if (r < 0)
                 return refuse(in, path, lineno, err.text);
         if (r == 0)
@@ -265,6 +275,7 @@ enum tuner_ingest_outcome tuner_ingest_reports(struct tuner_ingest *in, const ch
                         len += seg;
                         if (!nl)
                                 break;
+                        in->line_start = done;
                         if ((r = report_line(in, path, lineno, line, len, &apps)) != 0)
                                 return r;
                         len = 0;

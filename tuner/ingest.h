@@ -30,6 +30,11 @@ struct tuner_ingest {
         int64_t from;
         bool complete_lines;
         struct tuner_store_file *checkpoint;
+        /* the service's: a line that is not a valid report is skipped (one error line, counted
+         * in skipped_lines), not the whole file; line_start is its byte offset */
+        bool skip_bad_lines;
+        unsigned long skipped_lines;
+        int64_t line_start;
         bool quiet;
         /* an event log's run is this user's, whoever owns its files (a History Server's logs,
          * which the service extracted itself) */

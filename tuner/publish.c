@@ -29,17 +29,40 @@ bool tuner_config_id_valid(const char *s)
         return s[16] == '\0';
 }
 
-/* the properties of params that the submit side takes (policy_published_check()): a value
- * the run did not know (an unknown size) is left out, never published as a number */
-static void config_of(const struct tuner_params *params, const struct tuner_bounds *b,
-                      unsigned overrides, struct tuner_published_config *c)
+/* Did the run the values come from know this one? A size or a request the job never set
+ * (Spark's default, no sparkshim report) is unknown, and the stages clamp an unknown value
+ * to a bound: published, it would move the job to the policy's maximum. */
+static bool known_in(const struct tuner_params *from, enum tuner_param_index param)
+{
+        switch (param) {
+        case TUNER_P_HEAP:
+                return from->heap_bytes != TUNER_UNKNOWN;
+        case TUNER_P_OVERHEAD:
+                return from->overhead_bytes != TUNER_UNKNOWN;
+        case TUNER_P_MILLICORES:
+                return from->millicores != TUNER_UNKNOWN;
+        case TUNER_P_CORES:
+                return from->cores != 0;
+        case TUNER_P_BURST_RATIO:
+                return isfinite(from->burst_ratio);
+        default:
+                return true;
+        }
+}
+
+/* the properties of params that the submit side takes (policy_published_check()), but those
+ * the run they come from (from) did not know */
+static void config_of(const struct tuner_params *params, const struct tuner_params *from,
+                      const struct tuner_bounds *b, unsigned overrides,
+                      struct tuner_published_config *c)
 {
         struct tuner_property all[TUNER_PROPERTIES_MAX];
         size_t n = tuner_properties(params, b, overrides, all);
 
         c->n = 0;
         for (size_t i = 0; i < n; i++)
-                if (policy_published_check(all[i].key, all[i].value) == 0)
+                if (known_in(from, all[i].param) &&
+                    policy_published_check(all[i].key, all[i].value) == 0)
                         c->conf[c->n++] = all[i];
         c->present = c->n > 0;
 }
@@ -105,6 +128,14 @@ int tuner_publish_decide(struct tuner_run *runs, size_t n, const struct tuner_bo
         *ret = (struct tuner_published){0};
         if (n == 0)
                 return shim_error_set(err, ENODATA, "no runs");
+        for (size_t i = 0; i < n && ret->n_ran < TUNER_HOLD_WINDOW; i++) {
+                bool seen = !runs[i].config[0];
+
+                for (size_t k = 0; k < ret->n_ran && !seen; k++)
+                        seen = strcmp(ret->ran[k], runs[i].config) == 0;
+                if (!seen)
+                        snprintf(ret->ran[ret->n_ran++], sizeof(ret->ran[0]), "%s", runs[i].config);
+        }
         for (size_t i = 0; i < window; i++)
                 failures += runs[i].failure != TUNER_OK;
 
@@ -116,10 +147,15 @@ int tuner_publish_decide(struct tuner_run *runs, size_t n, const struct tuner_bo
                 safe.heap_bytes = with_margin(safe.heap_bytes);
                 safe.overhead_bytes = with_margin(safe.overhead_bytes);
                 safe.millicores = with_margin(safe.millicores);
-                if (safe.heap_bytes != TUNER_UNKNOWN && safe.overhead_bytes != TUNER_UNKNOWN &&
-                    safe.millicores != TUNER_UNKNOWN)
-                        tuner_clamp(&safe, reasons, b);
-                config_of(&safe, b, overrides, &ret->safe);
+                /* each known value within the bounds; an unknown one stays out (config_of) */
+                if (safe.heap_bytes == TUNER_UNKNOWN)
+                        safe.heap_bytes = b->heap_min_bytes;
+                if (safe.overhead_bytes == TUNER_UNKNOWN)
+                        safe.overhead_bytes = b->overhead_min_bytes;
+                if (safe.millicores == TUNER_UNKNOWN)
+                        safe.millicores = b->millicores_min;
+                tuner_clamp(&safe, reasons, b);
+                config_of(&safe, &ok->params, b, overrides, &ret->safe);
                 if (ret->safe.present)
                         config_id(&ret->safe, "safe", owner, job);
                 snprintf(ret->safe_from, sizeof(ret->safe_from), "%s", ok->app_id);
@@ -144,7 +180,7 @@ int tuner_publish_decide(struct tuner_run *runs, size_t n, const struct tuner_bo
         r = tuner_recommend(runs, n, b, &rec, err);
         if (r < 0)
                 return r;
-        config_of(&rec.params, b, overrides, &ret->next);
+        config_of(&rec.params, &runs[0].params, b, overrides, &ret->next);
         if (ret->next.present)
                 config_id(&ret->next, "next", owner, job);
         snprintf(ret->state, sizeof(ret->state), ok ? "explore" : "learning");
@@ -192,7 +228,9 @@ static int own_dir(int parent, const char *name, const char *shown, mode_t mode,
                                       shown, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
                                       (unsigned)geteuid());
         }
-        if ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0) {
+        /* the owners' directories are ours to shape; the top one is the admin's (a 0750 of a
+         * group of submitters stays so) */
+        if (parent != AT_FDCWD && (st.st_mode & 07777) != mode && fchmod(fd, mode) < 0) {
                 int e = errno;
 
                 close(fd);
@@ -238,6 +276,16 @@ int tuner_publish_write(const char *dir, uint32_t owner, const char *job,
                 return shim_error_set(err, ENOMEM,
                                       "out of memory (or a job name that is not "
                                       "UTF-8)");
+        {
+                json_t *ran = json_array();
+
+                for (size_t i = 0; ran && i < p->n_ran; i++)
+                        json_array_append_new(ran, json_string(p->ran[i]));
+                if (!ran || json_object_set_new(doc, "ran", ran) < 0) {
+                        json_decref(doc);
+                        return shim_error_set(err, ENOMEM, "out of memory");
+                }
+        }
         text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
         json_decref(doc);
         if (!text)

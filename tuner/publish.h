@@ -40,6 +40,10 @@ struct tuner_published {
         char reason[TUNER_REASON_MAX];
         struct tuner_published_config next, safe;
         char safe_from[TUNER_APP_ID_MAX]; /* the run safe was taken from */
+        /* the configuration ids the runs were submitted with (newest first, each once): a
+         * launch of one of them that the submit side remembers is no retry */
+        char ran[TUNER_HOLD_WINDOW][24];
+        size_t n_ran;
 };
 
 /* Whether s is a configuration id: "next-" or "safe-" and 16 lowercase hex digits. */

@@ -107,6 +107,14 @@ static struct tuner_store_file *checkpoint_find(struct checkpoints *c, uint64_t 
         return NULL;
 }
 
+static void mark_seen(struct checkpoints *c, uint64_t dev, uint64_t ino)
+{
+        struct tuner_store_file *k = checkpoint_find(c, dev, ino);
+
+        if (k)
+                k->seen = true;
+}
+
 static int checkpoint_put(void *userdata, const struct tuner_store_file *f)
 {
         struct checkpoints *c = userdata;
@@ -114,7 +122,10 @@ static int checkpoint_put(void *userdata, const struct tuner_store_file *f)
         size_t s;
 
         if (old) {
+                bool seen = old->seen;
+
                 *old = *f;
+                old->seen = seen || f->seen;
                 return 0;
         }
         if ((c->n + 1) * 2 > c->cap && checkpoints_grow(c) < 0)
@@ -163,7 +174,36 @@ struct pass {
         time_t now;
         unsigned long files, known_files, read, refused, waiting, published, unmapped;
         bool store_failed;
+        bool walk_failed; /* a directory could not be read: no checkpoint is forgotten */
+        /* the event logs' decompression budgets of this pass (eventlog.h), one per owner: a
+         * user's compression bombs spend that user's budget, never another's */
+        struct {
+                uint32_t uid;
+                struct tuner_eventlog_run run;
+        } budgets[64];
+        size_t n_budgets;
+        struct tuner_eventlog_run others; /* owners past the 64th */
 };
+
+static struct tuner_eventlog_run *budget_of(struct pass *ps, uint32_t uid)
+{
+        for (size_t i = 0; i < ps->n_budgets; i++)
+                if (ps->budgets[i].uid == uid)
+                        return &ps->budgets[i].run;
+        if (ps->n_budgets == ELEMENTSOF(ps->budgets))
+                return &ps->others;
+        ps->budgets[ps->n_budgets].uid = uid;
+        ps->budgets[ps->n_budgets].run = (struct tuner_eventlog_run){0};
+        return &ps->budgets[ps->n_budgets++].run;
+}
+
+/* has an event log's refusal spent what its owner had left this pass (then it is read
+ * again at the next pass, not remembered as refused)? */
+static bool budget_spent(const struct tuner_eventlog_run *run)
+{
+        return run->total >= TUNER_EVENTLOG_RUN_TOTAL_MAX ||
+               run->slack >= TUNER_EVENTLOG_RUN_SLACK_MAX;
+}
 
 static int64_t mtime_ns(const struct stat *st)
 {
@@ -223,6 +263,7 @@ static void report_file(struct pass *ps, int dirfd, const char *name, const char
         const struct tuner_store_file *k;
         struct stat st;
 
+        mark_seen(&ps->known, (uint64_t)seen->st_dev, (uint64_t)seen->st_ino);
         k = checkpoint_find(&ps->known, (uint64_t)seen->st_dev, (uint64_t)seen->st_ino);
         if (unchanged(k, seen)) {
                 ps->known_files++;
@@ -244,7 +285,17 @@ static void report_file(struct pass *ps, int dirfd, const char *name, const char
             .mtime_ns = mtime_ns(&st),
             /* grown: from the last complete line read; shrunk: a new file, from the start */
             .offset = k && k->offset <= (int64_t)st.st_size ? k->offset : 0,
+            .seen = true,
         };
+        /* a new file on a reused inode may have grown past the old one's offset: what was
+         * read ended a line, so the byte before the offset is a newline, or this is another
+         * file, read from its start */
+        if (f.offset > 0) {
+                char c;
+
+                if (pread(fd, &c, 1, f.offset - 1) != 1 || c != '\n')
+                        f.offset = 0;
+        }
         ps->in.owner_uid = (uint32_t)st.st_uid;
         ps->in.from = f.offset;
         ps->in.checkpoint = &f;
@@ -287,8 +338,11 @@ static void eventlog_entry(struct pass *ps, int dirfd, const char *name, const c
             .ino = (uint64_t)st->st_ino,
             .size = S_ISDIR(st->st_mode) ? 0 : (int64_t)st->st_size,
             .mtime_ns = mtime_ns(st),
+            .seen = true,
         };
         const struct tuner_store_file *k = checkpoint_find(&ps->known, f.dev, f.ino);
+
+        mark_seen(&ps->known, f.dev, f.ino);
 
         if (S_ISDIR(st->st_mode) && strncmp(name, "eventlog_v2_", 12) != 0)
                 return;
@@ -301,11 +355,21 @@ static void eventlog_entry(struct pass *ps, int dirfd, const char *name, const c
                 return;
         }
         f.offset = f.size;
-        /* each file within its own bounds (eventlog.h); a pass may read many */
-        ps->in.eventlogs = (struct tuner_eventlog_run){0};
-        ps->in.checkpoint = &f;
-        outcome(ps, tuner_ingest_eventlog(&ps->in, path), &f);
-        ps->in.checkpoint = NULL;
+        {
+                struct tuner_eventlog_run *budget = budget_of(ps, (uint32_t)st->st_uid);
+                enum tuner_ingest_outcome o;
+
+                ps->in.eventlogs = *budget;
+                ps->in.checkpoint = &f;
+                o = tuner_ingest_eventlog(&ps->in, path);
+                ps->in.checkpoint = NULL;
+                *budget = ps->in.eventlogs;
+                if (o == REFUSED && budget_spent(budget)) {
+                        ps->waiting++; /* its owner's budget of this pass is spent */
+                        return;
+                }
+                outcome(ps, o, &f);
+        }
 }
 
 enum dir_kind { REPORTS, EVENTLOGS };
@@ -319,9 +383,11 @@ static void walk(struct pass *ps, int parent, const char *name, const char *path
 
         fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
-                if (depth == 0)
+                if (depth == 0) {
                         log_warn("tune-service: %s: %s; skipped this pass", path,
                                  errno == ELOOP ? "a symbolic link (refused)" : strerror(errno));
+                        ps->walk_failed = true;
+                }
                 return;
         }
         d = fdopendir(fd);
@@ -352,6 +418,34 @@ static void walk(struct pass *ps, int parent, const char *name, const char *path
                         report_file(ps, fd, e->d_name, child, &st);
                 }
         }
+}
+
+/* The checkpoints of files no directory holds any more (deleted, rotated away) are
+ * forgotten, so that the table holds what the directories hold (a History Server's attempts,
+ * keys with the top bit set, stay: the server's list is read from a date on). */
+static void forget_unseen(struct pass *ps)
+{
+        struct shim_error err = {0};
+        unsigned long n = 0;
+
+        for (size_t i = 0; i < ps->known.cap; i++) {
+                const struct tuner_store_file *f = &ps->known.v[i];
+
+                if ((!f->dev && !f->ino) || f->seen || (f->dev >> 63))
+                        continue;
+                if (!n && tuner_store_begin(ps->in.store, &err) < 0)
+                        goto fail;
+                if (tuner_store_forget_file(ps->in.store, f->dev, f->ino, &err) < 0)
+                        goto fail;
+                n++;
+        }
+        if (n && tuner_store_commit(ps->in.store, &err) < 0)
+                goto fail;
+        return;
+fail:
+        tuner_store_rollback(ps->in.store, NULL);
+        log_error("history store: %s", err.text);
+        ps->store_failed = true;
 }
 
 /* ---------------------------------------------------------------- History Servers */
@@ -463,13 +557,21 @@ static int hs_attempt(void *userdata, const struct tuner_hs_attempt *a)
                 remember_refused(ps, &f);
         } else {
                 snprintf(path, sizeof(path), "%s/%s", dir, name);
+                struct tuner_eventlog_run *budget = budget_of(ps, uid);
+                enum tuner_ingest_outcome o;
+
                 ps->in.override_owner = true;
                 ps->in.override_uid = uid;
-                ps->in.eventlogs = (struct tuner_eventlog_run){0};
+                ps->in.eventlogs = *budget;
                 ps->in.checkpoint = &f;
-                outcome(ps, tuner_ingest_eventlog(&ps->in, path), &f);
+                o = tuner_ingest_eventlog(&ps->in, path);
                 ps->in.checkpoint = NULL;
                 ps->in.override_owner = false;
+                *budget = ps->in.eventlogs;
+                if (o == REFUSED && budget_spent(budget))
+                        ps->waiting++;
+                else
+                        outcome(ps, o, &f);
         }
         if (dirfd >= 0) {
                 remove_tree(dirfd);
@@ -626,6 +728,7 @@ static int pass(const struct policy *p, const char *db, bool verbose)
                     .line_max = TUNER_REPORT_LINE_MAX,
                     .input_max = TUNER_REPORT_INPUT_MAX,
                     .complete_lines = true,
+                    .skip_bad_lines = true,
                     .quiet = true,
                     .touched = touch,
                 },
@@ -653,6 +756,8 @@ static int pass(const struct policy *p, const char *db, bool verbose)
                 walk(&ps, AT_FDCWD, svc->reports[i], svc->reports[i], REPORTS, 0);
         for (size_t i = 0; i < svc->n_eventlogs && !ps.store_failed; i++)
                 walk(&ps, AT_FDCWD, svc->eventlogs[i], svc->eventlogs[i], EVENTLOGS, 0);
+        if (!ps.store_failed && !ps.walk_failed)
+                forget_unseen(&ps);
         for (size_t i = 0; i < svc->n_history_servers && !ps.store_failed; i++)
                 history_server(&ps, &svc->history_servers[i]);
         if (ps.unmapped)
@@ -677,9 +782,10 @@ static int pass(const struct policy *p, const char *db, bool verbose)
         clock_gettime(CLOCK_MONOTONIC, &t1);
         if (verbose || ps.read || ps.refused || ps.published || status)
                 printf("tune-service: %lu files, %lu known, %lu read, %lu refused, %lu in "
-                       "progress; %zu runs touched, %lu jobs published; %.3f s\n",
-                       ps.files, ps.known_files, ps.read, ps.refused, ps.waiting, ps.touched.n,
-                       ps.published,
+                       "progress, %lu lines skipped; %zu runs touched, %lu jobs published; "
+                       "%.3f s\n",
+                       ps.files, ps.known_files, ps.read, ps.refused, ps.waiting,
+                       ps.in.skipped_lines, ps.touched.n, ps.published,
                        (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
         fflush(stdout);
 out:

@@ -168,6 +168,7 @@ enum stmt_id {
         S_STATE_GET,
         S_STATE_PUT,
         S_STATE_NEW,
+        S_FILE_FORGET,
         S_COUNT,
 };
 
@@ -363,6 +364,9 @@ static char *build(enum stmt_id id)
         case S_STATE_PUT:
                 add(&t, "INSERT INTO service_state (name, value) VALUES ($1, $2) "
                         "ON CONFLICT (name) DO UPDATE SET value = excluded.value");
+                break;
+        case S_FILE_FORGET:
+                add(&t, "DELETE FROM ingested_files WHERE dev = $1 AND ino = $2");
                 break;
         case S_STATE_NEW:
                 add(&t, "INSERT INTO service_state (name, value) VALUES ($1, $2) "
@@ -1681,6 +1685,19 @@ int tuner_store_put_file(struct tuner_store *s, const struct tuner_store_file *f
             (r = s->ops->bind_int64(st, 3, f->size)) >= 0 &&
             (r = s->ops->bind_int64(st, 4, f->mtime_ns)) >= 0)
                 r = s->ops->bind_int64(st, 5, f->offset);
+        return run_done(s, st, r, err);
+}
+
+int tuner_store_forget_file(struct tuner_store *s, uint64_t dev, uint64_t ino,
+                            struct shim_error *err)
+{
+        struct store_stmt *st = NULL;
+        int r;
+
+        if ((r = stmt(s, S_FILE_FORGET, &st, err)) < 0)
+                return r;
+        if ((r = s->ops->bind_int64(st, 1, (int64_t)dev)) >= 0)
+                r = s->ops->bind_int64(st, 2, (int64_t)ino);
         return run_done(s, st, r, err);
 }
 

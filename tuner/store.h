@@ -117,12 +117,16 @@ int tuner_store_jobs(struct tuner_store *s, struct tuner_store_job **ret, size_t
 struct tuner_store_file {
         uint64_t dev, ino;
         int64_t size, mtime_ns, offset;
+        bool seen; /* the service's: found by this pass (not stored) */
 };
 /* Every checkpoint, each given to each() (whose -errno ends the walk). */
 int tuner_store_files(struct tuner_store *s, int (*each)(void *, const struct tuner_store_file *),
                       void *userdata, struct shim_error *err);
 int tuner_store_put_file(struct tuner_store *s, const struct tuner_store_file *f,
                          struct shim_error *err);
+/* Forget a file's checkpoint (a file no pass finds any more). */
+int tuner_store_forget_file(struct tuner_store *s, uint64_t dev, uint64_t ino,
+                            struct shim_error *err);
 /* The job and owner (0: none) of run app_id: 1, or 0 when it has no job or is unknown. */
 int tuner_store_run_key(struct tuner_store *s, const char *app_id, char job[TUNER_JOB_MAX],
                         uint32_t *owner, struct shim_error *err);

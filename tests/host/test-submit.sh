@@ -150,6 +150,39 @@ grep -q "applied next configuration $NEXT" err.txt || { cat err.txt; fail "explo
 	fail "the record of launches does not keep the newest 64"
 echo "ok: the record of launches keeps the newest 64"
 rm -rf user/.local
+# a record whose tail a crash zero-filled: the submit still runs, the record begins again
+mkdir -p user/.local/state/sparkshim
+{ head -c 4096 /dev/zero; for i in $(seq 1 66); do printf 'next-%016x\n' "$i"; done; } >user/.local/state/sparkshim/launched
+chown -R "$USER_UID" user/.local
+submit explore --name J $APP
+grep -q "applied next configuration $NEXT" err.txt || { cat err.txt; fail "a zero-filled record: next not applied"; }
+[ "$(cat user/.local/state/sparkshim/launched)" = "$NEXT" ] || fail "a zero-filled record was not begun again"
+echo "ok: a record with a zero-filled tail: the submit runs, the record begins again"
+# a configuration the service has seen run (its "ran") is no retry: a stable next stays next
+sed -i "s/\"state\":\"explore\"/\"ran\":[\"$NEXT\"],\"state\":\"explore\"/" "pub/$USER_UID/J.json"
+submit explore --name J $APP
+grep -q "applied next configuration $NEXT" err.txt || { cat err.txt; fail "a configuration seen run was taken for a retry"; }
+echo "ok: a launch of a configuration the service saw run is no retry"
+publish J
+rm -rf user/.local
+# what Spark takes for the same settings: a deprecated name, the launcher's environment
+publish J explore "$FAR" "$USER_UID" '{"spark.executor.memory":"1536m","spark.executor.memoryOverhead":"512m"}'
+submit explore --name J $APP
+grep -q "spark.executor.memoryOverhead=512m" got.txt || fail "the overhead is not added without the deprecated name"
+rm -rf user/.local
+submit explore --name J --conf spark.yarn.executor.memoryOverhead=4096m $APP
+! grep -q "spark.executor.memoryOverhead=" got.txt ||
+	fail "spark.yarn.executor.memoryOverhead did not count as the user's: $(cat got.txt)"
+publish J
+rm -rf user/.local
+printf '%s\n' -cp x org.apache.spark.deploy.SparkSubmit --name J $APP >want.txt
+setpriv --reuid="$USER_UID" --regid="$USER_UID" --clear-groups env HOME="$WORK/user" SPARK_EXECUTOR_MEMORY=3g \
+	"$WORK/explore/bin/java" -cp x org.apache.spark.deploy.SparkSubmit --name J $APP >got.txt 2>err.txt ||
+	fail "SPARK_EXECUTOR_MEMORY: the JDK's java failed"
+! grep -q "spark.executor.memory=" got.txt || fail "SPARK_EXECUTOR_MEMORY did not count as the user's: $(cat got.txt)"
+grep -q "yours kept: spark.executor.memory" err.txt || fail "SPARK_EXECUTOR_MEMORY: not listed as kept: $(cat err.txt)"
+echo "ok: spark.yarn.executor.memoryOverhead and SPARK_EXECUTOR_MEMORY count as the user's"
+rm -rf user/.local
 
 # --- what the user set wins ----------------------------------------------------------
 submit explore --name J --conf spark.executor.memory=8g $APP

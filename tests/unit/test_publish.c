@@ -311,3 +311,55 @@ Test(publish, allowed_keys_and_values)
         cr_assert_eq(policy_published_check("spark.executor.extraJavaOptions", "-Dx=1"), -ENOENT);
         cr_assert_eq(policy_published_check("spark.sql.shuffle.partitions", "200"), 0);
 }
+
+Test(publish, a_job_that_never_set_its_sizes_is_not_moved_to_the_bounds)
+{
+        /* Spark's defaults and no sparkshim report: the sizes and the request are unknown;
+         * the stages clamp unknown values to the maximum, which must never be published */
+        struct tuner_run runs[] = {run("app-2", TUNER_OK, NULL), run("app-1", TUNER_OK, NULL)};
+        struct tuner_published p;
+
+        for (size_t i = 0; i < 2; i++) {
+                runs[i].params.heap_bytes = TUNER_UNKNOWN;
+                runs[i].params.overhead_bytes = TUNER_UNKNOWN;
+                runs[i].params.millicores = TUNER_UNKNOWN;
+                runs[i].has_reports = false;
+                runs[i].cpu_util = runs[i].mem_util = runs[i].objective = NAN;
+        }
+        p = decide(runs, 2);
+        for (size_t i = 0; i < p.next.n; i++)
+                cr_assert(strcmp(p.next.conf[i].key, "spark.executor.memoryOverhead") != 0 &&
+                              strcmp(p.next.conf[i].key,
+                                     "spark.kubernetes.executor.request.cores") != 0 &&
+                              strstr(p.next.conf[i].key, "SPARKSHIM_MILLICORES") == NULL &&
+                              strstr(p.next.conf[i].key, "SPARKSHIM_MEMORY_OVERHEAD") == NULL,
+                          "next publishes %s=%s for a job that never set it", p.next.conf[i].key,
+                          p.next.conf[i].value);
+        cr_assert_null(conf_of(&p.next, "spark.executor.memory"));
+        cr_assert_null(conf_of(&p.next, "spark.executor.millicores"));
+        cr_assert_null(conf_of(&p.safe, "spark.executor.memoryOverhead"));
+}
+
+Test(publish, safe_stays_within_the_bounds_when_a_value_is_unknown)
+{
+        struct tuner_run runs[] = {run("app-1", TUNER_OK, NULL)};
+        struct tuner_published p;
+
+        runs[0].params.heap_bytes = 64 * GiB; /* the policy's heap maximum */
+        runs[0].params.overhead_bytes = TUNER_UNKNOWN;
+        p = decide(runs, 1);
+        cr_assert_str_eq(conf_of(&p.safe, "spark.executor.memory"), "65536m");
+}
+
+Test(publish, the_configurations_runs_were_submitted_with)
+{
+        struct tuner_run runs[] = {run("app-3", TUNER_OK, "next-0123456789abcdef"),
+                                   run("app-2", TUNER_OK, "next-0123456789abcdef"),
+                                   run("app-1", TUNER_OK, "safe-ffffffffffffffff"),
+                                   run("app-0", TUNER_OK, NULL)};
+        struct tuner_published p = decide(runs, 4);
+
+        cr_assert_eq(p.n_ran, 2);
+        cr_assert_str_eq(p.ran[0], "next-0123456789abcdef");
+        cr_assert_str_eq(p.ran[1], "safe-ffffffffffffffff");
+}
