@@ -125,22 +125,12 @@ static int help(FILE *f, int status)
 }
 
 /* s as it may go to a terminal */
-static const char *printable(const char *s, char *buf, size_t size)
-{
-        size_t n = 0;
-
-        for (; s && *s && n + 1 < size; s++, n++)
-                buf[n] = (unsigned char)*s < ' ' || *s == 0x7f ? '?' : *s;
-        buf[n] = '\0';
-        return buf;
-}
-
 static enum tuner_ingest_outcome store_failed(struct tuner_ingest *in, const char *path,
                                               const struct shim_error *err)
 {
         char p[512];
 
-        log_error("%s: history store: %s", printable(path, p, sizeof(p)), err->text);
+        log_error("%s: history store: %s", tuner_cli_printable(path, p, sizeof(p)), err->text);
         tuner_store_rollback(in->store, NULL);
         return STORE_FAILED;
 }
@@ -151,9 +141,10 @@ static enum tuner_ingest_outcome refuse(struct tuner_ingest *in, const char *pat
         char p[512];
 
         if (line)
-                log_error("%s:%u: %s; file not stored", printable(path, p, sizeof(p)), line, why);
+                log_error("%s:%u: %s; file not stored", tuner_cli_printable(path, p, sizeof(p)),
+                          line, why);
         else
-                log_error("%s: %s; file not stored", printable(path, p, sizeof(p)), why);
+                log_error("%s: %s; file not stored", tuner_cli_printable(path, p, sizeof(p)), why);
         tuner_store_rollback(in->store, NULL);
         return REFUSED;
 }
@@ -174,7 +165,7 @@ static int report_line(struct tuner_ingest *in, const char *path, unsigned linen
                 char p[512];
 
                 log_error("%s: the line at byte %" PRId64 ": %s; line skipped",
-                          printable(path, p, sizeof(p)), in->line_start, err.text);
+                          tuner_cli_printable(path, p, sizeof(p)), in->line_start, err.text);
                 in->skipped_lines++;
                 return 0;
         }
@@ -300,15 +291,17 @@ enum tuner_ingest_outcome tuner_ingest_reports(struct tuner_ingest *in, const ch
                 return STORED;
         if (apps.n == 0)
                 printf("%s: no final executor report of a Spark application\n",
-                       printable(path, p, sizeof(p)));
+                       tuner_cli_printable(path, p, sizeof(p)));
         for (size_t i = 0; i < apps.n; i++)
-                printf("%s: run %s: %u executor report%s, job %s\n", printable(path, p, sizeof(p)),
-                       printable(apps.v[i].app_id, id, sizeof(id)), apps.v[i].executors,
+                printf("%s: run %s: %u executor report%s, job %s\n",
+                       tuner_cli_printable(path, p, sizeof(p)),
+                       tuner_cli_printable(apps.v[i].app_id, id, sizeof(id)), apps.v[i].executors,
                        apps.v[i].executors == 1 ? "" : "s",
-                       in->job ? printable(in->job, job, sizeof(job)) : "(from its event log)");
+                       in->job ? tuner_cli_printable(in->job, job, sizeof(job))
+                               : "(from its event log)");
         if (apps.unlisted)
                 printf("%s: %lu more executor reports of runs past the first %d, not listed\n",
-                       printable(path, p, sizeof(p)), apps.unlisted, APPS_LISTED);
+                       tuner_cli_printable(path, p, sizeof(p)), apps.unlisted, APPS_LISTED);
         fflush(stdout);
         return STORED;
 }
@@ -365,8 +358,8 @@ enum tuner_ingest_outcome tuner_ingest_eventlog(struct tuner_ingest *in, const c
         if (!job)
                 log_warn("%s: the event log has no property %s (or it is longer than %d bytes); "
                          "run %s has no job: give --job",
-                         printable(path, p, sizeof(p)), in->job_key, TUNER_JOB_MAX - 1,
-                         printable(app.app_id, id, sizeof(id)));
+                         tuner_cli_printable(path, p, sizeof(p)), in->job_key, TUNER_JOB_MAX - 1,
+                         tuner_cli_printable(app.app_id, id, sizeof(id)));
         if (tuner_store_begin(in->store, &err) < 0 ||
             tuner_store_put_app(in->store, job, &app, &err) < 0 ||
             (in->job &&
@@ -384,7 +377,7 @@ enum tuner_ingest_outcome tuner_ingest_eventlog(struct tuner_ingest *in, const c
                 if (tuner_store_run_id(in->store, app.app_id, app.owner_uid, key, &err) < 0 ||
                     in->touched(in->userdata, key) < 0) {
                         tuner_app_free(&app);
-                        log_error("%s: %s", printable(path, p, sizeof(p)),
+                        log_error("%s: %s", tuner_cli_printable(path, p, sizeof(p)),
                                   err.text[0] ? err.text : "out of memory");
                         return STORE_FAILED;
                 }
@@ -394,9 +387,10 @@ enum tuner_ingest_outcome tuner_ingest_eventlog(struct tuner_ingest *in, const c
                 return STORED;
         }
         printf("%s: run %s: event log, %zu stage attempts, %zu executors, %s, job %s\n",
-               printable(path, p, sizeof(p)), printable(app.app_id, id, sizeof(id)), app.n_stages,
-               app.n_executors, app.ended ? "ended" : "not ended",
-               job ? printable(job, j, sizeof(j)) : "(none)");
+               tuner_cli_printable(path, p, sizeof(p)),
+               tuner_cli_printable(app.app_id, id, sizeof(id)), app.n_stages, app.n_executors,
+               app.ended ? "ended" : "not ended",
+               job ? tuner_cli_printable(job, j, sizeof(j)) : "(none)");
         fflush(stdout);
         tuner_app_free(&app);
         return STORED;

@@ -55,6 +55,16 @@ int tuner_cli_load_policy(const char *path, bool explicit, struct policy *p)
         return 0;
 }
 
+const char *tuner_cli_printable(const char *s, char *buf, size_t size)
+{
+        size_t n = 0;
+
+        for (; s && *s && n + 1 < size; s++, n++)
+                buf[n] = (unsigned char)*s < ' ' || *s == 0x7f ? '?' : *s;
+        buf[n] = '\0';
+        return buf;
+}
+
 int tuner_cli_check_db(const char *db)
 {
         char dir[4096];
@@ -425,17 +435,6 @@ int tuner_cli_tune(int argc, char **argv)
         return 0;
 }
 
-/* s with control characters as '?' */
-static const char *printable(const char *s, char *buf, size_t size)
-{
-        size_t n = 0;
-
-        for (; *s && n + 1 < size; s++, n++)
-                buf[n] = (unsigned char)*s < ' ' || *s == 0x7f ? '?' : *s;
-        buf[n] = '\0';
-        return buf;
-}
-
 static void print_time(int64_t ms, char *buf, size_t size)
 {
         time_t t = (time_t)(ms / 1000);
@@ -498,10 +497,10 @@ int tuner_cli_report(int argc, char **argv)
                 /* the ids and reasons come from the job's event log: no control character
                  * reaches the terminal */
                 printf("%-36.36s %-20s %9s %4" PRIu32 " %6s %6s %9s  %s%s%s\n",
-                       printable(run->app_id, app, sizeof(app)), start, secs, run->executors, cpu,
-                       mem, obj, tuner_failure_name(run->failure),
+                       tuner_cli_printable(run->app_id, app, sizeof(app)), start, secs,
+                       run->executors, cpu, mem, obj, tuner_failure_name(run->failure),
                        run->failure_detail[0] ? ": " : "",
-                       printable(run->failure_detail, detail, sizeof(detail)));
+                       tuner_cli_printable(run->failure_detail, detail, sizeof(detail)));
         }
         if (!o.json) {
                 static const char *const modes[] = {"off", "show", "safe", "explore"};

@@ -35,3 +35,6 @@ int tuner_cli_load_policy(const char *path, bool explicit, struct policy *p);
 /* As root, a SQLite history only in a directory no one else may write: SQLite creates its
  * -wal and -shm files there by name. 0, or TUNER_EXIT_STORE after logging why. */
 int tuner_cli_check_db(const char *db);
+/* s as it may go to a terminal or a log: control characters as '?', cut to size (buf is
+ * returned). */
+const char *tuner_cli_printable(const char *s, char *buf, size_t size);

@@ -632,17 +632,6 @@ static void history_server(struct pass *ps, const struct policy_history_server *
         }
 }
 
-/* s with control characters as '?' */
-static const char *printable(const char *s, char *buf, size_t size)
-{
-        size_t n = 0;
-
-        for (; *s && n + 1 < size; s++, n++)
-                buf[n] = (unsigned char)*s < ' ' || *s == 0x7f ? '?' : *s;
-        buf[n] = '\0';
-        return buf;
-}
-
 static int compare_ids(const void *a, const void *b)
 {
         return strcmp(a, b);
@@ -707,8 +696,8 @@ static void publish(struct pass *ps, struct tuner_bounds *b)
                         char shown[TUNER_JOB_MAX];
 
                         log_error("tune-service: job '%s' of uid %" PRIu32 ": not published: %s",
-                                  printable(keys[i].job, shown, sizeof(shown)), keys[i].owner,
-                                  err.text);
+                                  tuner_cli_printable(keys[i].job, shown, sizeof(shown)),
+                                  keys[i].owner, err.text);
                         continue;
                 }
                 ps->published++;
