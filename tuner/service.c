@@ -139,6 +139,11 @@ static int checkpoint_put(void *userdata, const struct tuner_store_file *f)
 
 /* ---------------------------------------------------------------- touched runs */
 
+static int compare_ids(const void *a, const void *b)
+{
+        return strcmp(a, b);
+}
+
 struct touched {
         char (*ids)[TUNER_APP_ID_MAX];
         size_t n, cap;
@@ -151,14 +156,28 @@ static int touch(void *userdata, const char *app_id)
         /* files list their runs in order: the same run twice in a row is the common case */
         if (t->n && strcmp(t->ids[t->n - 1], app_id) == 0)
                 return 0;
+        /* a file's lines may name runs in any order: when the list is full from 64k entries
+         * on, its duplicates go first, and it grows only when still three quarters full (it
+         * grows with distinct runs, as the store does) */
         if (t->n == t->cap) {
-                size_t cap = t->cap ? t->cap * 2 : 64;
-                void *p = realloc(t->ids, cap * sizeof(*t->ids));
+                if (t->n >= 65536) {
+                        size_t kept = 1;
 
-                if (!p)
-                        return -ENOMEM;
-                t->ids = p;
-                t->cap = cap;
+                        qsort(t->ids, t->n, sizeof(*t->ids), compare_ids);
+                        for (size_t i = 1; i < t->n; i++)
+                                if (strcmp(t->ids[i], t->ids[kept - 1]) != 0)
+                                        memmove(t->ids[kept++], t->ids[i], sizeof(*t->ids));
+                        t->n = kept;
+                }
+                if (t->cap == 0 || t->n * 4 > t->cap * 3) {
+                        size_t cap = t->cap ? t->cap * 2 : 64;
+                        void *p = realloc(t->ids, cap * sizeof(*t->ids));
+
+                        if (!p)
+                                return -ENOMEM;
+                        t->ids = p;
+                        t->cap = cap;
+                }
         }
         snprintf(t->ids[t->n++], TUNER_APP_ID_MAX, "%s", app_id);
         return 0;
@@ -630,11 +649,6 @@ static void history_server(struct pass *ps, const struct policy_history_server *
                 log_error("history store: %s", err.text);
                 ps->store_failed = true;
         }
-}
-
-static int compare_ids(const void *a, const void *b)
-{
-        return strcmp(a, b);
 }
 
 /* publish for every (owner, job) of the runs the pass touched */
