@@ -30,7 +30,8 @@ static bool chars_ok(const char *s, size_t max, const char *extra)
                       c == '_' || c == '-' || c == '.' || (extra && strchr(extra, c))))
                         return false;
         }
-        return n > 0 && n <= max;
+        /* no "." or ".." (a dot segment would name another application's path) */
+        return n > 0 && n <= max && s[0] != '.';
 }
 
 static bool epoch_of(json_t *o, const char *key, int64_t *ret)
@@ -112,8 +113,7 @@ bool tuner_hs_entry_name_ok(const char *name, size_t *ret_dir)
 
 /* ---------------------------------------------------------------- HTTP */
 
-/* url without its user info ("user:password@"), for messages */
-static const char *shown(const char *url, char *buf, size_t size)
+const char *tuner_hs_shown_url(const char *url, char *buf, size_t size)
 {
         const char *scheme = strstr(url, "://"), *at, *end;
 
@@ -189,6 +189,7 @@ static int get(const char *url, struct sink *sink, long timeout_s, struct shim_e
         curl_easy_setopt(c, CURLOPT_URL, url);
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
         curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -200,7 +201,7 @@ static int get(const char *url, struct sink *sink, long timeout_s, struct shim_e
         rc = curl_easy_perform(c);
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         curl_easy_cleanup(c);
-        shown(url, where, sizeof(where));
+        tuner_hs_shown_url(url, where, sizeof(where));
         if (sink->too_big || rc == CURLE_FILESIZE_EXCEEDED)
                 return shim_error_set(err, EFBIG, "%s: longer than %" PRIu64 " bytes", where,
                                       sink->max);
@@ -318,9 +319,22 @@ int tuner_hs_fetch_logs(const char *base, const char *app_id, const char *attemp
         }
         for (zip_int64_t i = 0; i < n && r == 0; i++) {
                 const char *entry = zip_get_name(z, (zip_uint64_t)i, ZIP_FL_ENC_RAW);
-                size_t dir_len;
+                size_t dir_len, len = entry ? strlen(entry) : 0;
                 char this_top[256];
 
+                /* a rolling log's directory entry ("eventlog_v2_<id>/", before its files, as
+                 * Spark's RollingEventLogFilesFileReader zips it): made with its first file */
+                if (len > 1 && len < sizeof(this_top) && entry[len - 1] == '/') {
+                        snprintf(this_top, sizeof(this_top), "%.*s/x", (int)(len - 1), entry);
+                        if (!tuner_hs_entry_name_ok(this_top, &dir_len)) {
+                                r = shim_error_set(err, EINVAL,
+                                                   "%s: an archive entry whose name is not an "
+                                                   "event log's",
+                                                   app_id);
+                                break;
+                        }
+                        continue;
+                }
                 if (!entry || !tuner_hs_entry_name_ok(entry, &dir_len)) {
                         r = shim_error_set(err, EINVAL,
                                            "%s: an archive entry whose name is not an event "

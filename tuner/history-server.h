@@ -44,6 +44,9 @@ int tuner_hs_parse_list(const char *text, size_t len,
  */
 bool tuner_hs_entry_name_ok(const char *name, size_t *ret_dir);
 
+/* url without its user info ("user:password@") in buf (returned), for messages */
+const char *tuner_hs_shown_url(const char *url, char *buf, size_t size);
+
 /*
  * GET url into a new buffer (*ret, NUL-terminated, *ret_len), at most max bytes: no
  * redirect followed, http and https only, 30 s to connect, timeout_s in all. -errno with

@@ -402,11 +402,13 @@ static void walk(struct pass *ps, int parent, const char *name, const char *path
 
         fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
-                if (depth == 0) {
+                if (depth == 0)
                         log_warn("tune-service: %s: %s; skipped this pass", path,
                                  errno == ELOOP ? "a symbolic link (refused)" : strerror(errno));
+                /* what could not be read keeps its checkpoints (a subdirectory gone since the
+                 * walk saw it excepted) */
+                if (depth == 0 || errno != ENOENT)
                         ps->walk_failed = true;
-                }
                 return;
         }
         d = fdopendir(fd);
@@ -495,8 +497,16 @@ static void hs_key(const char *url, const struct tuner_hs_attempt *a, struct tun
 struct hs_walk {
         struct pass *ps;
         const struct policy_history_server *hs;
-        int64_t newest_end_ms;
+        int64_t newest_end_ms;   /* of the attempts done, ends past now + a day left out */
+        int64_t deferred_end_ms; /* the oldest end of an attempt left for the next pass; 0 */
+        char shown[POLICY_SERVICE_PATH_MAX];
 };
+
+static void defer(struct hs_walk *w, const struct tuner_hs_attempt *a)
+{
+        if (!w->deferred_end_ms || a->end_ms < w->deferred_end_ms)
+                w->deferred_end_ms = a->end_ms;
+}
 
 static void remove_tree(int dirfd)
 {
@@ -523,15 +533,17 @@ static int hs_attempt(void *userdata, const struct tuner_hs_attempt *a)
 {
         struct hs_walk *w = userdata;
         struct pass *ps = w->ps;
-        struct tuner_store_file f;
+        struct tuner_store_file f = {0};
         struct shim_error err = {0};
-        char dir[] = "/tmp/sparkshim-hs.XXXXXX", name[256], path[512], what[300];
+        char dir[] = "/tmp/sparkshim-hs.XXXXXX", name[256], path[512], what[1400];
         uint32_t uid = w->hs->owner_uid;
         int dirfd, r;
 
         if (ps->store_failed)
                 return -ECANCELED;
-        if (a->end_ms > w->newest_end_ms)
+        /* the end is the job's to write: one far in the future must not move the next
+         * lists' start past every real application */
+        if (a->end_ms > w->newest_end_ms && a->end_ms <= ps->now * INT64_C(1000) + 86400000)
                 w->newest_end_ms = a->end_ms;
         ps->files++;
         hs_key(w->hs->url, a, &f);
@@ -555,10 +567,17 @@ static int hs_attempt(void *userdata, const struct tuner_hs_attempt *a)
                 }
                 uid = found->pw_uid;
         }
-        snprintf(what, sizeof(what), "%s %s%s%s", w->hs->url, a->app_id, a->attempt_id ? "/" : "",
+        snprintf(what, sizeof(what), "%s %s%s%s", w->shown, a->app_id, a->attempt_id ? "/" : "",
                  a->attempt_id ? a->attempt_id : "");
+        /* the owner's budget of this pass spent: not even fetched, left for the next pass */
+        if (budget_spent(budget_of(ps, uid))) {
+                ps->waiting++;
+                defer(w, a);
+                return 0;
+        }
         if (!mkdtemp(dir)) {
                 log_warn("tune-service: %s: a directory for its logs: %s", what, strerror(errno));
+                defer(w, a);
                 return 0;
         }
         dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -569,6 +588,7 @@ static int hs_attempt(void *userdata, const struct tuner_hs_attempt *a)
                 /* the server or the network: tried again at the next pass */
                 log_warn("tune-service: %s: %s; tried again at the next pass", what,
                          dirfd < 0 ? strerror(-r) : err.text);
+                defer(w, a);
         } else if (r < 0) {
                 log_error("tune-service: %s: %s; not read again until the server's copy changes",
                           what, err.text);
@@ -587,10 +607,12 @@ static int hs_attempt(void *userdata, const struct tuner_hs_attempt *a)
                 ps->in.checkpoint = NULL;
                 ps->in.override_owner = false;
                 *budget = ps->in.eventlogs;
-                if (o == REFUSED && budget_spent(budget))
+                if (o == REFUSED && budget_spent(budget)) {
                         ps->waiting++;
-                else
+                        defer(w, a);
+                } else {
                         outcome(ps, o, &f);
+                }
         }
         if (dirfd >= 0) {
                 remove_tree(dirfd);
@@ -612,7 +634,19 @@ static void history_server(struct pass *ps, const struct policy_history_server *
 
         /* the applications that ended since a day before the newest end seen (a late log of
          * an attempt that ended earlier shows up within the day) */
-        snprintf(state, sizeof(state), "hs_end:%s", hs->url);
+        /* the state's name: a hash of the URL, which may hold a password */
+        {
+                struct sha256_ctx ctx;
+                uint8_t d[SHA256_DIGEST_SIZE];
+                int n = snprintf(state, sizeof(state), "hs_end:");
+
+                sha256_init(&ctx);
+                sha256_update(&ctx, strlen(hs->url), (const uint8_t *)hs->url);
+                sha256_digest(&ctx, sizeof(d), d);
+                for (int i = 0; i < 16; i++)
+                        n += snprintf(state + n, sizeof(state) - (size_t)n, "%02x", d[i]);
+        }
+        tuner_hs_shown_url(hs->url, w.shown, sizeof(w.shown));
         r = tuner_store_state(ps->in.store, state, &since, &err);
         if (r < 0) {
                 log_error("history store: %s", err.text);
@@ -637,10 +671,13 @@ static void history_server(struct pass *ps, const struct policy_history_server *
         }
         w.newest_end_ms = since;
         if (tuner_hs_parse_list(text, len, hs_attempt, &w, &err) < 0 && !ps->store_failed) {
-                log_warn("tune-service: History Server %s: its application list: %s", hs->url,
+                log_warn("tune-service: History Server %s: its application list: %s", w.shown,
                          err.text);
                 return;
         }
+        /* never past an attempt left for the next pass: it must be listed again */
+        if (w.deferred_end_ms && w.deferred_end_ms - 1 < w.newest_end_ms)
+                w.newest_end_ms = w.deferred_end_ms - 1;
         if (!ps->store_failed && w.newest_end_ms > since &&
             (tuner_store_begin(ps->in.store, &err) < 0 ||
              tuner_store_set_state(ps->in.store, state, w.newest_end_ms, &err) < 0 ||

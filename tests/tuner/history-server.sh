@@ -7,7 +7,8 @@
 # policy's owner's:
 #   - owner 4242: both logs (plain and zstd) read, the runs uid 4242's, the job published
 #     in 4242's directory; a second pass reads nothing (a checkpoint per attempt);
-#   - a log added later: only it is read by the next pass;
+#   - a log added later: only it is read by the next pass; a rolling log (the server's zip
+#     of its directory) is read as one;
 #   - owner "spark_user": an attempt whose sparkUser is root is skipped (never root's),
 #     one whose sparkUser is nobody is uid 65534's;
 #   - a server that is down: the pass warns and exits 0; the next one tries again.
@@ -100,9 +101,21 @@ listed 3
 pass fixed p3.out
 grep -q '3 files, 2 known, 1 read' p3.out || fail "pass 3: $(cat p3.out)"
 
+# a rolling event log (spark.eventLog.rolling.enabled): the server zips its directory entry
+# and its files; read as one log
+mkdir logs/eventlog_v2_local-1796317880003
+sed -e "s/local-1796317883102/local-1796317880003/g" "$FIX/spark-3.5.9-plain" |
+  grep -v '"Task End Reason":{"Reason":"ExceptionFailure"' >logs/eventlog_v2_local-1796317880003/events_1_local-1796317880003
+: >logs/eventlog_v2_local-1796317880003/appstatus_local-1796317880003
+listed 4
+pass fixed p3b.out
+grep -q '4 files, 3 known, 1 read, 0 refused' p3b.out || fail "the rolling log: $(cat p3b.out)"
+"$TUNER" report --db fixed.db --job el-default --owner 4242 --json | grep -q '"app_id":"local-1796317880003"' ||
+  fail "the rolling log's run is not stored"
+
 policy user '"spark_user"'
 pass user p4.out
-grep -q '1 read' p4.out && grep -q '2 History Server attempts skipped' p4.out || fail "spark_user: $(cat p4.out)"
+grep -q '1 read' p4.out && grep -q '3 History Server attempts skipped' p4.out || fail "spark_user: $(cat p4.out)"
 "$TUNER" report --db user.db --job el-default --owner 65534 --json | grep -q '"app_id":"local-1796317880002"' ||
   fail "the log whose sparkUser is nobody is not uid 65534's"
 
