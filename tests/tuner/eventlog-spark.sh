@@ -13,7 +13,11 @@
 # test set, and, for the logs that are plain text, every per-stage sum that python computes
 # from the same JSON lines. Then copies of the logs cut mid-line (plain) and mid-block
 # (compressed) and named .inprogress read as far as they go, and a rolling directory cut
-# into 3 files reads as the whole.
+# into 3 files reads as the whole. Real multi-join SQL: a query of six tables joined
+# (tests/tuner/SqlJoinJob.java) and TPC-DS queries 72 and 64 (tests/tuner/TpcdsJob.java on
+# scripts/tpcds-data's scale factor 0.1, sort-merge joins), whose plans nest deeper than 64
+# levels: each log reads as one application that ended, and each query returns as many rows
+# as DuckDB's answer on the same data.
 #
 # Usage: eventlog-spark.sh LINE SOURCE_ROOT EVENTLOG_DUMP JDK_HOME
 set -euo pipefail
@@ -71,7 +75,11 @@ export SPARK_LOCAL_IP=127.0.0.1
 export SPARK_LOCAL_DIRS=$WORK/local
 mkdir -p "$SPARK_CONF_DIR" "$SPARK_LOCAL_DIRS" "$WORK/classes"
 "$JDK/bin/javac" -d "$WORK/classes" -cp "$SPARK_HOME/jars/*" "$SRC/tests/tuner/EventLogJob.java" \
-  "$SRC/tests/tuner/SqlJoinJob.java"
+  "$SRC/tests/tuner/SqlJoinJob.java" "$SRC/tests/tuner/TpcdsJob.java"
+rc=0
+TPCDS=$("$SRC/scripts/tpcds-data" 0.1 2>"$WORK/tpcds.err") || rc=$?
+[ "$rc" = 77 ] && skip "no TPC-DS data: $(cat "$WORK/tpcds.err")"
+[ "$rc" = 0 ] || { echo "FAIL: scripts/tpcds-data 0.1: $(cat "$WORK/tpcds.err")"; exit 1; }
 (cd "$WORK/classes" && "$JDK/bin/jar" cf "$WORK/job.jar" ./*.class 2>/dev/null) ||
   python3 -c 'import sys, zipfile, os
 z = zipfile.ZipFile(sys.argv[1], "w")
@@ -152,11 +160,33 @@ else
 fi
 progress "sql: the job ran in $(($(date +%s) - start)) s: $(cd "$WORK/logs-sql" && find . -mindepth 1 | sort | tr '\n' ' ')"
 
+# real decision-support SQL: TPC-DS queries 72 (11 tables) and 64 (18 tables, 2 subqueries)
+# on scripts/tpcds-data's data, sort-merge joins (no broadcast), Spark's default log form
+start=$(date +%s)
+mkdir -p "$WORK/logs-tpcds"
+if [ -n "${SPARKSHIM_EVENTLOG_REUSE:-}" ]; then
+  cp -r "$SPARKSHIM_EVENTLOG_REUSE/logs-tpcds" "$WORK/"
+  cp "$SPARKSHIM_EVENTLOG_REUSE/tpcds.out" "$WORK/"
+else
+  rc=0
+  "$SPARK_HOME/bin/spark-submit" --master 'local[2]' --class TpcdsJob --driver-memory 1g \
+    --conf spark.ui.enabled=false --conf spark.eventLog.enabled=true \
+    --conf "spark.eventLog.dir=file://$WORK/logs-tpcds" --conf spark.sql.autoBroadcastJoinThreshold=-1 \
+    --conf spark.sql.shuffle.partitions=4 \
+    "$WORK/job.jar" el-tpcds "$TPCDS" q72,q64 >"$WORK/tpcds.out" 2>"$WORK/tpcds.err" || rc=$?
+  if [ "$rc" != 0 ] || ! grep -q '^tpcds ok queries=2 ' "$WORK/tpcds.out"; then
+    echo "FAIL: tpcds: spark-submit exited $rc, printed '$(tail -n 1 "$WORK/tpcds.out")':"
+    grep -vE '^\s+at ' "$WORK/tpcds.err" | tail -n 30
+    exit 1
+  fi
+fi
+progress "tpcds: the queries ran in $(($(date +%s) - start)) s: $(grep '^tpcds' "$WORK/tpcds.out" | tr '\n' ' ')"
+
 progress "reading the logs with $DUMP"
-python3 - "$LINE" "$WORK" "$DUMP" <<'EOF'
+python3 - "$LINE" "$WORK" "$DUMP" "$TPCDS" <<'EOF'
 import json, os, shutil, subprocess, sys
 
-line, work, dump = sys.argv[1:4]
+line, work, dump, tpcds = sys.argv[1:5]
 failures = []
 
 
@@ -395,43 +425,56 @@ if events:
                 fail(f"3-file rolling copy: {k} {d[k]!r}, the single file {dumps[plain][k]!r}")
         print(f"3-file rolling copy ({len(events)} events): the same as the single file")
 
-# the SQL query's log: its plan nests deeper than the scanner's old limit of 64, and it reads
-# as one application of jobs and tasks that ended
-sql_dir = f"{work}/logs-sql"
-found = []
-for root, _, files in os.walk(sql_dir):
-    found += [os.path.join(root, f) for f in files if not f.startswith("appstatus")]
-deepest = 0
-for path in found:
-    raw = open(path, "rb").read()
-    if raw[:4] == b"\x28\xb5\x2f\xfd":
-        raw = subprocess.run(["zstd", "-dc", path], capture_output=True, check=True).stdout
-    depth = 0
-    in_string = escaped = False
-    for c in raw.decode():
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
+# the SQL queries' logs: their plans nest deeper than the scanner's old limit of 64, and each
+# reads as one application of jobs and tasks that ended
+def nesting(sql_dir):
+    found = []
+    for root, _, files in os.walk(sql_dir):
+        found += [os.path.join(root, f) for f in files if not f.startswith("appstatus")]
+    deepest = 0
+    for path in found:
+        raw = open(path, "rb").read()
+        if raw[:4] == b"\x28\xb5\x2f\xfd":
+            raw = subprocess.run(["zstd", "-dc", path], capture_output=True, check=True).stdout
+        depth = 0
+        in_string = escaped = False
+        for c in raw.decode():
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif c == "\\":
+                    escaped = True
+                elif c == '"':
+                    in_string = False
             elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in "]}":
-            depth -= 1
-if deepest <= 64:
-    fail(f"sql: the log nests {deepest} levels, not deeper than 64: the case tests nothing")
-entries = os.listdir(sql_dir)
-d = read(f"{sql_dir}/{entries[0]}") if len(entries) == 1 else fail(f"sql: {entries}")
-if d is not None:
-    if not (d["ended"] and d["jobs"] >= 1 and d["tasks"] >= 1 and d["app_name"] == "el-sql"):
-        fail(f"sql: read as {d}")
-    else:
-        print(f"sql: a plan {deepest} levels deep, read: {d['jobs']} jobs, {d['tasks']} tasks")
+                in_string = True
+            elif c in "[{":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif c in "]}":
+                depth -= 1
+    return deepest
+
+
+for form, name in (("sql", "el-sql"), ("tpcds", "el-tpcds")):
+    sql_dir = f"{work}/logs-{form}"
+    deepest = nesting(sql_dir)
+    if deepest <= 64:
+        fail(f"{form}: the log nests {deepest} levels, not deeper than 64: the case tests nothing")
+    entries = os.listdir(sql_dir)
+    d = read(f"{sql_dir}/{entries[0]}") if len(entries) == 1 else fail(f"{form}: {entries}")
+    if d is not None:
+        if not (d["ended"] and d["jobs"] >= 1 and d["tasks"] >= 1 and d["app_name"] == name):
+            fail(f"{form}: read as {d}")
+        else:
+            print(f"{form}: a plan {deepest} levels deep, read: {d['jobs']} jobs, {d['tasks']} tasks")
+
+# Spark answered the TPC-DS queries as DuckDB did on the same data (as many rows)
+answers = dict(l.split("\t") for l in open(f"{tpcds}/rows.tsv").read().split("\n") if l)
+for l in open(f"{work}/tpcds.out"):
+    f = dict(kv.split("=", 1) for kv in l.split()[1:] if "=" in kv)
+    if l.startswith("tpcds q=") and f["rows"] != answers.get(f["q"]):
+        fail(f"tpcds {f['q']}: Spark returned {f['rows']} rows, DuckDB {answers.get(f['q'])}")
 
 sys.exit(1 if failures else 0)
 EOF
