@@ -202,6 +202,8 @@ def result(out, job, exit_status, submit_s, confs, requested):
         for l in open(p, errors="replace"):
             if l.startswith("tunejob "):
                 line = l.strip()
+            elif l.startswith("tpcds ok "):  # tests/tuner/TpcdsJob.java: an order-free checksum
+                line = "tunejob " + l[len("tpcds ok "):].strip() + " ordered=true"
     fields = dict(kv.split("=", 1) for kv in line.split()[1:]) if line else {}
     checksum = fields.get("checksum") if fields.get("ordered") == "true" else None
     app_id = ev["app_id"] or (os.path.basename(el).split(".")[0] if el else None)
