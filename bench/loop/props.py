@@ -77,8 +77,10 @@ def summary(out, force_job, force_round, jobs):
         ratio = last3[len(last3) // 2] / first_rt if last3 and first_rt else None
         same = all(r["checksum_ok"] == "true" for r in ok)
         last = ok[-1] if ok else rows[-1]
+        # the forced failure must have failed, and the run after it must have taken safe
+        forced_ok = job != force_job or (len(forced) == 1 and after.startswith("safe-"))
         met = (reach is not None and unforced <= 1 and ratio is not None and ratio <= 1.1 and same
-               and (not forced or after.startswith("safe-")))
+               and forced_ok)
         lines.append(
             f"| {job} | {len(rows)} | {len(failed)}"
             + (f" ({len(forced)} forced)" if forced else "")

@@ -23,6 +23,21 @@ tune_die() {
   exit 1
 }
 
+# The cluster's directory holds cluster.env, which the scripts source as root: under /tmp
+# another user may take its name first. A directory (or cluster.env) that is a link, is not
+# the caller's, or may be written by others is refused.
+tune_trusted() { # PATH TYPE(d|f)
+  local owner mode
+  [ ! -L "$1" ] && [ -"$2" "$1" ] || tune_die "$1 is a link or of the wrong type: remove it (another user's?)"
+  read -r owner mode < <(stat -c '%u %a' "$1")
+  [ "$owner" = "$(id -u)" ] && (((8#$mode & 8#022) == 0)) ||
+    tune_die "$1 belongs to uid $owner with mode $mode, not to you with no write for others: remove it"
+}
+if [ -e "$TUNE_CLUSTER" ] || [ -L "$TUNE_CLUSTER" ]; then
+  tune_trusted "$TUNE_CLUSTER" d
+  [ ! -e "$TUNE_CLUSTER/cluster.env" ] || tune_trusted "$TUNE_CLUSTER/cluster.env" f
+fi
+
 # tune_cluster_running: the cluster of $TUNE_CLUSTER is up (its Master and Worker live)
 tune_cluster_running() {
   [ -f "$TUNE_CLUSTER/cluster.env" ] || return 1

@@ -16,7 +16,9 @@
 #     and silent: the settings are not applied twice;
 #   - executor pods built from that conf by Spark's KubernetesExecutorBuilder with the
 #     installed sparkshim-k8s.jar's feature step (tests/cluster/K8sExecutorPod.java) carry
-#     sparkshim plan's requests and limits for the published settings.
+#     sparkshim plan's requests and limits for the published settings (the CPU request
+#     Spark sets itself from spark.kubernetes.executor.request.cores; the CPU limit and the
+#     memory request and limit are the step's).
 #
 # Usage: k8s-submit.sh LINE SOURCE_ROOT JDK_HOME   (LINE: 3.5 or 4.0)
 set -euo pipefail
@@ -44,9 +46,11 @@ STEP_JAR=/usr/share/java/sparkshim-k8s.jar
 WORK=$(mktemp -d /tmp/sparkshim-k8s-submit.XXXXXX)
 chmod 0755 "$WORK"
 API=
+SUBMIT=
 cleanup() {
   local rc=$?
   set +e
+  [ -z "$SUBMIT" ] || kill -TERM "$SUBMIT" 2>/dev/null
   [ -z "$API" ] || kill -TERM "$API" 2>/dev/null
   cd /
   rm -rf "$WORK"
@@ -134,7 +138,10 @@ HOME=$WORK JAVA_HOME=$WORK/home timeout 300 "$SPARK_HOME/bin/spark-submit" \
   --conf spark.executor.cores=1 \
   --conf spark.kubernetes.container.image=apache/spark:test \
   --conf spark.kubernetes.submission.waitAppCompletion=false \
-  local:///opt/app/etl.jar >submit.out 2>submit.err || rc=$?
+  local:///opt/app/etl.jar >submit.out 2>submit.err &
+SUBMIT=$!
+wait "$SUBMIT" || rc=$?
+SUBMIT=
 if [ "$rc" != 0 ]; then
   echo "FAIL: spark-submit exited $rc:"
   grep -vE '^\s+at ' submit.err | tail -n 20
@@ -183,9 +190,14 @@ PY
 mapfile -t dargs < <(jq -r '.spec.containers[0].args[]' driver-pod.json)
 [ "${dargs[0]:-}" = driver ] || fail "the driver container's args are ${dargs[*]}, not 'driver ...'"
 dargs=("${dargs[@]:1}")
+replaced=0
 for i in "${!dargs[@]}"; do
-  [ "${dargs[$i]}" != /opt/spark/conf/spark.properties ] || dargs[i]=$WORK/spark.properties
+  if [ "${dargs[$i]}" = /opt/spark/conf/spark.properties ]; then
+    dargs[i]=$WORK/spark.properties
+    replaced=1
+  fi
 done
+[ "$replaced" = 1 ] || fail "the driver container's args name no /opt/spark/conf/spark.properties: ${dargs[*]}"
 mkdir -p printjdk/bin
 : >printjdk/release
 printf '#!/bin/sh\nfor a in "$@"; do printf "%%s\\n" "$a"; done\n' >printjdk/bin/java
@@ -199,6 +211,19 @@ if ! diff <(printf '%s\n' "${want[@]}") driver-argv.txt >driver.diff || [ -s dri
 else
   progress "the driver pod's spark-submit (${dargs[*]}): unchanged, silent"
 fi
+# the control: the same command with a properties file that lacks spark.sparkshim.config
+# and the published keys (a driver of a submit that did not go through the personality)
+# does get the settings,
+# so the case above shows the personality declining, not a personality that never engaged
+grep -vE '^spark\.(sparkshim\.config|executor\.memory|executor\.memoryOverhead|executor\.memoryBurst\.ratio|kubernetes\.executor\.request\.cores)=' \
+  spark.properties >bare.properties
+ctl=("${want[@]}")
+for i in "${!ctl[@]}"; do
+  [ "${ctl[$i]}" != "$WORK/spark.properties" ] || ctl[i]=$WORK/bare.properties
+done
+HOME=$WORK "$WORK/drvhome/bin/java" "${ctl[@]}" >control-argv.txt 2>control.err
+grep -qx "spark.sparkshim.config=$NEXT" control-argv.txt && grep -q "applied next configuration $NEXT" control.err ||
+  fail "the control (no spark.sparkshim.config in the properties file) got no settings: $(tr '\n' ' ' <control-argv.txt) $(cat control.err)"
 
 # --- executor pods from the driver's conf, with the installed feature step --------------
 javac -nowarn -encoding UTF-8 -cp "$SPARK_HOME/jars/*" -d classes "$SRC/tests/cluster/K8sExecutorPod.java"

@@ -183,6 +183,8 @@ def field(line, key):
     m = re.search(r"(?:^| )" + key + r"=(\S+)", line)
     return m.group(1) if m else None
 p1 = props(apps[0])
+if not p1.get("spark.app.name"):
+    fail(f"submission 1: no Spark properties in its event log ({apps[0]}): nothing could be checked")
 if "spark.sparkshim.config" in p1:
     fail(f"submission 1 had a configuration applied before anything was published: {p1['spark.sparkshim.config']}")
 for n, pub_file in ((2, "published-1.json"), (3, "published-2.json")):

@@ -99,7 +99,8 @@ fi
 # scripts/spark-jars' spark-sql set) and MiniYARNCluster with what it needs on Java 17
 # (DEST/minicluster), cached like scripts/spark-jars (same Maven repository), idempotent.
 fetch_yarn_jars() {
-  local dest=$1 m2=${XDG_CACHE_HOME:-/var/tmp}/sparkshim-spark/m2 tmp
+  local dest=$1 m2 tmp
+  m2=$("$SRC/scripts/cache-dir" sparkshim-spark)/m2 || return 1
   [ -f "$dest/.complete" ] && return 0
   tmp=$(mktemp -d "$WORK/mvn.XXXXXX")
   deps() { # ARTIFACT...: group:artifact:version
@@ -156,7 +157,7 @@ fi
   echo "FAIL: $SPARK_JARS has no hadoop-client-runtime-$HADOOP_VERSION.jar: which Hadoop does Spark $SPARK_VERSION use?"
   exit 1
 }
-JARS=${XDG_CACHE_HOME:-/var/tmp}/sparkshim-yarn/$SPARK_VERSION-hadoop-$HADOOP_VERSION
+JARS=$("$SRC/scripts/cache-dir" sparkshim-yarn)/$SPARK_VERSION-hadoop-$HADOOP_VERSION || exit 1
 fetch_yarn_jars "$JARS"
 progress "jars: $SPARK_JARS, $JARS ($(du -sh "$JARS" | cut -f1))"
 

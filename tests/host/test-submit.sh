@@ -330,7 +330,7 @@ grep -q "job 'Tab?Job'" err.txt || fail "a control character of a name is not sh
 # --- a real spark-submit -----------------------------------------------------------------
 dist=
 for v in 3.5.9 4.0.4; do
-	d=${XDG_CACHE_HOME:-/var/tmp}/sparkshim-spark-dist/$v
+	d=$("$(dirname "$0")/../../scripts/cache-dir" sparkshim-spark-dist)/$v || exit 1
 	if [ -f "$d/.complete" ]; then
 		dist=$d
 		break

@@ -10,13 +10,14 @@
 // significant digits, since their sums change in the last bits with the order in which
 // partitions are added; decimals are exact and hashed as they are. DuckDB's queries quote
 // column aliases with double quotes (SQL's identifiers), which Spark's parser reads as
-// strings: they are given to Spark in backquotes.
+// strings: they are given to Spark in backquotes (outside '...' literals only).
 // Usage: TpcdsJob APP_NAME DATA_DIR QUERY[,QUERY...] [REPEAT]
 import java.io.File;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.List;
+import java.util.Locale;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 
@@ -35,7 +36,7 @@ public final class TpcdsJob {
         }
         if (v instanceof Double || v instanceof Float) {
             double d = ((Number) v).doubleValue();
-            return d == 0.0 ? "0" : String.format("%.9g", d);
+            return d == 0.0 ? "0" : String.format(Locale.ROOT, "%.9g", d);
         }
         if (v instanceof BigDecimal) {
             return ((BigDecimal) v).toPlainString();
@@ -49,6 +50,22 @@ public final class TpcdsJob {
             h = mix(h * 31 + cell(r.get(i)).hashCode() + i);
         }
         return h;
+    }
+
+    /** SQL's "identifier" as Spark's `identifier`, outside single-quoted literals. */
+    private static String backquoted(String sql) {
+        StringBuilder out = new StringBuilder(sql.length());
+        boolean literal = false;
+        for (int i = 0; i < sql.length(); i++) {
+            char c = sql.charAt(i);
+            if (c == '\'') {
+                literal = !literal; // '' inside a literal toggles twice: still inside
+            } else if (c == '"' && !literal) {
+                c = '`';
+            }
+            out.append(c);
+        }
+        return out.toString();
     }
 
     public static void main(String[] args) throws Exception {
@@ -77,7 +94,7 @@ public final class TpcdsJob {
                     if (text.endsWith(";")) {
                         text = text.substring(0, text.length() - 1);
                     }
-                    text = text.replaceAll("\"([^\"`]*)\"", "`$1`");
+                    text = backquoted(text);
                     List<Row> rows = spark.sql(text).collectAsList();
                     long sum = 0;
                     for (Row r : rows) {
