@@ -12,8 +12,11 @@
 #    and every thread's /proc/PID/task/TID/schedstat then: the waits counted equal the
 #    pcounts and the wait summed is within 1% of the run_delays, whatever the load (a
 #    thread that read its own schedstat could still queue on its way out: issue 22);
-#  - burners never sleep, so their lifetime is on-CPU time + run-queue wait: the measured
-#    wait is within 10% of THREADS x SECONDS - on-CPU time (minus the launcher's share).
+#  - burners never sleep and each runs at least SECONDS, so their lifetimes, on-CPU time +
+#    run-queue wait, add up to at least THREADS x SECONDS: the measured wait is at least
+#    90% of THREADS x SECONDS - on-CPU time (less the launcher's share). Not at most: on a
+#    loaded machine a burner preempted just before its deadline waits past it (a fresh run
+#    saw +15%); the scheduler's own account above is the exact check.
 . "$(dirname "$0")/lib.sh"
 
 seconds=3
@@ -66,7 +69,8 @@ run() { # VARIANT
 
 	expected=$((threads * seconds * 1000000000 - oncpu))
 	echo "[$detail] lifetime - on-CPU: $expected ns; measured wait $(pct "$wait_ns" "$expected")"
-	within "$wait_ns" "$expected" 10 || fail "$variant: wait $wait_ns ns is not within 10% of $expected ns"
+	awk -v a="$wait_ns" -v b="$expected" 'BEGIN { exit !(b > 0 && a >= b * 0.9) }' ||
+		fail "$variant: wait $wait_ns ns is less than 90% of $expected ns"
 }
 
 run direct
