@@ -1035,70 +1035,27 @@ static int read_rows(struct tuner_store *s, enum stmt_id id, const char *app_id,
         return 0;
 }
 
-/* a JVM size as Spark writes it ("4g", "512m", "1024"): default_unit bytes when no suffix */
-static uint64_t jvm_size(const char *v, uint64_t default_unit)
+/*
+ * A size of whole MiB as Spark reads spark.executor.memory and .memoryOverhead
+ * (bytesConf(ByteUnit.MiB): a byte string, MiB without a suffix, truncated to whole MiB:
+ * "1500k" is 1 MiB, the executor's -Xmx1m), with the shim's parser of Spark byte strings
+ * (policy_parse_spark_bytes); 0 MiB is no size.
+ */
+static uint64_t spark_mib_size(const char *v)
 {
-        char *end;
-        unsigned long long n;
-        uint64_t unit = default_unit;
+        uint64_t b;
 
-        if (!v || !isdigit((unsigned char)*v))
+        if (!v || policy_parse_spark_bytes(v, POLICY_UNIT_MIB, &b) < 0 || b < (UINT64_C(1) << 20))
                 return TUNER_UNKNOWN;
-        errno = 0;
-        n = strtoull(v, &end, 10);
-        if (errno)
-                return TUNER_UNKNOWN;
-        switch (tolower((unsigned char)*end)) {
-        case '\0':
-                break;
-        case 'b':
-                unit = 1;
-                end++;
-                break;
-        case 'k':
-                unit = UINT64_C(1) << 10;
-                end++;
-                break;
-        case 'm':
-                unit = UINT64_C(1) << 20;
-                end++;
-                break;
-        case 'g':
-                unit = UINT64_C(1) << 30;
-                end++;
-                break;
-        case 't':
-                unit = UINT64_C(1) << 40;
-                end++;
-                break;
-        default:
-                return TUNER_UNKNOWN;
-        }
-        if (unit != 1 && tolower((unsigned char)*end) == 'b')
-                end++;
-        if (*end || n > UINT64_MAX / unit)
-                return TUNER_UNKNOWN;
-        return (uint64_t)n * unit;
+        return b >> 20 << 20;
 }
 
-/* spark.executor.millicores as sparkshim reads it: 1500, 1500m, or cores with a point: 1.5 */
+/* spark.executor.millicores as the shim reads it (policy_parse_millicores) */
 static uint64_t conf_millicores(const char *v)
 {
-        char buf[32];
         uint64_t m;
-        double cores;
-        size_t len;
 
-        if (!v || (len = strlen(v)) == 0 || len >= sizeof(buf))
-                return TUNER_UNKNOWN;
-        memcpy(buf, v, len + 1);
-        if (strchr(buf, '.'))
-                return util_parse_double(buf, &cores) == 0 && cores > 0 && cores < 1e9
-                           ? (uint64_t)(cores * 1000.0 + 0.5)
-                           : TUNER_UNKNOWN;
-        if (buf[len - 1] == 'm')
-                buf[len - 1] = '\0';
-        return util_parse_u64(buf, &m) == 0 ? m : TUNER_UNKNOWN;
+        return v && policy_parse_millicores(v, &m) == 0 ? m : TUNER_UNKNOWN;
 }
 
 static const char *conf_get(json_t *conf, const char *key)
@@ -1389,10 +1346,9 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
 
                 if (v && util_parse_u64(v, &u) == 0 && u <= UINT32_MAX)
                         run->params.cores = (uint32_t)u;
-                run->params.heap_bytes =
-                    jvm_size(conf_get(conf, "spark.executor.memory"), UINT64_C(1) << 20);
+                run->params.heap_bytes = spark_mib_size(conf_get(conf, "spark.executor.memory"));
                 run->params.overhead_bytes =
-                    jvm_size(conf_get(conf, "spark.executor.memoryOverhead"), UINT64_C(1) << 20);
+                    spark_mib_size(conf_get(conf, "spark.executor.memoryOverhead"));
                 v = conf_get(conf, "spark.executor.memoryBurst.ratio");
                 if (v && util_parse_double(v, &run->params.burst_ratio) < 0)
                         run->params.burst_ratio = NAN;

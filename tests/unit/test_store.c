@@ -9,6 +9,7 @@
  * application ids of their own, so they can share one database.
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,6 +312,48 @@ Test(store, params_from_conf_without_reports)
         assert_near(run.params.spill_fraction, 0.75, "spill_fraction");
         cr_assert(isnan(run.cpu_util));
         tuner_app_free(&app);
+}
+
+/* Spark's own rules for the sizes a run asked for (issue 24, defect 5): spark.executor.memory
+ * and .memoryOverhead are Spark byte strings of whole MiB (bytesConf(ByteUnit.MiB): "1500k"
+ * is 1 MiB, the executor's -Xmx1m), as the shim reads them; millicores as the shim reads them */
+Test(store, params_by_sparks_rules)
+{
+        static const struct {
+                const char *memory, *overhead, *millicores;
+                uint64_t heap, over, mc;
+        } cases[] = {
+            {"1500k", "384m", "1500m", UINT64_C(1) << 20, UINT64_C(384) << 20, 1500},
+            {"2560kb", "1g", "0.75", UINT64_C(2) << 20, UINT64_C(1) << 30, 750},
+            {"1536", " 512 ", "250", UINT64_C(1536) << 20, UINT64_C(512) << 20, 250},
+            {"1.5g", "-1", "0", TUNER_UNKNOWN, TUNER_UNKNOWN, TUNER_UNKNOWN},
+            {"1p", "1000b", "x", UINT64_C(1) << 50, TUNER_UNKNOWN, TUNER_UNKNOWN},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char app_id[64], job[64], conf[256];
+                struct tuner_app app;
+                struct tuner_run run;
+
+                snprintf(app_id, sizeof(app_id), "%s-%zu", __func__, i);
+                snprintf(job, sizeof(job), "%s-job-%zu", __func__, i);
+                app_of(&app, app_id, 1700000000000);
+                snprintf(conf, sizeof(conf),
+                         "{\"spark.executor.memory\": \"%s\", \"spark.executor.memoryOverhead\": "
+                         "\"%s\", \"spark.executor.millicores\": \"%s\"}",
+                         cases[i].memory, cases[i].overhead, cases[i].millicores);
+                free(app.conf_json);
+                app.conf_json = strdup(conf);
+                cr_assert(app.conf_json);
+                put_app(job, &app);
+                run = one_run(job);
+                cr_expect_eq(run.params.heap_bytes, cases[i].heap, "memory %s: %" PRIu64,
+                             cases[i].memory, run.params.heap_bytes);
+                cr_expect_eq(run.params.overhead_bytes, cases[i].over, "overhead %s: %" PRIu64,
+                             cases[i].overhead, run.params.overhead_bytes);
+                cr_expect_eq(run.params.millicores, cases[i].mc, "millicores %s: %" PRIu64,
+                             cases[i].millicores, (uint64_t)run.params.millicores);
+                tuner_app_free(&app);
+        }
 }
 
 Test(store, newest_first_and_max)
