@@ -177,7 +177,19 @@ install_test_policy() {
     mkdir -m 0755 /etc/sparkshim
     SPARKSHIM_TEST_POLICY_STATE=created-dir
   fi
-  python3 - "$save/policy.new" "$reports" "$parent" "$agent" "${5:-{\}}" <<'PY' || return 1
+  write_test_policy "$save/policy.new" "$parent" "$reports" "$agent" "${5:-{\}}" || return 1
+  install -m 0644 -o root -g root "$save/policy.new" "$policy.tmp.$$" || return 1
+  mv -f "$policy.tmp.$$" "$policy" || return 1
+  _sparkshim_say "installed the test policy at $policy: $(tr -d '\n ' <"$policy")"
+}
+
+# write_test_policy FILE CGROUP_PARENT REPORTS AGENT_JSON [EXTRA_JSON]: the test policy
+# install_test_policy installs, written to FILE (root's, 0644) instead: a suite whose
+# executors take it from a java home (`java-home --policy FILE`, make_java_home FILE)
+# needs neither /etc/sparkshim/policy.json nor its lock, so that it runs beside the suites
+# that do.
+write_test_policy() {
+  python3 -P - "$1" "$3" "$2" "$4" "${5:-{\}}" <<'PY' || return 1
 import json, sys
 out, reports, parent, agent, extra = sys.argv[1:6]
 policy = {
@@ -193,9 +205,7 @@ with open(out, "w") as f:
     json.dump(policy, f, indent=2)
     f.write("\n")
 PY
-  install -m 0644 -o root -g root "$save/policy.new" "$policy.tmp.$$" || return 1
-  mv -f "$policy.tmp.$$" "$policy" || return 1
-  _sparkshim_say "installed the test policy at $policy: $(tr -d '\n ' <"$policy")"
+  chmod 0644 "$1"
 }
 
 # restore_test_policy: what install_test_policy replaced, back as it was (or nothing there).
@@ -278,13 +288,15 @@ spark_dist() {
   export SPARK_HOME SPARK_SCALA_VERSION SPARK_CONF_DIR=$WORK/conf SPARK_LOCAL_IP=127.0.0.1
 }
 
-# make_java_home: JH=$WORK/java-home, made by `$SPARKSHIM java-home --jdk $JDK` (bin/java
-# the installed sparkshim).
+# make_java_home [POLICY]: JH=$WORK/java-home, made by `$SPARKSHIM java-home --jdk $JDK`
+# (bin/java the installed sparkshim), with `--policy POLICY` when given.
 # shellcheck disable=SC2034,SC2153 # JH is the caller's; WORK, SPARKSHIM and JDK are its too
 make_java_home() {
   JH=$WORK/java-home
-  if ! "$SPARKSHIM" java-home --jdk "$JDK" "$JH" >"$WORK/java-home.out" 2>&1; then
-    echo "FAIL: $SPARKSHIM java-home --jdk $JDK $JH: $(cat "$WORK/java-home.out")"
+  local with=()
+  [ -z "${1:-}" ] || with=(--policy "$1")
+  if ! "$SPARKSHIM" java-home --jdk "$JDK" "${with[@]}" "$JH" >"$WORK/java-home.out" 2>&1; then
+    echo "FAIL: $SPARKSHIM java-home --jdk $JDK ${with[*]} $JH: $(cat "$WORK/java-home.out")"
     return 1
   fi
   [ -x "$JH/bin/java" ] || { echo "FAIL: sparkshim java-home made no $JH/bin/java"; return 1; }

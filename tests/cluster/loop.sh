@@ -30,7 +30,7 @@ QUERIES=q17,q18,q72
 . "$SRC/tests/cluster/lib.sh"
 suite_helpers "loop-$LINE"
 
-[ "$(id -u)" = 0 ] || skip "not root: the test installs its policy at /etc/sparkshim/policy.json"
+[ "$(id -u)" = 0 ] || skip "not root: the executors run the installed sparkshim as root (the Worker is root's)"
 [ -n "$JDK" ] || skip "no JDK was found when configuring"
 for tool in java javac jar; do
   [ -x "$JDK/bin/$tool" ] || skip "$JDK/bin/$tool is missing (scripts/deps installs openjdk-17-jdk-headless)"
@@ -51,6 +51,7 @@ cd "$WORK"
 PIDS=()
 SUBMIT=
 CGROUP_PARENT=sparkshim-test-loop
+SPARKSHIM_TEST_POLICY_STATE=untouched # cleanup_suite restores nothing: /etc is not touched
 cleanup() {
   local rc=$? pid
   set +e
@@ -79,13 +80,17 @@ TPCDS=$("$SRC/scripts/tpcds-data" 0.1 2>"$WORK/tpcds.err") || rc=$?
 [ "$rc" = 0 ] || { echo "FAIL: scripts/tpcds-data 0.1: $(cat "$WORK/tpcds.err")"; exit 1; }
 progress "TPC-DS data (scale factor 0.1) in $TPCDS"
 
-make_java_home || exit 1
 TUNER=$(python3 -c 'import json, sys; w = sys.argv[1]; print(json.dumps({"tuner": {
   "apply": "explore", "db": w + "/history.db", "runtime_target": 100, "runtime_allowance": 100,
   "heap": {"min": "512m", "max": "1g"}, "overhead_max": "1g",
   "service": {"reports": [w + "/reports"], "eventlogs": [w + "/events"],
               "publish_dir": w + "/published", "period_seconds": 10}}}))' "$WORK")
-install_test_policy "$CGROUP_PARENT" "$WORK/reports" '{"enabled": false}' "$WORK" "$TUNER" || exit 1
+# the policy is the java home's (java-home --policy) and the service's (--policy): not
+# /etc/sparkshim/policy.json, whose lock would keep the cluster suites waiting meanwhile
+write_test_policy "$WORK/policy.json" "$CGROUP_PARENT" "$WORK/reports" '{"enabled": false}' "$TUNER" || exit 1
+progress "the test policy, $WORK/policy.json: $(tr -d '\n ' <"$WORK/policy.json")"
+make_java_home "$WORK/policy.json" || exit 1
+PASS_CMD+=" --policy $WORK/policy.json"
 
 start_master || exit 1
 "$SPARK_HOME/bin/spark-class" org.apache.spark.deploy.worker.Worker \
