@@ -43,6 +43,19 @@ static inline void util_closedirp(DIR **d)
                 closedir(*d);
 }
 
+/* n bytes as 2n lowercase hex digits and a NUL into out (2n + 1 bytes); returns out. */
+static inline char *util_hex(const unsigned char *in, size_t n, char *out)
+{
+        static const char digits[] = "0123456789abcdef";
+
+        for (size_t i = 0; i < n; i++) {
+                out[2 * i] = digits[in[i] >> 4];
+                out[2 * i + 1] = digits[in[i] & 15];
+        }
+        out[2 * n] = '\0';
+        return out;
+}
+
 /* The value of a hexadecimal digit, -1 for any other character. */
 static inline int util_hex_digit(int c)
 {

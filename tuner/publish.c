@@ -74,7 +74,7 @@ static void config_id(struct tuner_published_config *c, const char *kind, uint32
 {
         struct sha256_ctx ctx;
         uint8_t digest[SHA256_DIGEST_SIZE];
-        char head[32];
+        char head[32], hex[17];
         int n;
 
         sha256_init(&ctx);
@@ -87,10 +87,7 @@ static void config_id(struct tuner_published_config *c, const char *kind, uint32
                               (const uint8_t *)c->conf[i].value);
         }
         sha256_digest(&ctx, sizeof(digest), digest);
-        n = snprintf(c->id, sizeof(c->id), "%s-", kind);
-        for (int i = 0; i < 8; i++)
-                snprintf(c->id + n + 2 * i, sizeof(c->id) - (size_t)n - 2 * (size_t)i, "%02x",
-                         digest[i]);
+        snprintf(c->id, sizeof(c->id), "%s-%s", kind, util_hex(digest, 8, hex));
 }
 
 static uint64_t with_margin(uint64_t v)

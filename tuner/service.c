@@ -494,6 +494,20 @@ static void hs_key(const char *url, const struct tuner_hs_attempt *a, struct tun
         f->offset = 0;
 }
 
+/* The store's state of a History Server's list: named by a hash of its URL, which may hold
+ * a password */
+static void hs_state_name(const char *url, char *out, size_t size)
+{
+        struct sha256_ctx ctx;
+        uint8_t d[SHA256_DIGEST_SIZE];
+        char hex[33];
+
+        sha256_init(&ctx);
+        sha256_update(&ctx, strlen(url), (const uint8_t *)url);
+        sha256_digest(&ctx, sizeof(d), d);
+        snprintf(out, size, "hs_end:%s", util_hex(d, 16, hex));
+}
+
 struct hs_walk {
         struct pass *ps;
         const struct policy_history_server *hs;
@@ -634,18 +648,7 @@ static void history_server(struct pass *ps, const struct policy_history_server *
 
         /* the applications that ended since a day before the newest end seen (a late log of
          * an attempt that ended earlier shows up within the day) */
-        /* the state's name: a hash of the URL, which may hold a password */
-        {
-                struct sha256_ctx ctx;
-                uint8_t d[SHA256_DIGEST_SIZE];
-                int n = snprintf(state, sizeof(state), "hs_end:");
-
-                sha256_init(&ctx);
-                sha256_update(&ctx, strlen(hs->url), (const uint8_t *)hs->url);
-                sha256_digest(&ctx, sizeof(d), d);
-                for (int i = 0; i < 16; i++)
-                        n += snprintf(state + n, sizeof(state) - (size_t)n, "%02x", d[i]);
-        }
+        hs_state_name(hs->url, state, sizeof(state));
         tuner_hs_shown_url(hs->url, w.shown, sizeof(w.shown));
         r = tuner_store_state(ps->in.store, state, &since, &err);
         if (r < 0) {

@@ -867,7 +867,7 @@ int tuner_store_run_id(struct tuner_store *s, const char *app_id, uint32_t uid,
         struct sha256_ctx ctx;
         uint8_t digest[SHA256_DIGEST_SIZE];
         int64_t secret[2];
-        char head[48];
+        char head[48], hex[13];
         int r, n;
 
         r = owned_by_another(s, app_id, uid, err);
@@ -884,9 +884,8 @@ int tuner_store_run_id(struct tuner_store *s, const char *app_id, uint32_t uid,
         sha256_update(&ctx, (size_t)n, (const uint8_t *)head);
         sha256_update(&ctx, strlen(app_id), (const uint8_t *)app_id);
         sha256_digest(&ctx, sizeof(digest), digest);
-        n = snprintf(out, TUNER_APP_ID_MAX, "%.*s~", TUNER_APP_ID_MAX - 14, app_id);
-        for (int i = 0; i < 6; i++)
-                n += snprintf(out + n, TUNER_APP_ID_MAX - (size_t)n, "%02x", digest[i]);
+        snprintf(out, TUNER_APP_ID_MAX, "%.*s~%s", TUNER_APP_ID_MAX - 14, app_id,
+                 util_hex(digest, 6, hex));
         /* a second clash (a key taken by a third user) cannot be made without the secret */
         r = owned_by_another(s, out, uid, err);
         if (r > 0)
