@@ -31,15 +31,9 @@ JDK=${3:-}
 suite_helpers "k8s-submit-$LINE"
 
 [ "$(id -u)" = 0 ] || skip "not root: the published settings are root's"
-[ -n "$JDK" ] || skip "no JDK was found when configuring"
-for tool in java javac; do
-  [ -x "$JDK/bin/$tool" ] || skip "$JDK/bin/$tool is missing (scripts/deps installs openjdk-17-jdk-headless)"
-done
+need_jdk java javac
 command -v jq >/dev/null || skip "jq is missing (scripts/deps installs it)"
-rc=0
-install_package || rc=$?
-[ "$rc" = 77 ] && exit 77
-[ "$rc" = 0 ] || { echo "FAIL: install_package exited $rc"; exit 1; }
+use_package
 STEP_JAR=/usr/share/java/sparkshim-k8s.jar
 [ -f "$STEP_JAR" ] || skip "the installed package has no $STEP_JAR (scripts/package could not build it here)"
 

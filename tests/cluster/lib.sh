@@ -43,6 +43,25 @@ suite_helpers() {
   }
 }
 
+# need_jdk TOOL...: the suite skipped unless the JDK found when configuring ($JDK) has
+# bin/TOOL for each (call after suite_helpers)
+need_jdk() {
+  local tool
+  [ -n "${JDK:-}" ] || skip "no JDK was found when configuring"
+  for tool in "$@"; do
+    [ -x "$JDK/bin/$tool" ] || skip "$JDK/bin/$tool is missing (scripts/deps installs openjdk-17-jdk-headless)"
+  done
+}
+
+# use_package: install_package, the suite ending as skipped when it said 77 (it said why)
+# and as failed when it could not build or install the package
+use_package() {
+  local rc=0
+  install_package || rc=$?
+  [ "$rc" != 77 ] || exit 77
+  [ "$rc" = 0 ] || { echo "FAIL: install_package exited $rc"; exit 1; }
+}
+
 SPARKSHIM_PACKAGE_LOCK=/run/lock/sparkshim-package.lock
 SPARKSHIM_PACKAGE_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 

@@ -31,15 +31,9 @@ QUERIES=q17,q18,q72
 suite_helpers "loop-$LINE"
 
 [ "$(id -u)" = 0 ] || skip "not root: the executors run the installed sparkshim as root (the Worker is root's)"
-[ -n "$JDK" ] || skip "no JDK was found when configuring"
-for tool in java javac jar; do
-  [ -x "$JDK/bin/$tool" ] || skip "$JDK/bin/$tool is missing (scripts/deps installs openjdk-17-jdk-headless)"
-done
+need_jdk java javac jar
 
-rc=0
-install_package || rc=$?
-[ "$rc" = 77 ] && exit 77
-[ "$rc" = 0 ] || { echo "FAIL: install_package exited $rc"; exit 1; }
+use_package
 UNIT=/lib/systemd/system/sparkshim-tune.service
 [ -f "$UNIT" ] || { echo "FAIL: the package installed no $UNIT"; exit 1; }
 PASS_CMD=$(sed -n 's/^ExecStart=//p' "$UNIT")

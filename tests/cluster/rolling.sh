@@ -59,19 +59,13 @@ REDUCE_SLEEP_MS=${SPARKSHIM_ROLLING_REDUCE_SLEEP_MS:-500}
 suite_helpers "rolling-$LINE"
 
 [ "$(id -u)" = 0 ] || skip "not root: the test installs its policy at /etc/sparkshim/policy.json"
-[ -n "$JDK" ] || skip "no JDK was found when configuring"
-for tool in java javac jar; do
-  [ -x "$JDK/bin/$tool" ] || skip "$JDK/bin/$tool is missing (scripts/deps installs openjdk-17-jdk-headless)"
-done
+need_jdk java javac jar
 command -v python3 >/dev/null || skip "python3 is missing"
 [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] || skip "/dev/shm is not a tmpfs: Worker B's local dirs need one"
 [ "$(stat -f -c %T /tmp)" != tmpfs ] || skip "/tmp is a tmpfs: Worker A's local dirs must be on a disk"
 
 # --- the sparkshim under test: the installed package ----------------------------------------
-rc=0
-install_package || rc=$?
-[ "$rc" = 77 ] && exit 77 # install_package said why
-[ "$rc" = 0 ] || { echo "FAIL: install_package exited $rc"; exit 1; }
+use_package
 progress "testing the installed package: $SPARKSHIM"
 
 WORK=$(mktemp -d /tmp/sparkshim-rolling.XXXXXX)

@@ -38,17 +38,11 @@ ROWS=${SPARKSHIM_STANDALONE_ROWS:-1000000}
 suite_helpers "standalone-$LINE"
 
 [ "$(id -u)" = 0 ] || skip "not root: the test installs its policy at /etc/sparkshim/policy.json"
-[ -n "$JDK" ] || skip "no JDK was found when configuring"
-for tool in java javac jar; do
-  [ -x "$JDK/bin/$tool" ] || skip "$JDK/bin/$tool is missing (scripts/deps installs openjdk-17-jdk-headless)"
-done
+need_jdk java javac jar
 command -v python3 >/dev/null || skip "python3 is missing"
 
 # --- the sparkshim under test: the installed package ----------------------------------------
-rc=0
-install_package || rc=$?
-[ "$rc" = 77 ] && exit 77 # install_package said why
-[ "$rc" = 0 ] || { echo "FAIL: install_package exited $rc"; exit 1; }
+use_package
 progress "testing the installed package: $SPARKSHIM, agent $AGENT_LIB"
 
 # --- the distribution ---------------------------------------------------------------------

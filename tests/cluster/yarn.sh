@@ -40,20 +40,14 @@ HADOOP_VERSION=3.3.4 # what spark-yarn_2.12:3.5.9's hadoop-client-api/runtime ar
 suite_helpers "yarn-3.5"
 
 [ "$(id -u)" = 0 ] || skip "not root: the test installs its policy at /etc/sparkshim/policy.json"
-[ -n "$JDK" ] || skip "no JDK was found when configuring"
-for tool in java javac; do
-  [ -x "$JDK/bin/$tool" ] || skip "$JDK/bin/$tool is missing (scripts/deps installs openjdk-17-jdk-headless)"
-done
+need_jdk java javac
 command -v python3 >/dev/null || skip "python3 is missing"
 command -v mvn >/dev/null || skip "mvn is missing (scripts/deps installs maven)"
 SPARKSHIM=$(cd "$(dirname "$SPARKSHIM")" && pwd)/$(basename "$SPARKSHIM")
 
 # --- the sparkshim under test ------------------------------------------------------------
 # The installed package (tests/cluster/lib.sh's install_package), as every cluster suite.
-rc=0
-install_package || rc=$?
-[ "$rc" = 77 ] && skip "the package cannot be installed here (install_package: 77)"
-[ "$rc" = 0 ] || { echo "FAIL: install_package exited $rc"; exit 1; }
+use_package
 SPARKSHIM=/usr/bin/sparkshim
 progress "testing the installed package: $SPARKSHIM"
 WORK=$(mktemp -d /tmp/sparkshim-yarn.XXXXXX)
