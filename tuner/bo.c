@@ -293,8 +293,12 @@ void tuner_bo_options_default(struct tuner_bo_options *opt)
 struct usage_model {
         struct tuner_gp *gp;
         double centre;
+        double noise; /* sd of log usage between identical runs */
         bool fitted;
 };
+
+/* the cube's constants are for a step of 0.1 (struct tuner_bo_options.step) */
+#define STEP_UNIT 0.1
 
 static void usage_models_free(struct usage_model (*models)[TUNER_BO_USAGES_MAX])
 {
@@ -306,7 +310,7 @@ struct acquisition {
         const struct tuner_bo_point *pts;
         size_t n;
         unsigned dims, monotone;
-        double margin;
+        double margin[TUNER_BO_DIMS_MAX]; /* per dimension */
         const struct tuner_gp *objective, *failure;
         double best, xi, bound;
         bool safety;
@@ -315,7 +319,8 @@ struct acquisition {
         /* usage models */
         unsigned usages, workload;
         const struct usage_model *usage;
-        double beta, noise;
+        double beta;
+        unsigned median_only;
         double (*usage_limit)(unsigned j, const double *x, void *userdata);
         double (*objective_prior)(const double *x, const double *usage_median, void *userdata);
         void *usage_userdata;
@@ -378,7 +383,10 @@ static int usage_predict(const struct acquisition *a, unsigned j, const double *
         if (ret_median)
                 *ret_median = exp(mean);
         if (ret_ucb)
-                *ret_ucb = exp(mean + a->beta * sqrt(var + a->noise * a->noise));
+                *ret_ucb =
+                    a->median_only & (1u << j)
+                        ? exp(mean)
+                        : exp(mean + a->beta * sqrt(var + a->usage[j].noise * a->usage[j].noise));
         return 0;
 }
 
@@ -461,7 +469,7 @@ static bool dominated_by_oom(const struct acquisition *a, const double *x)
                 if (!a->pts[i].memory_failure)
                         continue;
                 for (unsigned k = 0; k < a->dims && below; k++)
-                        if ((a->monotone & (1u << k)) && x[k] > a->pts[i].x[k] + a->margin)
+                        if ((a->monotone & (1u << k)) && x[k] > a->pts[i].x[k] + a->margin[k])
                                 below = false;
                 if (below)
                         return true;
@@ -525,6 +533,77 @@ static enum tuner_gp_kernel pick_kernel(enum tuner_bo_kernel k, unsigned dims, s
         return safe >= 2 * (size_t)dims + 2 ? TUNER_GP_ARD : TUNER_GP_SHARED;
 }
 
+/* a before b as the incumbent: a point within the run-time target first, then the lower value */
+static bool better_incumbent(const struct tuner_bo_point *a, double ya,
+                             const struct tuner_bo_point *b, double yb)
+{
+        if (a->over_target != b->over_target)
+                return !a->over_target;
+        return ya < yb;
+}
+
+/*
+ * The variance between replicates: points at the same x (a recurring job run again at the
+ * same settings) measure the noise of value(i) directly. Pooled over the groups (the sum of
+ * squares about each group's mean over the sum of group sizes less one); NAN without a
+ * replicate. value(i) NAN leaves point i out.
+ */
+static double replicate_variance(const struct tuner_bo_point *pts, size_t n, unsigned dims,
+                                 double (*value)(const struct tuner_bo_point *p, void *userdata),
+                                 void *userdata)
+{
+        double squares = 0;
+        size_t freedom = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                double sum = 0, sq = 0, v = value(&pts[i], userdata);
+                size_t m = 0;
+                bool first = true;
+
+                if (isnan(v))
+                        continue;
+                for (size_t j = 0; j < i && first; j++)
+                        first = !(memcmp(pts[j].x, pts[i].x, dims * sizeof(double)) == 0 &&
+                                  !isnan(value(&pts[j], userdata)));
+                if (!first)
+                        continue;
+                for (size_t j = i; j < n; j++) {
+                        double u = value(&pts[j], userdata);
+                        if (isnan(u) || memcmp(pts[j].x, pts[i].x, dims * sizeof(double)) != 0)
+                                continue;
+                        sum += u;
+                        sq += u * u;
+                        m++;
+                }
+                if (m < 2)
+                        continue;
+                squares += fmax(sq - sum * sum / (double)m, 0.0);
+                freedom += m - 1;
+        }
+        return freedom ? squares / (double)freedom : NAN;
+}
+
+static double log_usage_of(const struct tuner_bo_point *p, void *userdata)
+{
+        double u = p->usage[*(const unsigned *)userdata];
+        return u > 0 && isfinite(u) ? log(u) : NAN;
+}
+
+struct residual_context {
+        const struct acquisition *acq;
+        bool penalised;
+};
+
+/* the objective model's data at a point: y less the usages' prior; NAN when not in it */
+static double residual_of(const struct tuner_bo_point *p, void *userdata)
+{
+        const struct residual_context *c = userdata;
+
+        if (p->failed || !isfinite(p->y))
+                return NAN;
+        return p->y - objective_prior(c->acq, p->x);
+}
+
 int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                      const struct tuner_bo_options *opt, double *ret_x,
                      struct tuner_bo_prediction *ret_pred, struct shim_error *err)
@@ -544,6 +623,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         struct tuner_rng rng;
         size_t n_objective = 0, n_seeds = 0, incumbent = SIZE_MAX, m;
         unsigned safe = 0, failed = 0;
+        double ratio[TUNER_BO_DIMS_MAX], wratio[TUNER_BO_DIMS_MAX], noise_ratio_min = 0;
         int r;
 
         if (!opt) {
@@ -581,8 +661,17 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 n_objective++;
                 if (pts[i].y > max_y)
                         max_y = pts[i].y;
-                if (incumbent == SIZE_MAX || pts[i].y < pts[incumbent].y)
+                if (incumbent == SIZE_MAX ||
+                    better_incumbent(&pts[i], pts[i].y, &pts[incumbent], pts[incumbent].y))
                         incumbent = i;
+        }
+        for (unsigned k = 0; k < dims; k++) {
+                double step = opt->step[k] > 0 ? opt->step[k] : STEP_UNIT;
+
+                if (!isfinite(step))
+                        return shim_error_set(err, EINVAL, "bo: step[%u] = %g; must be > 0", k,
+                                              opt->step[k]);
+                ratio[k] = step / STEP_UNIT;
         }
         if (opt->usages > TUNER_BO_USAGES_MAX || (opt->usages && !(opt->usage_noise > 0)) ||
             (opt->usages && !(opt->usage_beta >= 0)))
@@ -617,7 +706,6 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
             .n = n,
             .dims = dims,
             .monotone = opt->monotone,
-            .margin = opt->monotone_margin,
             .objective = objective,
             .failure = failure,
             .best = pts[incumbent].y,
@@ -630,19 +718,31 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
             .workload = opt->workload,
             .usage = usage,
             .beta = opt->usage_beta,
-            .noise = opt->usage_noise,
+            .median_only = opt->usage_median,
             .usage_limit = opt->usage_limit,
             .objective_prior = opt->objective_prior,
             .usage_userdata = opt->usage_userdata,
         };
 
+        for (unsigned k = 0; k < dims; k++)
+                acq.margin[k] = opt->monotone_margin * ratio[k];
+        project(ratio, dims, opt->usages ? opt->workload : 0, wratio);
+        if (opt->usages && opt->workload && !(opt->workload & ((1u << dims) - 1)))
+                wratio[0] = 1.0; /* no workload dimension: the constant coordinate */
+
         /* the usage models: log usage over the workload dimensions, fixed hyperparameters
-           (a prior, not a fit: a few runs at one workload point identify no lengthscale) */
+           (a prior, not a fit: a few runs at one workload point identify no lengthscale);
+           the noise at least usage_noise, more where replicates measured more */
         for (unsigned j = 0; j < opt->usages; j++) {
-                struct tuner_gp_hyper hyper = {.signal_variance = USAGE_SIGNAL_SD * USAGE_SIGNAL_SD,
-                                               .noise_variance =
-                                                   opt->usage_noise * opt->usage_noise};
+                double rep_var = replicate_variance(pts, n, dims, log_usage_of, &j);
+                struct tuner_gp_hyper hyper = {.signal_variance =
+                                                   USAGE_SIGNAL_SD * USAGE_SIGNAL_SD};
                 double sum = 0;
+
+                usage[j].noise = opt->usage_noise;
+                if (rep_var > usage[j].noise * usage[j].noise)
+                        usage[j].noise = sqrt(rep_var);
+                hyper.noise_variance = usage[j].noise * usage[j].noise;
 
                 m = 0;
                 for (size_t i = 0; i < n; i++) {
@@ -659,14 +759,13 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 for (size_t i = 0; i < m; i++)
                         y[i] -= usage[j].centre;
                 for (unsigned k = 0; k < wdims; k++)
-                        hyper.lengthscale[k] = USAGE_LENGTHSCALE;
+                        hyper.lengthscale[k] = USAGE_LENGTHSCALE * wratio[k];
                 usage[j].gp = tuner_gp_new(wdims);
                 if (!usage[j].gp)
                         return shim_error_set(err, ENOMEM, "bo: no memory for a usage model");
                 r = tuner_gp_fit(usage[j].gp, x, y, m,
-                                 &(struct tuner_gp_options){.kernel = TUNER_GP_SHARED,
-                                                            .standardise = false,
-                                                            .hyper = &hyper},
+                                 &(struct tuner_gp_options){
+                                     .kernel = TUNER_GP_ARD, .standardise = false, .hyper = &hyper},
                                  err);
                 if (r < 0)
                         return r;
@@ -691,13 +790,55 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 memcpy(x + m * dims, pts[i].x, dims * sizeof(double));
                 y[m++] = (penalised ? max_y + opt->failure_penalty : pts[i].y) - prior;
         }
+        /* the noise the replicates measured, as a share of the data's variance: the fit may
+           not call it signal (a lucky run is not a better configuration) */
+        if (m >= 2) {
+                struct residual_context rc = {.acq = &acq};
+                double rep_var = replicate_variance(pts, n, dims, residual_of, &rc);
+                double mean_y = 0, var_y = 0;
+
+                for (size_t i = 0; i < m; i++)
+                        mean_y += y[i] / (double)m;
+                for (size_t i = 0; i < m; i++)
+                        var_y += (y[i] - mean_y) * (y[i] - mean_y) / (double)m;
+                if (rep_var > 0 && var_y > 0)
+                        noise_ratio_min = fmin(rep_var / var_y, 1.0);
+        }
         r = tuner_gp_fit(
             objective, x, y, m,
             &(struct tuner_gp_options){.kernel = pick_kernel(opt->kernel, dims, n_objective),
-                                       .standardise = true},
+                                       .standardise = true,
+                                       .noise_ratio_min = noise_ratio_min},
             err);
         if (r < 0)
                 return r;
+        /* the incumbent and EI's best: the lowest modelled objective among the safe points,
+           not the luckiest run (the same as the lowest y where the fit has no noise) */
+        {
+                size_t pick = SIZE_MAX;
+                double pick_mean = INFINITY;
+
+                for (size_t i = 0; i < n; i++) {
+                        double mu;
+                        if (pts[i].failed || !isfinite(pts[i].y) ||
+                            tuner_gp_predict(objective, pts[i].x, &mu, NULL) < 0)
+                                continue;
+                        mu += objective_prior(&acq, pts[i].x);
+                        if (!isfinite(mu))
+                                continue;
+                        if (pick == SIZE_MAX ||
+                            better_incumbent(&pts[i], mu, &pts[pick], pick_mean)) {
+                                pick = i;
+                                pick_mean = mu;
+                        }
+                }
+                if (pick != SIZE_MAX) {
+                        incumbent = pick;
+                        acq.best = pick_mean;
+                        pred.incumbent = incumbent;
+                        pred.best_y = pick_mean;
+                }
+        }
 
         /* the failure model and the trust region; with usage models, over the workload
            dimensions, of the failures the usages do not explain */
@@ -714,16 +855,20 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 }
                 struct tuner_gp_hyper prior = {.signal_variance = 1.0,
                                                .noise_variance = FAILURE_NOISE_PRIOR};
-                for (unsigned k = 0; k < wdims; k++)
-                        prior.lengthscale[k] = FAILURE_LENGTHSCALE_PRIOR;
-                r = tuner_gp_fit(
-                    failure, x, y, k_pts,
-                    &(struct tuner_gp_options){.kernel = pick_kernel(opt->kernel, wdims, k_pts),
-                                               .standardise = false,
-                                               .signal_variance = 1.0,
-                                               .lengthscale_max = FAILURE_LENGTHSCALE_MAX,
-                                               .hyper = unexplained ? NULL : &prior},
-                    err);
+                double mean_ratio = 0;
+                for (unsigned k = 0; k < wdims; k++) {
+                        prior.lengthscale[k] = FAILURE_LENGTHSCALE_PRIOR * wratio[k];
+                        mean_ratio += log(wratio[k]) / (double)wdims;
+                }
+                r = tuner_gp_fit(failure, x, y, k_pts,
+                                 &(struct tuner_gp_options){
+                                     .kernel = unexplained ? pick_kernel(opt->kernel, wdims, k_pts)
+                                                           : TUNER_GP_ARD,
+                                     .standardise = false,
+                                     .signal_variance = 1.0,
+                                     .lengthscale_max = FAILURE_LENGTHSCALE_MAX * exp(mean_ratio),
+                                     .hyper = unexplained ? NULL : &prior},
+                                 err);
                 if (r < 0)
                         return r;
                 radius = opt->trust_initial * pow(opt->trust_growth, (double)safe - 2.0) /
@@ -745,8 +890,8 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 /* with usage models, a limit's safety is theirs: no region along it */
                 bool region = opt->safety &&
                               (!limits_modelled || !opt->workload || (opt->workload & (1u << k)));
-                lo[k] = region ? fmax(opt->floor[k], c - radius) : opt->floor[k];
-                hi[k] = region ? fmin(1.0, c + radius) : 1.0;
+                lo[k] = region ? fmax(opt->floor[k], c - radius * ratio[k]) : opt->floor[k];
+                hi[k] = region ? fmin(1.0, c + radius * ratio[k]) : 1.0;
                 if (hi[k] < lo[k]) /* the floor lies beyond the region: the floor wins */
                         hi[k] = lo[k];
         }
@@ -876,9 +1021,16 @@ static double from_unit(const struct dimension *d, double u)
         return d->lo + clamp(u, 0.0, 1.0) * (d->hi - d->lo);
 }
 
+/*
+ * Up to a whole MiB, but not for the last bits of a round trip: exp(log(512 MiB)) through
+ * the unit cube comes back a few 1e-13 MiB above 512 MiB, and a plain ceil made it 513 MiB,
+ * one more each run (issue 24: 1493m -> 1494m -> 1495m in the real loops). A millionth of
+ * a MiB (one byte) is below any size anyone asks for and far above the round trip's error.
+ */
+#define MIB_ROUND_TRIP 1e-6
 static uint64_t bytes_up_to_mib(double log_value, uint64_t lo, uint64_t hi)
 {
-        double v = ceil(exp(log_value) / (double)MIB) * (double)MIB;
+        double v = ceil(exp(log_value) / (double)MIB - MIB_ROUND_TRIP) * (double)MIB;
         if (v < (double)lo)
                 return lo;
         if (v > (double)hi)
@@ -933,8 +1085,9 @@ static void decode(const struct mapping *map, const double *x, struct tuner_para
 }
 
 /*
- * The fallback returns the best safe run: its exact values where x is still its point
- * (decoding would round), unless the floor raised them or the bounds now exclude them.
+ * Where x is still the best safe run's coordinate (the fallback, or a dimension the proposal
+ * did not move), its exact value: decoding would round, and a value the tuner keeps must be
+ * kept exactly. Unless the floor raised it or the bounds now exclude it.
  */
 static void keep_incumbent(const struct mapping *map, const struct tuner_bo_point *point,
                            const double *x, const struct tuner_params *best,
@@ -984,6 +1137,35 @@ static void keep_incumbent(const struct mapping *map, const struct tuner_bo_poin
         }
 }
 
+/*
+ * One step of the search (struct tuner_bo_options.step) per parameter, in the mapped units:
+ * a tenth of the policy's default range, rounded to a physical figure, so that the default
+ * bounds search as before and an admin's narrower or wider ones do not change the steps in
+ * bytes, cores or partitions (issue 24: with the grid's bounds cpu-light ended at 2.44x, with
+ * the policy's at 1.00-1.86x). The trust region starts at one step around the best run and
+ * grows 1.15x a safe run; the models' prior lengthscales are 1.5 steps.
+ */
+static double physical_step(enum tuner_param_index param)
+{
+        switch (param) {
+        case TUNER_P_MILLICORES:
+                return 0.1; /* a tenth of a core per task slot */
+        case TUNER_P_HEAP:
+        case TUNER_P_OVERHEAD:
+                return log(1.6); /* a factor 1.6 (512 MiB .. 64 GiB / 10: 1.62) */
+        case TUNER_P_BURST_RATIO:
+                return 0.1;
+        case TUNER_P_SPILL_FRACTION:
+                return 0.05;
+        case TUNER_P_PARTITIONS:
+                return log(10.0) / 2; /* half a decade, x3.16 (1 .. 100000 / 10) */
+        case TUNER_P_CORES:
+        case TUNER_P_COUNT:
+                break;
+        }
+        return NAN;
+}
+
 static bool memory_limit_feasible(const double *x, void *userdata)
 {
         const struct mapping *map = userdata;
@@ -1004,8 +1186,10 @@ enum usage_index {
         USAGE_MEMORY,
         USAGE_CPU_P90,
         USAGE_MEMORY_PEAK,
+        USAGE_DURATION, /* the run's wall time, s: bounded by its median (the run-time target) */
         USAGE_COUNT,
 };
+_Static_assert(USAGE_COUNT <= TUNER_BO_USAGES_MAX, "TUNER_BO_USAGES_MAX too small");
 
 static double positive_or_nan(double v)
 {
@@ -1029,6 +1213,7 @@ static void usages_of(const struct tuner_run *r, double usage[TUNER_BO_USAGES_MA
         usage[USAGE_CPU_P90] = positive_or_nan(r->cpu_peak_util * cores);
         usage[USAGE_MEMORY_PEAK] =
             known_bytes(r->memory_peak_bytes) ? (double)r->memory_peak_bytes / (double)MIB : NAN;
+        usage[USAGE_DURATION] = positive_or_nan(r->duration_seconds);
 }
 
 /*
@@ -1061,6 +1246,7 @@ static bool usage_failure_of(const struct tuner_run *r, double cpu_limit_ratio)
 struct usage_context {
         const struct mapping *map;
         double cpu_limit_ratio;
+        double duration_limit; /* runtime_target x the fastest configuration's median; NAN */
 };
 
 static double usage_limit(unsigned j, const double *x, void *userdata)
@@ -1074,6 +1260,8 @@ static double usage_limit(unsigned j, const double *x, void *userdata)
                 return (double)p.millicores / 1000.0 * c->cpu_limit_ratio;
         case USAGE_MEMORY_PEAK:
                 return ((double)p.heap_bytes + (double)p.overhead_bytes) / (double)MIB;
+        case USAGE_DURATION:
+                return c->duration_limit;
         default:
                 return NAN;
         }
@@ -1315,6 +1503,12 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                         usage.cpu_limit_ratio = runs[j].cpu_limit_ratio;
         if (!isfinite(usage.cpu_limit_ratio))
                 usage.cpu_limit_ratio = TUNER_RULES_CPU_OVERCOMMIT; /* as the rules take it */
+        /* the run-time constraint: the median run within runtime_target x the job's fastest
+           configuration's median (issue 24: utilisation alone rewards a slower run that uses
+           more of the same request) */
+        usage.duration_limit = NAN;
+        if (b->runtime_target >= 1 && isfinite(b->runtime_target))
+                usage.duration_limit = b->runtime_target * tuner_fastest_duration(runs, n);
 
         pts = calloc(n, sizeof(*pts));
         run_of = calloc(n, sizeof(*run_of));
@@ -1347,6 +1541,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 p->y = !p->failed && isfinite(runs[j].objective) && runs[j].objective > 0
                            ? log(runs[j].objective)
                            : NAN;
+                p->over_target = !p->failed && runs[j].duration_seconds > usage.duration_limit;
                 run_of[m++] = j;
         }
 
@@ -1414,6 +1609,9 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 }
                 if (isfinite(band) && width > 0)
                         bo.dead_band[d->position] = band / width;
+                /* the search's step in physical terms, whatever the admin's bounds */
+                if (width > 0 && !(bo.step[d->position] > 0))
+                        bo.step[d->position] = physical_step(d->param) / width;
         }
         /* the runs' usage models (bo.usages 0; a caller's own usage callbacks would not know
            the runs); what changes the job's work is heap, spill threshold and partitions, the
@@ -1428,6 +1626,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                              map.dim[i].param == TUNER_P_PARTITIONS))
                                 bo.workload |= 1u << map.dim[i].position;
                 bo.usage_limit = usage_limit;
+                bo.usage_median = 1u << USAGE_DURATION;
                 bo.objective_prior = usage_objective;
                 bo.usage_userdata = &usage;
         }
@@ -1442,9 +1641,8 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 return r;
 
         decode(&map, x, &rec.params);
-        if (pred.fallback)
-                keep_incumbent(&map, &pts[pred.incumbent], x, &runs[run_of[pred.incumbent]].params,
-                               &rec.params);
+        keep_incumbent(&map, &pts[pred.incumbent], x, &runs[run_of[pred.incumbent]].params,
+                       &rec.params);
         if (map.dim[TUNER_P_OVERHEAD - 1].position >= 0)
                 tightened = tighten_limit(&rec.params, pred.usage_ucb[USAGE_MEMORY_PEAK], floor, b,
                                           map.dim[TUNER_P_BURST_RATIO - 1].position >= 0);

@@ -25,7 +25,7 @@
 
 #define TUNER_BO_DIMS_MAX   6 /* millicores, heap, overhead, burst, spill, partitions */
 #define TUNER_BO_POINTS_MAX 256
-#define TUNER_BO_USAGES_MAX 4 /* usage measures per point (the usage models) */
+#define TUNER_BO_USAGES_MAX 5 /* usage measures per point (the usage models) */
 
 /* ---- the random stream: xoshiro256** seeded through splitmix64 ---- */
 
@@ -94,6 +94,9 @@ struct tuner_bo_point {
            p90 CPU at the CPU limit): the usage models explain it, the failure model and the
            monotone rule leave it to them */
         bool usage_failure;
+        /* succeeded but missed a soft constraint (ran slower than the job's run-time target):
+           in every model, never the incumbent */
+        bool over_target;
 };
 
 struct tuner_bo_options {
@@ -109,7 +112,8 @@ struct tuner_bo_options {
         double failure_penalty;
         double xi;                       /* EI's margin, in units of y; default 0 */
         double floor[TUNER_BO_DIMS_MAX]; /* lowest allowed x per dimension; default 0 */
-        /* trust region (L-infinity half-width around the incumbent), see docs/tuner-bo.md */
+        /* trust region (L-infinity half-width around the incumbent), see docs/tuner-bo.md,
+           in steps of 0.1 (below) */
         double trust_initial;        /* with 2 safe points; default 0.1 */
         double trust_growth;         /* x per further safe point; default 1.15 */
         double trust_min, trust_max; /* default 0.05, 0.5 */
@@ -147,13 +151,25 @@ struct tuner_bo_options {
          */
         unsigned workload;
         double usage_beta;  /* default 2 */
-        double usage_noise; /* sd of log usage between identical runs, at least; default 0.05 */
+        double usage_noise; /* sd of log usage between identical runs, at least; default 0.05:
+                               replicated points (the same x) raise it to what they measured */
+        /* bits (1 << j) of the usages bounded by their median, not by the upper confidence
+           bound (run time: "the median run within 1.1 x the fastest"); 0 = none */
+        unsigned usage_median;
         double (*usage_limit)(unsigned j, const double *x, void *userdata);
         double (*objective_prior)(const double *x, const double *usage_median, void *userdata);
         void *usage_userdata;
         /* per dimension (unit cube): a candidate's coordinate within this of the incumbent's
            is the incumbent's (a change too small to be worth a run); 0 = none */
         double dead_band[TUNER_BO_DIMS_MAX];
+        /*
+         * per dimension (unit cube): the physical step the cube constants stand for, 0 = 0.1.
+         * The trust region's half-width, the failure and usage models' prior lengthscales
+         * and the monotone margin are given for a step of 0.1 and scale with it, so that a
+         * caller who maps a factor 1.6 of heap to 0.05 of the cube under wide bounds and to
+         * 0.3 under narrow ones gets the same search in bytes (issue 24).
+         */
+        double step[TUNER_BO_DIMS_MAX];
 };
 
 void tuner_bo_options_default(struct tuner_bo_options *opt);

@@ -27,7 +27,9 @@ struct tuner_gp {
 
 /* the likelihood search's grids: lengthscales in units of the unit cube, noise / s2 */
 static const double lengthscale_grid[] = {0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.5};
-static const double noise_ratio_grid[] = {1e-6, 1e-4, 1e-2, 1e-1};
+/* up to 1 (half of the variance noise): on pure noise the fit must be able to say so, and not
+   interpolate lucky runs (issue 24) */
+static const double noise_ratio_grid[] = {1e-6, 1e-4, 1e-2, 1e-1, 0.3, 1.0};
 static const double ard_factors[] = {0.25, 0.5, 2.0, 4.0};
 #define ARD_PASSES      2
 #define LENGTHSCALE_MIN 0.02
@@ -188,8 +190,13 @@ static int search(struct tuner_gp *gp, const struct tuner_gp_options *opt)
                 if (lengthscale_grid[a] > max_ls)
                         break;
                 for (size_t b = 0; b < ELEMENTSOF(noise_ratio_grid); b++) {
+                        double rho = fmax(noise_ratio_grid[b], opt->noise_ratio_min);
+
+                        if (b > 0 && noise_ratio_grid[b - 1] < opt->noise_ratio_min &&
+                            noise_ratio_grid[b] <= opt->noise_ratio_min)
+                                continue; /* the same rho as the one before */
                         fill(ls, gp->dims, lengthscale_grid[a]);
-                        r = evaluate(gp, ls, opt->signal_variance, noise_ratio_grid[b]);
+                        r = evaluate(gp, ls, opt->signal_variance, rho);
                         if (r == -EDOM)
                                 continue;
                         if (r < 0)
@@ -197,7 +204,7 @@ static int search(struct tuner_gp *gp, const struct tuner_gp_options *opt)
                         if (gp->lml > best_lml) {
                                 best_lml = gp->lml;
                                 memcpy(best_ls, ls, sizeof(ls));
-                                best_rho = noise_ratio_grid[b];
+                                best_rho = rho;
                                 found = true;
                         }
                 }
@@ -244,6 +251,9 @@ int tuner_gp_fit(struct tuner_gp *gp, const double *x, const double *y, size_t n
         if (n == 0 || n > TUNER_GP_POINTS_MAX)
                 return shim_error_set(err, EINVAL, "gp: %zu points; allowed 1..%d", n,
                                       TUNER_GP_POINTS_MAX);
+        if (!(opt->noise_ratio_min >= 0 && opt->noise_ratio_min <= 1))
+                return shim_error_set(err, EINVAL, "gp: noise ratio minimum %g; allowed [0,1]",
+                                      opt->noise_ratio_min);
         for (size_t i = 0; i < n; i++) {
                 if (!isfinite(y[i]))
                         return shim_error_set(err, EINVAL, "gp: y[%zu] = %g; must be finite", i,

@@ -51,6 +51,9 @@ struct tuner_gp_options {
         double signal_variance;
         /* > 0: the largest lengthscale the search may choose (grid default: 2.5) */
         double lengthscale_max;
+        /* > 0: the search's noise / s2 is at least this (the noise measured between
+           replicated runs, say); 0: from 1e-6 */
+        double noise_ratio_min;
         /* non-NULL: use these hyperparameters as they are, no search */
         const struct tuner_gp_hyper *hyper;
 };

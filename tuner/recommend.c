@@ -32,26 +32,16 @@ static size_t good_runs(const struct tuner_run *runs, size_t n)
         return good;
 }
 
-/* a and b within the rules' dead band of each other in every value */
-static bool close_to(double a, double b_, double relative, double absolute)
+/* Whether spark.sql.shuffle.partitions matters to the job: a run set it, or shuffled. Left
+   unset it is Spark's 200, which stage 2 tunes like any other value (issue 24: from runs that
+   left it unset it stayed fixed, at 200 for ever). */
+static bool sql_shuffles(const struct tuner_run *runs, size_t n)
 {
-        return fabs(a - b_) <= relative * fmax(fabs(a), fabs(b_)) + absolute;
-}
-
-static bool params_close(const struct tuner_params *a, const struct tuner_params *b_)
-{
-        const double db = TUNER_RULES_DEAD_BAND;
-
-        return a->cores == b_->cores &&
-               close_to((double)a->millicores, (double)b_->millicores, db, 0) &&
-               close_to((double)a->heap_bytes, (double)b_->heap_bytes, db, 0) &&
-               close_to((double)a->overhead_bytes, (double)b_->overhead_bytes, db, 0) &&
-               close_to(isfinite(a->burst_ratio) ? a->burst_ratio : 0,
-                        isfinite(b_->burst_ratio) ? b_->burst_ratio : 0, 0, db) &&
-               ((!isfinite(a->spill_fraction) && !isfinite(b_->spill_fraction)) ||
-                close_to(a->spill_fraction, b_->spill_fraction, 0, db)) &&
-               close_to(a->shuffle_partitions ? a->shuffle_partitions : 200.0,
-                        b_->shuffle_partitions ? b_->shuffle_partitions : 200.0, db, 0);
+        for (size_t i = 0; i < n; i++)
+                if (runs[i].params.shuffle_partitions ||
+                    (runs[i].shuffle_write_bytes && runs[i].shuffle_write_bytes != TUNER_UNKNOWN))
+                        return true;
+        return false;
 }
 
 static bool holding(const struct tuner_recommendation *rec)
@@ -72,6 +62,8 @@ static bool holding(const struct tuner_recommendation *rec)
  * succeeded: the rules had their turns, and stage 2 learns from every one of them.
  */
 #define HANDOVER_RUNS 5
+_Static_assert(HANDOVER_RUNS >= TUNER_RULES_HOLD_RUNS,
+               "a memory hold must end before the hand-over");
 bool tuner_recommend_rules_done(const struct tuner_run *runs, size_t n,
                                 const struct tuner_bounds *b,
                                 const struct tuner_recommendation *now)
@@ -81,17 +73,20 @@ bool tuner_recommend_rules_done(const struct tuner_run *runs, size_t n,
 
         if (now->converged)
                 return true;
-        if (n < 2 || runs[0].failure != TUNER_OK || holding(now))
-                return false;
+        /* before the hold: a run-time hold (a run slower than the target) may last for ever
+           on a noisy host, and a memory failure's hold cannot outlast 5 good runs
+           (TUNER_RULES_HOLD_RUNS) */
         while (ok < n && ok < HANDOVER_RUNS && runs[ok].failure == TUNER_OK)
                 ok++;
         if (ok >= HANDOVER_RUNS)
                 return true;
+        if (n < 2 || runs[0].failure != TUNER_OK || holding(now))
+                return false;
         /* the newest run moved (the host applied something), and the rules still ask the same */
-        if (runs[1].failure != TUNER_OK || params_close(&runs[0].params, &runs[1].params) ||
+        if (runs[1].failure != TUNER_OK || tuner_params_close(&runs[0].params, &runs[1].params) ||
             tuner_rules_recommend(runs + 1, n - 1, b, &older) < 0 || holding(&older))
                 return false;
-        return params_close(&now->params, &older.params);
+        return tuner_params_close(&now->params, &older.params);
 }
 
 /*
@@ -142,7 +137,7 @@ int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_b
                  * shuffles, no agent fraction where the policy's applies */
                 struct tuner_bo_recommend_options opt = {.fixed = 1u << TUNER_P_CORES};
 
-                if (!runs[0].params.shuffle_partitions)
+                if (!sql_shuffles(runs, n))
                         opt.fixed |= 1u << TUNER_P_PARTITIONS;
                 if (!isfinite(runs[0].params.spill_fraction))
                         opt.fixed |= 1u << TUNER_P_SPILL_FRACTION;

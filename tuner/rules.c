@@ -398,23 +398,12 @@ static bool same_concurrency(const struct tuner_params *a, const struct tuner_pa
         return a->cores == b->cores && a->millicores == b->millicores;
 }
 
-/* The shortest duration of a successful run (the run-time yardstick); NAN if none. */
-static double best_duration(const struct tuner_run *runs, size_t w)
-{
-        double best = NAN;
-
-        for (size_t i = 0; i < w; i++)
-                if (runs[i].failure == TUNER_OK && runs[i].duration_seconds > 0 &&
-                    (isnan(best) || runs[i].duration_seconds < best))
-                        best = runs[i].duration_seconds;
-        return best;
-}
-
-/* The newest run ran longer than the allowance over the best successful run. */
+/* The newest run ran longer than the target over the job's yardstick: the median of its
+   fastest configuration (tuner_fastest_duration), not one lucky run. */
 static bool run_slow(const struct tuner_run *runs, size_t w, const struct tuner_bounds *b,
                      double *ret_best)
 {
-        double best = best_duration(runs, w);
+        double best = tuner_fastest_duration(runs, w);
 
         *ret_best = best;
         return runs[0].failure == TUNER_FAIL_RUNTIME ||
@@ -457,11 +446,12 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
                                    r->runq_wait_per_cpu, TUNER_RULES_RUNQ_HIGH, cur->millicores,
                                    TUNER_RULES_CPU_RAISE, rec->params.millicores, cap);
                 else
-                        set_reason(rec, TUNER_P_MILLICORES, "rule:cpu-runtime",
-                                   "duration %.0f s > %.2f x the best successful run's %.0f s: "
-                                   "%" PRIu64 "m x %.2f -> %" PRIu64 "m (cap %" PRIu64 "m)",
-                                   r->duration_seconds, b->runtime_target, best, cur->millicores,
-                                   TUNER_RULES_CPU_RAISE, rec->params.millicores, cap);
+                        set_reason(
+                            rec, TUNER_P_MILLICORES, "rule:cpu-runtime",
+                            "duration %.0f s > %.2f x the fastest configuration's median %.0f s: "
+                            "%" PRIu64 "m x %.2f -> %" PRIu64 "m (cap %" PRIu64 "m)",
+                            r->duration_seconds, b->runtime_target, best, cur->millicores,
+                            TUNER_RULES_CPU_RAISE, rec->params.millicores, cap);
                 return;
         }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "rules.h"
 #include "tuner.h"
 
 const char *tuner_failure_name(enum tuner_failure f)
@@ -118,6 +119,68 @@ void tuner_mark_runtime(struct tuner_run *runs, size_t n, double allowance)
                          "ran %.1f s, more than %.2f x the first good run's %.1f s",
                          r->duration_seconds, allowance, base);
         }
+}
+
+static bool close_to(double a, double b, double relative, double absolute)
+{
+        return fabs(a - b) <= relative * fmax(fabs(a), fabs(b)) + absolute;
+}
+
+bool tuner_params_close(const struct tuner_params *a, const struct tuner_params *b)
+{
+        const double db = TUNER_RULES_DEAD_BAND;
+
+        return a->cores == b->cores &&
+               close_to((double)a->millicores, (double)b->millicores, db, 0) &&
+               close_to((double)a->heap_bytes, (double)b->heap_bytes, db, 0) &&
+               close_to((double)a->overhead_bytes, (double)b->overhead_bytes, db, 0) &&
+               close_to(isfinite(a->burst_ratio) ? a->burst_ratio : 0,
+                        isfinite(b->burst_ratio) ? b->burst_ratio : 0, 0, db) &&
+               ((!isfinite(a->spill_fraction) && !isfinite(b->spill_fraction)) ||
+                close_to(a->spill_fraction, b->spill_fraction, 0, db)) &&
+               close_to(a->shuffle_partitions ? a->shuffle_partitions : 200.0,
+                        b->shuffle_partitions ? b->shuffle_partitions : 200.0, db, 0);
+}
+
+static int compare_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+        return x < y ? -1 : x > y;
+}
+
+static bool timed_success(const struct tuner_run *r)
+{
+        return r->failure == TUNER_OK && isfinite(r->duration_seconds) && r->duration_seconds > 0;
+}
+
+double tuner_fastest_duration(const struct tuner_run *runs, size_t n)
+{
+        double best = NAN, d[TUNER_FASTEST_RUNS];
+
+        for (size_t i = 0; i < n && i < TUNER_FASTEST_RUNS; i++) {
+                size_t m = 0;
+                bool seen = false;
+
+                if (!timed_success(&runs[i]))
+                        continue;
+                /* each configuration once: at its newest run */
+                for (size_t j = 0; j < i && !seen; j++)
+                        seen = timed_success(&runs[j]) &&
+                               tuner_params_close(&runs[j].params, &runs[i].params);
+                if (seen)
+                        continue;
+                for (size_t j = i; j < n && j < TUNER_FASTEST_RUNS; j++)
+                        if (timed_success(&runs[j]) &&
+                            tuner_params_close(&runs[j].params, &runs[i].params))
+                                d[m++] = runs[j].duration_seconds;
+                qsort(d, m, sizeof(d[0]), compare_double);
+                {
+                        double median = m % 2 ? d[m / 2] : 0.5 * (d[m / 2 - 1] + d[m / 2]);
+                        if (isnan(best) || median < best)
+                                best = median;
+                }
+        }
+        return best;
 }
 
 static void clamped(struct tuner_reason *reason, const char *what)

@@ -259,6 +259,19 @@ void tuner_bounds_from_policy(const struct policy *p, struct tuner_bounds *b);
  */
 void tuner_mark_runtime(struct tuner_run *runs, size_t n, double allowance);
 
+/* a and b are one configuration: every value within the rules' dead band of the other's
+   (TUNER_RULES_DEAD_BAND: 5 % of a size, a count or millicores; 0.05 of a ratio) */
+bool tuner_params_close(const struct tuner_params *a, const struct tuner_params *b);
+
+/*
+ * The job's run-time yardstick (docs/tuner.md, "Run time"): the median duration of the
+ * successful runs of each configuration (tuner_params_close), the least of those medians,
+ * among the newest n runs. A single lucky run sets it only where its configuration never ran
+ * again. NAN when no successful run has a duration.
+ */
+#define TUNER_FASTEST_RUNS 256 /* the newest runs it reads */
+double tuner_fastest_duration(const struct tuner_run *runs, size_t n);
+
 /* Clamp every value of rec->params into b; a clamped value's reason becomes source "bound"
  * with the bound named. Returns how many values were clamped. */
 unsigned tuner_clamp(struct tuner_params *params, struct tuner_reason reasons[TUNER_P_COUNT],

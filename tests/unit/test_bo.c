@@ -650,3 +650,178 @@ Test(bo, limit_kept_near_the_peak_bound)
                       (rec.params.heap_bytes + rec.params.overhead_bytes) / MiB, peak / MiB,
                       rec.reasons[TUNER_P_OVERHEAD].text);
 }
+
+/* ---- issue 24: stable values, physical steps, noise, the run-time constraint ---- */
+
+/*
+ * A recurring job simulated over its runs: cpu-bound tasks whose CPU use grows with the
+ * shuffle partitions up to 64 (fewer tasks than slots idle them), a fixed memory peak. Each
+ * recommendation becomes the next run; returns the number of runs in hist (newest first).
+ */
+struct sim {
+        double cpu_cores_at_64; /* average CPU in cores at >= 64 partitions */
+        double seconds_at_64;   /* run time there; slower with fewer partitions */
+        double slow_above;      /* partitions above which a run takes 1.5x as long; 0 none */
+};
+
+static void sim_run(const struct sim *s, struct tuner_run *r, int i, const struct tuner_params *p)
+{
+        double parts = p->shuffle_partitions ? p->shuffle_partitions : 200;
+        double share = fmin(1.0, log(parts) / log(64.0));
+        double cores = (double)p->millicores / 1000.0;
+        double used = s->cpu_cores_at_64 * share;
+        double request = (double)p->heap_bytes + (double)p->overhead_bytes * (1 - p->burst_ratio);
+        double peak = 700.0 * (double)MiB;
+
+        memset(r, 0, sizeof(*r));
+        snprintf(r->app_id, sizeof(r->app_id), "app-%02d", i);
+        snprintf(r->job, sizeof(r->job), "job");
+        r->params = *p;
+        r->duration_seconds = s->seconds_at_64 / share;
+        if (s->slow_above > 0 && parts > s->slow_above)
+                r->duration_seconds *= 1.5;
+        r->cpu_util = used / cores;
+        r->cpu_peak_util = 1.2 * used / cores;
+        r->cpu_limit_ratio = 2;
+        r->mem_util = 600.0 * (double)MiB / request;
+        r->objective = 1.0 / (fmin(r->cpu_util, 1) * fmin(r->mem_util, 1));
+        r->memory_peak_bytes = (uint64_t)peak;
+        r->heap_peak_bytes = r->offheap_peak_bytes = TUNER_UNKNOWN;
+        r->shuffle_write_bytes = 1 << 20;
+        r->max_stage_skew = NAN;
+}
+
+static size_t sim_loop(const struct sim *s, const struct tuner_bounds *b,
+                       const struct tuner_params *start, struct tuner_run *hist, size_t runs,
+                       uint32_t *ret_parts)
+{
+        struct tuner_params p = *start;
+        size_t n = 0;
+
+        for (size_t k = 0; k < runs; k++) {
+                struct tuner_recommendation rec;
+                struct shim_error err = {0};
+
+                memmove(hist + 1, hist, n * sizeof(hist[0]));
+                sim_run(s, &hist[0], (int)k, &p);
+                n++;
+                if (ret_parts)
+                        ret_parts[k] = p.shuffle_partitions;
+                if (n < 2) {
+                        p.millicores = p.millicores * 9 / 10; /* a second point */
+                        continue;
+                }
+                cr_assert_eq(tuner_bo_recommend(hist, n, b, NULL, &rec, &err), 0, "%s", err.text);
+                p = rec.params;
+        }
+        return n;
+}
+
+static const struct tuner_params sim_start = {.cores = 1,
+                                              .millicores = 1000,
+                                              .heap_bytes = 1493 * MiB,
+                                              .overhead_bytes = 384 * MiB,
+                                              .burst_ratio = 0,
+                                              .spill_fraction = NAN,
+                                              .shuffle_partitions = 2};
+
+/*
+ * Defect 2: a value stage 2 keeps is kept exactly. The round trip through the unit cube
+ * turned 1493 MiB into 1494 MiB, one more a run. Every change of a size is either none or
+ * beyond the dead band.
+ */
+Test(bo, sizes_kept_exactly_no_creep)
+{
+        struct tuner_run hist[12];
+        struct tuner_bounds b;
+        struct sim s = {.cpu_cores_at_64 = 0.8, .seconds_at_64 = 30};
+        size_t n;
+
+        tuner_bounds_default(&b);
+        n = sim_loop(&s, &b, &sim_start, hist, 12, NULL);
+        for (size_t i = 0; i + 1 < n; i++) {
+                const struct tuner_params *now = &hist[i].params, *before = &hist[i + 1].params;
+                double dh = fabs((double)now->heap_bytes - (double)before->heap_bytes);
+                double dov = fabs((double)now->overhead_bytes - (double)before->overhead_bytes);
+
+                cr_expect(dh == 0 || dh > 0.04 * (double)before->heap_bytes,
+                          "heap %" PRIu64 " -> %" PRIu64 " MiB: a creep", before->heap_bytes / MiB,
+                          now->heap_bytes / MiB);
+                cr_expect(dov == 0 || dov > 0.04 * (double)before->overhead_bytes,
+                          "overhead %" PRIu64 " -> %" PRIu64 " MiB: a creep",
+                          before->overhead_bytes / MiB, now->overhead_bytes / MiB);
+        }
+}
+
+/*
+ * Defects 3 and 6: partitions explored in physical steps (factors, not +1), the same under
+ * the policy's default bounds and under an admin's narrow ones: from 2 partitions a job whose
+ * utilisation grows up to 64 of them gets there in a few runs either way.
+ */
+Test(bo, partitions_explored_by_factors_whatever_the_bounds)
+{
+        struct tuner_run hist[10];
+        struct tuner_bounds wide, narrow;
+        struct sim s = {.cpu_cores_at_64 = 0.8, .seconds_at_64 = 30};
+        uint32_t parts[2][10];
+
+        tuner_bounds_default(&wide);
+        narrow = wide;
+        narrow.partitions_min = 2;
+        narrow.partitions_max = 200;
+        narrow.heap_max_bytes = 2 * GiB;
+        sim_loop(&s, &wide, &sim_start, hist, 10, parts[0]);
+        sim_loop(&s, &narrow, &sim_start, hist, 10, parts[1]);
+        for (int w = 0; w < 2; w++) {
+                uint32_t most = 0;
+                for (int k = 0; k < 10; k++)
+                        most = parts[w][k] > most ? parts[w][k] : most;
+                cr_expect_geq(
+                    most, 32, "%s bounds: partitions %u %u %u %u %u %u %u %u %u %u never reach 32",
+                    w ? "narrow" : "default", parts[w][0], parts[w][1], parts[w][2], parts[w][3],
+                    parts[w][4], parts[w][5], parts[w][6], parts[w][7], parts[w][8], parts[w][9]);
+        }
+}
+
+/*
+ * Defect 6: replicates measure the noise. Configuration A ran three times, once luckily
+ * (y 1.0, 1.6, 1.6), B three times at 1.3: the incumbent is B, not A's lucky run.
+ */
+Test(bo, replicates_keep_a_lucky_run_from_anchoring)
+{
+        struct tuner_bo_point pts[6];
+        struct tuner_bo_prediction pred;
+        static const double ya[] = {1.0, 1.6, 1.6};
+        double x[2];
+
+        for (int i = 0; i < 3; i++) {
+                pts[i] = (struct tuner_bo_point){.x = {0.3, 0.5}, .y = ya[i]};
+                pts[3 + i] = (struct tuner_bo_point){.x = {0.6, 0.5}, .y = 1.3};
+        }
+        cr_assert_eq(tuner_bo_suggest(pts, 6, 2, NULL, x, &pred, NULL), 0);
+        cr_expect_geq(pred.incumbent, 3, "incumbent %zu: A's lucky run (best %g)", pred.incumbent,
+                      pred.best_y);
+        cr_expect_gt(pred.best_y, 1.0 + 0.1, "EI's best %g is the lucky run's", pred.best_y);
+}
+
+/*
+ * Defect 4: utilisation alone rewards a slower configuration that uses more of the same
+ * request. Runs above 64 partitions take 1.5x as long with the same CPU share: stage 2 keeps
+ * the job's median run within 1.1x its fastest configuration.
+ */
+Test(bo, run_time_constraint_keeps_the_job_fast)
+{
+        struct tuner_run hist[10];
+        struct tuner_bounds b;
+        struct sim s = {.cpu_cores_at_64 = 0.8, .seconds_at_64 = 30, .slow_above = 64};
+        struct tuner_params start = sim_start;
+        struct tuner_recommendation rec;
+        size_t n;
+
+        tuner_bounds_default(&b);
+        start.shuffle_partitions = 48;
+        n = sim_loop(&s, &b, &start, hist, 10, NULL);
+        cr_assert_eq(tuner_bo_recommend(hist, n, &b, NULL, &rec, NULL), 0);
+        cr_expect_leq(rec.params.shuffle_partitions, 64, "partitions %u: slow (%s)",
+                      rec.params.shuffle_partitions, rec.reasons[TUNER_P_PARTITIONS].text);
+}

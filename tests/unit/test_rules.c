@@ -314,7 +314,10 @@ Test(rules, millicores_raised_when_run_time_grew)
         struct tuner_bounds b = bounds();
         struct tuner_recommendation rec;
 
-        runs[0].params.millicores = runs[1].params.millicores = 2000;
+        /* the newest run at less CPU than the one before: a configuration of its own (the
+           same configuration's slower run is noise: it joins that configuration's median) */
+        runs[0].params.millicores = 2000;
+        runs[1].params.millicores = 2400;
         runs[0].duration_seconds = 110; /* 1.1 x 100: not beyond the allowance */
         rec = recommend(runs, 2, &b);
         cr_assert_eq(rec.params.millicores, 2000);

@@ -315,3 +315,59 @@ Test(tuner, rules_done_without_exact_convergence)
         cr_assert_eq(tuner_rules_recommend(runs, 5, &b, &rec), 0);
         cr_expect(tuner_recommend_rules_done(runs, 5, &b, &rec), "5 successful runs");
 }
+
+/*
+ * Issue 24, defect 1: a run slower than runtime_target x the fastest made the rules hold the
+ * memory ("hold"), and the hand-over checked the hold before its 5-good-runs escape: on a
+ * noisy host the job stayed with the rules for ever. And the yardstick was one run: a lucky
+ * 18 s run among 21 s ones held every later run.
+ */
+Test(tuner, run_time_hold_ends_at_the_hand_over)
+{
+        struct tuner_run runs[6];
+        struct tuner_recommendation rec;
+        struct shim_error err = {0};
+        struct tuner_bounds b;
+
+        tuner_bounds_default(&b);
+        /* the rules lower memory from an oversized start; the oldest run was the fastest */
+        for (int i = 0; i < 6; i++) {
+                runs[i] = converged_run(i);
+                runs[i].mem_util = 0.3;
+                runs[i].objective = 1 / (runs[i].cpu_util * runs[i].mem_util);
+                runs[i].duration_seconds = 30;
+                runs[i].params.heap_bytes = (uint64_t)(8 - i) * GiB;
+        }
+        runs[5].duration_seconds = 20; /* the fastest, never repeated */
+        cr_assert_eq(tuner_rules_recommend(runs, 6, &b, &rec), 0);
+        cr_assert_str_eq(rec.reasons[TUNER_P_HEAP].source, "hold", "%s",
+                         rec.reasons[TUNER_P_HEAP].text);
+        cr_expect(tuner_recommend_rules_done(runs, 6, &b, &rec),
+                  "5 good runs hand over whatever the rules hold: %s",
+                  rec.reasons[TUNER_P_HEAP].text);
+        cr_assert_eq(tuner_recommend(runs, 6, &b, &rec, &err), 0, "%s", err.text);
+        cr_expect_eq(rec.stage, TUNER_STAGE_BO, "stage %d: %s", (int)rec.stage,
+                     rec.reasons[TUNER_P_HEAP].text);
+}
+
+Test(tuner, fastest_duration_is_a_configurations_median)
+{
+        struct tuner_run runs[5];
+
+        for (int i = 0; i < 5; i++)
+                runs[i] = good_run("app", 21);
+        runs[4].duration_seconds = 18; /* lucky: the same configuration ran 21, 21, 18 */
+        runs[3].duration_seconds = 21.5;
+        runs[0].params.heap_bytes = 2 * GiB; /* two other configurations */
+        runs[0].duration_seconds = 22;
+        runs[1].params.heap_bytes = 3 * GiB;
+        runs[1].duration_seconds = 19.5;
+        cr_expect_float_eq(tuner_fastest_duration(runs + 2, 3), 21, 1e-12);
+        /* a configuration run once is its own median */
+        cr_expect_float_eq(tuner_fastest_duration(runs, 5), 19.5, 1e-12);
+        runs[1].failure = TUNER_FAIL_OOM;
+        cr_expect_float_eq(tuner_fastest_duration(runs, 5), 21, 1e-12);
+        cr_expect(isnan(tuner_fastest_duration(runs, 0)));
+        runs[0].params.heap_bytes = 4 * GiB + 100 * MiB; /* within the dead band: the same */
+        cr_expect_float_eq(tuner_fastest_duration(runs, 5), 21.25, 1e-12);
+}
