@@ -1,20 +1,34 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * bench/tune-offline: tuner against tuner on a grid of real measured runs (issue 13,
- * docs/tuner.md "Tuner against tuner"). The grid is one job's runs measured over a grid of
- * settings (bench/tune/grid), as `sparkshim report --job KEY --json` prints them. Each
- * tuner starts from the grid's oversized start, proposes the next settings from the history
- * so far, and "runs" the grid point nearest to them (in the tuner's own coordinates: CPU per
- * core, log heap, log overhead, burst ratio, spill fraction, log partitions); its measured
- * run joins the history. Compared side by side over many seeds: the best safe objective
- * after k runs and the failed runs suggested.
+ * bench/tune-offline: tuner against tuner on real measured runs (issue 24, docs/tuner-bench.md
+ * "Tuner against tuner"). The data: one job's runs measured at each workload point (heap x
+ * shuffle partitions) of bench/tune/grid, several times (the replicates), as `sparkshim report
+ * --job KEY --json` prints them (bench/tune/grid-runs --measured). On this host only the heap
+ * and the partitions change what a run does; millicores, overhead and burst ratio change the
+ * request the utilisations are computed against and the limits a host that enforces them
+ * applies. So a tuner's proposal is run by snapping only its heap and partitions to a measured
+ * point, drawing one of that point's replicates (the noise a tuner sees), and deriving that
+ * run exactly at the millicores, overhead and burst ratio asked: cpu_util x 1000 / M,
+ * mem_util x the measured request / the asked one, an OOM kill where the measured memory peak
+ * passes heap + overhead, a throttled run (failure "runtime") where the p90 CPU passes the
+ * CPU limit (2 x the request).
  *
- * usage: tune-offline GRID.jsonl [--runs K] [--seeds N] [--allowance A]
+ * A configuration is judged on the medians of its replicates, never one run: its objective
+ * (1 / (cpu_util x mem_util), each capped at 1), and it is *safe* when no replicate failed,
+ * the medians of the p90 CPU and of the memory peak keep >= 10 % headroom under their limits,
+ * and the median run time is within 1.1 x the job's fastest good point's. Reserved cost: the
+ * request held for the run, core-seconds + GiB-seconds / 4 (a core priced as 4 GiB, the
+ * general-purpose instances' ratio). The reference: the best safe objective and the least
+ * safe cost over a fine lattice of the derived axes (millicores every 25, overhead every
+ * 64 MiB, burst ratio every 0.05) at every measured point within the bounds.
+ *
+ * usage: tune-offline [--runs K] [--seeds N] [--start-partitions P]... [--bounds policy|grid]
+ *                     [--spread] [--trace] JOB.runs...
  */
 #include <errno.h>
-#include <stdbool.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,104 +38,125 @@
 #include "bo.h"
 #include "rules.h"
 #include "tuner.h"
+#include "util.h"
 
-#define RUNS_MAX 64
+#define RUNS_MAX     64 /* runs of an episode, replicates of a point, points of a grid */
+#define SEEDS_MAX    1024
+#define MIB          (UINT64_C(1) << 20)
+#define GIB          (UINT64_C(1) << 30)
+#define HEADROOM     1.10 /* a limit at least 10 % above the median usage */
+#define RUNTIME_MAX  1.10 /* the median run within 1.1 x the fastest good point's */
+#define CPU_LIMIT    2.0  /* cpu.max / request (the policy's default overcommit) */
+#define GIB_PER_CORE 4.0  /* reserved cost: a core is priced as 4 GiB */
+#define CORES        1    /* the grid's executors have one core each */
 
-enum tuner_kind { T_RULES, T_BO_SAFE, T_BO_UNSAFE, T_TWO_STAGE, T_RANDOM, T_COUNT };
-static const char *const kind_names[T_COUNT] = {"rules only", "BO (safe)", "BO without safety",
-                                                "two-stage", "random search"};
+enum tuner_kind { T_RULES, T_BO_SAFE, T_BO_UNSAFE, T_TWO_STAGE, T_RANDOM, T_VPA, T_COUNT };
+static const char *const kind_names[T_COUNT] = {"rules only", "BO (safe)",     "BO without safety",
+                                                "two-stage",  "random search", "VPA-like"};
 
-struct grid {
-        struct tuner_run *runs;
+/* one measured workload point and its replicates */
+struct point {
+        uint64_t heap;
+        uint32_t parts;
+        struct tuner_run *reps;
         size_t n;
-        size_t start; /* the oversized start: the most memory and CPU requested */
+        double duration; /* median over the replicates */
+        bool failed;     /* a replicate failed as measured */
+};
+
+struct world {
+        struct point *pts;
+        size_t n;
+        double fastest; /* the median run time of the fastest point where nothing failed */
+};
+
+struct score {
+        bool failed, safe;
+        double objective, core_s, gib_s, cost;
 };
 
 static uint64_t rng_state;
-static bool trace; /* --trace: each step of each tuner's first seed */
+static bool trace;
 
 static uint64_t next_random(void)
 {
-        /* splitmix64: the simulation's own stream, apart from the tuner's */
+        /* splitmix64: the simulation's own stream (replicate draws, random search) */
         uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
         z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
         z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
         return z ^ (z >> 31);
 }
 
-static void coords(const struct tuner_params *p, double x[6])
+static double uniform(void)
 {
-        x[0] =
-            p->cores ? (double)p->millicores / (1000.0 * p->cores) : (double)p->millicores / 1000.0;
-        x[1] = log2((double)(p->heap_bytes ? p->heap_bytes : 1));
-        x[2] = log2((double)(p->overhead_bytes ? p->overhead_bytes : 1));
-        x[3] = p->burst_ratio;
-        x[4] = isfinite(p->spill_fraction) ? p->spill_fraction : 1.0;
-        x[5] = log2(1.0 + (p->shuffle_partitions ? p->shuffle_partitions : 200));
+        return (double)(next_random() >> 11) * 0x1.0p-53;
 }
 
-/*
- * The grid point a recommendation runs. Per coordinate, a value that differs from the
- * current run's goes at least one grid step that way (a grid coarser than the tuner's steps
- * must not hold it in place), then the nearest point to that.
- */
-static size_t nearest(const struct grid *g, const struct tuner_params *p,
-                      const struct tuner_params *cur)
+static int compare_double(const void *a, const void *b)
 {
-        double want[6], now[6], best = INFINITY;
-        size_t at = 0;
-
-        coords(p, want);
-        coords(cur, now);
-        for (int k = 0; k < 6; k++) {
-                double step = INFINITY, pick = want[k];
-
-                if (fabs(want[k] - now[k]) < 1e-9)
-                        continue;
-                /* the grid value on want's side of now that is nearest to want, or the first step
-                 */
-                for (size_t i = 0; i < g->n; i++) {
-                        double x[6];
-
-                        coords(&g->runs[i].params, x);
-                        if ((want[k] < now[k] && x[k] < now[k] - 1e-9) ||
-                            (want[k] > now[k] && x[k] > now[k] + 1e-9)) {
-                                double d = fabs(x[k] - want[k]);
-                                if (d < step) {
-                                        step = d;
-                                        pick = x[k];
-                                }
-                        }
-                }
-                want[k] = pick;
-        }
-        for (size_t i = 0; i < g->n; i++) {
-                double x[6], d = 0;
-
-                coords(&g->runs[i].params, x);
-                for (int k = 0; k < 6; k++)
-                        d += (x[k] - want[k]) * (x[k] - want[k]);
-                if (d < best) {
-                        best = d;
-                        at = i;
-                }
-        }
-        return at;
+        double x = *(const double *)a, y = *(const double *)b;
+        return x < y ? -1 : x > y;
 }
 
-static int load(const char *path, struct grid *g)
+static double median(double *v, size_t n)
+{
+        if (n == 0)
+                return NAN;
+        qsort(v, n, sizeof(*v), compare_double);
+        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static uint32_t parts_of(const struct tuner_params *p)
+{
+        return p->shuffle_partitions ? p->shuffle_partitions : 200;
+}
+
+static double request_bytes(const struct tuner_params *p)
+{
+        return (double)p->heap_bytes + (double)p->overhead_bytes * (1.0 - p->burst_ratio);
+}
+
+/* ---- the data ---- */
+
+static int add_run(struct world *w, const struct tuner_run *run)
+{
+        struct point *p = NULL;
+
+        for (size_t i = 0; i < w->n && !p; i++)
+                if (w->pts[i].heap == run->params.heap_bytes &&
+                    w->pts[i].parts == parts_of(&run->params))
+                        p = &w->pts[i];
+        if (!p) {
+                struct point *grown = realloc(w->pts, (w->n + 1) * sizeof(*grown));
+                if (!grown)
+                        return -ENOMEM;
+                w->pts = grown;
+                p = &w->pts[w->n++];
+                *p =
+                    (struct point){.heap = run->params.heap_bytes, .parts = parts_of(&run->params)};
+        }
+        {
+                struct tuner_run *grown = realloc(p->reps, (p->n + 1) * sizeof(*grown));
+                if (!grown)
+                        return -ENOMEM;
+                p->reps = grown;
+                p->reps[p->n++] = *run;
+        }
+        return 0;
+}
+
+static int load(const char *path, struct world *w)
 {
         FILE *f = fopen(path, "re");
         char *line = NULL;
         size_t cap = 0, lineno = 0;
-        double most = -1;
+        int r = 0;
 
         if (!f) {
                 fprintf(stderr, "tune-offline: %s: %s\n", path, strerror(errno));
                 return -errno;
         }
-        *g = (struct grid){0};
-        while (getline(&line, &cap, f) > 0) {
+        while (r == 0 && getline(&line, &cap, f) > 0) {
                 struct shim_error err = {0};
                 json_error_t jerr;
                 json_t *doc;
@@ -132,241 +167,584 @@ static int load(const char *path, struct grid *g)
                 if (!doc || tuner_run_from_json(doc, &run, &err) < 0) {
                         fprintf(stderr, "tune-offline: %s:%zu: %s\n", path, lineno,
                                 doc ? err.text : jerr.text);
-                        json_decref(doc);
-                        free(line);
-                        fclose(f);
-                        return -EINVAL;
-                }
+                        r = -EINVAL;
+                } else if (run.params.millicores != 1000 || run.params.burst_ratio != 0) {
+                        fprintf(stderr,
+                                "tune-offline: %s:%zu: measured at %" PRIu64
+                                "m, burst %g; the derivation needs 1000m and burst 0\n",
+                                path, lineno, run.params.millicores, run.params.burst_ratio);
+                        r = -EINVAL;
+                } else
+                        r = add_run(w, &run);
                 json_decref(doc);
-                g->runs = realloc(g->runs, (g->n + 1) * sizeof(*g->runs));
-                if (!g->runs)
-                        abort();
-                g->runs[g->n++] = run;
         }
         free(line);
         fclose(f);
-        for (size_t i = 0; i < g->n; i++) {
-                double size = (double)g->runs[i].params.heap_bytes +
-                              (double)g->runs[i].params.overhead_bytes +
-                              (double)g->runs[i].params.millicores * 1e6;
-                if (size > most) {
-                        most = size;
-                        g->start = i;
-                }
-        }
-        return g->n ? 0 : -ENODATA;
+        return r;
 }
 
-/* One tuning episode: the history newest first; returns the failed runs suggested and fills
- * best[k] (the best safe objective after k runs beyond the start). */
-static unsigned episode(const struct grid *g, enum tuner_kind kind, const struct tuner_bounds *base,
-                        uint64_t seed, unsigned runs, double allowance, double *best)
+static void summarise(struct world *w)
+{
+        w->fastest = INFINITY;
+        for (size_t i = 0; i < w->n; i++) {
+                struct point *p = &w->pts[i];
+                double d[RUNS_MAX];
+                size_t m = 0;
+
+                p->failed = false;
+                for (size_t j = 0; j < p->n; j++) {
+                        p->failed |= p->reps[j].failure != TUNER_OK;
+                        if (m < RUNS_MAX && isfinite(p->reps[j].duration_seconds))
+                                d[m++] = p->reps[j].duration_seconds;
+                }
+                p->duration = median(d, m);
+                if (!p->failed && p->duration < w->fastest)
+                        w->fastest = p->duration;
+        }
+}
+
+/* ---- a run derived at what was asked ---- */
+
+static void derive(const struct tuner_run *r, const struct tuner_params *ask, struct tuner_run *out)
+{
+        double cpu_scale = (double)r->params.millicores / (double)ask->millicores;
+        double limit = (double)r->params.heap_bytes + (double)ask->overhead_bytes;
+
+        *out = *r;
+        out->params.millicores = ask->millicores;
+        out->params.overhead_bytes = ask->overhead_bytes;
+        out->params.burst_ratio = ask->burst_ratio;
+        out->params.cores = CORES;
+        out->cpu_util = r->cpu_util * cpu_scale;
+        out->cpu_peak_util = r->cpu_peak_util * cpu_scale;
+        out->mem_util = r->mem_util * request_bytes(&r->params) / request_bytes(&out->params);
+        out->cpu_limit_ratio = CPU_LIMIT;
+        out->objective = out->cpu_util > 0 && out->mem_util > 0
+                             ? 1.0 / (fmin(out->cpu_util, 1.0) * fmin(out->mem_util, 1.0))
+                             : NAN;
+        if (out->failure != TUNER_OK)
+                return;
+        if (r->memory_peak_bytes != TUNER_UNKNOWN && (double)r->memory_peak_bytes > limit) {
+                out->failure = TUNER_FAIL_OOM;
+                out->oom_kills = 1;
+                snprintf(out->failure_detail, sizeof(out->failure_detail),
+                         "derived: memory peak above heap + overhead");
+        } else if (out->cpu_peak_util > CPU_LIMIT) {
+                out->failure = TUNER_FAIL_RUNTIME;
+                out->throttled_fraction = 1;
+                snprintf(out->failure_detail, sizeof(out->failure_detail),
+                         "derived: p90 CPU above the limit");
+        }
+}
+
+static void score_of(const struct world *w, const struct point *p, const struct tuner_params *ask,
+                     struct score *ret)
+{
+        double cpu[RUNS_MAX], mem[RUNS_MAX], p90[RUNS_MAX], peak[RUNS_MAX], ex[RUNS_MAX];
+        double cores, limit, request;
+        size_t m = 0;
+
+        *ret = (struct score){.objective = NAN, .cost = NAN};
+        for (size_t j = 0; j < p->n && m < RUNS_MAX; j++) {
+                struct tuner_run d;
+
+                derive(&p->reps[j], ask, &d);
+                ret->failed |= d.failure != TUNER_OK;
+                cpu[m] = d.cpu_util;
+                mem[m] = d.mem_util;
+                p90[m] = d.cpu_peak_util;
+                peak[m] = (double)d.memory_peak_bytes;
+                ex[m] = d.executors;
+                m++;
+        }
+        cores = (double)ask->millicores / 1000.0;
+        limit = (double)p->heap + (double)ask->overhead_bytes;
+        request = (double)p->heap + (double)ask->overhead_bytes * (1.0 - ask->burst_ratio);
+        {
+                double c = median(cpu, m), u = median(mem, m), e = median(ex, m);
+
+                ret->objective = c > 0 && u > 0 ? 1.0 / (fmin(c, 1.0) * fmin(u, 1.0)) : NAN;
+                ret->core_s = cores * p->duration * e;
+                ret->gib_s = request / (double)GIB * p->duration * e;
+                ret->cost = ret->core_s + ret->gib_s / GIB_PER_CORE;
+        }
+        ret->safe = !ret->failed && !p->failed && isfinite(ret->objective) &&
+                    median(p90, m) * HEADROOM <= CPU_LIMIT && median(peak, m) * HEADROOM <= limit &&
+                    p->duration <= RUNTIME_MAX * w->fastest;
+}
+
+/* ---- the reference: the best over a fine lattice within the bounds ---- */
+
+struct reference {
+        double objective, cost;
+        const struct point *at;
+        struct tuner_params ask;
+};
+
+static void reference(const struct world *w, const struct tuner_bounds *b, struct reference *ret)
+{
+        uint64_t mc_lo = b->millicores_min > 100 ? b->millicores_min : 100;
+        uint64_t mc_hi = b->millicores_max < 1000 ? b->millicores_max : 1000;
+        uint64_t ov_hi = b->overhead_max_bytes < 4 * GIB ? b->overhead_max_bytes : 4 * GIB;
+        double burst_hi = fmin(b->burst_ratio_max, 0.95);
+
+        *ret = (struct reference){.objective = INFINITY, .cost = INFINITY};
+        for (size_t i = 0; i < w->n; i++) {
+                const struct point *p = &w->pts[i];
+                if (p->heap < b->heap_min_bytes || p->heap > b->heap_max_bytes ||
+                    p->parts < b->partitions_min || p->parts > b->partitions_max)
+                        continue;
+                for (uint64_t mc = (mc_lo + 24) / 25 * 25; mc <= mc_hi; mc += 25)
+                        for (uint64_t ov = b->overhead_min_bytes; ov <= ov_hi; ov += 64 * MIB)
+                                for (double burst = 0; burst <= burst_hi + 1e-9; burst += 0.05) {
+                                        struct tuner_params ask = {.cores = CORES,
+                                                                   .millicores = mc,
+                                                                   .heap_bytes = p->heap,
+                                                                   .overhead_bytes = ov,
+                                                                   .burst_ratio = burst,
+                                                                   .spill_fraction = NAN,
+                                                                   .shuffle_partitions = p->parts};
+                                        struct score s;
+
+                                        score_of(w, p, &ask, &s);
+                                        if (!s.safe)
+                                                continue;
+                                        if (s.objective < ret->objective) {
+                                                ret->objective = s.objective;
+                                                ret->at = p;
+                                                ret->ask = ask;
+                                        }
+                                        if (s.cost < ret->cost)
+                                                ret->cost = s.cost;
+                                }
+        }
+}
+
+/* ---- running a proposal ---- */
+
+static double log_heap(uint64_t v)
+{
+        return log((double)v);
+}
+
+/*
+ * The measured value an asked one runs at, on one workload axis (log scale): beyond the
+ * measured range the nearest end; between two measured values one of them, drawn with the
+ * probability of its closeness (stochastic rounding: 17 partitions between 8 and 32 runs at
+ * 32 with probability ln(17/8) / ln(32/8) = 0.54). Neither side is favoured: always the
+ * nearer one held a tuner that asks for 17 from 32 at 32 for ever, always a step away ran
+ * 8, where the CPU and memory use differ from what it asked for.
+ */
+static double round_to_axis(const double *axis, size_t n, double want)
+{
+        double below = -INFINITY, above = INFINITY;
+
+        for (size_t i = 0; i < n; i++) {
+                if (axis[i] <= want && axis[i] > below)
+                        below = axis[i];
+                if (axis[i] >= want && axis[i] < above)
+                        above = axis[i];
+        }
+        if (below == -INFINITY)
+                return above;
+        if (above == INFINITY || above == below)
+                return below;
+        return uniform() < (want - below) / (above - below) ? above : below;
+}
+
+/* the measured point a proposal runs at: heap and partitions rounded to measured values */
+static const struct point *snap(const struct world *w, const struct tuner_params *ask)
+{
+        double heaps[RUNS_MAX], parts[RUNS_MAX], h, p;
+        size_t n = w->n < RUNS_MAX ? w->n : RUNS_MAX;
+        const struct point *at = NULL;
+        double best = INFINITY;
+
+        for (size_t i = 0; i < n; i++) {
+                heaps[i] = log_heap(w->pts[i].heap);
+                parts[i] = log(w->pts[i].parts);
+        }
+        h = round_to_axis(heaps, n, log_heap(ask->heap_bytes));
+        p = round_to_axis(parts, n, log(parts_of(ask)));
+        /* the grid is a full product; if not, the nearest point to the rounded values */
+        for (size_t i = 0; i < n; i++) {
+                double dh = heaps[i] - h, dp = parts[i] - p;
+                if (dh * dh + dp * dp < best) {
+                        best = dh * dh + dp * dp;
+                        at = &w->pts[i];
+                }
+        }
+        return at;
+}
+
+/* the run of ask at its measured point, one replicate drawn */
+static void run_at(const struct point *p, const struct tuner_params *ask, unsigned k,
+                   struct tuner_run *out)
+{
+        struct tuner_params a = *ask;
+
+        a.cores = CORES;
+        derive(&p->reps[next_random() % p->n], &a, out);
+        out->params.heap_bytes = p->heap;
+        out->params.shuffle_partitions = p->parts;
+        out->params.spill_fraction = NAN;
+        snprintf(out->app_id, sizeof(out->app_id), "sim-%u", k);
+        out->start_ms = (int64_t)k * 1000;
+}
+
+/* ask has no more memory than a run that ran out of it, at no more partitions */
+static bool dominated(const struct tuner_run *hist, size_t n, const struct tuner_params *ask)
+{
+        for (size_t i = 0; i < n; i++) {
+                const struct tuner_params *o = &hist[i].params;
+                if (hist[i].failure != TUNER_FAIL_OOM &&
+                    hist[i].failure != TUNER_FAIL_EXECUTOR_LOST)
+                        continue;
+                if (ask->heap_bytes <= o->heap_bytes &&
+                    ask->heap_bytes + ask->overhead_bytes <= o->heap_bytes + o->overhead_bytes &&
+                    parts_of(ask) <= parts_of(o))
+                        return true;
+        }
+        return false;
+}
+
+/* ---- the anchors ---- */
+
+static double log_uniform(double lo, double hi)
+{
+        return exp(log(lo) + uniform() * (log(hi) - log(lo)));
+}
+
+static void random_params(const struct tuner_bounds *b, struct tuner_params *ret)
+{
+        *ret = (struct tuner_params){.cores = CORES, .spill_fraction = NAN};
+        ret->millicores =
+            (uint64_t)round((double)b->millicores_min +
+                            uniform() * (double)(fmin((double)b->millicores_max, 1000.0 * CORES) -
+                                                 (double)b->millicores_min));
+        ret->heap_bytes =
+            (uint64_t)log_uniform((double)b->heap_min_bytes, (double)b->heap_max_bytes) / MIB * MIB;
+        ret->overhead_bytes =
+            (uint64_t)log_uniform((double)b->overhead_min_bytes, (double)b->overhead_max_bytes) /
+            MIB * MIB;
+        ret->burst_ratio = round(uniform() * b->burst_ratio_max * 100) / 100;
+        ret->shuffle_partitions =
+            (uint32_t)round(log_uniform(b->partitions_min, b->partitions_max));
+}
+
+/*
+ * A Kubernetes VPA's recommender, as a shop without sparkshim's tuner would run it: the CPU
+ * request at the 90th percentile of usage (the runs' p90) + 15 %, the memory at the peak +
+ * 15 %, after an OOM the peak x 1.2 (at least +100 MiB). It sizes the container, not the
+ * JVM: the heap and the partitions stay as they were; the overhead is what the container
+ * has beyond the heap, never under the policy's minimum; request = limit (burst 0).
+ */
+static void vpa(const struct tuner_run *hist, size_t n, const struct tuner_bounds *b,
+                struct tuner_params *ret)
+{
+        double cpu = 0, peak = 0, memory;
+        bool oom = hist[0].failure == TUNER_FAIL_OOM || hist[0].failure == TUNER_FAIL_EXECUTOR_LOST;
+
+        *ret = hist[0].params;
+        for (size_t i = 0; i < n; i++) {
+                double cores = (double)hist[i].params.millicores / 1000.0;
+                if (isfinite(hist[i].cpu_peak_util))
+                        cpu = fmax(cpu, hist[i].cpu_peak_util * cores);
+                if (hist[i].memory_peak_bytes != TUNER_UNKNOWN)
+                        peak = fmax(peak, (double)hist[i].memory_peak_bytes);
+        }
+        if (cpu > 0)
+                ret->millicores =
+                    (uint64_t)ceil(fmax(cpu * 1.15 * 1000.0, (double)b->millicores_min));
+        memory = oom ? fmax(peak * 1.2, peak + 100.0 * MIB) : peak * 1.15;
+        if (memory > 0) {
+                double over = ceil((memory - (double)ret->heap_bytes) / MIB) * MIB;
+                ret->overhead_bytes = (uint64_t)fmax(over, (double)b->overhead_min_bytes);
+        }
+        ret->burst_ratio = 0;
+}
+
+/* ---- one episode ---- */
+
+struct outcome {
+        double best[RUNS_MAX]; /* the best safe objective after k runs (INFINITY: none) */
+        double best_cost;
+        unsigned failures, dominated;
+};
+
+static int recommend(enum tuner_kind kind, struct tuner_run *hist, size_t n,
+                     const struct tuner_bounds *b, double allowance, uint64_t seed,
+                     struct tuner_params *ret, char *why, size_t why_size)
+{
+        struct tuner_run work[RUNS_MAX];
+        struct tuner_recommendation rec;
+        struct tuner_bo_recommend_options fixed = {.fixed = 1u << TUNER_P_CORES};
+        struct shim_error err = {0};
+        int r = -ENODATA;
+
+        memcpy(work, hist, n * sizeof(hist[0]));
+        tuner_mark_runtime(work, n, allowance);
+        switch (kind) {
+        case T_RULES:
+                r = tuner_rules_recommend(work, n, b, &rec);
+                break;
+        case T_TWO_STAGE:
+                r = tuner_recommend(work, n, b, &rec, &err);
+                break;
+        case T_BO_SAFE:
+                r = tuner_bo_recommend_with(work, n, b, NULL, &fixed, &rec, &err);
+                break;
+        case T_BO_UNSAFE: {
+                struct tuner_bo_options bo;
+                struct tuner_bo_recommend_options unsafe = fixed;
+
+                tuner_bo_options_default(&bo);
+                bo.seed = seed;
+                bo.safety = false;
+                unsafe.bo = &bo;
+                r = tuner_bo_recommend_with(work, n, b, NULL, &unsafe, &rec, &err);
+                break;
+        }
+        case T_VPA:
+                vpa(work, n, b, ret);
+                snprintf(why, why_size, "vpa");
+                return 0;
+        case T_RANDOM:
+        case T_COUNT:
+                break;
+        }
+        if (r == 0) {
+                *ret = rec.params;
+                snprintf(why, why_size, "%s", rec.stage == TUNER_STAGE_BO ? "bo" : "rules");
+                if (trace && seed == 1)
+                        printf("    asked %" PRIu64 "m, heap %" PRIu64 "m, overhead %" PRIu64
+                               "m, burst %.3f, %u partitions: %s\n",
+                               rec.params.millicores, rec.params.heap_bytes / MIB,
+                               rec.params.overhead_bytes / MIB, rec.params.burst_ratio,
+                               rec.params.shuffle_partitions, rec.reasons[TUNER_P_MILLICORES].text);
+        } else {
+                random_params(b, ret); /* random search, or too little history */
+                snprintf(why, why_size, "random");
+        }
+        return 0;
+}
+
+static void episode(const struct world *w, enum tuner_kind kind, const struct tuner_bounds *base,
+                    const struct tuner_params *start, uint64_t seed, unsigned runs,
+                    double allowance, struct outcome *out)
 {
         struct tuner_run hist[RUNS_MAX];
         struct tuner_bounds b = *base;
-        size_t n = 0;
-        unsigned failures = 0;
         double so_far = INFINITY;
+        size_t n = 0;
 
+        *out = (struct outcome){.best_cost = INFINITY};
         b.seed = seed;
         rng_state = seed * UINT64_C(7919) + 1;
-        hist[n++] = g->runs[g->start];
-        if (hist[0].failure == TUNER_OK && isfinite(hist[0].objective))
-                so_far = hist[0].objective;
-        for (unsigned k = 1; k <= runs && n < RUNS_MAX; k++) {
-                struct tuner_recommendation rec;
-                struct tuner_bo_recommend_options fixed = {.fixed = 1u << TUNER_P_CORES};
-                struct shim_error err = {0};
-                struct tuner_run work[RUNS_MAX];
-                size_t pick;
-                int r = -ENODATA;
+        for (unsigned k = 0; k <= runs && k < RUNS_MAX; k++) {
+                struct tuner_params ask = *start;
+                const struct point *p;
+                struct score s;
+                char why[16] = "start";
 
-                memcpy(work, hist, n * sizeof(hist[0]));
-                tuner_mark_runtime(work, n, allowance);
-                switch (kind) {
-                case T_RULES:
-                        r = tuner_rules_recommend(work, n, &b, &rec);
-                        break;
-                case T_TWO_STAGE:
-                        r = tuner_recommend(work, n, &b, &rec, &err);
-                        break;
-                case T_BO_SAFE:
-                        r = tuner_bo_recommend_with(work, n, &b, NULL, &fixed, &rec, &err);
-                        break;
-                case T_BO_UNSAFE: {
-                        struct tuner_bo_options bo;
-                        struct tuner_bo_recommend_options unsafe = fixed;
-
-                        tuner_bo_options_default(&bo);
-                        bo.seed = seed;
-                        bo.safety = false;
-                        unsafe.bo = &bo;
-                        r = tuner_bo_recommend_with(work, n, &b, NULL, &unsafe, &rec, &err);
-                        break;
+                if (k > 0) {
+                        recommend(kind, hist, n, &b, allowance, seed, &ask, why, sizeof(why));
+                        out->dominated += dominated(hist, n, &ask);
                 }
-                default:
-                        break;
-                }
-                if (r == 0)
-                        pick = nearest(g, &rec.params, &hist[0].params);
-                else
-                        pick = (size_t)(next_random() %
-                                        g->n); /* random search, or too little history */
+                p = snap(w, &ask);
                 memmove(hist + 1, hist, n * sizeof(hist[0]));
-                hist[0] = g->runs[pick];
-                snprintf(hist[0].app_id, sizeof(hist[0].app_id), "sim-%u", k);
-                hist[0].start_ms = (int64_t)k * 1000;
+                run_at(p, &ask, k, &hist[0]);
                 n++;
-                memcpy(work, hist, n * sizeof(hist[0]));
-                tuner_mark_runtime(work, n, allowance);
+                score_of(w, p, &hist[0].params, &s);
+                if (k > 0 && hist[0].failure != TUNER_OK)
+                        out->failures++;
+                if (s.safe) {
+                        so_far = fmin(so_far, s.objective);
+                        out->best_cost = fmin(out->best_cost, s.cost);
+                }
+                out->best[k] = so_far;
                 if (trace && seed == 1)
-                        printf("  %-18s run %2u: %s (millicores %" PRIu64 ", heap %" PRIu64
-                               "m, overhead %" PRIu64
-                               "m, burst %.2f) cpu %.2f mem %.2f objective %.3f %s; asked: %s\n",
-                               kind_names[kind], k, g->runs[pick].app_id, hist[0].params.millicores,
-                               hist[0].params.heap_bytes >> 20, hist[0].params.overhead_bytes >> 20,
-                               hist[0].params.burst_ratio, hist[0].cpu_util, hist[0].mem_util,
-                               hist[0].objective, tuner_failure_name(work[0].failure),
-                               r == 0 ? (rec.stage == TUNER_STAGE_BO ? "bo" : "rules") : "random");
-                if (trace && seed == 1 && r == 0)
-                        printf("  %-18s         asked for millicores %" PRIu64 ", heap %" PRIu64
-                               "m, overhead %" PRIu64 "m, burst %.2f, partitions %" PRIu32
-                               ", spill %.2f\n",
-                               kind_names[kind], rec.params.millicores, rec.params.heap_bytes >> 20,
-                               rec.params.overhead_bytes >> 20, rec.params.burst_ratio,
-                               rec.params.shuffle_partitions, rec.params.spill_fraction);
-                if (trace && seed == 1 && r == 0 && rec.stage == TUNER_STAGE_BO)
-                        printf("  %-18s         %s\n", kind_names[kind],
-                               rec.reasons[TUNER_P_OVERHEAD].text);
-                if (work[0].failure != TUNER_OK)
-                        failures++;
-                else if (isfinite(work[0].objective) && work[0].objective < so_far)
-                        so_far = work[0].objective;
-                best[k] = so_far;
+                        printf("  %-17s run %2u (%s): %" PRIu64 "m, heap %" PRIu64
+                               "m, overhead %" PRIu64 "m, burst %.2f, %u partitions: %s, "
+                               "objective %.3f (median %.3f%s), %.0f s\n",
+                               kind_names[kind], k, why, hist[0].params.millicores,
+                               hist[0].params.heap_bytes / MIB, hist[0].params.overhead_bytes / MIB,
+                               hist[0].params.burst_ratio, p->parts,
+                               tuner_failure_name(hist[0].failure), hist[0].objective, s.objective,
+                               s.safe ? ", safe" : "", hist[0].duration_seconds);
         }
-        return failures;
 }
 
-static uint64_t umin(uint64_t a, uint64_t b)
+/* ---- output ---- */
+
+static void spread(const struct world *w)
 {
-        return a < b ? a : b;
+        printf("| heap | partitions | runs | failed | run time, s (min / median / max) | "
+               "memory peak, MiB (min / median / max) | cpu_util at 1000m (median) |\n"
+               "|---:|---:|---:|---:|---|---|---:|\n");
+        for (size_t i = 0; i < w->n; i++) {
+                const struct point *p = &w->pts[i];
+                double d[RUNS_MAX], m[RUNS_MAX], c[RUNS_MAX];
+                unsigned failed = 0;
+                size_t k = 0;
+
+                for (size_t j = 0; j < p->n && k < RUNS_MAX; j++, k++) {
+                        d[k] = p->reps[j].duration_seconds;
+                        m[k] = (double)p->reps[j].memory_peak_bytes / MIB;
+                        c[k] = p->reps[j].cpu_util;
+                        failed += p->reps[j].failure != TUNER_OK;
+                }
+                median(d, k);
+                median(m, k);
+                printf("| %" PRIu64 "m | %u | %zu | %u | %.1f / %.1f / %.1f | %.0f / %.0f / %.0f | "
+                       "%.2f |\n",
+                       p->heap / MIB, p->parts, p->n, failed, d[0], median(d, k), d[k - 1], m[0],
+                       median(m, k), m[k - 1], median(c, k));
+        }
+        printf("fastest good point: median %.1f s; run-time limit %.1f s\n", w->fastest,
+               RUNTIME_MAX * w->fastest);
 }
 
-static uint64_t umax(uint64_t a, uint64_t b)
+static void bounds_of(const char *which, const struct world *w, struct tuner_bounds *b)
 {
-        return a > b ? a : b;
+        tuner_bounds_default(b);
+        if (strcmp(which, "grid") != 0)
+                return;
+        /* the grid's axes: what was measured, and the derived axes of issue 13's fine grid */
+        b->heap_min_bytes = b->heap_max_bytes = w->pts[0].heap;
+        b->partitions_min = b->partitions_max = w->pts[0].parts;
+        for (size_t i = 1; i < w->n; i++) {
+                const struct point *p = &w->pts[i];
+                b->heap_min_bytes = p->heap < b->heap_min_bytes ? p->heap : b->heap_min_bytes;
+                b->heap_max_bytes = p->heap > b->heap_max_bytes ? p->heap : b->heap_max_bytes;
+                b->partitions_min = p->parts < b->partitions_min ? p->parts : b->partitions_min;
+                b->partitions_max = p->parts > b->partitions_max ? p->parts : b->partitions_max;
+        }
+        b->millicores_min = 250;
+        b->millicores_max = 1000;
+        b->overhead_min_bytes = 384 * MIB;
+        b->overhead_max_bytes = 2 * GIB;
+        b->burst_ratio_max = 0.5;
 }
 
-static int compare_double(const void *a, const void *b)
+static void usage(void)
 {
-        double x = *(const double *)a, y = *(const double *)b;
-        return x < y ? -1 : x > y;
+        fprintf(stderr, "usage: tune-offline [--runs K] [--seeds N] [--start-partitions P]... "
+                        "[--bounds policy|grid] [--spread] [--trace] JOB.runs...\n");
+        exit(120);
 }
 
 int main(int argc, char **argv)
 {
-        struct grid g = {0};
+        struct world w = {0};
         struct tuner_bounds b;
-        unsigned runs = 10, seeds = 50;
-        double allowance = 1.5, grid_best = INFINITY;
-        const char *path = NULL;
+        struct reference ref;
+        unsigned runs = 10, seeds = 50, n_starts = 0;
+        uint32_t starts[8];
+        double allowance = 1.5;
+        const char *which = "policy";
+        bool show_spread = false;
+        int files = 0;
 
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
                         runs = (unsigned)strtoul(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
                         seeds = (unsigned)strtoul(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--start-partitions") == 0 && i + 1 < argc &&
+                         n_starts < ELEMENTSOF(starts))
+                        starts[n_starts++] = (uint32_t)strtoul(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--bounds") == 0 && i + 1 < argc)
+                        which = argv[++i];
+                else if (strcmp(argv[i], "--spread") == 0)
+                        show_spread = true;
                 else if (strcmp(argv[i], "--trace") == 0)
                         trace = true;
-                else if (strcmp(argv[i], "--allowance") == 0 && i + 1 < argc)
-                        allowance = strtod(argv[++i], NULL);
-                else if (!path && argv[i][0] != '-')
-                        path = argv[i];
-                else {
-                        fprintf(stderr, "usage: tune-offline GRID.jsonl [--runs K] [--seeds N] "
-                                        "[--allowance A]\n");
-                        return 120;
-                }
+                else if (argv[i][0] != '-') {
+                        if (load(argv[i], &w) < 0)
+                                return 1;
+                        files++;
+                } else
+                        usage();
         }
-        if (!path || runs < 1 || runs >= RUNS_MAX || seeds < 1) {
-                fprintf(
-                    stderr,
-                    "usage: tune-offline GRID.jsonl [--runs K<%d] [--seeds N] [--allowance A]\n",
-                    RUNS_MAX);
-                return 120;
-        }
-        if (load(path, &g) < 0)
+        if (!files || runs < 1 || runs >= RUNS_MAX || seeds < 1 || seeds > SEEDS_MAX ||
+            (strcmp(which, "policy") != 0 && strcmp(which, "grid") != 0))
+                usage();
+        if (w.n == 0) {
+                fprintf(stderr, "tune-offline: no measured runs\n");
                 return 1;
-        tuner_bounds_default(&b);
-        b.runtime_allowance = allowance;
-        /* the admin's bounds are what the grid can run: a tuner asked for a burst ratio of 1
-           or 64 GiB of heap would be measured at another point than it chose */
-        b.millicores_min = b.heap_min_bytes = b.overhead_min_bytes = UINT64_MAX;
-        b.millicores_max = b.heap_max_bytes = b.overhead_max_bytes = 0;
-        b.burst_ratio_max = 0;
-        b.partitions_min = UINT32_MAX;
-        b.partitions_max = 0;
-        for (size_t i = 0; i < g.n; i++) {
-                const struct tuner_params *p = &g.runs[i].params;
-                uint32_t parts = p->shuffle_partitions ? p->shuffle_partitions : 200;
+        }
+        if (n_starts == 0) {
+                starts[n_starts++] = 200; /* Spark's default */
+                starts[n_starts++] = 2;
+        }
+        summarise(&w);
+        if (show_spread)
+                spread(&w);
+        bounds_of(which, &w, &b);
+        reference(&w, &b, &ref);
+        if (!ref.at) {
+                fprintf(stderr, "tune-offline: no safe configuration within the bounds\n");
+                return 1;
+        }
+        size_t total = 0;
+        for (size_t i = 0; i < w.n; i++)
+                total += w.pts[i].n;
+        printf("%zu points (%zu runs); bounds %s: heap %" PRIu64 "..%" PRIu64
+               " MiB, partitions %u..%u, millicores %" PRIu64 "..%" PRIu64 ", overhead %" PRIu64
+               "..%" PRIu64 " MiB, burst 0..%.2f\n",
+               w.n, total, which, b.heap_min_bytes / MIB, b.heap_max_bytes / MIB, b.partitions_min,
+               b.partitions_max, b.millicores_min, b.millicores_max, b.overhead_min_bytes / MIB,
+               b.overhead_max_bytes / MIB, b.burst_ratio_max);
+        printf("best safe point: objective %.3f at heap %" PRIu64 "m, %u partitions, %" PRIu64
+               "m, overhead %" PRIu64 "m, burst %.2f; least safe cost %.1f\n",
+               ref.objective, ref.at->heap / MIB, ref.at->parts, ref.ask.millicores,
+               ref.ask.overhead_bytes / MIB, ref.ask.burst_ratio, ref.cost);
+        for (unsigned s0 = 0; s0 < n_starts; s0++) {
+                struct tuner_params start = {.cores = CORES,
+                                             .millicores = 1000,
+                                             .heap_bytes = 2 * GIB,
+                                             .overhead_bytes = GIB,
+                                             .burst_ratio = 0,
+                                             .spill_fraction = NAN,
+                                             .shuffle_partitions = starts[s0]};
 
-                b.millicores_min = umin(b.millicores_min, p->millicores);
-                b.millicores_max = umax(b.millicores_max, p->millicores);
-                b.heap_min_bytes = umin(b.heap_min_bytes, p->heap_bytes);
-                b.heap_max_bytes = umax(b.heap_max_bytes, p->heap_bytes);
-                b.overhead_min_bytes = umin(b.overhead_min_bytes, p->overhead_bytes);
-                b.overhead_max_bytes = umax(b.overhead_max_bytes, p->overhead_bytes);
-                b.burst_ratio_max = fmax(b.burst_ratio_max, p->burst_ratio);
-                b.partitions_min = (uint32_t)umin(b.partitions_min, parts);
-                b.partitions_max = (uint32_t)umax(b.partitions_max, parts);
-        }
-        {
-                struct tuner_run *all = calloc(g.n + 1, sizeof(*all));
-                /* the grid's best safe point, with the runtime allowance against the start */
-                if (!all)
-                        return 124;
-                for (size_t i = 0; i < g.n; i++) {
-                        struct tuner_run pair[2] = {g.runs[i], g.runs[g.start]};
-                        tuner_mark_runtime(pair, 2, allowance);
-                        if (pair[0].failure == TUNER_OK && isfinite(pair[0].objective) &&
-                            pair[0].objective < grid_best)
-                                grid_best = pair[0].objective;
-                }
-                free(all);
-        }
-        printf("grid %s: %zu points, start %s (objective %.3f), best safe objective %.3f\n", path,
-               g.n, g.runs[g.start].app_id, g.runs[g.start].objective, grid_best);
-        printf("%-18s %10s %10s %10s %10s %9s %12s %10s\n", "tuner", "best@1", "best@3", "best@5",
-               "best@K", "ratio@K", "within10%", "failures");
-        for (int kind = 0; kind < T_COUNT; kind++) {
-                double *at = calloc((size_t)seeds * (runs + 1), sizeof(double));
-                double col[4][1024];
-                unsigned ks[4] = {1, 3, 5, runs}, within = 0;
-                double failures = 0;
+                printf("start: 1000m, heap 2g, overhead 1g, burst 0, %u partitions\n", starts[s0]);
+                printf("| tuner | quality (median) | within 1.10x | cost (median) | "
+                       "within 1.10x | failures (mean / max) | dominated |\n"
+                       "|---|---:|---:|---:|---:|---:|---:|\n");
+                for (int kind = 0; kind < T_COUNT; kind++) {
+                        double q[SEEDS_MAX], c[SEEDS_MAX];
+                        unsigned qin = 0, cin = 0, fmax_ = 0, dom = 0;
+                        double fsum = 0;
 
-                if (!at || seeds > 1024)
-                        return 124;
-                for (unsigned s = 0; s < seeds; s++) {
-                        double *best = at + (size_t)s * (runs + 1);
-                        failures +=
-                            episode(&g, (enum tuner_kind)kind, &b, s + 1, runs, allowance, best);
-                        within += best[runs] <= 1.1 * grid_best;
-                        for (int c = 0; c < 4; c++)
-                                col[c][s] = best[ks[c] <= runs ? ks[c] : runs];
+                        for (unsigned s = 0; s < seeds; s++) {
+                                struct outcome o;
+
+                                episode(&w, (enum tuner_kind)kind, &b, &start, s + 1, runs,
+                                        allowance, &o);
+                                q[s] = o.best[runs] / ref.objective;
+                                c[s] = o.best_cost / ref.cost;
+                                qin += q[s] <= 1.10;
+                                cin += c[s] <= 1.10;
+                                fsum += o.failures;
+                                fmax_ = o.failures > fmax_ ? o.failures : fmax_;
+                                dom += o.dominated;
+                        }
+                        printf("| %s | %.2fx | %.0f %% | %.2fx | %.0f %% | %.2f / %u | %u |\n",
+                               kind_names[kind], median(q, seeds), 100.0 * qin / seeds,
+                               median(c, seeds), 100.0 * cin / seeds, fsum / seeds, fmax_, dom);
                 }
-                for (int c = 0; c < 4; c++)
-                        qsort(col[c], seeds, sizeof(double), compare_double);
-                printf("%-18s %10.3f %10.3f %10.3f %10.3f %9.3f %11.0f%% %10.2f\n",
-                       kind_names[kind], col[0][seeds / 2], col[1][seeds / 2], col[2][seeds / 2],
-                       col[3][seeds / 2], col[3][seeds / 2] / grid_best, 100.0 * within / seeds,
-                       failures / seeds);
-                free(at);
         }
-        printf("best@k: median over %u seeds of the best safe objective (lower is better) after k "
-               "runs beyond the start; "
-               "ratio: to the grid's best; within10%%: seeds at most 1.1 x the grid's best after "
-               "%u runs; failures: mean failed runs suggested in %u\n",
-               seeds, runs, runs);
-        free(g.runs);
+        printf("quality: the best safe configuration's median objective after %u runs over the "
+               "best safe point's; cost: the least reserved cost (core-s + GiB-s / %.0f) of a "
+               "safe configuration over the least; safe: no replicate failed, >= %.0f %% "
+               "headroom on the median p90 CPU and memory peak, median run time <= %.2fx the "
+               "fastest good point's; %u seeds; dominated: proposals with no more memory and "
+               "partitions than a run that ran out of memory (all seeds)\n",
+               runs, GIB_PER_CORE, (HEADROOM - 1) * 100, RUNTIME_MAX, seeds);
+        for (size_t i = 0; i < w.n; i++)
+                free(w.pts[i].reps);
+        free(w.pts);
         return 0;
 }

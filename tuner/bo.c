@@ -320,7 +320,7 @@ struct acquisition {
         unsigned usages, workload;
         const struct usage_model *usage;
         double beta;
-        unsigned median_only;
+        unsigned median_only, in_objective;
         double (*usage_limit)(unsigned j, const double *x, void *userdata);
         double (*objective_prior)(const double *x, const double *usage_median, void *userdata);
         void *usage_userdata;
@@ -376,7 +376,8 @@ static int usage_predict(const struct acquisition *a, unsigned j, const double *
         if (!a->usage[j].fitted)
                 return -ENODATA;
         project(x, a->dims, a->workload, w);
-        r = tuner_gp_predict(a->usage[j].gp, w, &mean, ret_ucb ? &var : NULL);
+        r = tuner_gp_predict(a->usage[j].gp, w, &mean,
+                             ret_ucb && !(a->median_only & (1u << j)) ? &var : NULL);
         if (r < 0)
                 return r;
         mean += a->usage[j].centre;
@@ -419,22 +420,22 @@ static double usage_headroom(const struct acquisition *a, const double *x)
 static double objective_prior_var(const struct acquisition *a, const double *x,
                                   double *ret_variance)
 {
-        double median[TUNER_BO_USAGES_MAX], var[TUNER_BO_USAGES_MAX], prior, total = 0;
+        double median[TUNER_BO_USAGES_MAX], var[TUNER_BO_USAGES_MAX], w[TUNER_BO_DIMS_MAX];
+        double prior, total = 0;
 
         if (ret_variance)
                 *ret_variance = 0;
         if (!a->objective_prior || !a->usages)
                 return 0;
+        project(x, a->dims, a->workload, w);
         for (unsigned j = 0; j < a->usages; j++) {
-                double w[TUNER_BO_DIMS_MAX], mean;
+                double mean;
 
                 median[j] = var[j] = NAN;
-                if (!a->usage[j].fitted)
+                if (!a->usage[j].fitted || (a->in_objective && !(a->in_objective & (1u << j))))
                         continue;
-                project(x, a->dims, a->workload, w);
-                if (tuner_gp_predict(a->usage[j].gp, w, &mean, ret_variance ? &var[j] : NULL) < 0)
-                        continue;
-                median[j] = exp(mean + a->usage[j].centre);
+                if (tuner_gp_predict(a->usage[j].gp, w, &mean, ret_variance ? &var[j] : NULL) == 0)
+                        median[j] = exp(mean + a->usage[j].centre);
         }
         prior = a->objective_prior(x, median, a->usage_userdata);
         if (!ret_variance || !isfinite(prior))
@@ -544,35 +545,33 @@ static bool better_incumbent(const struct tuner_bo_point *a, double ya,
 
 /*
  * The variance between replicates: points at the same x (a recurring job run again at the
- * same settings) measure the noise of value(i) directly. Pooled over the groups (the sum of
- * squares about each group's mean over the sum of group sizes less one); NAN without a
- * replicate. value(i) NAN leaves point i out.
+ * same settings) measure the noise of their value directly. Pooled over the groups (the sum
+ * of squares about each group's mean over the sum of group sizes less one); NAN without a
+ * replicate. v[i] NAN leaves point i out. O(n^2) comparisons of x, each value read once.
  */
 static double replicate_variance(const struct tuner_bo_point *pts, size_t n, unsigned dims,
-                                 double (*value)(const struct tuner_bo_point *p, void *userdata),
-                                 void *userdata)
+                                 const double *v)
 {
         double squares = 0;
         size_t freedom = 0;
 
         for (size_t i = 0; i < n; i++) {
-                double sum = 0, sq = 0, v = value(&pts[i], userdata);
+                double sum = 0, sq = 0;
                 size_t m = 0;
                 bool first = true;
 
-                if (isnan(v))
+                if (isnan(v[i]))
                         continue;
                 for (size_t j = 0; j < i && first; j++)
-                        first = !(memcmp(pts[j].x, pts[i].x, dims * sizeof(double)) == 0 &&
-                                  !isnan(value(&pts[j], userdata)));
+                        first =
+                            isnan(v[j]) || memcmp(pts[j].x, pts[i].x, dims * sizeof(double)) != 0;
                 if (!first)
                         continue;
                 for (size_t j = i; j < n; j++) {
-                        double u = value(&pts[j], userdata);
-                        if (isnan(u) || memcmp(pts[j].x, pts[i].x, dims * sizeof(double)) != 0)
+                        if (isnan(v[j]) || memcmp(pts[j].x, pts[i].x, dims * sizeof(double)) != 0)
                                 continue;
-                        sum += u;
-                        sq += u * u;
+                        sum += v[j];
+                        sq += v[j] * v[j];
                         m++;
                 }
                 if (m < 2)
@@ -583,34 +582,13 @@ static double replicate_variance(const struct tuner_bo_point *pts, size_t n, uns
         return freedom ? squares / (double)freedom : NAN;
 }
 
-static double log_usage_of(const struct tuner_bo_point *p, void *userdata)
-{
-        double u = p->usage[*(const unsigned *)userdata];
-        return u > 0 && isfinite(u) ? log(u) : NAN;
-}
-
-struct residual_context {
-        const struct acquisition *acq;
-        bool penalised;
-};
-
-/* the objective model's data at a point: y less the usages' prior; NAN when not in it */
-static double residual_of(const struct tuner_bo_point *p, void *userdata)
-{
-        const struct residual_context *c = userdata;
-
-        if (p->failed || !isfinite(p->y))
-                return NAN;
-        return p->y - objective_prior(c->acq, p->x);
-}
-
 int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                      const struct tuner_bo_options *opt, double *ret_x,
                      struct tuner_bo_prediction *ret_pred, struct shim_error *err)
 {
         struct tuner_bo_options defaults;
         _cleanup_(tuner_gp_freep) struct tuner_gp *objective = NULL, *failure = NULL;
-        _cleanup_free_ double *x = NULL, *y = NULL, *seeds = NULL;
+        _cleanup_free_ double *x = NULL, *y = NULL, *seeds = NULL, *residual = NULL;
         double lo[TUNER_BO_DIMS_MAX], hi[TUNER_BO_DIMS_MAX], best_x[TUNER_BO_DIMS_MAX];
         double best_fit, max_y = -INFINITY, radius = NAN, mean, var;
         struct tuner_bo_prediction pred = {
@@ -696,9 +674,10 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         x = malloc(sizeof(double) * n * dims);
         y = malloc(sizeof(double) * n);
         seeds = malloc(sizeof(double) * n * dims);
+        residual = malloc(sizeof(double) * n);
         objective = tuner_gp_new(dims);
         failure = tuner_gp_new(wdims);
-        if (!x || !y || !seeds || !objective || !failure)
+        if (!x || !y || !seeds || !residual || !objective || !failure)
                 return shim_error_set(err, ENOMEM, "bo: no memory for %zu points", n);
 
         acq = (struct acquisition){
@@ -719,6 +698,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
             .usage = usage,
             .beta = opt->usage_beta,
             .median_only = opt->usage_median,
+            .in_objective = opt->usage_in_objective,
             .usage_limit = opt->usage_limit,
             .objective_prior = opt->objective_prior,
             .usage_userdata = opt->usage_userdata,
@@ -734,7 +714,13 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
            (a prior, not a fit: a few runs at one workload point identify no lengthscale);
            the noise at least usage_noise, more where replicates measured more */
         for (unsigned j = 0; j < opt->usages; j++) {
-                double rep_var = replicate_variance(pts, n, dims, log_usage_of, &j);
+                double rep_var;
+
+                for (size_t i = 0; i < n; i++)
+                        y[i] = pts[i].usage[j] > 0 && isfinite(pts[i].usage[j])
+                                   ? log(pts[i].usage[j])
+                                   : NAN;
+                rep_var = replicate_variance(pts, n, dims, y);
                 struct tuner_gp_hyper hyper = {.signal_variance =
                                                    USAGE_SIGNAL_SD * USAGE_SIGNAL_SD};
                 double sum = 0;
@@ -793,9 +779,16 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         /* the noise the replicates measured, as a share of the data's variance: the fit may
            not call it signal (a lucky run is not a better configuration) */
         if (m >= 2) {
-                struct residual_context rc = {.acq = &acq};
-                double rep_var = replicate_variance(pts, n, dims, residual_of, &rc);
-                double mean_y = 0, var_y = 0;
+                double rep_var, mean_y = 0, var_y = 0;
+
+                /* as the loop above filled y: penalised failures are in it, not residuals */
+                for (size_t i = 0, k = 0; i < n; i++) {
+                        bool penalised = pts[i].failed && opt->failure_penalty > 0;
+                        bool in = penalised || (!pts[i].failed && isfinite(pts[i].y));
+                        residual[i] = in && !penalised ? y[k] : NAN;
+                        k += in;
+                }
+                rep_var = replicate_variance(pts, n, dims, residual);
 
                 for (size_t i = 0; i < m; i++)
                         mean_y += y[i] / (double)m;
@@ -848,6 +841,11 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
 
                 for (size_t i = 0; i < n; i++) {
                         if (opt->usages && pts[i].usage_failure)
+                                continue;
+                        /* a run that ran out of memory is the monotone rule's (and the
+                           rules' floor's): in the failure model it also marked the partitions
+                           around it unsafe, where more of them shrink the tasks */
+                        if (opt->monotone && pts[i].memory_failure)
                                 continue;
                         project(pts[i].x, dims, opt->usages ? opt->workload : 0, x + k_pts * wdims);
                         y[k_pts++] = pts[i].failed ? 1.0 : -1.0;
@@ -1579,10 +1577,14 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 bo.floor[d->position] = isfinite(v) ? fmax(bo.floor[d->position], to_unit(d, v))
                                                     : bo.floor[d->position];
         }
-        /* memory is monotone: less than what ran out of memory runs out too */
+        /* memory is monotone: less than what ran out of memory runs out too, and so do
+           fewer shuffle partitions (larger tasks); a run with more partitions than one that
+           ran out of memory is not ruled out by it (issue 24: skew's Java heap OOM at 1g and
+           2 partitions ruled out 1g at 8, the best safe point) */
         for (unsigned i = 0; i < CANDIDATES; i++)
                 if (map.dim[i].position >= 0 &&
-                    (map.dim[i].param == TUNER_P_HEAP || map.dim[i].param == TUNER_P_OVERHEAD))
+                    (map.dim[i].param == TUNER_P_HEAP || map.dim[i].param == TUNER_P_OVERHEAD ||
+                     map.dim[i].param == TUNER_P_PARTITIONS))
                         bo.monotone |= 1u << map.dim[i].position;
         if (b->memory_limit_max) {
                 bo.feasible = memory_limit_feasible;
@@ -1627,6 +1629,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                                 bo.workload |= 1u << map.dim[i].position;
                 bo.usage_limit = usage_limit;
                 bo.usage_median = 1u << USAGE_DURATION;
+                bo.usage_in_objective = (1u << USAGE_CPU) | (1u << USAGE_MEMORY);
                 bo.objective_prior = usage_objective;
                 bo.usage_userdata = &usage;
         }

@@ -156,6 +156,9 @@ struct tuner_bo_options {
         /* bits (1 << j) of the usages bounded by their median, not by the upper confidence
            bound (run time: "the median run within 1.1 x the fastest"); 0 = none */
         unsigned usage_median;
+        /* bits (1 << j) of the usages objective_prior reads (the others are NAN to it, and
+           no candidate pays for their prediction there); 0 = all */
+        unsigned usage_in_objective;
         double (*usage_limit)(unsigned j, const double *x, void *userdata);
         double (*objective_prior)(const double *x, const double *usage_median, void *userdata);
         void *usage_userdata;

@@ -444,6 +444,8 @@ Test(bo, recommend_fallback_keeps_the_best_run_exactly)
         struct shim_error err = {0};
 
         tuner_bounds_default(&b);
+        /* more partitions than the OOM runs' would escape them (smaller tasks): fixed here */
+        b.partitions_min = b.partitions_max = 200;
         make_run(&runs[0], 6, 4 * GiB + 12345, 2001);
         make_run(&runs[1], 5, 5 * GiB + 777, 2503);
         for (int i = 2; i < 6; i++) {

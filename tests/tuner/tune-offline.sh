@@ -1,0 +1,44 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# tune-offline.sh TUNE_OFFLINE DATA_DIR: a short real instance of the offline benchmark
+# (bench/tune-offline, docs/tuner-bench.md) over the committed measured grids, as CI runs the
+# long evidence: every tuner and both starts are compared, the reference point is found, and
+# the safe tuners (BO with its safety models, two-stage) never propose a configuration that a
+# run which ran out of memory dominates. A grid measured at other settings than the
+# derivation needs is refused with its file and line.
+set -eu
+bin=${1:?usage: tune-offline.sh TUNE_OFFLINE DATA_DIR}
+data=${2:?usage: tune-offline.sh TUNE_OFFLINE DATA_DIR}
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d /tmp/sparkshim-tune-offline.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+for job in mem-sort skew; do
+	set -- "$data"/grid-"$job"*.runs
+	[ -f "$1" ] || fail "no measured grid for $job in $data"
+	for bounds in grid policy; do
+		"$bin" --seeds 3 --runs 6 --bounds "$bounds" "$@" >"$tmp/out" ||
+			fail "$job, $bounds bounds: exit $?"
+		grep -q '^best safe point: objective [0-9.]* at heap' "$tmp/out" ||
+			fail "$job, $bounds: no reference point: $(cat "$tmp/out")"
+		[ "$(grep -c '^start: ' "$tmp/out")" = 2 ] || fail "$job, $bounds: not both starts"
+		for tuner in 'rules only' 'BO (safe)' 'BO without safety' 'two-stage' \
+			'random search' 'VPA-like'; do
+			[ "$(grep -cF "| $tuner |" "$tmp/out")" = 2 ] ||
+				fail "$job, $bounds: $tuner not compared on both starts"
+		done
+		if grep -E '^\| (BO \(safe\)|two-stage) \|' "$tmp/out" | grep -qvE '\| 0 \|$'; then
+			fail "$job, $bounds: a safe tuner proposed what a measured OOM dominates: $(cat "$tmp/out")"
+		fi
+		! grep -qi 'nan' "$tmp/out" || fail "$job, $bounds: NaN in the output"
+	done
+	echo "ok: $job"
+done
+
+# the derivation needs runs measured at 1000m and burst 0: anything else is refused
+sed -n 1p "$data/grid-skew.runs" | sed 's/"millicores":1000/"millicores":500/' >"$tmp/bad.runs"
+if "$bin" "$tmp/bad.runs" >"$tmp/out" 2>"$tmp/err"; then
+	fail "a grid at 500m accepted"
+fi
+grep -q "bad.runs:1: measured at 500m" "$tmp/err" || fail "refusal: $(cat "$tmp/err")"
+echo "ok: refusal"
