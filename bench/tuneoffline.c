@@ -23,7 +23,7 @@
  * 64 MiB, burst ratio every 0.05) at every measured point within the bounds.
  *
  * usage: tune-offline [--runs K] [--seeds N] [--start-partitions P]... [--bounds policy|grid]
- *                     [--spread] [--trace] JOB.runs...
+ *                     [--spread] [--trace SEED] JOB.runs...
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -75,21 +75,17 @@ struct score {
         double objective, core_s, gib_s, cost;
 };
 
-static uint64_t rng_state;
-static bool trace;
+static struct tuner_rng rng; /* the simulation's own stream (replicate draws, random search) */
+static uint64_t trace;       /* --trace SEED: each step of that seed's episodes */
 
 static uint64_t next_random(void)
 {
-        /* splitmix64: the simulation's own stream (replicate draws, random search) */
-        uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
-        z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-        return z ^ (z >> 31);
+        return tuner_rng_next(&rng);
 }
 
 static double uniform(void)
 {
-        return (double)(next_random() >> 11) * 0x1.0p-53;
+        return tuner_rng_uniform(&rng);
 }
 
 static int compare_double(const void *a, const void *b)
@@ -516,7 +512,7 @@ static int recommend(enum tuner_kind kind, struct tuner_run *hist, size_t n,
         if (r == 0) {
                 *ret = rec.params;
                 snprintf(why, why_size, "%s", rec.stage == TUNER_STAGE_BO ? "bo" : "rules");
-                if (trace && seed == 1)
+                if (trace == seed)
                         printf("    asked %" PRIu64 "m, heap %" PRIu64 "m, overhead %" PRIu64
                                "m, burst %.3f, %u partitions: %s\n",
                                rec.params.millicores, rec.params.heap_bytes / MIB,
@@ -540,7 +536,10 @@ static void episode(const struct world *w, enum tuner_kind kind, const struct tu
 
         *out = (struct outcome){.best_cost = INFINITY};
         b.seed = seed;
-        rng_state = seed * UINT64_C(7919) + 1;
+        /* xoshiro256** (bo.h), not splitmix64 alone: every other output of one splitmix64
+           stream (a draw each for the heap and the replicate) is a weak generator of its own,
+           and drew 8 heaps in a row on the same side */
+        tuner_rng_seed(&rng, seed * UINT64_C(7919) + 1);
         for (unsigned k = 0; k <= runs && k < RUNS_MAX; k++) {
                 struct tuner_params ask = *start;
                 const struct point *p;
@@ -563,7 +562,7 @@ static void episode(const struct world *w, enum tuner_kind kind, const struct tu
                         out->best_cost = fmin(out->best_cost, s.cost);
                 }
                 out->best[k] = so_far;
-                if (trace && seed == 1)
+                if (trace == seed)
                         printf("  %-17s run %2u (%s): %" PRIu64 "m, heap %" PRIu64
                                "m, overhead %" PRIu64 "m, burst %.2f, %u partitions: %s, "
                                "objective %.3f (median %.3f%s), %.0f s\n",
@@ -630,7 +629,7 @@ static void bounds_of(const char *which, const struct world *w, struct tuner_bou
 static void usage(void)
 {
         fprintf(stderr, "usage: tune-offline [--runs K] [--seeds N] [--start-partitions P]... "
-                        "[--bounds policy|grid] [--spread] [--trace] JOB.runs...\n");
+                        "[--bounds policy|grid] [--spread] [--trace SEED] JOB.runs...\n");
         exit(120);
 }
 
@@ -658,8 +657,8 @@ int main(int argc, char **argv)
                         which = argv[++i];
                 else if (strcmp(argv[i], "--spread") == 0)
                         show_spread = true;
-                else if (strcmp(argv[i], "--trace") == 0)
-                        trace = true;
+                else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc)
+                        trace = strtoull(argv[++i], NULL, 10);
                 else if (argv[i][0] != '-') {
                         if (load(argv[i], &w) < 0)
                                 return 1;

@@ -258,15 +258,47 @@ struct memory_floor {
         uint64_t limit, nonheap;
 };
 
+static uint64_t partitions_of(const struct tuner_params *p)
+{
+        return p->shuffle_partitions ? p->shuffle_partitions : TUNER_RULES_SPARK_PARTITIONS;
+}
+
+/*
+ * The partitions a Java heap OOM asks for (Spark's tuning guide, "Memory Usage of Reduce
+ * Tasks": an OutOfMemoryError because one task's working set was too large; "the simplest fix
+ * here is to increase the level of parallelism, so that each task's input set is smaller"):
+ * TUNER_RULES_PARTITIONS_CORES per task slot, where the run had fewer and set them; 0 when it
+ * asks for none. The slots: the executors that ran at once (those reported, less the lost
+ * ones their replacements stand in for) x their cores.
+ */
+static uint64_t oom_partitions(const struct tuner_run *r)
+{
+        uint64_t executors = r->executors > r->executors_lost && r->executors_lost != UINT32_MAX
+                                 ? (uint64_t)(r->executors - r->executors_lost)
+                                 : r->executors;
+        uint64_t next = TUNER_RULES_PARTITIONS_CORES * executors * r->params.cores;
+
+        if (!r->has_eventlog || next == 0 || !r->params.shuffle_partitions ||
+            partitions_of(&r->params) >= next)
+                return 0;
+        return min_u64(next, UINT32_MAX);
+}
+
 static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                      double margin, bool limit_peaks, struct memory_floor *ret)
 {
         uint64_t heap = b->heap_min_bytes, nonheap = b->overhead_min_bytes, limit = 0;
-        uint64_t overhead;
+        uint64_t overhead, partitions = b->partitions_min;
 
         for (size_t i = 0; runs && i < n; i++) {
                 const struct tuner_run *r = &runs[i];
                 unsigned kind = run_oom_kind(r);
+
+                /* a Java heap OOM with fewer shuffle partitions than now had larger tasks: no
+                   floor for the heap at these (issue 24: skew's OOM at 1g and 2 partitions held
+                   1g at 8 partitions, its best safe point, out for 20 runs) */
+                if (kind == OOM_HEAP && partitions_of(&r->params) < partitions_of(&runs[0].params))
+                        kind = 0;
 
                 if (run_completed(r)) {
                         bool at_heap = heap_evidence(r, &runs[0].params);
@@ -304,9 +336,10 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                         limit = max_u64(limit, u64_of((double)limit_of(&r->params) *
                                                       (1.0 + TUNER_RULES_OOM_MARGIN)));
                 if (i < TUNER_RULES_HOLD_RUNS) {
-                        if (kind & OOM_HEAP)
+                        if (kind & OOM_HEAP) {
                                 heap = max_u64(heap, oom_bump(r->params.heap_bytes));
-                        else if (kind & OOM_LIMIT)
+                                partitions = max_u64(partitions, oom_partitions(r));
+                        } else if (kind & OOM_LIMIT)
                                 heap = max_u64(heap, r->params.heap_bytes);
                         if (kind & OOM_LIMIT)
                                 limit = max_u64(limit, oom_bump(limit_of(&r->params)));
@@ -328,7 +361,7 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                     .overhead_bytes = overhead,
                     .burst_ratio = 0.0,
                     .spill_fraction = b->spill_fraction_min,
-                    .shuffle_partitions = b->partitions_min,
+                    .shuffle_partitions = (uint32_t)min_u64(partitions, b->partitions_max),
                 },
             .limit = limit,
             .nonheap = nonheap,
@@ -822,11 +855,22 @@ static void rule_partitions(const struct tuner_run *runs, const struct memory_si
                 return;
         }
         if (r->max_stage_tasks > TUNER_RULES_PARTITIONS_FAR * cores && now > next) {
-                if (r->max_stage_skew >= TUNER_RULES_SKEW_HIGH) {
+                /* under skew, a factor of TUNER_RULES_PARTITIONS_FAR a run: the hot task keeps
+                   its key whatever the count and gains the small ones merged into it, step by
+                   step (issue 24: kept at 200, skew's runs were 40 % slower than at 8, and
+                   mem-sort's global sort reads as skewed at 200) */
+                if (r->max_stage_skew >= TUNER_RULES_SKEW_HIGH &&
+                    now > TUNER_RULES_PARTITIONS_FAR * next) {
+                        uint64_t step = now / TUNER_RULES_PARTITIONS_FAR;
+
+                        rec->params.shuffle_partitions = (uint32_t)min_u64(step, UINT32_MAX);
                         set_reason(rec, TUNER_P_PARTITIONS, "rule:skew",
-                                   "a stage's task skew %.1f >= %.1f: %" PRIu64
-                                   " partitions not lowered",
-                                   r->max_stage_skew, TUNER_RULES_SKEW_HIGH, now);
+                                   "a stage's task skew %.1f >= %.1f: partitions %" PRIu64
+                                   " -> / %d = %" PRIu64 " (towards %d x cores = %" PRIu64
+                                   " a step a run)",
+                                   r->max_stage_skew, TUNER_RULES_SKEW_HIGH, now,
+                                   TUNER_RULES_PARTITIONS_FAR, step, TUNER_RULES_PARTITIONS_CORES,
+                                   next);
                         return;
                 }
                 if (!beyond_dead_band((double)now, (double)next)) {
@@ -857,6 +901,20 @@ static void rule_partitions(const struct tuner_run *runs, const struct memory_si
                    r->max_stage_tasks, now, cores);
 }
 
+/* A Java heap OOM with few partitions: more of them, smaller tasks (oom_partitions). */
+static void rule_oom_partitions(const struct tuner_run *r, struct tuner_recommendation *rec)
+{
+        uint64_t next = oom_partitions(r);
+
+        if (!next)
+                return;
+        rec->params.shuffle_partitions = (uint32_t)next;
+        set_reason(rec, TUNER_P_PARTITIONS, "rule:oom",
+                   "Java heap OOM with %" PRIu64 " partitions, fewer than %d per task slot: "
+                   "partitions -> %" PRIu64 " (smaller tasks, Spark's tuning guide)",
+                   partitions_of(&r->params), TUNER_RULES_PARTITIONS_CORES, next);
+}
+
 /* After an OOM / executor loss in the newest run: raise the memory that ran out, hold the rest. */
 static void rule_oom(const struct tuner_run *r, struct tuner_recommendation *rec)
 {
@@ -874,6 +932,7 @@ static void rule_oom(const struct tuner_run *r, struct tuner_recommendation *rec
                            name, r->oom_task_failures, r->failure_detail[0] ? ": " : "",
                            r->failure_detail, cur->heap_bytes / MIB, rec->params.heap_bytes / MIB,
                            TUNER_RULES_OOM_BUMP_RATIO, TUNER_RULES_OOM_BUMP_MIN / MIB);
+                rule_oom_partitions(r, rec);
         }
         if (kind & OOM_LIMIT) {
                 uint64_t limit = oom_bump(limit_of(cur));

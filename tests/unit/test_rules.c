@@ -596,12 +596,62 @@ Test(rules, partitions_not_lowered_for_skew)
         run.max_stage_tasks = 200;
         run.max_stage_skew = 4.0;
         rec = recommend1(&run);
-        cr_assert_eq(rec.params.shuffle_partitions, 200);
+        /* under skew, a factor 4 a run towards 3 x the 8 cores (issue 24: kept at 200, skew's
+           runs were 40 % slower than at 8) */
+        cr_assert_eq(rec.params.shuffle_partitions, 50);
         assert_source(&rec, TUNER_P_PARTITIONS, "rule:skew");
+        run.params.shuffle_partitions = 50;
+        run.max_stage_tasks = 50;
+        rec = recommend1(&run);
+        cr_assert_eq(rec.params.shuffle_partitions, 24, "within a factor 4 of 24: there");
 
+        run.params.shuffle_partitions = 200;
+        run.max_stage_tasks = 200;
         run.max_stage_skew = 3.9;
         rec = recommend1(&run);
         cr_assert_eq(rec.params.shuffle_partitions, 24);
+}
+
+/*
+ * A Java heap OOM with fewer partitions than 3 per task slot raises them with the heap (Spark's
+ * tuning guide: more parallelism, smaller tasks), and holds that floor; the heap floor of that
+ * OOM does not bind a later run with more partitions (its tasks are smaller).
+ */
+Test(rules, jvm_oom_with_few_partitions_raises_them)
+{
+        struct tuner_run runs[2] = {base_run(), base_run()};
+        struct tuner_bounds b = bounds();
+        struct tuner_params floor;
+        struct tuner_recommendation rec;
+
+        runs[0].failure = TUNER_FAIL_OOM;
+        runs[0].oom_task_failures = 2;
+        runs[0].params.shuffle_partitions = 4;
+        runs[0].executors = 6; /* 2 at once, 4 lost and replaced */
+        runs[0].executors_lost = 4;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.shuffle_partitions, 24, "3 x 2 executors x 4 cores: %s",
+                     rec.reasons[TUNER_P_PARTITIONS].text);
+        assert_source(&rec, TUNER_P_PARTITIONS, "rule:oom");
+        assert_near((double)rec.params.heap_bytes, 4.8 * GiB, 1, "heap");
+        tuner_rules_floor_measured(runs, 2, &b, &floor);
+        cr_assert_eq(floor.shuffle_partitions, 24, "the hold keeps the partitions up");
+        cr_assert_geq(floor.heap_bytes, (uint64_t)(4.8 * GiB) - 1, "and the heap");
+
+        /* enough partitions already: only the heap */
+        runs[0].params.shuffle_partitions = 24;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.shuffle_partitions, 24);
+        assert_source(&rec, TUNER_P_PARTITIONS, "hold");
+
+        /* a later good run with more partitions: the OOM at 4 is no heap floor for it */
+        runs[0].params.shuffle_partitions = 4;
+        runs[1] = runs[0];
+        runs[0] = base_run();
+        runs[0].params.shuffle_partitions = 24;
+        tuner_rules_floor_measured(runs, 2, &b, &floor);
+        cr_assert_lt(floor.heap_bytes, 4 * GiB, "heap floor %" PRIu64 " MiB from an OOM at 4",
+                     floor.heap_bytes / MiB);
 }
 
 Test(rules, partitions_bounded)
