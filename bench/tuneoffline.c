@@ -170,8 +170,16 @@ static int load(const char *path, struct world *w)
                                 "m, burst %g; the derivation needs 1000m and burst 0\n",
                                 path, lineno, run.params.millicores, run.params.burst_ratio);
                         r = -EINVAL;
-                } else
+                } else {
+                        /* "runtime" is the history's verdict (slower than 1.5 x the first good
+                           run of the grid as it was ingested), not the run's: each episode's
+                           own history judges it again (tuner_mark_runtime) */
+                        if (run.failure == TUNER_FAIL_RUNTIME) {
+                                run.failure = TUNER_OK;
+                                run.failure_detail[0] = '\0';
+                        }
                         r = add_run(w, &run);
+                }
                 json_decref(doc);
         }
         free(line);
@@ -215,6 +223,11 @@ static void derive(const struct tuner_run *r, const struct tuner_params *ask, st
         out->cpu_peak_util = r->cpu_peak_util * cpu_scale;
         out->mem_util = r->mem_util * request_bytes(&r->params) / request_bytes(&out->params);
         out->cpu_limit_ratio = CPU_LIMIT;
+        /* the host the derivation models enforces the plan: a throttled run says so; the
+           measured run-queue wait is this shared host's, not the request's doing */
+        out->enforced = true;
+        out->throttled_fraction = 0;
+        out->runq_wait_per_cpu = NAN;
         out->objective = out->cpu_util > 0 && out->mem_util > 0
                              ? 1.0 / (fmin(out->cpu_util, 1.0) * fmin(out->mem_util, 1.0))
                              : NAN;

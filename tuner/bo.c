@@ -543,14 +543,24 @@ static bool better_incumbent(const struct tuner_bo_point *a, double ya,
         return ya < yb;
 }
 
+/* a and b at the same coordinates in the dimensions of mask (0: all) */
+static bool same_at(const double *a, const double *b, unsigned dims, unsigned mask)
+{
+        for (unsigned k = 0; k < dims; k++)
+                if ((!mask || (mask & (1u << k))) && a[k] != b[k])
+                        return false;
+        return true;
+}
+
 /*
- * The variance between replicates: points at the same x (a recurring job run again at the
- * same settings) measure the noise of their value directly. Pooled over the groups (the sum
- * of squares about each group's mean over the sum of group sizes less one); NAN without a
- * replicate. v[i] NAN leaves point i out. O(n^2) comparisons of x, each value read once.
+ * The variance between replicates: points at the same coordinates in the dimensions of mask
+ * (a recurring job run again at the same settings; for a usage, at the same workload, as a
+ * usage does not depend on the limits) measure the noise of their value directly. Pooled
+ * over the groups (the sum of squares about each group's mean over the sum of group sizes
+ * less one); NAN without a replicate. v[i] NAN leaves point i out. O(n^2) comparisons.
  */
 static double replicate_variance(const struct tuner_bo_point *pts, size_t n, unsigned dims,
-                                 const double *v)
+                                 unsigned mask, const double *v)
 {
         double squares = 0;
         size_t freedom = 0;
@@ -563,12 +573,11 @@ static double replicate_variance(const struct tuner_bo_point *pts, size_t n, uns
                 if (isnan(v[i]))
                         continue;
                 for (size_t j = 0; j < i && first; j++)
-                        first =
-                            isnan(v[j]) || memcmp(pts[j].x, pts[i].x, dims * sizeof(double)) != 0;
+                        first = isnan(v[j]) || !same_at(pts[j].x, pts[i].x, dims, mask);
                 if (!first)
                         continue;
                 for (size_t j = i; j < n; j++) {
-                        if (isnan(v[j]) || memcmp(pts[j].x, pts[i].x, dims * sizeof(double)) != 0)
+                        if (isnan(v[j]) || !same_at(pts[j].x, pts[i].x, dims, mask))
                                 continue;
                         sum += v[j];
                         sq += v[j] * v[j];
@@ -720,7 +729,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                         y[i] = pts[i].usage[j] > 0 && isfinite(pts[i].usage[j])
                                    ? log(pts[i].usage[j])
                                    : NAN;
-                rep_var = replicate_variance(pts, n, dims, y);
+                rep_var = replicate_variance(pts, n, dims, opt->workload, y);
                 struct tuner_gp_hyper hyper = {.signal_variance =
                                                    USAGE_SIGNAL_SD * USAGE_SIGNAL_SD};
                 double sum = 0;
@@ -788,7 +797,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                         residual[i] = in && !penalised ? y[k] : NAN;
                         k += in;
                 }
-                rep_var = replicate_variance(pts, n, dims, residual);
+                rep_var = replicate_variance(pts, n, dims, 0, residual);
 
                 for (size_t i = 0; i < m; i++)
                         mean_y += y[i] / (double)m;
