@@ -320,7 +320,8 @@ struct acquisition {
         unsigned usages, workload;
         const struct usage_model *usage;
         double beta;
-        unsigned median_only, in_objective;
+        unsigned median_only, in_objective, relative;
+        double usage_floor[TUNER_BO_USAGES_MAX]; /* relative usages: the lowest modelled median */
         double (*usage_limit)(unsigned j, const double *x, void *userdata);
         double (*objective_prior)(const double *x, const double *usage_median, void *userdata);
         void *usage_userdata;
@@ -391,13 +392,23 @@ static int usage_predict(const struct acquisition *a, unsigned j, const double *
         return 0;
 }
 
+/* usage j's limit at x: the caller's, times the lowest modelled median for a relative one */
+static double limit_of(const struct acquisition *a, unsigned j, const double *x)
+{
+        double limit = a->usage_limit(j, x, a->usage_userdata);
+
+        if (a->relative & (1u << j))
+                limit = isfinite(a->usage_floor[j]) ? limit * a->usage_floor[j] : NAN;
+        return limit;
+}
+
 /* the tightest usage UCB / limit at x (> 1: over a limit); NAN when nothing is limited */
 static double usage_headroom(const struct acquisition *a, const double *x)
 {
         double worst = NAN;
 
         for (unsigned j = 0; j < a->usages && a->usage_limit; j++) {
-                double limit = a->usage_limit(j, x, a->usage_userdata), ucb;
+                double limit = limit_of(a, j, x), ucb;
 
                 if (isnan(limit) || limit == INFINITY)
                         continue; /* no limit */
@@ -534,12 +545,11 @@ static enum tuner_gp_kernel pick_kernel(enum tuner_bo_kernel k, unsigned dims, s
         return safe >= 2 * (size_t)dims + 2 ? TUNER_GP_ARD : TUNER_GP_SHARED;
 }
 
-/* a before b as the incumbent: a point within the run-time target first, then the lower value */
-static bool better_incumbent(const struct tuner_bo_point *a, double ya,
-                             const struct tuner_bo_point *b, double yb)
+/* a before b as the incumbent: a point within its soft constraints first, then the lower value */
+static bool better_incumbent(bool a_over, double ya, bool b_over, double yb)
 {
-        if (a->over_target != b->over_target)
-                return !a->over_target;
+        if (a_over != b_over)
+                return !a_over;
         return ya < yb;
 }
 
@@ -598,6 +608,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         struct tuner_bo_options defaults;
         _cleanup_(tuner_gp_freep) struct tuner_gp *objective = NULL, *failure = NULL;
         _cleanup_free_ double *x = NULL, *y = NULL, *seeds = NULL, *residual = NULL;
+        _cleanup_free_ bool *over = NULL;
         double lo[TUNER_BO_DIMS_MAX], hi[TUNER_BO_DIMS_MAX], best_x[TUNER_BO_DIMS_MAX];
         double best_fit, max_y = -INFINITY, radius = NAN, mean, var;
         struct tuner_bo_prediction pred = {
@@ -649,7 +660,8 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 if (pts[i].y > max_y)
                         max_y = pts[i].y;
                 if (incumbent == SIZE_MAX ||
-                    better_incumbent(&pts[i], pts[i].y, &pts[incumbent], pts[incumbent].y))
+                    better_incumbent(pts[i].over_target, pts[i].y, pts[incumbent].over_target,
+                                     pts[incumbent].y))
                         incumbent = i;
         }
         for (unsigned k = 0; k < dims; k++) {
@@ -684,9 +696,10 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         y = malloc(sizeof(double) * n);
         seeds = malloc(sizeof(double) * n * dims);
         residual = malloc(sizeof(double) * n);
+        over = calloc(n, sizeof(bool));
         objective = tuner_gp_new(dims);
         failure = tuner_gp_new(wdims);
-        if (!x || !y || !seeds || !residual || !objective || !failure)
+        if (!x || !y || !seeds || !residual || !over || !objective || !failure)
                 return shim_error_set(err, ENOMEM, "bo: no memory for %zu points", n);
 
         acq = (struct acquisition){
@@ -708,6 +721,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
             .beta = opt->usage_beta,
             .median_only = opt->usage_median,
             .in_objective = opt->usage_in_objective,
+            .relative = opt->usage_relative,
             .usage_limit = opt->usage_limit,
             .objective_prior = opt->objective_prior,
             .usage_userdata = opt->usage_userdata,
@@ -765,6 +779,32 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 if (r < 0)
                         return r;
                 usage[j].fitted = true;
+        }
+
+        /* the relative usages' floors: the lowest modelled median where nothing failed; and
+           which points pass their own bound there (never the incumbent while one does not) */
+        for (unsigned j = 0; j < opt->usages; j++) {
+                acq.usage_floor[j] = NAN;
+                if (!(opt->usage_relative & (1u << j)) || !usage[j].fitted)
+                        continue;
+                for (size_t i = 0; i < n; i++) {
+                        double median;
+                        if (pts[i].failed || usage_predict(&acq, j, pts[i].x, &median, NULL) < 0)
+                                continue;
+                        if (!(median >= acq.usage_floor[j]))
+                                acq.usage_floor[j] = median;
+                }
+        }
+        for (size_t i = 0; i < n; i++) {
+                over[i] = pts[i].over_target;
+                for (unsigned j = 0; j < opt->usages && opt->usage_limit && !over[i]; j++) {
+                        double median, limit;
+                        if (!(opt->usage_relative & (1u << j)) || pts[i].failed ||
+                            usage_predict(&acq, j, pts[i].x, &median, NULL) < 0)
+                                continue;
+                        limit = limit_of(&acq, j, pts[i].x);
+                        over[i] = isfinite(limit) && median > limit;
+                }
         }
 
         /* the objective model: successes, and failures at a penalty if asked; with usage
@@ -829,7 +869,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                         if (!isfinite(mu))
                                 continue;
                         if (pick == SIZE_MAX ||
-                            better_incumbent(&pts[i], mu, &pts[pick], pick_mean)) {
+                            better_incumbent(over[i], mu, over[pick], pick_mean)) {
                                 pick = i;
                                 pick_mean = mu;
                         }
@@ -1253,7 +1293,7 @@ static bool usage_failure_of(const struct tuner_run *r, double cpu_limit_ratio)
 struct usage_context {
         const struct mapping *map;
         double cpu_limit_ratio;
-        double duration_limit; /* runtime_target x the fastest configuration's median; NAN */
+        double runtime_target; /* the run-time bound's factor; NAN: no run time known */
 };
 
 static double usage_limit(unsigned j, const double *x, void *userdata)
@@ -1268,7 +1308,7 @@ static double usage_limit(unsigned j, const double *x, void *userdata)
         case USAGE_MEMORY_PEAK:
                 return ((double)p.heap_bytes + (double)p.overhead_bytes) / (double)MIB;
         case USAGE_DURATION:
-                return c->duration_limit;
+                return c->runtime_target; /* x the fastest modelled median (usage_relative) */
         default:
                 return NAN;
         }
@@ -1513,9 +1553,10 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         /* the run-time constraint: the median run within runtime_target x the job's fastest
            configuration's median (issue 24: utilisation alone rewards a slower run that uses
            more of the same request) */
-        usage.duration_limit = NAN;
-        if (b->runtime_target >= 1 && isfinite(b->runtime_target))
-                usage.duration_limit = b->runtime_target * tuner_fastest_duration(runs, n);
+        usage.runtime_target = NAN;
+        if (b->runtime_target >= 1 && isfinite(b->runtime_target) &&
+            isfinite(tuner_fastest_duration(runs, n)))
+                usage.runtime_target = b->runtime_target;
 
         pts = calloc(n, sizeof(*pts));
         run_of = calloc(n, sizeof(*run_of));
@@ -1548,7 +1589,6 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 p->y = !p->failed && isfinite(runs[j].objective) && runs[j].objective > 0
                            ? log(runs[j].objective)
                            : NAN;
-                p->over_target = !p->failed && runs[j].duration_seconds > usage.duration_limit;
                 run_of[m++] = j;
         }
 
@@ -1637,7 +1677,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                              map.dim[i].param == TUNER_P_PARTITIONS))
                                 bo.workload |= 1u << map.dim[i].position;
                 bo.usage_limit = usage_limit;
-                bo.usage_median = 1u << USAGE_DURATION;
+                bo.usage_median = bo.usage_relative = 1u << USAGE_DURATION;
                 bo.usage_in_objective = (1u << USAGE_CPU) | (1u << USAGE_MEMORY);
                 bo.objective_prior = usage_objective;
                 bo.usage_userdata = &usage;

@@ -94,8 +94,8 @@ struct tuner_bo_point {
            p90 CPU at the CPU limit): the usage models explain it, the failure model and the
            monotone rule leave it to them */
         bool usage_failure;
-        /* succeeded but missed a soft constraint (ran slower than the job's run-time target):
-           in every model, never the incumbent */
+        /* succeeded but missed a soft constraint the caller judged (ran too slowly, say):
+           in every model, never the incumbent while a point without it exists */
         bool over_target;
 };
 
@@ -156,6 +156,11 @@ struct tuner_bo_options {
         /* bits (1 << j) of the usages bounded by their median, not by the upper confidence
            bound (run time: "the median run within 1.1 x the fastest"); 0 = none */
         unsigned usage_median;
+        /* bits (1 << j) of the usages whose usage_limit is a factor of the lowest modelled
+           median among the points that did not fail, not a value (run time: 1.1 x the
+           fastest, as the model sees the fastest, not its luckiest run); a point whose own
+           modelled median passes that bound is never the incumbent while one within exists */
+        unsigned usage_relative;
         /* bits (1 << j) of the usages objective_prior reads (the others are NAN to it, and
            no candidate pays for their prediction there); 0 = all */
         unsigned usage_in_objective;
