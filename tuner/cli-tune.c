@@ -356,6 +356,15 @@ static int print_json(const struct tune_options *o, const struct tuner_run *runs
         json_object_set_new(last, "cpu_util", number_or_null(runs[0].cpu_util));
         json_object_set_new(last, "mem_util", number_or_null(runs[0].mem_util));
         json_object_set_new(last, "objective", number_or_null(runs[0].objective));
+        {
+                double core_s, gib_s;
+
+                tuner_reserved(&runs[0], &core_s, &gib_s);
+                json_object_set_new(last, "reserved_core_seconds", number_or_null(core_s));
+                json_object_set_new(last, "reserved_gib_seconds", number_or_null(gib_s));
+                json_object_set_new(last, "duration_seconds",
+                                    number_or_null(runs[0].duration_seconds));
+        }
         json_object_set_new(last, "failure", json_string(tuner_failure_name(runs[0].failure)));
         json_object_set_new(doc, "job", json_string(o->job));
         json_object_set_new(doc, "stage", json_string(stage_name(rec->stage)));

@@ -183,6 +183,25 @@ double tuner_fastest_duration(const struct tuner_run *runs, size_t n)
         return best;
 }
 
+void tuner_reserved(const struct tuner_run *r, double *ret_core_seconds, double *ret_gib_seconds)
+{
+        const struct tuner_params *p = &r->params;
+        uint32_t lost = r->executors_lost != UINT32_MAX ? r->executors_lost : 0;
+        double executors = r->executors > lost ? (double)(r->executors - lost) : r->executors;
+        double burst = isfinite(p->burst_ratio) ? p->burst_ratio : 0.0;
+        double held = executors * r->duration_seconds;
+
+        *ret_core_seconds = *ret_gib_seconds = NAN;
+        if (!(held > 0) || !isfinite(held))
+                return;
+        if (p->millicores && p->millicores != TUNER_UNKNOWN)
+                *ret_core_seconds = (double)p->millicores / 1000.0 * held;
+        if (p->heap_bytes != TUNER_UNKNOWN && p->overhead_bytes != TUNER_UNKNOWN)
+                *ret_gib_seconds =
+                    ((double)p->heap_bytes + (double)p->overhead_bytes * (1 - burst)) /
+                    (double)(UINT64_C(1) << 30) * held;
+}
+
 static void clamped(struct tuner_reason *reason, const char *what)
 {
         char text[TUNER_REASON_MAX];

@@ -371,3 +371,19 @@ Test(tuner, fastest_duration_is_a_configurations_median)
         runs[0].params.heap_bytes = 4 * GiB + 100 * MiB; /* within the dead band: the same */
         cr_expect_float_eq(tuner_fastest_duration(runs, 5), 21.25, 1e-12);
 }
+
+/* what a run's request held: the executors at once x the duration x the request */
+Test(tuner, reserved_cost)
+{
+        struct tuner_run r = good_run("app", 100);
+        double core_s, gib_s;
+
+        r.executors = 6; /* 2 at once: 4 lost and replaced */
+        r.executors_lost = 4;
+        tuner_reserved(&r, &core_s, &gib_s);
+        cr_expect_float_eq(core_s, 2.0 * 2 * 100, 1e-9);
+        cr_expect_float_eq(gib_s, (4.0 + 0.5 * 0.5) * 2 * 100, 1e-9);
+        r.duration_seconds = NAN;
+        tuner_reserved(&r, &core_s, &gib_s);
+        cr_expect(isnan(core_s) && isnan(gib_s));
+}
