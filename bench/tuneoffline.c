@@ -686,6 +686,8 @@ static void spread(const struct world *w)
                         c[k] = p->reps[j].cpu_util;
                         failed += p->reps[j].failure != TUNER_OK;
                 }
+                if (k == 0)
+                        continue;
                 median(d, k);
                 median(m, k);
                 printf("| %" PRIu64 "m | %u | %zu | %u | %.1f / %.1f / %.1f | %.0f / %.0f / %.0f | "

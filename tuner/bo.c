@@ -434,6 +434,8 @@ static double objective_prior_var(const struct acquisition *a, const double *x,
         double median[TUNER_BO_USAGES_MAX], var[TUNER_BO_USAGES_MAX], w[TUNER_BO_DIMS_MAX];
         double prior, total = 0;
 
+        for (unsigned j = 0; j < TUNER_BO_USAGES_MAX; j++)
+                median[j] = var[j] = NAN;
         if (ret_variance)
                 *ret_variance = 0;
         if (!a->objective_prior || !a->usages)
@@ -442,7 +444,6 @@ static double objective_prior_var(const struct acquisition *a, const double *x,
         for (unsigned j = 0; j < a->usages; j++) {
                 double mean;
 
-                median[j] = var[j] = NAN;
                 if (!a->usage[j].fitted || (a->in_objective && !(a->in_objective & (1u << j))))
                         continue;
                 if (tuner_gp_predict(a->usage[j].gp, w, &mean, ret_variance ? &var[j] : NULL) == 0)
