@@ -478,11 +478,14 @@ static bool dominated_by_oom(const struct acquisition *a, const double *x)
         if (!a->monotone)
                 return false;
         for (size_t i = 0; i < a->n; i++) {
+                unsigned in =
+                    a->pts[i].monotone_in ? a->monotone & a->pts[i].monotone_in : a->monotone;
                 bool below = true;
+
                 if (!a->pts[i].memory_failure)
                         continue;
                 for (unsigned k = 0; k < a->dims && below; k++)
-                        if ((a->monotone & (1u << k)) && x[k] > a->pts[i].x[k] + a->margin[k])
+                        if ((in & (1u << k)) && x[k] > a->pts[i].x[k] + a->margin[k])
                                 below = false;
                 if (below)
                         return true;
@@ -1214,6 +1217,18 @@ static double physical_step(enum tuner_param_index param)
         return NAN;
 }
 
+/* the bits of the heap's and the partitions' positions in x */
+static unsigned heap_and_partitions(const struct mapping *map)
+{
+        unsigned bits = 0;
+
+        for (unsigned i = 0; i < CANDIDATES; i++)
+                if (map->dim[i].position >= 0 &&
+                    (map->dim[i].param == TUNER_P_HEAP || map->dim[i].param == TUNER_P_PARTITIONS))
+                        bits |= 1u << map->dim[i].position;
+        return bits ? bits : ~0u;
+}
+
 static bool memory_limit_feasible(const double *x, void *userdata)
 {
         const struct mapping *map = userdata;
@@ -1585,6 +1600,10 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
                 /* as the rules read it: an executor lost of unknown cause counts as memory */
                 p->memory_failure = runs[j].failure == TUNER_FAIL_OOM ||
                                     runs[j].failure == TUNER_FAIL_EXECUTOR_LOST;
+                /* a Java heap OOM (no kernel OOM kill): the heap ran out, not the limit */
+                if (p->memory_failure && runs[j].oom_task_failures > 0 &&
+                    !(runs[j].oom_kills && runs[j].oom_kills != TUNER_UNKNOWN))
+                        p->monotone_in = heap_and_partitions(&map);
                 usages_of(&runs[j], p->usage);
                 p->usage_failure = usage_failure_of(&runs[j], usage.cpu_limit_ratio);
                 p->y = !p->failed && isfinite(runs[j].objective) && runs[j].objective > 0

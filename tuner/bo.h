@@ -87,6 +87,10 @@ struct tuner_bo_point {
         /* failed for lack of memory (OOM): with options.monotone, a candidate with no more in
            every monotone dimension than this point is taken to fail too */
         bool memory_failure;
+        /* with memory_failure: bits (1 << dimension) of the monotone ones it rules out in,
+           0 = all of options.monotone (a Java heap OOM rules out less heap at no more
+           partitions whatever the overhead: the overhead is not the heap) */
+        unsigned monotone_in;
         /* what the point measured of each usage the options model (opt->usages of them, > 0;
            NAN unknown), e.g. its memory peak: the usage models' data */
         double usage[TUNER_BO_USAGES_MAX];

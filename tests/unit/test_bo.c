@@ -216,6 +216,41 @@ Test(bo, oom_dominance_in_memory_dimensions)
         }
 }
 
+/*
+ * A Java heap OOM rules out less heap whatever the overhead (monotone_in): the overhead is
+ * not the heap. Without it, a candidate with less heap and a little more overhead than the
+ * OOM escaped the rule (the offline benchmark counted 13 such proposals of safe BO on skew).
+ */
+Test(bo, heap_oom_dominates_whatever_the_overhead)
+{
+        struct tuner_bo_point pts[] = {
+            {.x = {0.6, 0.95}, .y = 0.35},
+            {.x = {0.55, 0.95}, .y = 0.3},
+            {.x = {0.8, 0.5}, .y = 0.8},
+            {.x = {0.5, 0.9}, .y = NAN, .failed = true, .memory_failure = true},
+        };
+        struct tuner_bo_options opt;
+        double x[2];
+        unsigned below = 0;
+
+        for (int with = 0; with < 2; with++)
+                for (uint64_t seed = 1; seed <= 10; seed++) {
+                        tuner_bo_options_default(&opt);
+                        opt.seed = seed;
+                        opt.failure_bound = 0.5;
+                        opt.trust_max = opt.trust_min = 0.3;
+                        opt.monotone = 1u << 0 | 1u << 1;
+                        pts[3].monotone_in = with ? 1u << 0 : 0;
+                        cr_assert_eq(tuner_bo_suggest(pts, 4, 2, &opt, x, NULL, NULL), 0);
+                        if (with)
+                                cr_assert(x[0] > 0.5, "seed %" PRIu64 ": heap %g under 0.5", seed,
+                                          x[0]);
+                        else
+                                below += x[0] <= 0.5;
+                }
+        cr_expect_gt(below, 0, "the case does not test the rule: no seed went below 0.5");
+}
+
 Test(bo, floor_is_respected)
 {
         struct tuner_bo_point pts[16];
