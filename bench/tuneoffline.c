@@ -823,7 +823,8 @@ int main(int argc, char **argv)
                                              .spill_fraction = NAN,
                                              .shuffle_partitions = starts[s0]};
 
-                printf("start: 1000m, heap 2g, overhead 1g, burst 0, %u partitions\n", starts[s0]);
+                printf("\nStart: 1000m, heap 2g, overhead 1g, burst 0, %u partitions.\n\n",
+                       starts[s0]);
                 printf("| tuner | quality (median) | within 1.10x | cost (median) | "
                        "within 1.10x | failures (mean / max) | of them at a heap rounded down | "
                        "dominated |\n"
@@ -855,7 +856,7 @@ int main(int argc, char **argv)
                 }
         }
         printf(
-            "quality: the best safe configuration's median objective after %u runs over the "
+            "\nquality: the best safe configuration's median objective after %u runs over the "
             "best safe point's; cost: the least reserved cost (core-s + GiB-s / %.0f) of a "
             "safe configuration over the least; safe: no replicate failed, >= %.0f %% "
             "headroom on the median p90 CPU and memory peak, median run time <= %.2fx the "

@@ -21,7 +21,7 @@ for job in mem-sort skew; do
 			fail "$job, $bounds bounds: exit $?"
 		grep -q '^best safe point: objective [0-9.]* at heap' "$tmp/out" ||
 			fail "$job, $bounds: no reference point: $(cat "$tmp/out")"
-		[ "$(grep -c '^start: ' "$tmp/out")" = 2 ] || fail "$job, $bounds: not both starts"
+		[ "$(grep -c '^Start: ' "$tmp/out")" = 2 ] || fail "$job, $bounds: not both starts"
 		for tuner in 'rules only' 'BO (safe)' 'BO without safety' 'two-stage' \
 			'random search' 'VPA-like'; do
 			[ "$(grep -cF "| $tuner |" "$tmp/out")" = 2 ] ||
