@@ -126,6 +126,10 @@ static int add_run(struct world *w, const struct tuner_run *run)
                 if (w->pts[i].heap == run->params.heap_bytes &&
                     w->pts[i].parts == parts_of(&run->params))
                         p = &w->pts[i];
+        if (!p && w->n >= RUNS_MAX) {
+                fprintf(stderr, "tune-offline: more than %d measured points\n", RUNS_MAX);
+                return -E2BIG;
+        }
         if (!p) {
                 struct point *grown = realloc(w->pts, (w->n + 1) * sizeof(*grown));
                 if (!grown)
@@ -134,6 +138,10 @@ static int add_run(struct world *w, const struct tuner_run *run)
                 p = &w->pts[w->n++];
                 *p =
                     (struct point){.heap = run->params.heap_bytes, .parts = parts_of(&run->params)};
+        }
+        if (p->n >= RUNS_MAX) {
+                fprintf(stderr, "tune-offline: more than %d replicates of a point\n", RUNS_MAX);
+                return -E2BIG;
         }
         {
                 struct tuner_run *grown = realloc(p->reps, (p->n + 1) * sizeof(*grown));

@@ -278,6 +278,8 @@ void tuner_bo_options_default(struct tuner_bo_options *opt)
 #define FAILURE_LENGTHSCALE_PRIOR 0.15
 #define FAILURE_LENGTHSCALE_MAX   0.3
 #define FAILURE_NOISE_PRIOR       0.01
+/* the likelihood search's smallest lengthscale (gp.c): a cap under it leaves no fit */
+#define FAILURE_LENGTHSCALE_MIN 0.05
 /* EI below this (in units of y) is no expected improvement: keep the incumbent */
 #define EI_NEGLIGIBLE 1e-9
 /*
@@ -482,6 +484,8 @@ static bool dominated_by_oom(const struct acquisition *a, const double *x)
                     a->pts[i].monotone_in ? a->monotone & a->pts[i].monotone_in : a->monotone;
                 bool below = true;
 
+                if (!in)
+                        in = a->monotone; /* no bit in common: the whole rule, never none */
                 if (!a->pts[i].memory_failure)
                         continue;
                 for (unsigned k = 0; k < a->dims && below; k++)
@@ -669,10 +673,11 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                         incumbent = i;
         }
         for (unsigned k = 0; k < dims; k++) {
-                double step = opt->step[k] > 0 ? opt->step[k] : STEP_UNIT;
+                double step = opt->step[k] == 0 ? STEP_UNIT : opt->step[k];
 
-                if (!isfinite(step))
-                        return shim_error_set(err, EINVAL, "bo: step[%u] = %g; must be > 0", k,
+                if (!(step > 0) || !isfinite(step))
+                        return shim_error_set(err, EINVAL,
+                                              "bo: step[%u] = %g; must be > 0 (or 0: 0.1)", k,
                                               opt->step[k]);
                 ratio[k] = step / STEP_UNIT;
         }
@@ -911,15 +916,17 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                         prior.lengthscale[k] = FAILURE_LENGTHSCALE_PRIOR * wratio[k];
                         mean_ratio += log(wratio[k]) / (double)wdims;
                 }
-                r = tuner_gp_fit(failure, x, y, k_pts,
-                                 &(struct tuner_gp_options){
-                                     .kernel = unexplained ? pick_kernel(opt->kernel, wdims, k_pts)
-                                                           : TUNER_GP_ARD,
-                                     .standardise = false,
-                                     .signal_variance = 1.0,
-                                     .lengthscale_max = FAILURE_LENGTHSCALE_MAX * exp(mean_ratio),
-                                     .hyper = unexplained ? NULL : &prior},
-                                 err);
+                r = tuner_gp_fit(
+                    failure, x, y, k_pts,
+                    &(struct tuner_gp_options){
+                        .kernel =
+                            unexplained ? pick_kernel(opt->kernel, wdims, k_pts) : TUNER_GP_ARD,
+                        .standardise = false,
+                        .signal_variance = 1.0,
+                        .lengthscale_max = fmax(FAILURE_LENGTHSCALE_MAX * exp(mean_ratio),
+                                                FAILURE_LENGTHSCALE_MIN),
+                        .hyper = unexplained ? NULL : &prior},
+                    err);
                 if (r < 0)
                         return r;
                 radius = opt->trust_initial * pow(opt->trust_growth, (double)safe - 2.0) /
@@ -1276,7 +1283,11 @@ static void usages_of(const struct tuner_run *r, double usage[TUNER_BO_USAGES_MA
         usage[USAGE_CPU_P90] = positive_or_nan(r->cpu_peak_util * cores);
         usage[USAGE_MEMORY_PEAK] =
             known_bytes(r->memory_peak_bytes) ? (double)r->memory_peak_bytes / (double)MIB : NAN;
-        usage[USAGE_DURATION] = positive_or_nan(r->duration_seconds);
+        /* a run that failed ended early or was retried: its wall time says nothing of the
+           configuration's (a 20 s OOM would drag the fastest modelled median down) */
+        usage[USAGE_DURATION] = r->failure == TUNER_OK || r->failure == TUNER_FAIL_RUNTIME
+                                    ? positive_or_nan(r->duration_seconds)
+                                    : NAN;
 }
 
 /*

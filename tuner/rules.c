@@ -276,7 +276,10 @@ static uint64_t oom_partitions(const struct tuner_run *r)
         uint64_t executors = r->executors > r->executors_lost && r->executors_lost != UINT32_MAX
                                  ? (uint64_t)(r->executors - r->executors_lost)
                                  : r->executors;
-        uint64_t next = TUNER_RULES_PARTITIONS_CORES * executors * r->params.cores;
+        uint64_t slots = executors * r->params.cores; /* both 32-bit: no wrap */
+        uint64_t next = slots > UINT32_MAX / TUNER_RULES_PARTITIONS_CORES
+                            ? UINT32_MAX
+                            : TUNER_RULES_PARTITIONS_CORES * slots;
 
         if (!r->has_eventlog || next == 0 || !r->params.shuffle_partitions ||
             partitions_of(&r->params) >= next)
@@ -284,8 +287,10 @@ static uint64_t oom_partitions(const struct tuner_run *r)
         return min_u64(next, UINT32_MAX);
 }
 
+/* PARTS_NOW: the partitions the floor is for (0: the newest run's); a recommendation that
+   lowers them asks for the floor at its own */
 static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
-                     double margin, bool limit_peaks, struct memory_floor *ret)
+                     double margin, bool limit_peaks, uint64_t parts_now, struct memory_floor *ret)
 {
         uint64_t heap = b->heap_min_bytes, nonheap = b->overhead_min_bytes, limit = 0;
         uint64_t overhead, partitions = b->partitions_min;
@@ -294,10 +299,15 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                 const struct tuner_run *r = &runs[i];
                 unsigned kind = run_oom_kind(r);
 
+                /* the partitions a held Java heap OOM asked for, whatever is below */
+                if (i < TUNER_RULES_HOLD_RUNS && (kind & OOM_HEAP))
+                        partitions = max_u64(partitions, oom_partitions(r));
                 /* a Java heap OOM with fewer shuffle partitions than now had larger tasks: no
                    floor for the heap at these (issue 24: skew's OOM at 1g and 2 partitions held
                    1g at 8 partitions, its best safe point, out for 20 runs) */
-                if (kind == OOM_HEAP && partitions_of(&r->params) < partitions_of(&runs[0].params))
+                if (kind == OOM_HEAP &&
+                    partitions_of(&r->params) <
+                        (parts_now ? parts_now : partitions_of(&runs[0].params)))
                         kind = 0;
 
                 if (run_completed(r)) {
@@ -336,10 +346,9 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                         limit = max_u64(limit, u64_of((double)limit_of(&r->params) *
                                                       (1.0 + TUNER_RULES_OOM_MARGIN)));
                 if (i < TUNER_RULES_HOLD_RUNS) {
-                        if (kind & OOM_HEAP) {
+                        if (kind & OOM_HEAP)
                                 heap = max_u64(heap, oom_bump(r->params.heap_bytes));
-                                partitions = max_u64(partitions, oom_partitions(r));
-                        } else if (kind & OOM_LIMIT)
+                        else if (kind & OOM_LIMIT)
                                 heap = max_u64(heap, r->params.heap_bytes);
                         if (kind & OOM_LIMIT)
                                 limit = max_u64(limit, oom_bump(limit_of(&r->params)));
@@ -373,7 +382,7 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
 {
         struct memory_floor f;
 
-        floor_of(runs, n, b, TUNER_RULES_MARGIN, true, &f);
+        floor_of(runs, n, b, TUNER_RULES_MARGIN, true, 0, &f);
         *ret_floor = f.params;
 }
 
@@ -382,7 +391,7 @@ void tuner_rules_floor_measured(const struct tuner_run *runs, size_t n,
 {
         struct memory_floor f;
 
-        floor_of(runs, n, b, 0.0, false, &f);
+        floor_of(runs, n, b, 0.0, false, 0, &f);
         *ret_floor = f.params;
 }
 
@@ -965,6 +974,14 @@ static void apply_floor_and_bounds(const struct memory_floor *f, const struct tu
         struct tuner_params *p = &rec->params;
         uint64_t heap, overhead, need;
 
+        if (floor->shuffle_partitions > b->partitions_min &&
+            partitions_of(p) < floor->shuffle_partitions) {
+                append_reason(rec, TUNER_P_PARTITIONS, "rule:floor",
+                              "raised to %" PRIu32 " while a Java heap OOM is held",
+                              floor->shuffle_partitions);
+                p->shuffle_partitions = floor->shuffle_partitions;
+        }
+
         if (p->heap_bytes < floor->heap_bytes) {
                 append_reason(rec, TUNER_P_HEAP, "rule:floor",
                               "raised to the safety floor %.0f MiB (successful runs' need, held "
@@ -1109,7 +1126,7 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
         r = usage_of(runs, w, &usage);
         if (r < 0)
                 return r;
-        floor_of(runs, n, b, TUNER_RULES_MARGIN, true, &floor);
+        floor_of(runs, n, b, TUNER_RULES_MARGIN, true, 0, &floor);
 
         if (run_memory_failure(newest)) {
                 rule_oom(newest, &rec);
@@ -1127,6 +1144,9 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
                 rule_spill(runs, b, &signals, &rec);
                 rule_partitions(runs, &signals, &rec);
         }
+        /* partitions lowered: the heap floor of the OOMs at those partitions holds */
+        if (partitions_of(&rec.params) < partitions_of(&newest->params))
+                floor_of(runs, n, b, TUNER_RULES_MARGIN, true, partitions_of(&rec.params), &floor);
         apply_floor_and_bounds(&floor, b, &rec);
         /* holding after a failure is waiting, not convergence */
         rec.converged = newest->failure == TUNER_OK && params_equal(&rec.params, &newest->params);

@@ -175,7 +175,7 @@ double tuner_fastest_duration(const struct tuner_run *runs, size_t n)
                                 d[m++] = runs[j].duration_seconds;
                 qsort(d, m, sizeof(d[0]), compare_double);
                 {
-                        double median = m % 2 ? d[m / 2] : 0.5 * (d[m / 2 - 1] + d[m / 2]);
+                        double median = m % 2 ? d[m / 2] : d[m / 2 - 1] / 2 + d[m / 2] / 2;
                         if (isnan(best) || median < best)
                                 best = median;
                 }

@@ -264,12 +264,6 @@ void tuner_mark_runtime(struct tuner_run *runs, size_t n, double allowance);
 bool tuner_params_close(const struct tuner_params *a, const struct tuner_params *b);
 
 /*
- * The job's run-time yardstick (docs/tuner.md, "Run time"): the median duration of the
- * successful runs of each configuration (tuner_params_close), the least of those medians,
- * among the newest n runs. A single lucky run sets it only where its configuration never ran
- * again. NAN when no successful run has a duration.
- */
-/*
  * What a run's request held (issue 24: reported beside the objective, which alone rewards a
  * slower run that uses more of the same request): core-seconds (millicores / 1000) and
  * GiB-seconds (heap + overhead x (1 - burst ratio)) over its duration, times the executors
@@ -278,6 +272,12 @@ bool tuner_params_close(const struct tuner_params *a, const struct tuner_params 
  */
 void tuner_reserved(const struct tuner_run *r, double *ret_core_seconds, double *ret_gib_seconds);
 
+/*
+ * The job's run-time yardstick (docs/tuner.md, "Run time"): the median duration of the
+ * successful runs of each configuration (tuner_params_close), the least of those medians,
+ * among the newest n runs. A single lucky run sets it only where its configuration never ran
+ * again. NAN when no successful run has a duration.
+ */
 #define TUNER_FASTEST_RUNS 256 /* the newest runs it reads */
 double tuner_fastest_duration(const struct tuner_run *runs, size_t n);
 
