@@ -92,25 +92,6 @@ static double uniform(void)
         return tuner_rng_uniform(&rng);
 }
 
-static int compare_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-        return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-        if (n == 0)
-                return NAN;
-        qsort(v, n, sizeof(*v), compare_double);
-        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static uint32_t parts_of(const struct tuner_params *p)
-{
-        return p->shuffle_partitions ? p->shuffle_partitions : 200;
-}
-
 static double request_bytes(const struct tuner_params *p)
 {
         return (double)p->heap_bytes + (double)p->overhead_bytes * (1.0 - p->burst_ratio);
@@ -124,7 +105,7 @@ static int add_run(struct world *w, const struct tuner_run *run)
 
         for (size_t i = 0; i < w->n && !p; i++)
                 if (w->pts[i].heap == run->params.heap_bytes &&
-                    w->pts[i].parts == parts_of(&run->params))
+                    w->pts[i].parts == tuner_partitions(&run->params))
                         p = &w->pts[i];
         if (!p && w->n >= RUNS_MAX) {
                 fprintf(stderr, "tune-offline: more than %d measured points\n", RUNS_MAX);
@@ -136,8 +117,8 @@ static int add_run(struct world *w, const struct tuner_run *run)
                         return -ENOMEM;
                 w->pts = grown;
                 p = &w->pts[w->n++];
-                *p =
-                    (struct point){.heap = run->params.heap_bytes, .parts = parts_of(&run->params)};
+                *p = (struct point){.heap = run->params.heap_bytes,
+                                    .parts = tuner_partitions(&run->params)};
         }
         if (p->n >= RUNS_MAX) {
                 fprintf(stderr, "tune-offline: more than %d replicates of a point\n", RUNS_MAX);
@@ -288,7 +269,7 @@ static void summarise(struct world *w)
                         if (m < RUNS_MAX && isfinite(p->reps[j].duration_seconds))
                                 d[m++] = p->reps[j].duration_seconds;
                 }
-                p->duration = median(d, m);
+                p->duration = tuner_median(d, m);
                 if (!p->failed && p->duration < w->fastest)
                         w->fastest = p->duration;
         }
@@ -358,7 +339,7 @@ static void score_of(const struct world *w, const struct point *p, const struct 
         limit = (double)p->heap + (double)ask->overhead_bytes;
         request = (double)p->heap + (double)ask->overhead_bytes * (1.0 - ask->burst_ratio);
         {
-                double c = median(cpu, m), u = median(mem, m), e = median(ex, m);
+                double c = tuner_median(cpu, m), u = tuner_median(mem, m), e = tuner_median(ex, m);
 
                 ret->objective = c > 0 && u > 0 ? 1.0 / (fmin(c, 1.0) * fmin(u, 1.0)) : NAN;
                 ret->core_s = cores * p->duration * e;
@@ -366,8 +347,8 @@ static void score_of(const struct world *w, const struct point *p, const struct 
                 ret->cost = ret->core_s + ret->gib_s / GIB_PER_CORE;
         }
         ret->safe = !ret->failed && !p->failed && isfinite(ret->objective) &&
-                    median(p90, m) * HEADROOM <= CPU_LIMIT && median(peak, m) * HEADROOM <= limit &&
-                    p->fast;
+                    tuner_median(p90, m) * HEADROOM <= CPU_LIMIT &&
+                    tuner_median(peak, m) * HEADROOM <= limit && p->fast;
 }
 
 /* ---- the reference: the best over a fine lattice within the bounds ---- */
@@ -462,7 +443,7 @@ static const struct point *snap(const struct world *w, const struct tuner_params
                 parts[i] = log(w->pts[i].parts);
         }
         h = round_to_axis(heaps, n, log_heap(ask->heap_bytes));
-        p = round_to_axis(parts, n, log(parts_of(ask)));
+        p = round_to_axis(parts, n, log(tuner_partitions(ask)));
         /* the grid is a full product; if not, the nearest point to the rounded values */
         for (size_t i = 0; i < n; i++) {
                 double dh = heaps[i] - h, dp = parts[i] - p;
@@ -499,7 +480,7 @@ static bool dominated(const struct tuner_run *hist, size_t n, const struct tuner
                         continue;
                 if (ask->heap_bytes <= o->heap_bytes &&
                     ask->heap_bytes + ask->overhead_bytes <= o->heap_bytes + o->overhead_bytes &&
-                    parts_of(ask) <= parts_of(o))
+                    tuner_partitions(ask) <= tuner_partitions(o))
                         return true;
         }
         return false;
@@ -702,12 +683,12 @@ static void spread(const struct world *w)
                 }
                 if (k == 0)
                         continue;
-                median(d, k);
-                median(m, k);
+                tuner_median(d, k);
+                tuner_median(m, k);
                 printf("| %" PRIu64 "m | %u | %zu | %u | %.1f / %.1f / %.1f | %.0f / %.0f / %.0f | "
                        "%.2f |\n",
-                       p->heap / MIB, p->parts, p->n, failed, d[0], median(d, k), d[k - 1], m[0],
-                       median(m, k), m[k - 1], median(c, k));
+                       p->heap / MIB, p->parts, p->n, failed, d[0], tuner_median(d, k), d[k - 1],
+                       m[0], tuner_median(m, k), m[k - 1], tuner_median(c, k));
         }
         printf("fastest good point: median %.1f s, fitted %.1f s; run-time limit %.1f s (%s); "
                "sd of log run time about the fit %.3f; points within the run-time constraint:",
@@ -858,8 +839,8 @@ int main(int argc, char **argv)
                         }
                         printf(
                             "| %s | %.2fx | %.0f %% | %.2fx | %.0f %% | %.2f / %u | %.2f | %u |\n",
-                            kind_names[kind], median(q, seeds), 100.0 * qin / seeds,
-                            median(c, seeds), 100.0 * cin / seeds, fsum / seeds, fmax_,
+                            kind_names[kind], tuner_median(q, seeds), 100.0 * qin / seeds,
+                            tuner_median(c, seeds), 100.0 * cin / seeds, fsum / seeds, fmax_,
                             down / seeds, dom);
                 }
         }

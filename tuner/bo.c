@@ -667,9 +667,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 n_objective++;
                 if (pts[i].y > max_y)
                         max_y = pts[i].y;
-                if (incumbent == SIZE_MAX ||
-                    better_incumbent(pts[i].over_target, pts[i].y, pts[incumbent].over_target,
-                                     pts[incumbent].y))
+                if (incumbent == SIZE_MAX || pts[i].y < pts[incumbent].y)
                         incumbent = i;
         }
         for (unsigned k = 0; k < dims; k++) {
@@ -805,7 +803,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 }
         }
         for (size_t i = 0; i < n; i++) {
-                over[i] = pts[i].over_target;
+                over[i] = false;
                 for (unsigned j = 0; j < opt->usages && opt->usage_limit && !over[i]; j++) {
                         double median, limit;
                         if (!(opt->usage_relative & (1u << j)) || pts[i].failed ||
@@ -1011,9 +1009,8 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
 
 /* ---- over runs: the mapping between struct tuner_params and the unit cube ---- */
 
-#define PARTITIONS_SPARK_DEFAULT 200
-#define MIB                      (UINT64_C(1) << 20)
-#define CANDIDATES               (TUNER_P_COUNT - 1) /* every parameter but cores */
+#define MIB        (UINT64_C(1) << 20)
+#define CANDIDATES (TUNER_P_COUNT - 1) /* every parameter but cores */
 
 struct dimension {
         enum tuner_param_index param;
@@ -1060,8 +1057,7 @@ static double raw_value(const struct mapping *map, const struct tuner_params *p,
         case TUNER_P_SPILL_FRACTION:
                 return isfinite(p->spill_fraction) ? p->spill_fraction : b->spill_fraction_max;
         case TUNER_P_PARTITIONS:
-                return log(p->shuffle_partitions ? (double)p->shuffle_partitions
-                                                 : PARTITIONS_SPARK_DEFAULT);
+                return log((double)tuner_partitions(p));
         case TUNER_P_CORES:
         case TUNER_P_COUNT:
                 break;

@@ -98,9 +98,6 @@ struct tuner_bo_point {
            p90 CPU at the CPU limit): the usage models explain it, the failure model and the
            monotone rule leave it to them */
         bool usage_failure;
-        /* succeeded but missed a soft constraint the caller judged (ran too slowly, say):
-           in every model, never the incumbent while a point without it exists */
-        bool over_target;
 };
 
 struct tuner_bo_options {

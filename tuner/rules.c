@@ -260,7 +260,7 @@ struct memory_floor {
 
 static uint64_t partitions_of(const struct tuner_params *p)
 {
-        return p->shuffle_partitions ? p->shuffle_partitions : TUNER_RULES_SPARK_PARTITIONS;
+        return tuner_partitions(p);
 }
 
 /*
@@ -273,10 +273,7 @@ static uint64_t partitions_of(const struct tuner_params *p)
  */
 static uint64_t oom_partitions(const struct tuner_run *r)
 {
-        uint64_t executors = r->executors > r->executors_lost && r->executors_lost != UINT32_MAX
-                                 ? (uint64_t)(r->executors - r->executors_lost)
-                                 : r->executors;
-        uint64_t slots = executors * r->params.cores; /* both 32-bit: no wrap */
+        uint64_t slots = (uint64_t)tuner_executors_at_once(r) * r->params.cores; /* no wrap */
         uint64_t next = slots > UINT32_MAX / TUNER_RULES_PARTITIONS_CORES
                             ? UINT32_MAX
                             : TUNER_RULES_PARTITIONS_CORES * slots;
@@ -1126,8 +1123,6 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
         r = usage_of(runs, w, &usage);
         if (r < 0)
                 return r;
-        floor_of(runs, n, b, TUNER_RULES_MARGIN, true, 0, &floor);
-
         if (run_memory_failure(newest)) {
                 rule_oom(newest, &rec);
         } else if (newest->failure == TUNER_FAIL_TASKS || newest->failure == TUNER_FAIL_APP) {
@@ -1144,9 +1139,10 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
                 rule_spill(runs, b, &signals, &rec);
                 rule_partitions(runs, &signals, &rec);
         }
-        /* partitions lowered: the heap floor of the OOMs at those partitions holds */
-        if (partitions_of(&rec.params) < partitions_of(&newest->params))
-                floor_of(runs, n, b, TUNER_RULES_MARGIN, true, partitions_of(&rec.params), &floor);
+        /* at the partitions recommended when they are lowered: the heap floor of the OOMs
+           at those partitions holds */
+        floor_of(runs, n, b, TUNER_RULES_MARGIN, true,
+                 min_u64(partitions_of(&rec.params), partitions_of(&newest->params)), &floor);
         apply_floor_and_bounds(&floor, b, &rec);
         /* holding after a failure is waiting, not convergence */
         rec.converged = newest->failure == TUNER_OK && params_equal(&rec.params, &newest->params);

@@ -121,6 +121,18 @@ void tuner_mark_runtime(struct tuner_run *runs, size_t n, double allowance)
         }
 }
 
+uint32_t tuner_partitions(const struct tuner_params *p)
+{
+        return p->shuffle_partitions ? p->shuffle_partitions : TUNER_RULES_SPARK_PARTITIONS;
+}
+
+uint32_t tuner_executors_at_once(const struct tuner_run *r)
+{
+        uint32_t lost = r->executors_lost != UINT32_MAX ? r->executors_lost : 0;
+
+        return r->executors > lost ? r->executors - lost : r->executors;
+}
+
 static bool close_to(double a, double b, double relative, double absolute)
 {
         return fabs(a - b) <= relative * fmax(fabs(a), fabs(b)) + absolute;
@@ -138,14 +150,21 @@ bool tuner_params_close(const struct tuner_params *a, const struct tuner_params 
                         isfinite(b->burst_ratio) ? b->burst_ratio : 0, 0, db) &&
                ((!isfinite(a->spill_fraction) && !isfinite(b->spill_fraction)) ||
                 close_to(a->spill_fraction, b->spill_fraction, 0, db)) &&
-               close_to(a->shuffle_partitions ? a->shuffle_partitions : 200.0,
-                        b->shuffle_partitions ? b->shuffle_partitions : 200.0, db, 0);
+               close_to(tuner_partitions(a), tuner_partitions(b), db, 0);
 }
 
 static int compare_double(const void *a, const void *b)
 {
         double x = *(const double *)a, y = *(const double *)b;
         return x < y ? -1 : x > y;
+}
+
+double tuner_median(double *v, size_t n)
+{
+        if (n == 0)
+                return NAN;
+        qsort(v, n, sizeof(*v), compare_double);
+        return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2;
 }
 
 static bool timed_success(const struct tuner_run *r)
@@ -173,9 +192,8 @@ double tuner_fastest_duration(const struct tuner_run *runs, size_t n)
                         if (timed_success(&runs[j]) &&
                             tuner_params_close(&runs[j].params, &runs[i].params))
                                 d[m++] = runs[j].duration_seconds;
-                qsort(d, m, sizeof(d[0]), compare_double);
                 {
-                        double median = m % 2 ? d[m / 2] : d[m / 2 - 1] / 2 + d[m / 2] / 2;
+                        double median = tuner_median(d, m);
                         if (isnan(best) || median < best)
                                 best = median;
                 }
@@ -186,8 +204,7 @@ double tuner_fastest_duration(const struct tuner_run *runs, size_t n)
 void tuner_reserved(const struct tuner_run *r, double *ret_core_seconds, double *ret_gib_seconds)
 {
         const struct tuner_params *p = &r->params;
-        uint32_t lost = r->executors_lost != UINT32_MAX ? r->executors_lost : 0;
-        double executors = r->executors > lost ? (double)(r->executors - lost) : r->executors;
+        double executors = tuner_executors_at_once(r);
         double burst = isfinite(p->burst_ratio) ? p->burst_ratio : 0.0;
         double held = executors * r->duration_seconds;
 

@@ -259,6 +259,16 @@ void tuner_bounds_from_policy(const struct policy *p, struct tuner_bounds *b);
  */
 void tuner_mark_runtime(struct tuner_run *runs, size_t n, double allowance);
 
+/* spark.sql.shuffle.partitions as Spark runs them: an unset value (0) is Spark's 200 */
+uint32_t tuner_partitions(const struct tuner_params *p);
+
+/* the executors of a run that ran at once: those reported less those lost (their
+   replacements stand in for them), at least 0 */
+uint32_t tuner_executors_at_once(const struct tuner_run *r);
+
+/* the median of v[0..n) (sorts v); NAN for n 0 */
+double tuner_median(double *v, size_t n);
+
 /* a and b are one configuration: every value within the rules' dead band of the other's
    (TUNER_RULES_DEAD_BAND: 5 % of a size, a count or millicores; 0.05 of a ratio) */
 bool tuner_params_close(const struct tuner_params *a, const struct tuner_params *b);

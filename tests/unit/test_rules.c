@@ -588,7 +588,7 @@ Test(rules, partitions_lowered_to_a_multiple_of_the_cores)
         cr_assert_eq(rec.params.shuffle_partitions, 24);
 }
 
-Test(rules, partitions_not_lowered_for_skew)
+Test(rules, partitions_lowered_step_by_step_under_skew)
 {
         struct tuner_run run = base_run();
         struct tuner_recommendation rec;
