@@ -16,9 +16,9 @@
  * sched_info, read from its task_struct, since current is the waker), and a switch-out of a
  * task still runnable (a preemption). Every start ends as a wait at the task's next switch-out.
  *
- * A task first seen after the probe loaded, but started before it, is taken from then on:
- * its earlier waits are not counted; its current slice is, from when it was picked
- * (se.prev_sum_exec_runtime).
+ * A task first seen after its cgroup was registered (the watch's start_ns), but started
+ * before, is taken from then on: its earlier waits are not counted; its current slice is,
+ * from when it was picked (se.prev_sum_exec_runtime).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -48,9 +48,6 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define TASK_FIELD(p, field) BPF_CORE_READ((p), field)
 #define TASK_CGROUP_ID(p)    task_cgroup_id(p)
 #endif
-
-/* CLOCK_MONOTONIC when the loader opened the probe: tasks started later are counted from birth. */
-const volatile __u64 watch_start_ns = 0;
 
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -88,15 +85,15 @@ static __always_inline int on_switch(unsigned int prev_state)
 {
         struct task_struct *task;
         struct probe_cpu_stat *st;
+        struct probe_watch *watch;
         struct task_base *base;
         __u64 runtime, run_delay = 0, pcount = 0, waits;
-        int slot;
 
         /* current is still prev here */
-        slot = watched_slot(bpf_get_current_cgroup_id());
-        if (slot < 0)
+        watch = watch_of(bpf_get_current_cgroup_id());
+        if (!watch)
                 return 0;
-        st = stat_of(slot);
+        st = stat_of(watch->slot);
         if (!st)
                 return 0;
         if (prev_state == TASK_RUNNING)
@@ -115,7 +112,7 @@ static __always_inline int on_switch(unsigned int prev_state)
         }
         if (!base->seen) {
                 base->seen = 1;
-                if (task->start_time < watch_start_ns) {
+                if (task->start_time < watch->start_ns) {
                         /* older than the probe: from now on, and this whole slice */
                         base->runtime = task->se.prev_sum_exec_runtime;
                         base->run_delay = run_delay;

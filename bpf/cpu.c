@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -26,38 +25,29 @@
 /*
  * Two builds of cpu.bpf.c: "direct" loads the fields of tasks other than current in place
  * (the bpf_rdonly_cast kfunc, kernels 6.2+), "portable" reads them with a helper call each.
- * Same maps, programs and read-only data; these wrappers hide the skeleton types.
+ * Same maps and programs; these wrappers hide the skeleton types.
  */
 struct cpu_variant {
         const char *name;
-        void *(*open)(struct bpf_object **ret_obj, struct cpu_bpf__rodata **ret_rodata);
+        void *(*open)(struct bpf_object **ret_obj);
         int (*load)(void *skel);
-        int (*attach)(void *skel);
         void (*destroy)(void *skel);
 };
 
 #define CPU_VARIANT(type, label)                                                             \
-        _Static_assert(sizeof(((struct type *)0)->rodata[0]) ==                              \
-                           sizeof(struct cpu_bpf__rodata),                                   \
-                       "the two builds' read-only data differ");                             \
-        static void *type##_open(struct bpf_object **ret_obj,                                \
-                                 struct cpu_bpf__rodata **ret_rodata)                        \
+        static void *type##_open(struct bpf_object **ret_obj)                                \
         {                                                                                    \
                 struct type *skel = type##__open();                                          \
-                if (skel) {                                                                  \
+                if (skel)                                                                    \
                         *ret_obj = skel->obj;                                                \
-                        *ret_rodata = (struct cpu_bpf__rodata *)skel->rodata;                \
-                }                                                                            \
                 return skel;                                                                 \
         }                                                                                    \
         static int type##_load(void *skel) { return type##__load(skel); }                    \
-        static int type##_attach(void *skel) { return type##__attach(skel); }                \
         static void type##_destroy(void *skel) { type##__destroy(skel); }                    \
         static const struct cpu_variant type##_variant = {                                   \
             .name = label,                                                                   \
             .open = type##_open,                                                             \
             .load = type##_load,                                                             \
-            .attach = type##_attach,                                                         \
             .destroy = type##_destroy,                                                       \
         }
 
@@ -68,7 +58,6 @@ struct cpu_part {
         const struct cpu_variant *variant;
         void *skel;
         struct bpf_object *obj;
-        struct bpf_map *stats;
 };
 
 static void set_autoload(struct bpf_object *obj, const char *name, bool on)
@@ -84,8 +73,6 @@ static void cpu_close(void *opaque);
 static int cpu_open(const struct probe_config *cfg, void **ret, char *detail, size_t detail_size,
                     char *why, size_t why_size)
 {
-        struct cpu_bpf__rodata *rodata = NULL;
-        struct timespec now;
         struct cpu_part *part;
         int switch_args, err;
 
@@ -107,18 +94,18 @@ static int cpu_open(const struct probe_config *cfg, void **ret, char *detail, si
         if (!cfg->portable &&
             btf__find_by_name_kind(cfg->vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0)
                 part->variant = &cpu_direct_bpf_variant;
-        part->skel = part->variant->open(&part->obj, &rodata);
+        part->skel = part->variant->open(&part->obj);
         if (!part->skel) {
                 err = -errno;
                 probe_format_failure(why, why_size, "open", err);
                 cpu_close(part);
                 return err;
         }
-        for (size_t i = 0; i < cfg->n; i++)
-                rodata->watched_ids[i] = cfg->ids[i];
-        rodata->nwatched = (__u32)cfg->n;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        rodata->watch_start_ns = (__u64)now.tv_sec * 1000000000u + (__u64)now.tv_nsec;
+        err = probe_share_maps(part->obj, "cpu_stats", cfg);
+        if (err) {
+                probe_format_failure(why, why_size, "maps", err);
+                goto fail;
+        }
 
         set_autoload(part->obj, "cpu_switch", switch_args >= 4);
         set_autoload(part->obj, "cpu_switch_nost", switch_args == 3);
@@ -141,17 +128,6 @@ static int cpu_open(const struct probe_config *cfg, void **ret, char *detail, si
                 probe_format_failure(why, why_size, "load", err);
                 goto fail;
         }
-        err = part->variant->attach(part->skel);
-        if (err) {
-                probe_format_failure(why, why_size, "attach", err);
-                goto fail;
-        }
-        part->stats = bpf_object__find_map_by_name(part->obj, "cpu_stats");
-        if (!part->stats) {
-                err = -ENOENT;
-                probe_format_failure(why, why_size, "find maps", err);
-                goto fail;
-        }
         *ret = part;
         return 0;
 fail:
@@ -159,14 +135,13 @@ fail:
         return err;
 }
 
-static int cpu_read(void *opaque, unsigned slot, struct probe_usage *usage)
+static int cpu_read(int stats_fd, unsigned slot, struct probe_usage *usage)
 {
-        struct cpu_part *part = opaque;
         uint64_t words[sizeof(struct probe_cpu_stat) / sizeof(uint64_t)];
         struct probe_cpu_stat sum;
         int err;
 
-        err = probe_percpu_sum(part->stats, slot, sizeof(sum), words);
+        err = probe_percpu_sum(stats_fd, slot, sizeof(sum), words);
         if (err)
                 return err;
         memcpy(&sum, words, sizeof(sum));
@@ -202,6 +177,8 @@ static void cpu_close(void *opaque)
 
 const struct probe_part_ops probe_cpu_ops = {
     .kind = PROBE_CPU,
+    .stats = "cpu_stats",
+    .stat_size = sizeof(struct probe_cpu_stat),
     .open = cpu_open,
     .read = cpu_read,
     .object = cpu_object,

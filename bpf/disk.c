@@ -55,10 +55,12 @@ static int disk_open(const struct probe_config *cfg, void **ret, char *detail, s
                 free(part);
                 return err;
         }
-        for (size_t i = 0; i < cfg->n; i++)
-                skel->rodata->watched_ids[i] = cfg->ids[i];
-        skel->rodata->nwatched = (__u32)cfg->n;
         skel->rodata->start_at_io_start = io_start;
+        err = probe_share_maps(skel->obj, "disk_stats", cfg);
+        if (err) {
+                probe_format_failure(why, why_size, "maps", err);
+                goto fail;
+        }
 
         bpf_program__set_autoload(skel->progs.disk_io_start, io_start);
         bpf_program__set_autoload(skel->progs.disk_rq_insert, insert);
@@ -77,11 +79,6 @@ static int disk_open(const struct probe_config *cfg, void **ret, char *detail, s
                 probe_format_failure(why, why_size, "load", err);
                 goto fail;
         }
-        err = disk_bpf__attach(skel);
-        if (err) {
-                probe_format_failure(why, why_size, "attach", err);
-                goto fail;
-        }
         part->skel = skel;
         *ret = part;
         return 0;
@@ -91,14 +88,13 @@ fail:
         return err;
 }
 
-static int disk_read(void *opaque, unsigned slot, struct probe_usage *usage)
+static int disk_read(int stats_fd, unsigned slot, struct probe_usage *usage)
 {
-        struct disk_part *part = opaque;
         uint64_t words[sizeof(struct probe_disk_stat) / sizeof(uint64_t)];
         struct probe_disk_stat sum;
         int err;
 
-        err = probe_percpu_sum(part->skel->maps.disk_stats, slot, sizeof(sum), words);
+        err = probe_percpu_sum(stats_fd, slot, sizeof(sum), words);
         if (err)
                 return err;
         memcpy(&sum, words, sizeof(sum));
@@ -131,6 +127,8 @@ static void disk_close(void *opaque)
 
 const struct probe_part_ops probe_disk_ops = {
     .kind = PROBE_DISK,
+    .stats = "disk_stats",
+    .stat_size = sizeof(struct probe_disk_stat),
     .open = disk_open,
     .read = disk_read,
     .object = disk_object,

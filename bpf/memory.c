@@ -102,10 +102,12 @@ static int memory_open(const struct probe_config *cfg, void **ret, char *detail,
                 free(part);
                 return err;
         }
-        for (size_t i = 0; i < cfg->n; i++)
-                skel->rodata->watched_ids[i] = cfg->ids[i];
-        skel->rodata->nwatched = (__u32)cfg->n;
         skel->rodata->victim_shape = shape;
+        err = probe_share_maps(skel->obj, "memory_stats", cfg);
+        if (err) {
+                probe_format_failure(why, why_size, "maps", err);
+                goto fail;
+        }
 
         bpf_program__set_autoload(skel->progs.mem_victim, victim_args >= 1);
         bpf_program__set_autoload(skel->progs.mem_sigkill, signals);
@@ -127,11 +129,6 @@ static int memory_open(const struct probe_config *cfg, void **ret, char *detail,
                 probe_format_failure(why, why_size, "load", err);
                 goto fail;
         }
-        err = memory_bpf__attach(skel);
-        if (err) {
-                probe_format_failure(why, why_size, "attach", err);
-                goto fail;
-        }
         part->skel = skel;
         part->events =
             ring_buffer__new(bpf_map__fd(skel->maps.oom_events), handle_record, part, NULL);
@@ -148,14 +145,13 @@ fail:
         return err;
 }
 
-static int memory_read(void *opaque, unsigned slot, struct probe_usage *usage)
+static int memory_read(int stats_fd, unsigned slot, struct probe_usage *usage)
 {
-        struct memory_part *part = opaque;
         uint64_t words[sizeof(struct probe_memory_stat) / sizeof(uint64_t)];
         struct probe_memory_stat sum;
         int err;
 
-        err = probe_percpu_sum(part->skel->maps.memory_stats, slot, sizeof(sum), words);
+        err = probe_percpu_sum(stats_fd, slot, sizeof(sum), words);
         if (err)
                 return err;
         memcpy(&sum, words, sizeof(sum));
@@ -211,6 +207,8 @@ static void memory_close(void *opaque)
 
 const struct probe_part_ops probe_memory_ops = {
     .kind = PROBE_MEMORY,
+    .stats = "memory_stats",
+    .stat_size = sizeof(struct probe_memory_stat),
     .open = memory_open,
     .read = memory_read,
     .object = memory_object,

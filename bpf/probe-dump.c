@@ -5,7 +5,13 @@
  * installed); the bpf test suite, tests/vm/cases/85-bpf.sh and bench/probes drive it.
  *
  *   probe-dump [--seconds S] [--kinds cpu,memory,disk] [--ready FILE] [--snapshot-at-stop]
- *              CGROUP_DIR... [-- CMD [ARG...]]
+ *              [--node ROOT] CGROUP_DIR... [-- CMD [ARG...]]
+ *   probe-dump --node-list ROOT
+ *
+ * --node ROOT: register the one CGROUP_DIR with the node's set pinned under ROOT (as a shim
+ * does, bpf/node.c) instead of loading a set of its own; the figures carry "node": true.
+ * --node-list ROOT: print the registrations of this build's node set under ROOT, one JSON
+ * object a line ({"cgroup_id", "slot", "owner_pid", "owner_alive"}), and exit.
  *
  * With CMD: the child moves itself into the first CGROUP_DIR (writes its pid to
  * cgroup.procs) and execs CMD; probe-dump waits for it, forwarding SIGINT/SIGTERM. Without:
@@ -50,6 +56,8 @@ struct options {
         unsigned kinds;
         const char *ready;
         bool snapshot_at_stop;
+        const char *node;      /* --node ROOT */
+        const char *node_list; /* --node-list ROOT */
         const char *dirs[PROBE_CGROUPS_MAX];
         size_t ndirs;
         char **command;
@@ -64,7 +72,8 @@ struct oom_list {
 static void usage(FILE *f)
 {
         fprintf(f, "usage: " PROG " [--seconds S] [--kinds cpu,memory,disk] [--ready FILE] "
-                   "[--snapshot-at-stop] CGROUP_DIR... [-- CMD [ARG...]]\n");
+                   "[--snapshot-at-stop] [--node ROOT] CGROUP_DIR... [-- CMD [ARG...]]\n"
+                   "       " PROG " --node-list ROOT\n");
 }
 
 static int parse_kinds(const char *text, unsigned *ret)
@@ -120,6 +129,10 @@ static int parse_args(int argc, char **argv, struct options *o)
                         o->ready = argv[++i];
                 } else if (strcmp(a, "--snapshot-at-stop") == 0) {
                         o->snapshot_at_stop = true;
+                } else if (strcmp(a, "--node") == 0 && i + 1 < argc) {
+                        o->node = argv[++i];
+                } else if (strcmp(a, "--node-list") == 0 && i + 1 < argc) {
+                        o->node_list = argv[++i];
                 } else if (a[0] == '-') {
                         return -EINVAL;
                 } else {
@@ -128,7 +141,9 @@ static int parse_args(int argc, char **argv, struct options *o)
                         o->dirs[o->ndirs++] = a;
                 }
         }
-        if (o->ndirs == 0)
+        if (o->node_list)
+                return o->ndirs == 0 && !o->command && !o->node ? 0 : -EINVAL;
+        if (o->ndirs == 0 || (o->node && o->ndirs != 1))
                 return -EINVAL;
         if (o->command && o->seconds >= 0)
                 return -EINVAL;
@@ -388,6 +403,23 @@ static int run_command(const struct options *o, struct probe *p, const uint64_t 
         return 0;
 }
 
+static int list_node(const char *root)
+{
+        struct probe_node_entry entries[PROBE_NODE_MAX];
+        struct probe_error perr = {0};
+        int n = probe_node_list(root, entries, PROBE_NODE_MAX, &perr);
+
+        if (n < 0) {
+                fprintf(stderr, PROG ": error: %s\n", perr.text);
+                return 1;
+        }
+        for (int i = 0; i < n && i < PROBE_NODE_MAX; i++)
+                printf("{\"cgroup_id\":%llu,\"slot\":%u,\"owner_pid\":%u,\"owner_alive\":%s}\n",
+                       (unsigned long long)entries[i].cgroup_id, (unsigned)entries[i].slot,
+                       (unsigned)entries[i].owner_pid, entries[i].owner_alive ? "true" : "false");
+        return 0;
+}
+
 static void wait_seconds(double seconds)
 {
         sigset_t wait_set;
@@ -430,6 +462,8 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 2;
         }
+        if (o.node_list)
+                return list_node(o.node_list);
         for (size_t i = 0; i < o.ndirs; i++) {
                 r = probe_cgroup_id(o.dirs[i], &ids[i]);
                 if (r < 0) {
@@ -446,7 +480,7 @@ int main(int argc, char **argv)
         sigaddset(&mask, SIGCHLD);
         sigprocmask(SIG_BLOCK, &mask, &old_mask);
 
-        p = probe_open(ids, o.ndirs, o.kinds, &perr);
+        p = o.node ? probe_open_node(o.node, ids[0], &perr) : probe_open(ids, o.ndirs, o.kinds, &perr);
         if (!p) {
                 fprintf(stderr, PROG ": error: cannot attach the probes: %s\n", perr.text);
                 return strncmp(perr.text, "built without BPF", 17) == 0 ? EXIT_NO_BPF : 1;
@@ -528,9 +562,10 @@ int main(int argc, char **argv)
                         exit_code = 1;
                         continue;
                 }
-                obj = json_pack("{s:s, s:I, s:o, s:O, s:O, s:f}", "cgroup", o.dirs[i], "cgroup_id",
-                                (json_int_t)ids[i], "attached", kinds_array(attached), "missing",
-                                missing, "detail", detail, "seconds", now_s() - start);
+                obj = json_pack("{s:s, s:I, s:o, s:O, s:O, s:f, s:b}", "cgroup", o.dirs[i],
+                                "cgroup_id", (json_int_t)ids[i], "attached",
+                                kinds_array(attached), "missing", missing, "detail", detail,
+                                "seconds", now_s() - start, "node", probe_is_node(p));
                 usage = usage_json(&u);
                 json_object_update(obj, usage);
                 json_decref(usage);

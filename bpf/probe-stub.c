@@ -18,8 +18,7 @@ void probe_set_test_hooks(bool on)
 {
 }
 
-struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
-                         struct probe_error *err)
+static struct probe *fail(struct probe_error *err)
 {
         if (err) {
                 err->error = -EOPNOTSUPP;
@@ -27,6 +26,12 @@ struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
                          SPARKSHIM_PROBE_STUB_REASON);
         }
         return NULL;
+}
+
+struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
+                         struct probe_error *err)
+{
+        return fail(err);
 }
 
 unsigned probe_attached(const struct probe *p)
@@ -64,6 +69,29 @@ int probe_oom_fd(const struct probe *p)
 int probe_program_stats(const struct probe *p, struct probe_program_stats *ret, size_t max)
 {
         return -EOPNOTSUPP;
+}
+
+struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct probe_error *err)
+{
+        (void)root;
+        (void)cgroup_id;
+        return fail(err);
+}
+
+bool probe_is_node(const struct probe *p)
+{
+        (void)p;
+        return false;
+}
+
+int probe_node_list(const char *root, struct probe_node_entry *ret, size_t max,
+                    struct probe_error *err)
+{
+        (void)root;
+        (void)ret;
+        (void)max;
+        (void)err;
+        return 0;
 }
 
 void probe_close(struct probe *p)

@@ -8,22 +8,31 @@
 #include "probe-limits.h"
 
 /*
- * The watched cgroup v2 ids, set by the loader before load. Frozen rodata: the verifier
- * sees nwatched as a constant and prunes the rest of the slot search.
+ * The watched cgroups, by cgroup v2 id. One map for every probe kind of a set: the loader
+ * creates it and hands its fd to each object (bpf_map__reuse_fd), sized to what the set may
+ * watch. A task nobody watches costs one hash lookup per event, however many are watched.
  */
-const volatile __u64 watched_ids[PROBE_LIMIT_CGROUPS] = {};
-const volatile __u32 nwatched = 0;
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, PROBE_LIMIT_CGROUPS);
+        __type(key, __u64);
+        __type(value, struct probe_watch);
+} watched SEC(".maps");
 
-/* The slot (index into watched_ids) of a cgroup id, or -1 when it is not watched. */
+/* The watched entry of a cgroup id, or NULL. */
+static __always_inline struct probe_watch *watch_of(__u64 cgroup_id)
+{
+        return bpf_map_lookup_elem(&watched, &cgroup_id);
+}
+
+/* The slot (index into the counter arrays) of a cgroup id, or -1 when it is not watched. */
 static __always_inline int watched_slot(__u64 cgroup_id)
 {
-        for (int i = 0; i < PROBE_LIMIT_CGROUPS; i++) {
-                if (i >= nwatched)
-                        break;
-                if (watched_ids[i] == cgroup_id)
-                        return i;
-        }
-        return -1;
+        struct probe_watch *w = watch_of(cgroup_id);
+
+        if (!w || w->slot >= PROBE_LIMIT_CGROUPS)
+                return -1;
+        return (int)w->slot;
 }
 
 /*

@@ -7,9 +7,12 @@
 #include "probe-internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -18,29 +21,16 @@
 
 #include "probe-limits.h"
 
-_Static_assert(PROBE_LIMIT_CGROUPS == PROBE_CGROUPS_MAX, "probe-limits.h and probe.h disagree");
+_Static_assert(PROBE_LIMIT_CGROUPS == PROBE_NODE_MAX, "probe-limits.h and probe.h disagree");
+_Static_assert(PROBE_CGROUPS_MAX <= PROBE_NODE_MAX, "a set of its own watches fewer");
 _Static_assert(PROBE_LIMIT_HIST == PROBE_HIST_SLOTS, "probe-limits.h and probe.h disagree");
 
-#define VMLINUX_BTF       "/sys/kernel/btf/vmlinux"
-#define PROBE_DETAIL_MAX  256
-#define PROBE_KINDS_COUNT 3
+#define VMLINUX_BTF "/sys/kernel/btf/vmlinux"
 
-static const struct probe_part_ops *const part_ops[PROBE_KINDS_COUNT] = {
+const struct probe_part_ops *const probe_parts[PROBE_KINDS_COUNT] = {
     &probe_cpu_ops,
     &probe_memory_ops,
     &probe_disk_ops,
-};
-
-struct probe_kind_state {
-        void *part; /* NULL when not attached */
-        char detail[PROBE_DETAIL_MAX];
-        char why[PROBE_ERROR_TEXT_MAX];
-};
-
-struct probe {
-        uint64_t ids[PROBE_CGROUPS_MAX];
-        size_t n;
-        struct probe_kind_state kinds[PROBE_KINDS_COUNT];
 };
 
 /* ---- libbpf messages: kept for error texts, never printed (libraries do not log) */
@@ -153,7 +143,7 @@ bool probe_has_member(const struct btf *vmlinux, const char *type, const char *m
         return false;
 }
 
-int probe_percpu_sum(const struct bpf_map *map, uint32_t key, size_t value_size, uint64_t *sum)
+int probe_percpu_sum(int map_fd, uint32_t key, size_t value_size, uint64_t *sum)
 {
         size_t words = value_size / sizeof(uint64_t);
         int ncpus = libbpf_num_possible_cpus();
@@ -165,8 +155,8 @@ int probe_percpu_sum(const struct bpf_map *map, uint32_t key, size_t value_size,
         values = calloc((size_t)ncpus, value_size);
         if (!values)
                 return -ENOMEM;
-        err = bpf_map__lookup_elem(map, &key, sizeof(key), values, (size_t)ncpus * value_size, 0);
-        if (err) {
+        if (bpf_map_lookup_elem(map_fd, &key, values) < 0) {
+                err = -errno;
                 free(values);
                 return err;
         }
@@ -178,7 +168,19 @@ int probe_percpu_sum(const struct bpf_map *map, uint32_t key, size_t value_size,
         return 0;
 }
 
-/* ---- probe.h */
+/* ---- sets */
+
+void probe_set_error(struct probe_error *err, int error, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (!err)
+                return;
+        err->error = error;
+        va_start(ap, fmt);
+        vsnprintf(err->text, sizeof(err->text), fmt, ap);
+        va_end(ap);
+}
 
 static int kind_index(enum probe_kind kind)
 {
@@ -194,101 +196,131 @@ static int kind_index(enum probe_kind kind)
         }
 }
 
-static void set_error(struct probe_error *err, int error, const char *text)
+struct probe *probe_alloc(void)
 {
-        if (!err)
-                return;
-        err->error = error;
-        snprintf(err->text, sizeof(err->text), "%s", text);
+        struct probe *p = calloc(1, sizeof(*p));
+
+        if (!p)
+                return NULL;
+        p->watched_fd = -1;
+        p->node_root_fd = -1;
+        for (int k = 0; k < PROBE_KINDS_COUNT; k++)
+                p->kinds[k].stats_fd = -1;
+        return p;
 }
 
-static int check_ids(const uint64_t *cgroup_ids, size_t n, unsigned kinds, struct probe_error *err)
+int probe_share_maps(struct bpf_object *obj, const char *stats, const struct probe_config *cfg)
 {
-        char text[PROBE_ERROR_TEXT_MAX];
+        struct bpf_map *watched = bpf_object__find_map_by_name(obj, "watched");
+        struct bpf_map *counters = bpf_object__find_map_by_name(obj, stats);
+        int err;
 
-        if (!cgroup_ids || n == 0 || n > PROBE_CGROUPS_MAX) {
-                snprintf(text, sizeof(text), "watch 1 to %d cgroups, not %zu", PROBE_CGROUPS_MAX,
-                         cgroup_ids ? n : 0);
-                set_error(err, -EINVAL, text);
-                return -EINVAL;
-        }
-        if (kinds == 0 || (kinds & ~(unsigned)PROBE_ALL)) {
-                snprintf(text, sizeof(text), "invalid probe kinds 0x%x", kinds);
-                set_error(err, -EINVAL, text);
-                return -EINVAL;
-        }
-        for (size_t i = 0; i < n; i++) {
-                if (cgroup_ids[i] == 0) {
-                        set_error(err, -EINVAL, "cgroup id 0 is not a cgroup");
-                        return -EINVAL;
+        if (!watched || !counters)
+                return -ENOENT;
+        err = bpf_map__reuse_fd(watched, cfg->watched_fd);
+        if (err)
+                return err;
+        return bpf_map__set_max_entries(counters, cfg->slots);
+}
+
+static void release_kind(struct probe_kind_state *st, const struct probe_part_ops *ops)
+{
+        for (size_t i = 0; i < st->nprogs; i++)
+                bpf_link__destroy(st->links[i]); /* a pinned link stays attached */
+        memset(st->links, 0, sizeof(st->links));
+        st->nprogs = 0;
+        if (st->part)
+                ops->close(st->part);
+        st->part = NULL;
+        if (st->stats_fd >= 0)
+                close(st->stats_fd);
+        st->stats_fd = -1;
+}
+
+/* Attach every program of a loaded kind left to autoload; note their ids and the counters. */
+static int attach_kind(struct probe_kind_state *st, const struct probe_part_ops *ops)
+{
+        struct bpf_object *obj = ops->object(st->part);
+        struct bpf_program *prog;
+        struct bpf_map *stats;
+        int err;
+
+        bpf_object__for_each_program(prog, obj)
+        {
+                struct bpf_prog_info info;
+                __u32 len = sizeof(info);
+                struct bpf_link *link;
+
+                if (!bpf_program__autoload(prog))
+                        continue;
+                if (st->nprogs == PROBE_PROGRAMS_MAX) {
+                        snprintf(st->why, sizeof(st->why), "more than %d programs",
+                                 PROBE_PROGRAMS_MAX);
+                        return -E2BIG;
                 }
-                for (size_t j = 0; j < i; j++) {
-                        if (cgroup_ids[j] == cgroup_ids[i]) {
-                                snprintf(text, sizeof(text), "cgroup id %llu given twice",
-                                         (unsigned long long)cgroup_ids[i]);
-                                set_error(err, -EINVAL, text);
-                                return -EINVAL;
-                        }
+                link = bpf_program__attach(prog);
+                if (!link) {
+                        err = -errno;
+                        probe_format_failure(st->why, sizeof(st->why), "attach", err);
+                        return err;
                 }
+                st->links[st->nprogs] = link;
+                memset(&info, 0, sizeof(info));
+                if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) < 0) {
+                        err = -errno;
+                        probe_format_failure(st->why, sizeof(st->why), "program info", err);
+                        return err;
+                }
+                st->prog_ids[st->nprogs++] = info.id;
+        }
+        stats = bpf_object__find_map_by_name(obj, ops->stats);
+        if (!stats || bpf_map__fd(stats) < 0) {
+                probe_format_failure(st->why, sizeof(st->why), "find maps", -ENOENT);
+                return -ENOENT;
+        }
+        /* owned by p, whether the object or a pin holds the map */
+        st->stats_fd = fcntl(bpf_map__fd(stats), F_DUPFD_CLOEXEC, 3);
+        if (st->stats_fd < 0) {
+                err = -errno;
+                probe_format_failure(st->why, sizeof(st->why), "dup", err);
+                return err;
         }
         return 0;
 }
 
-static void close_kinds(struct probe *p)
-{
-        for (int k = 0; k < PROBE_KINDS_COUNT; k++) {
-                if (p->kinds[k].part)
-                        part_ops[k]->close(p->kinds[k].part);
-                p->kinds[k].part = NULL;
-        }
-}
-
-struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
-                         struct probe_error *err)
+int probe_load_kinds(struct probe *p, unsigned kinds, uint32_t slots, struct probe_error *err)
 {
         struct probe_config cfg = {0};
         libbpf_print_fn_t previous_print;
         char text[PROBE_ERROR_TEXT_MAX];
-        const char *variant;
-        struct probe *p;
         struct btf *vmlinux;
+        const char *variant;
         bool all_eperm = true;
-        int r;
+        int r, attached = 0;
+        size_t len = 0;
 
-        r = check_ids(cgroup_ids, n, kinds, err);
-        if (r < 0)
-                return NULL;
         if (access(VMLINUX_BTF, R_OK) < 0) {
                 r = -errno;
-                snprintf(text, sizeof(text),
-                         "no kernel BTF at " VMLINUX_BTF " (%s): CO-RE probes need "
-                         "CONFIG_DEBUG_INFO_BTF",
-                         strerror(-r));
-                set_error(err, r == -EACCES ? -EPERM : -ENOENT, text);
-                return NULL;
+                probe_set_error(err, r == -EACCES ? -EPERM : -ENOENT,
+                                "no kernel BTF at " VMLINUX_BTF " (%s): CO-RE probes need "
+                                "CONFIG_DEBUG_INFO_BTF",
+                                strerror(-r));
+                return r == -EACCES ? -EPERM : -ENOENT;
         }
-        p = calloc(1, sizeof(*p));
-        if (!p) {
-                set_error(err, -ENOMEM, "out of memory");
-                return NULL;
-        }
-        memcpy(p->ids, cgroup_ids, n * sizeof(*cgroup_ids));
-        p->n = n;
-
         libbpf_warning[0] = '\0';
         previous_print = libbpf_set_print(capture_libbpf);
         vmlinux = btf__load_vmlinux_btf();
         if (!vmlinux) {
                 r = -errno;
                 probe_format_failure(text, sizeof(text), "reading " VMLINUX_BTF, r);
-                set_error(err, r == -EACCES || r == -EPERM ? -EPERM : -ENOENT, text);
+                r = r == -EACCES || r == -EPERM ? -EPERM : -ENOENT;
+                probe_set_error(err, r, "%s", text);
                 libbpf_set_print(previous_print);
-                free(p);
-                return NULL;
+                return r;
         }
 
-        cfg.ids = p->ids;
-        cfg.n = n;
+        cfg.watched_fd = p->watched_fd;
+        cfg.slots = slots;
         cfg.vmlinux = vmlinux;
         /*
          * Test hooks: run the code paths of older kernels on a newer one (tests/bpf and
@@ -304,42 +336,130 @@ struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
         for (int k = 0; k < PROBE_KINDS_COUNT; k++) {
                 struct probe_kind_state *st = &p->kinds[k];
 
-                if (!(kinds & part_ops[k]->kind)) {
+                if (!(kinds & probe_parts[k]->kind)) {
                         snprintf(st->why, sizeof(st->why), "not requested");
                         continue;
                 }
                 libbpf_warning[0] = '\0';
-                r = part_ops[k]->open(&cfg, &st->part, st->detail, sizeof(st->detail), st->why,
-                                      sizeof(st->why));
+                r = probe_parts[k]->open(&cfg, &st->part, st->detail, sizeof(st->detail), st->why,
+                                         sizeof(st->why));
+                if (r < 0)
+                        st->part = NULL; /* a loader that fails frees what it opened */
+                else
+                        r = attach_kind(st, probe_parts[k]);
                 if (r < 0) {
-                        st->part = NULL;
-                        st->detail[0] = '\0';
                         if (r != -EPERM)
                                 all_eperm = false;
+                        release_kind(st, probe_parts[k]);
+                        st->detail[0] = '\0';
+                        continue;
                 }
+                attached++;
         }
         btf__free(vmlinux);
         libbpf_set_print(previous_print);
+        if (attached > 0)
+                return attached;
 
-        if (probe_attached(p) == 0) {
-                size_t len = 0;
+        text[0] = '\0';
+        for (int k = 0; k < PROBE_KINDS_COUNT && len < sizeof(text); k++) {
+                if (!(kinds & probe_parts[k]->kind))
+                        continue;
+                len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s: %s",
+                                        len ? "; " : "", probe_kind_name(probe_parts[k]->kind),
+                                        p->kinds[k].why);
+        }
+        probe_set_error(err, all_eperm ? -EPERM : -EOPNOTSUPP, "%s", text);
+        return all_eperm ? -EPERM : -EOPNOTSUPP;
+}
 
-                text[0] = '\0';
-                for (int k = 0; k < PROBE_KINDS_COUNT && len < sizeof(text); k++) {
-                        if (!(kinds & part_ops[k]->kind))
-                                continue;
-                        len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s: %s",
-                                                len ? "; " : "", probe_kind_name(part_ops[k]->kind),
-                                                p->kinds[k].why);
+void probe_release(struct probe *p)
+{
+        for (int k = 0; k < PROBE_KINDS_COUNT; k++)
+                release_kind(&p->kinds[k], probe_parts[k]);
+        if (p->watched_fd >= 0)
+                close(p->watched_fd);
+        p->watched_fd = -1;
+        if (p->node_root_fd >= 0)
+                close(p->node_root_fd);
+        p->node_root_fd = -1;
+}
+
+/* ---- probe.h */
+
+static int check_ids(const uint64_t *cgroup_ids, size_t n, unsigned kinds, struct probe_error *err)
+{
+        if (!cgroup_ids || n == 0 || n > PROBE_CGROUPS_MAX) {
+                probe_set_error(err, -EINVAL, "watch 1 to %d cgroups, not %zu", PROBE_CGROUPS_MAX,
+                                cgroup_ids ? n : 0);
+                return -EINVAL;
+        }
+        if (kinds == 0 || (kinds & ~(unsigned)PROBE_ALL)) {
+                probe_set_error(err, -EINVAL, "invalid probe kinds 0x%x", kinds);
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (cgroup_ids[i] == 0) {
+                        probe_set_error(err, -EINVAL, "cgroup id 0 is not a cgroup");
+                        return -EINVAL;
                 }
-                if (all_eperm)
-                        set_error(err, -EPERM, text);
-                else
-                        set_error(err, -EOPNOTSUPP, text);
-                free(p);
+                for (size_t j = 0; j < i; j++) {
+                        if (cgroup_ids[j] == cgroup_ids[i]) {
+                                probe_set_error(err, -EINVAL, "cgroup id %llu given twice",
+                                                (unsigned long long)cgroup_ids[i]);
+                                return -EINVAL;
+                        }
+                }
+        }
+        return 0;
+}
+
+struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
+                         struct probe_error *err)
+{
+        struct timespec now;
+        struct probe *p;
+        int r;
+
+        r = check_ids(cgroup_ids, n, kinds, err);
+        if (r < 0)
+                return NULL;
+        p = probe_alloc();
+        if (!p) {
+                probe_set_error(err, -ENOMEM, "out of memory");
                 return NULL;
         }
+        memcpy(p->ids, cgroup_ids, n * sizeof(*cgroup_ids));
+        p->n = n;
+        p->watched_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "watched", sizeof(uint64_t),
+                                       sizeof(struct probe_watch), (uint32_t)n, NULL);
+        if (p->watched_fd < 0) {
+                r = -errno;
+                probe_set_error(err, r == -EPERM || r == -EACCES ? -EPERM : r,
+                                "creating the map of watched cgroups: %s", strerror(-r));
+                goto fail;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        for (size_t i = 0; i < n; i++) {
+                struct probe_watch w = {
+                    .slot = (uint32_t)i,
+                    .start_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec,
+                };
+
+                if (bpf_map_update_elem(p->watched_fd, &p->ids[i], &w, BPF_NOEXIST) < 0) {
+                        r = -errno;
+                        probe_set_error(err, r, "watching cgroup %llu: %s",
+                                        (unsigned long long)p->ids[i], strerror(-r));
+                        goto fail;
+                }
+        }
+        if (probe_load_kinds(p, kinds, (uint32_t)n, err) < 0)
+                goto fail;
         return p;
+fail:
+        probe_release(p);
+        free(p);
+        return NULL;
 }
 
 unsigned probe_attached(const struct probe *p)
@@ -349,8 +469,8 @@ unsigned probe_attached(const struct probe *p)
         if (!p)
                 return 0;
         for (int k = 0; k < PROBE_KINDS_COUNT; k++)
-                if (p->kinds[k].part)
-                        kinds |= part_ops[k]->kind;
+                if (p->kinds[k].stats_fd >= 0)
+                        kinds |= probe_parts[k]->kind;
         return kinds;
 }
 
@@ -358,7 +478,7 @@ const char *probe_missing_reason(const struct probe *p, enum probe_kind kind)
 {
         int k = kind_index(kind);
 
-        if (!p || k < 0 || p->kinds[k].part)
+        if (!p || k < 0 || p->kinds[k].stats_fd >= 0)
                 return NULL;
         return p->kinds[k].why;
 }
@@ -367,34 +487,47 @@ const char *probe_kind_detail(const struct probe *p, enum probe_kind kind)
 {
         int k = kind_index(kind);
 
-        if (!p || k < 0 || !p->kinds[k].part)
+        if (!p || k < 0 || p->kinds[k].stats_fd < 0)
                 return NULL;
         return p->kinds[k].detail;
+}
+
+bool probe_is_node(const struct probe *p)
+{
+        return p && p->node;
 }
 
 int probe_read(struct probe *p, uint64_t cgroup_id, struct probe_usage *ret)
 {
         struct probe_usage usage;
-        size_t slot;
+        uint32_t slot;
+        size_t i;
         int r;
 
         if (!p || !ret)
                 return -EINVAL;
-        for (slot = 0; slot < p->n; slot++)
-                if (p->ids[slot] == cgroup_id)
+        for (i = 0; i < p->n; i++)
+                if (p->ids[i] == cgroup_id)
                         break;
-        if (slot == p->n)
+        if (i == p->n)
                 return -ENOENT;
+        slot = p->node ? p->node_slot : (uint32_t)i;
         memset(&usage, 0, sizeof(usage));
         for (int k = 0; k < PROBE_KINDS_COUNT; k++) {
-                if (!p->kinds[k].part)
+                if (p->kinds[k].stats_fd < 0)
                         continue;
-                r = part_ops[k]->read(p->kinds[k].part, (unsigned)slot, &usage);
+                r = probe_parts[k]->read(p->kinds[k].stats_fd, slot, &usage);
                 if (r < 0)
                         return r;
         }
         *ret = usage;
         return 0;
+}
+
+/* The OOM ring buffer is read by the process that loaded the memory kind, for itself. */
+static void *own_memory_part(const struct probe *p)
+{
+        return p->node ? NULL : p->kinds[kind_index(PROBE_MEMORY)].part;
 }
 
 int probe_consume_oom(struct probe *p,
@@ -405,7 +538,7 @@ int probe_consume_oom(struct probe *p,
 
         if (!p || !fn)
                 return -EINVAL;
-        memory = p->kinds[kind_index(PROBE_MEMORY)].part;
+        memory = own_memory_part(p);
         if (!memory)
                 return -EOPNOTSUPP;
         return probe_memory_consume(memory, p->ids, p->n, fn, userdata);
@@ -417,7 +550,7 @@ int probe_oom_fd(const struct probe *p)
 
         if (!p)
                 return -EINVAL;
-        memory = p->kinds[kind_index(PROBE_MEMORY)].part;
+        memory = own_memory_part(p);
         if (!memory)
                 return -EOPNOTSUPP;
         return probe_memory_fd(memory);
@@ -430,32 +563,30 @@ int probe_program_stats(const struct probe *p, struct probe_program_stats *ret, 
         if (!p || (!ret && max > 0))
                 return -EINVAL;
         for (int k = 0; k < PROBE_KINDS_COUNT; k++) {
-                struct bpf_program *prog;
+                const struct probe_kind_state *st = &p->kinds[k];
 
-                if (!p->kinds[k].part)
-                        continue;
-                bpf_object__for_each_program(prog, part_ops[k]->object(p->kinds[k].part))
-                {
+                for (size_t i = 0; i < st->nprogs; i++, count++) {
+                        struct probe_program_stats *s = &ret[count];
                         struct bpf_prog_info info;
                         __u32 len = sizeof(info);
-                        int fd = bpf_program__fd(prog);
+                        int fd, r;
 
-                        if (!bpf_program__autoload(prog) || fd < 0)
+                        if (count >= max)
                                 continue;
-                        if (count < max) {
-                                struct probe_program_stats *s = &ret[count];
-
-                                memset(&info, 0, sizeof(info));
-                                if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
-                                        return -errno;
-                                memset(s, 0, sizeof(*s));
-                                snprintf(s->name, sizeof(s->name), "%s", info.name);
-                                s->kind = part_ops[k]->kind;
-                                s->id = info.id;
-                                s->run_cnt = info.run_cnt;
-                                s->run_time_ns = info.run_time_ns;
-                        }
-                        count++;
+                        fd = bpf_prog_get_fd_by_id(st->prog_ids[i]);
+                        if (fd < 0)
+                                return -errno;
+                        memset(&info, 0, sizeof(info));
+                        r = bpf_obj_get_info_by_fd(fd, &info, &len) < 0 ? -errno : 0;
+                        close(fd);
+                        if (r < 0)
+                                return r;
+                        memset(s, 0, sizeof(*s));
+                        snprintf(s->name, sizeof(s->name), "%s", info.name);
+                        s->kind = probe_parts[k]->kind;
+                        s->id = info.id;
+                        s->run_cnt = info.run_cnt;
+                        s->run_time_ns = info.run_time_ns;
                 }
         }
         return count > INT32_MAX ? INT32_MAX : (int)count;
@@ -465,6 +596,8 @@ void probe_close(struct probe *p)
 {
         if (!p)
                 return;
-        close_kinds(p);
+        if (p->node)
+                probe_node_leave(p);
+        probe_release(p);
         free(p);
 }

@@ -20,7 +20,11 @@
 
 #define PROBE_ERROR_TEXT_MAX 512
 #define PROBE_HIST_SLOTS     32 /* log2 buckets: slot i counts values in [2^i, 2^(i+1)) us */
-#define PROBE_CGROUPS_MAX    16
+#define PROBE_CGROUPS_MAX    16   /* cgroups of one probe_open() */
+#define PROBE_NODE_MAX       1024 /* cgroups the node's set watches (probe_open_node) */
+#define PROBE_PATH_MAX       256
+/* Where sparkshim pins the node's set: one directory per build of the programs below it. */
+#define PROBE_NODE_ROOT      "/sys/fs/bpf/sparkshim"
 
 struct probe_error {
         int error;
@@ -88,7 +92,39 @@ const char *probe_missing_reason(const struct probe *p, enum probe_kind kind);
 /* Sum the per-CPU maps for cgroup_id into *ret. -ENOENT if it is not watched. */
 int probe_read(struct probe *p, uint64_t cgroup_id, struct probe_usage *ret);
 
-/* Detach and free. NULL-safe. */
+/*
+ * Watch cgroup_id with the node's probe set (docs/probes.md, "One set per node"): one set of
+ * programs for every executor on the node, pinned in a bpf filesystem under root (sparkshim:
+ * PROBE_NODE_ROOT, with the bpf filesystem mounted on /sys/fs/bpf when it is not). Loads and
+ * pins the set when this build's is not there; registers cgroup_id in its map of watched
+ * cgroups, under a lock on root, after removing the entries of shims that died. root must
+ * be a directory only root can use. probe_close() unregisters; the last one out unpins the
+ * set. Returns NULL with err set: -EOPNOTSUPP (no bpf filesystem), -EPERM (root not safe,
+ * not privileged), -ETIMEDOUT (another shim held the lock for PROBE_NODE_LOCK_MS), -ENOSPC
+ * (PROBE_NODE_MAX cgroups watched), -EBUSY (a live shim watches cgroup_id), or probe_open's.
+ */
+#define PROBE_NODE_LOCK_MS 5000
+struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct probe_error *err);
+
+/* Is p a registration with the node's set (probe_open_node)? */
+bool probe_is_node(const struct probe *p);
+
+/* One registration of the node's set (probe_node_list). */
+struct probe_node_entry {
+        uint64_t cgroup_id;
+        uint32_t slot;
+        uint32_t owner_pid;
+        bool owner_alive; /* false: its shim died; the next registration removes it */
+};
+
+/*
+ * The registrations of this build's node set under root: up to max into ret. Returns how
+ * many there are (may exceed max), 0 when no set is pinned, or -errno with err set.
+ */
+int probe_node_list(const char *root, struct probe_node_entry *ret, size_t max,
+                    struct probe_error *err);
+
+/* Detach and free; a node registration is removed (probe_open_node). NULL-safe. */
 void probe_close(struct probe *p);
 
 /* The cgroup v2 id of a cgroup directory (its inode number, as bpf_get_current_cgroup_id()). */
