@@ -119,6 +119,7 @@ struct shim_monitor {
         uint64_t cgroup_id, probe_attached_ns;
         bool probe_tried;
         char probe_reason[256];
+        char probe_node_reason[256]; /* why not the node's set ("" when it is used) */
 
         struct shim_agent_run *agent; /* NULL: no agent object */
 
@@ -1256,6 +1257,10 @@ static json_t *collectors_json(const struct report_ctx *c)
                                       (c->attached & PROBE_MEMORY) != 0, "disk", (c->attached & PROBE_DISK) != 0));
         json_object_set_new(o, "bpf_since_seconds",
                             m->probe ? json_real((double)(m->probe_attached_ns - m->start_ns) / 1e9) : json_null());
+        json_object_set_new(o, "bpf_set",
+                            !m->probe ? json_null() : json_string(probe_is_node(m->probe) ? "node" : "executor"));
+        json_object_set_new(o, "bpf_node",
+                            m->probe_node_reason[0] ? json_string(m->probe_node_reason) : json_null());
         return o;
 }
 
@@ -1538,12 +1543,28 @@ out:
  * the executor is not kept waiting for it, and a command that ends within its first second
  * does not pay for it at all. Executors run for minutes; cpu.stat covers the first second.
  */
+/*
+ * The node's set first (docs/probes.md, "One set per node"): registering a leaf costs less
+ * than loading, and the node pays for one set whatever the number of executors. Where it
+ * cannot be used, a set of the executor's own, as before; but not for the executor past the
+ * node's PROBE_NODE_MAX: a set of its own each would be the cost the node's set avoids, so
+ * that one measures through its collectors and says why.
+ */
 static void attach_probes(struct shim_monitor *m, uint64_t now)
 {
         struct probe_error perr = { 0 };
 
         m->probe_tried = true;
-        m->probe = probe_open(&m->cgroup_id, 1, PROBE_ALL, &perr);
+        m->probe = probe_open_node(PROBE_NODE_ROOT, m->cgroup_id, &perr);
+        if (!m->probe) {
+                snprintf(m->probe_node_reason, sizeof(m->probe_node_reason), "%s", perr.text);
+                if (perr.error == -ENOSPC) {
+                        snprintf(m->probe_reason, sizeof(m->probe_reason), "%s", perr.text);
+                        return;
+                }
+                perr = (struct probe_error){ 0 };
+                m->probe = probe_open(&m->cgroup_id, 1, PROBE_ALL, &perr);
+        }
         if (!m->probe) {
                 snprintf(m->probe_reason, sizeof(m->probe_reason), "%s", perr.text);
                 return;

@@ -58,7 +58,7 @@ required = {
   "": ["schema", "kind", "identity", "plan", "enforcement", "collectors", "usage", "utilization", "exit", "agent", "spills", "samples"],
   "identity": ["app_id", "executor_id", "name", "host", "command", "mode", "start", "end", "wall_seconds", "pid"],
   "enforcement": ["enforced", "reason", "cgroup"],
-  "collectors": ["bpf", "bpf_attached", "taskstats"],
+  "collectors": ["bpf", "bpf_attached", "bpf_set", "bpf_node", "taskstats"],
   "usage.cpu": ["seconds", "user_seconds", "system_seconds", "throttled_seconds", "nr_throttled", "bpf_oncpu_seconds", "runq_wait", "psi"],
   "usage.cpu.runq_wait": ["seconds", "count", "p50_us", "p95_us", "p99_us", "histogram_log2_us"],
   "usage.memory": ["peak_bytes", "average_bytes", "p95_bytes", "anon_peak_bytes", "oom_kills", "high_events", "reclaim_stall_seconds", "psi"],
