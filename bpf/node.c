@@ -11,6 +11,7 @@
  *                              of two package versions never mix programs and maps
  *       <kind>_stats           a kind's per-CPU counters, PROBE_NODE_MAX slots
  *       <kind>_link<i>         its attachments (links): the programs run while these exist
+ *       filter                 the filter in front of it (probe-limits.h)
  *       watched                the watched cgroups (struct probe_watch by cgroup id), pinned
  *                              last: a set without it is a load that did not finish
  *
@@ -44,6 +45,7 @@
 
 #define BPFFS_DEFAULT "/sys/fs/bpf"
 #define WATCHED_PIN   "watched"
+#define FILTER_PIN    "filter"
 #define STATS_SUFFIX  "stats"
 
 /* ---- who registered */
@@ -253,14 +255,9 @@ static int load_set(struct probe *p, struct probe_error *err)
                 probe_set_error(err, r, "creating %s: %s", p->node_dir, strerror(-r));
                 return r;
         }
-        p->watched_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "watched", sizeof(uint64_t),
-                                       sizeof(struct probe_watch), PROBE_NODE_MAX, NULL);
-        if (p->watched_fd < 0) {
-                r = -errno;
-                probe_set_error(err, r == -EACCES ? -EPERM : r,
-                                "creating the map of watched cgroups: %s", strerror(-r));
+        r = probe_create_watch_maps(p, PROBE_NODE_MAX, err);
+        if (r < 0)
                 goto fail;
-        }
         r = probe_load_kinds(p, PROBE_ALL, PROBE_NODE_MAX, err);
         if (r < 0)
                 goto fail;
@@ -282,6 +279,11 @@ static int load_set(struct probe *p, struct probe_error *err)
                                 goto pin_failed;
                 }
         }
+        r = set_path(p, FILTER_PIN, path, sizeof(path));
+        if (r == 0 && bpf_obj_pin(p->filter_fd, path) < 0)
+                r = -errno;
+        if (r < 0)
+                goto pin_failed;
         r = set_path(p, WATCHED_PIN, path, sizeof(path));
         if (r == 0 && bpf_obj_pin(p->watched_fd, path) < 0)
                 r = -errno;
@@ -310,7 +312,9 @@ static int join_set(struct probe *p, struct probe_error *err)
                 return r;
         }
         p->watched_fd = bpf_obj_get(path);
-        if (p->watched_fd < 0) {
+        if (p->watched_fd >= 0 && set_path(p, FILTER_PIN, path, sizeof(path)) == 0)
+                p->filter_fd = bpf_obj_get(path);
+        if (p->watched_fd < 0 || p->filter_fd < 0) {
                 r = -errno;
                 probe_set_error(err, r, "opening %s: %s", path, strerror(-r));
                 return r;
@@ -464,6 +468,12 @@ static int register_cgroup(struct probe *p, uint64_t cgroup_id, struct probe_err
                                 (unsigned long long)cgroup_id, strerror(-r));
                 return r;
         }
+        r = probe_filter_rebuild(p->watched_fd, p->filter_fd);
+        if (r < 0) {
+                bpf_map_delete_elem(p->watched_fd, &cgroup_id);
+                probe_set_error(err, r, "filling the filter of watched cgroups: %s", strerror(-r));
+                return r;
+        }
         p->node_slot = slot;
         p->node_watch = w;
         return 0;
@@ -521,9 +531,15 @@ void probe_node_leave(struct probe *p)
             w.owner_pid == p->node_watch.owner_pid && w.owner_start == p->node_watch.owner_start &&
             w.owner_pidns == p->node_watch.owner_pidns)
                 bpf_map_delete_elem(p->watched_fd, &p->ids[0]);
-        /* the last one out unpins the set (docs/probes.md) */
+        /*
+         * The last one out unpins the set (docs/probes.md). Without the lock the filter is
+         * left as it is: a rebuild racing a registration could drop the new entry's bucket,
+         * where a stale one only sends some unwatched tasks on to the hash lookup.
+         */
         if (locked && owner_self(&self) == 0 && sweep(p->watched_fd, &self, NULL) == 0)
                 unpin_set(p->node_root_fd);
+        else if (locked)
+                probe_filter_rebuild(p->watched_fd, p->filter_fd);
         if (locked)
                 flock(p->node_root_fd, LOCK_UN);
         p->node = false;

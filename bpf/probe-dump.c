@@ -8,8 +8,10 @@
  *              [--node ROOT] CGROUP_DIR... [-- CMD [ARG...]]
  *   probe-dump --node-list ROOT
  *
- * --node ROOT: register the one CGROUP_DIR with the node's set pinned under ROOT (as a shim
- * does, bpf/node.c) instead of loading a set of its own; the figures carry "node": true.
+ * --node ROOT: register each CGROUP_DIR (up to PROBE_NODE_MAX) with the node's set pinned
+ * under ROOT, as a shim registers its one (bpf/node.c), instead of loading a set of its own
+ * (which watches up to PROBE_CGROUPS_MAX); --kinds does not apply (the set has every kind
+ * the kernel supports); the figures carry "node": true.
  * --node-list ROOT: print the registrations of this build's node set under ROOT, one JSON
  * object a line ({"cgroup_id", "slot", "owner_pid", "owner_alive"}), and exit.
  *
@@ -50,6 +52,7 @@
 #define EXIT_NO_BPF    77
 #define MAX_PROGRAMS   32
 #define MAX_OOM_EVENTS 64
+#define MAX_DIRS       PROBE_NODE_MAX /* --node; PROBE_CGROUPS_MAX for a set of its own */
 
 struct options {
         double seconds; /* < 0: until a signal */
@@ -58,13 +61,13 @@ struct options {
         bool snapshot_at_stop;
         const char *node;      /* --node ROOT */
         const char *node_list; /* --node-list ROOT */
-        const char *dirs[PROBE_CGROUPS_MAX];
+        const char *dirs[MAX_DIRS];
         size_t ndirs;
         char **command;
 };
 
 struct oom_list {
-        json_t *by_cgroup[PROBE_CGROUPS_MAX]; /* arrays of events */
+        json_t *by_cgroup[MAX_DIRS]; /* arrays of events */
         const uint64_t *ids;
         size_t n;
 };
@@ -136,15 +139,17 @@ static int parse_args(int argc, char **argv, struct options *o)
                 } else if (a[0] == '-') {
                         return -EINVAL;
                 } else {
-                        if (o->ndirs == PROBE_CGROUPS_MAX)
+                        if (o->ndirs == MAX_DIRS)
                                 return -E2BIG;
                         o->dirs[o->ndirs++] = a;
                 }
         }
         if (o->node_list)
                 return o->ndirs == 0 && !o->command && !o->node ? 0 : -EINVAL;
-        if (o->ndirs == 0 || (o->node && o->ndirs != 1))
+        if (o->ndirs == 0)
                 return -EINVAL;
+        if (!o->node && o->ndirs > PROBE_CGROUPS_MAX)
+                return -E2BIG;
         if (o->command && o->seconds >= 0)
                 return -EINVAL;
         if (o->snapshot_at_stop && !o->command)
@@ -298,7 +303,7 @@ exec:
 struct snapshot {
         bool taken;
         int error; /* of the first probe_read that failed, or 0 */
-        struct probe_usage usage[PROBE_CGROUPS_MAX];
+        struct probe_usage usage[MAX_DIRS];
         unsigned long long oncpu_ns, run_delay_ns, pcount, tasks;
 };
 
@@ -335,11 +340,26 @@ static void read_schedstat(pid_t pid, struct snapshot *s)
         closedir(d);
 }
 
-static void take_snapshot(struct probe *p, const uint64_t *ids, size_t n, pid_t child,
-                          struct snapshot *s)
+/* The probe set reading cgroup i: one registration per cgroup with --node, else one set. */
+static struct probe *probes[MAX_DIRS];
+static size_t nprobes;
+
+static struct probe *probe_of(size_t i)
+{
+        return nprobes > 1 ? probes[i] : probes[0];
+}
+
+static void close_probes(void)
+{
+        for (size_t i = 0; i < nprobes; i++)
+                probe_close(probes[i]);
+        nprobes = 0;
+}
+
+static void take_snapshot(const uint64_t *ids, size_t n, pid_t child, struct snapshot *s)
 {
         for (size_t i = 0; i < n; i++) {
-                int r = probe_read(p, ids[i], &s->usage[i]);
+                int r = probe_read(probe_of(i), ids[i], &s->usage[i]);
 
                 if (r < 0 && !s->error)
                         s->error = r;
@@ -349,7 +369,7 @@ static void take_snapshot(struct probe *p, const uint64_t *ids, size_t n, pid_t 
 }
 
 /* Run the command to its end; *ret_status is its wait status. */
-static int run_command(const struct options *o, struct probe *p, const uint64_t *ids,
+static int run_command(const struct options *o, const uint64_t *ids,
                        struct snapshot *snap, const sigset_t *old_mask, int *ret_status)
 {
         struct clone_args args = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD};
@@ -386,7 +406,7 @@ static int run_command(const struct options *o, struct probe *p, const uint64_t 
                 r = waitpid(child, &status, WNOHANG | (o->snapshot_at_stop ? WUNTRACED : 0));
                 if (r == child && WIFSTOPPED(status)) {
                         if (!snap->taken)
-                                take_snapshot(p, ids, o->ndirs, child, snap);
+                                take_snapshot(ids, o->ndirs, child, snap);
                         kill(child, SIGCONT);
                         continue;
                 }
@@ -445,7 +465,7 @@ int main(int argc, char **argv)
 {
         struct options o = {0};
         struct probe_error perr = {0};
-        uint64_t ids[PROBE_CGROUPS_MAX];
+        static uint64_t ids[MAX_DIRS];
         struct oom_list ooms;
         static struct snapshot snap;
         sigset_t mask, old_mask;
@@ -480,29 +500,35 @@ int main(int argc, char **argv)
         sigaddset(&mask, SIGCHLD);
         sigprocmask(SIG_BLOCK, &mask, &old_mask);
 
-        p = o.node ? probe_open_node(o.node, ids[0], &perr) : probe_open(ids, o.ndirs, o.kinds, &perr);
-        if (!p) {
-                fprintf(stderr, PROG ": error: cannot attach the probes: %s\n", perr.text);
-                return strncmp(perr.text, "built without BPF", 17) == 0 ? EXIT_NO_BPF : 1;
+        for (size_t i = 0; i < (o.node ? o.ndirs : 1); i++) {
+                p = o.node ? probe_open_node(o.node, ids[i], &perr)
+                           : probe_open(ids, o.ndirs, o.kinds, &perr);
+                if (!p) {
+                        fprintf(stderr, PROG ": error: cannot attach the probes: %s\n", perr.text);
+                        close_probes();
+                        return strncmp(perr.text, "built without BPF", 17) == 0 ? EXIT_NO_BPF : 1;
+                }
+                probes[nprobes++] = p;
         }
+        p = probes[0];
         attached = probe_attached(p);
         if (o.ready) {
                 r = write_ready(o.ready, p);
                 if (r < 0) {
                         fprintf(stderr, PROG ": error: cannot write %s: %s\n", o.ready,
                                 strerror(-r));
-                        probe_close(p);
+                        close_probes();
                         return 1;
                 }
         }
 
         start = now_s();
         if (o.command) {
-                r = run_command(&o, p, ids, &snap, &old_mask, &status);
+                r = run_command(&o, ids, &snap, &old_mask, &status);
                 if (r < 0) {
                         fprintf(stderr, PROG ": error: cannot run %s: %s\n", o.command[0],
                                 strerror(-r));
-                        probe_close(p);
+                        close_probes();
                         return 1;
                 }
                 if (WIFEXITED(status))
@@ -554,7 +580,7 @@ int main(int argc, char **argv)
                         u = snap.usage[i];
                         r = snap.error;
                 } else {
-                        r = probe_read(p, ids[i], &u);
+                        r = probe_read(probe_of(i), ids[i], &u);
                 }
                 if (r < 0) {
                         fprintf(stderr, PROG ": error: reading the probes of %s: %s\n", o.dirs[i],
@@ -594,6 +620,6 @@ int main(int argc, char **argv)
         json_decref(detail);
         json_decref(programs);
         json_decref(command_json);
-        probe_close(p);
+        close_probes();
         return exit_code;
 }

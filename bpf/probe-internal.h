@@ -25,6 +25,7 @@ struct btf;
 
 struct probe_config {
         int watched_fd;            /* the set's `watched` hash map (probe-limits.h) */
+        int filter_fd;             /* and the filter in front of it */
         uint32_t slots;            /* counter slots: the max_entries of the *_stats maps */
         const struct btf *vmlinux; /* the running kernel's BTF */
         /* test hooks (environment, see probe.c): run the older kernels' code paths here */
@@ -51,8 +52,8 @@ struct probe_part_ops {
 };
 
 /*
- * Before load: make obj's `watched` map the set's (cfg->watched_fd) and size its counter map
- * `stats` to cfg->slots.
+ * Before load: make obj's `watched` and `filter` maps the set's (cfg->watched_fd,
+ * cfg->filter_fd) and size its counter map `stats` to cfg->slots.
  */
 int probe_share_maps(struct bpf_object *obj, const char *stats, const struct probe_config *cfg);
 
@@ -82,6 +83,7 @@ struct probe {
         uint64_t ids[PROBE_CGROUPS_MAX];
         size_t n;
         int watched_fd;
+        int filter_fd;
         struct probe_kind_state kinds[PROBE_KINDS_COUNT];
         bool node;
         uint32_t node_slot;
@@ -100,6 +102,15 @@ struct probe *probe_alloc(void);
  * kind was refused for lack of privilege, else -EOPNOTSUPP).
  */
 int probe_load_kinds(struct probe *p, unsigned kinds, uint32_t slots, struct probe_error *err);
+
+/*
+ * Create the watched map (max_entries cgroups) and its filter into p. Returns 0 or -errno
+ * with err set.
+ */
+int probe_create_watch_maps(struct probe *p, uint32_t max_entries, struct probe_error *err);
+
+/* Rebuild the filter from the watched map (after every change to it). Returns 0 or -errno. */
+int probe_filter_rebuild(int watched_fd, int filter_fd);
 
 /* Detach what this process attached and close every fd of p; p stays allocated. */
 void probe_release(struct probe *p);

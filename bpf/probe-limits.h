@@ -18,6 +18,23 @@
  * programs read slot (the index into the per-CPU counter arrays) and start_ns; the owner
  * fields are the loader's, to tell a live registration from one whose shim died.
  */
+/*
+ * A filter in front of the watched map: per bucket of cgroup ids, how many are watched
+ * (saturating at 255). An array lookup is inlined by the verifier, a hash lookup is a helper
+ * call that hashes the key: a task nobody watches, on almost every event of the node, costs
+ * the former only (with 1,024 watched in 65,536 buckets, 1 in 64 of the others pass on to
+ * the hash lookup). The loader rebuilds it from the watched map after every change.
+ */
+#define PROBE_FILTER_BITS 16
+struct probe_filter {
+        __u8 count[1u << PROBE_FILTER_BITS];
+};
+
+static inline __u32 probe_filter_index(__u64 cgroup_id)
+{
+        return (__u32)((cgroup_id * 0x9e3779b97f4a7c15ull) >> (64 - PROBE_FILTER_BITS));
+}
+
 struct probe_watch {
         __u32 slot;
         __u32 owner_pid;   /* the registering process, in owner_pidns */

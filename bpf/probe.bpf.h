@@ -19,9 +19,22 @@ struct {
         __type(value, struct probe_watch);
 } watched SEC(".maps");
 
+/* The filter in front of it (probe-limits.h), shared likewise. */
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct probe_filter);
+} filter SEC(".maps");
+
 /* The watched entry of a cgroup id, or NULL. */
 static __always_inline struct probe_watch *watch_of(__u64 cgroup_id)
 {
+        __u32 zero = 0;
+        struct probe_filter *f = bpf_map_lookup_elem(&filter, &zero);
+
+        if (!f || !f->count[probe_filter_index(cgroup_id)])
+                return NULL;
         return bpf_map_lookup_elem(&watched, &cgroup_id);
 }
 

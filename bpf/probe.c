@@ -203,6 +203,7 @@ struct probe *probe_alloc(void)
         if (!p)
                 return NULL;
         p->watched_fd = -1;
+        p->filter_fd = -1;
         p->node_root_fd = -1;
         for (int k = 0; k < PROBE_KINDS_COUNT; k++)
                 p->kinds[k].stats_fd = -1;
@@ -212,15 +213,59 @@ struct probe *probe_alloc(void)
 int probe_share_maps(struct bpf_object *obj, const char *stats, const struct probe_config *cfg)
 {
         struct bpf_map *watched = bpf_object__find_map_by_name(obj, "watched");
+        struct bpf_map *filter = bpf_object__find_map_by_name(obj, "filter");
         struct bpf_map *counters = bpf_object__find_map_by_name(obj, stats);
         int err;
 
-        if (!watched || !counters)
+        if (!watched || !filter || !counters)
                 return -ENOENT;
         err = bpf_map__reuse_fd(watched, cfg->watched_fd);
+        if (!err)
+                err = bpf_map__reuse_fd(filter, cfg->filter_fd);
         if (err)
                 return err;
         return bpf_map__set_max_entries(counters, cfg->slots);
+}
+
+int probe_create_watch_maps(struct probe *p, uint32_t max_entries, struct probe_error *err)
+{
+        int r;
+
+        p->watched_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "watched", sizeof(uint64_t),
+                                       sizeof(struct probe_watch), max_entries, NULL);
+        if (p->watched_fd >= 0)
+                p->filter_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "filter", sizeof(uint32_t),
+                                              sizeof(struct probe_filter), 1, NULL);
+        if (p->watched_fd < 0 || p->filter_fd < 0) {
+                r = -errno;
+                probe_set_error(err, r == -EPERM || r == -EACCES ? -EPERM : r,
+                                "creating the map of watched cgroups: %s", strerror(-r));
+                return r == -EACCES ? -EPERM : r;
+        }
+        return 0;
+}
+
+int probe_filter_rebuild(int watched_fd, int filter_fd)
+{
+        struct probe_filter *f = calloc(1, sizeof(*f));
+        uint64_t key, next, *prev = NULL;
+        uint32_t zero = 0;
+        int r = 0;
+
+        if (!f)
+                return -ENOMEM;
+        while (bpf_map_get_next_key(watched_fd, prev, &next) == 0) {
+                uint8_t *c = &f->count[probe_filter_index(next)];
+
+                if (*c < UINT8_MAX)
+                        (*c)++;
+                key = next;
+                prev = &key;
+        }
+        if (bpf_map_update_elem(filter_fd, &zero, f, BPF_ANY) < 0)
+                r = -errno;
+        free(f);
+        return r;
 }
 
 static void release_kind(struct probe_kind_state *st, const struct probe_part_ops *ops)
@@ -320,6 +365,7 @@ int probe_load_kinds(struct probe *p, unsigned kinds, uint32_t slots, struct pro
         }
 
         cfg.watched_fd = p->watched_fd;
+        cfg.filter_fd = p->filter_fd;
         cfg.slots = slots;
         cfg.vmlinux = vmlinux;
         /*
@@ -380,6 +426,9 @@ void probe_release(struct probe *p)
         if (p->watched_fd >= 0)
                 close(p->watched_fd);
         p->watched_fd = -1;
+        if (p->filter_fd >= 0)
+                close(p->filter_fd);
+        p->filter_fd = -1;
         if (p->node_root_fd >= 0)
                 close(p->node_root_fd);
         p->node_root_fd = -1;
@@ -431,14 +480,8 @@ struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
         }
         memcpy(p->ids, cgroup_ids, n * sizeof(*cgroup_ids));
         p->n = n;
-        p->watched_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "watched", sizeof(uint64_t),
-                                       sizeof(struct probe_watch), (uint32_t)n, NULL);
-        if (p->watched_fd < 0) {
-                r = -errno;
-                probe_set_error(err, r == -EPERM || r == -EACCES ? -EPERM : r,
-                                "creating the map of watched cgroups: %s", strerror(-r));
+        if (probe_create_watch_maps(p, (uint32_t)n, err) < 0)
                 goto fail;
-        }
         clock_gettime(CLOCK_MONOTONIC, &now);
         for (size_t i = 0; i < n; i++) {
                 struct probe_watch w = {
@@ -452,6 +495,11 @@ struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
                                         (unsigned long long)p->ids[i], strerror(-r));
                         goto fail;
                 }
+        }
+        r = probe_filter_rebuild(p->watched_fd, p->filter_fd);
+        if (r < 0) {
+                probe_set_error(err, r, "filling the filter of watched cgroups: %s", strerror(-r));
+                goto fail;
         }
         if (probe_load_kinds(p, kinds, (uint32_t)n, err) < 0)
                 goto fail;
