@@ -107,6 +107,12 @@ struct shim_monitor {
         bool have_cgroup;
         uint64_t rss_peak;
         struct collect_procs procs_last;
+        /*
+         * /proc/PID/io of the live tasks + the exited ones' taskstats, the most seen at a
+         * sample: a task's /proc figures go with it, and hold what it reaped (a shell's
+         * children) that no taskstats record of an unseen short task carries.
+         */
+        uint64_t proc_read_bytes, proc_write_bytes;
         bool have_procs;
 
         struct collect_taskstats *taskstats;
@@ -504,6 +510,13 @@ static void sample(struct shim_monitor *m)
         remember_cgroup_pids(m);
         if (m->taskstats)
                 collect_taskstats_drain_exits(m->taskstats, m->known, m->nknown, &m->exits, &cerr);
+        if (m->have_procs) {
+                uint64_t r = m->procs_last.read_bytes + m->exits.read_bytes;
+                uint64_t w = m->procs_last.write_bytes + m->exits.write_bytes;
+
+                m->proc_read_bytes = r > m->proc_read_bytes ? r : m->proc_read_bytes;
+                m->proc_write_bytes = w > m->proc_write_bytes ? w : m->proc_write_bytes;
+        }
 
         if (m->nsamples == m->cap) {
                 size_t cap = m->cap ? m->cap * 2 : 64;
@@ -834,22 +847,50 @@ static void rolling_spills(struct shim_monitor *m, struct rolling_sample *s)
  * pages, which is most of a shuffle's writes) and /proc/PID/io write_bytes of the cgroup's
  * processes plus the exited ones (counted when pages are dirtied; not tmpfs).
  */
+/*
+ * What the executor read and wrote, without io.stat: the larger of the block probe and
+ * /proc/PID/io (with the exited tasks' taskstats), each direction on its own. The block probe
+ * attributes a write to the task that issues the request, and buffered writes (shuffle
+ * files) are issued by the kernel's flusher threads: a standalone executor that wrote ~160 MB
+ * was reported as 0.04-1.0 MB by it alone. /proc's write_bytes counts a page when the task
+ * dirties it (proc_write_bytes: the most seen at a sample). Returns the source's name for the
+ * report; NULL when neither is there.
+ */
+static const char *disk_without_io_stat(const struct shim_monitor *m, const struct probe_usage *pu,
+                                        uint64_t *rbytes, uint64_t *wbytes)
+{
+        uint64_t pr, pw;
+
+        if (!m->have_procs) {
+                if (!pu)
+                        return NULL;
+                *rbytes = pu->read_bytes, *wbytes = pu->write_bytes;
+                return "bpf:block_rq";
+        }
+        pr = m->proc_read_bytes;
+        pw = m->proc_write_bytes;
+        if (!pu) {
+                *rbytes = pr, *wbytes = pw;
+                return m->exits.tasks ? "proc:io+taskstats" : "proc:io";
+        }
+        *rbytes = pr > pu->read_bytes ? pr : pu->read_bytes;
+        *wbytes = pw > pu->write_bytes ? pw : pu->write_bytes;
+        return m->exits.tasks ? "max(bpf:block_rq,proc:io+taskstats)" : "max(bpf:block_rq,proc:io)";
+}
+
 static uint64_t rolling_disk_write(const struct shim_monitor *m)
 {
-        uint64_t bytes = ROLLING_UNKNOWN, procs;
+        uint64_t rbytes, wbytes;
         struct probe_usage pu;
+        bool have_probe;
 
         if (m->have_cgroup && m->last.has_io)
                 return delta(m->first.io_wbytes, m->last.io_wbytes);
-        if (m->probe && (probe_attached(m->probe) & PROBE_DISK) &&
-            probe_read(m->probe, m->cgroup_id, &pu) == 0)
-                bytes = pu.write_bytes;
-        if (m->have_procs) {
-                procs = m->procs_last.write_bytes + m->exits.write_bytes;
-                if (bytes == ROLLING_UNKNOWN || procs > bytes)
-                        bytes = procs;
-        }
-        return bytes;
+        have_probe = m->probe && (probe_attached(m->probe) & PROBE_DISK) &&
+                     probe_read(m->probe, m->cgroup_id, &pu) == 0;
+        if (!disk_without_io_stat(m, have_probe ? &pu : NULL, &rbytes, &wbytes))
+                return ROLLING_UNKNOWN;
+        return wbytes;
 }
 
 static void rolling_record(struct shim_monitor *m, const struct rolling_decision *d)
@@ -1063,10 +1104,15 @@ static void memory_figures(const struct report_ctx *c, struct figures *fg)
         }
 }
 
-/* disk: io.stat, else the block probes, else /proc and taskstats, else rusage */
+/*
+ * disk: io.stat, else the larger of the block probe and /proc with taskstats (each
+ * direction; disk_without_io_stat), else rusage. Operations come from io.stat or the probe.
+ */
 static void disk_figures(const struct report_ctx *c, struct figures *fg)
 {
         const struct shim_monitor *m = c->m;
+        bool have_probe = c->have_probe && (c->attached & PROBE_DISK);
+        const char *src;
 
         if (m->have_cgroup && c->l->has_io) {
                 fg->rbytes = delta(c->f->io_rbytes, c->l->io_rbytes);
@@ -1074,14 +1120,10 @@ static void disk_figures(const struct report_ctx *c, struct figures *fg)
                 fg->rops = delta(c->f->io_rios, c->l->io_rios);
                 fg->wops = delta(c->f->io_wios, c->l->io_wios);
                 fg->disk_src = "cgroup:io.stat";
-        } else if (c->have_probe && (c->attached & PROBE_DISK)) {
-                fg->rbytes = c->pu.read_bytes, fg->wbytes = c->pu.write_bytes;
-                fg->rops = c->pu.read_ops, fg->wops = c->pu.write_ops;
-                fg->disk_src = "bpf:block_rq";
-        } else if (m->have_procs) {
-                fg->rbytes = m->procs_last.read_bytes + m->exits.read_bytes;
-                fg->wbytes = m->procs_last.write_bytes + m->exits.write_bytes;
-                fg->disk_src = m->exits.tasks ? "proc:io+taskstats" : "proc:io";
+        } else if ((src = disk_without_io_stat(m, have_probe ? &c->pu : NULL, &fg->rbytes, &fg->wbytes))) {
+                if (have_probe)
+                        fg->rops = c->pu.read_ops, fg->wops = c->pu.write_ops;
+                fg->disk_src = src;
         } else if (c->have_ru) {
                 /* the kernel counts these in 512-byte units of read_bytes/write_bytes */
                 fg->rbytes = (uint64_t)c->ru.ru_inblock * 512;
