@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # bpf-node: the node's probe set (bpf/node.c, docs/probes.md "One set per node"). Ten shims
 # (probe-dump --node, what `sparkshim run` does) start at once and race to load the set:
-# eight with a CPU burner each (0.3 s of CPU, whatever the load), one SIGKILLed mid-run, one
+# eight with a CPU burner each (0.3 s of CPU, whatever the load; they burn once the killed
+# one is gone, so that they all leave after it), one SIGKILLed mid-run, one
 # that stays. One set is loaded (the same program ids for all); each of the eight's on-CPU
 # time matches its leaf's cpu.stat within the bounds of bpf-cpu; the killed shim's entry is
 # removed as the others leave, and a shim killed while nobody leaves has its entry removed
@@ -50,7 +51,9 @@ kpid=$!
 i=1
 while [ "$i" -le "$N" ]; do
 	eval "leaf=\$L$i"
-	"$PROBE_DUMP" --node "$ROOT" --ready "$WORK/ready-$i" "$leaf" -- "$BURN" 1 0.3c \
+	# each burns once the one to be killed is gone, so that all of them leave after it
+	"$PROBE_DUMP" --node "$ROOT" --ready "$WORK/ready-$i" "$leaf" -- \
+		sh -c 'while [ ! -e "$1" ]; do sleep 0.05; done; exec "$2" 1 0.3c' sh "$WORK/go" "$BURN" \
 		>"$WORK/out-$i" 2>"$WORK/err-$i" &
 	eval "pid$i=\$!"
 	i=$((i + 1))
@@ -58,11 +61,17 @@ done
 
 wait_ready "$WORK/ready-k" "the shim to be killed"
 wait_ready "$WORK/ready-keep" "the keeper"
+i=1
+while [ "$i" -le "$N" ]; do
+	wait_ready "$WORK/ready-$i" "shim $i"
+	i=$((i + 1))
+done
 "$PROBE_DUMP" --node-list "$ROOT" >"$WORK/list-before"
 registered "$WORK/list-before" "$K" true || { cat "$WORK/list-before"; fail "K is not registered"; }
 kill -9 "$kpid"
 wait "$kpid" 2>/dev/null || true
 echo 1 >"$K/cgroup.kill" # its burner, orphaned
+: >"$WORK/go"
 
 i=1
 while [ "$i" -le "$N" ]; do
