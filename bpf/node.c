@@ -372,6 +372,7 @@ static bool set_complete(const struct probe *p)
 static int sweep(int watched_fd, const struct owner *self, bool *used)
 {
         uint64_t stale[PROBE_NODE_MAX];
+        struct probe_watch alive = {0}; /* the last owner found alive: one shim, many leaves */
         size_t nstale = 0;
         uint64_t key, next;
         uint64_t *prev = NULL;
@@ -379,16 +380,20 @@ static int sweep(int watched_fd, const struct owner *self, bool *used)
 
         while (bpf_map_get_next_key(watched_fd, prev, &next) == 0) {
                 struct probe_watch w;
+                bool same;
 
                 key = next;
                 prev = &key;
                 if (bpf_map_lookup_elem(watched_fd, &key, &w) < 0)
                         continue; /* removed meanwhile */
-                if (!owner_alive(&w, self)) {
+                same = alive.owner_pid && w.owner_pid == alive.owner_pid &&
+                       w.owner_start == alive.owner_start && w.owner_pidns == alive.owner_pidns;
+                if (!same && !owner_alive(&w, self)) {
                         if (nstale < PROBE_NODE_MAX)
                                 stale[nstale++] = key;
                         continue;
                 }
+                alive = w;
                 if (used && w.slot < PROBE_NODE_MAX)
                         used[w.slot] = true;
                 left++;

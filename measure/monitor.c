@@ -1597,7 +1597,7 @@ static void attach_probes(struct shim_monitor *m, uint64_t now)
         struct probe_error perr = { 0 };
 
         m->probe_tried = true;
-        m->probe = probe_open_node(PROBE_NODE_ROOT, m->cgroup_id, &perr);
+        m->probe = probe_open_node(m->cfg.probe_root ? m->cfg.probe_root : PROBE_NODE_ROOT, m->cgroup_id, &perr);
         if (!m->probe) {
                 snprintf(m->probe_node_reason, sizeof(m->probe_node_reason), "%s", perr.text);
                 if (perr.error == -ENOSPC) {

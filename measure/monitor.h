@@ -42,6 +42,7 @@ struct shim_monitor_config {
         bool to_stdout;         /* also write every line to stdout */
         unsigned interval_seconds;
         bool use_bpf;           /* try the eBPF probes */
+        const char *probe_root; /* the node's probe set's pin root; NULL: PROBE_NODE_ROOT */
         bool use_taskstats;     /* try taskstats */
         /*
          * report.sink_failure refuse: a sink that cannot be opened fails shim_monitor_open.

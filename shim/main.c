@@ -40,6 +40,7 @@ struct options {
         const char *report_file, *report_socket, *prometheus;
         long report_interval; /* -1 = policy */
         bool report_stdout, no_bpf, no_taskstats;
+        const char *probe_root; /* sparkshim-test only: SPARKSHIM_PROBE_ROOT */
         bool json, all;                /* report */
         const char *jdk;               /* java-home */
         const char *probe_cgroup;      /* probe */
@@ -479,6 +480,9 @@ static void apply_environment(struct options *o)
         /* sparkshim-test only (built for the test suites, never installed): another cgroup mount */
         if ((v = getenv_nonempty("SPARKSHIM_CGROUP_ROOT")))
                 o->cgroup_root = v;
+        /* and another pin root for the node's probe set (tests/bpf/test-node-full.sh) */
+        if ((v = getenv_nonempty("SPARKSHIM_PROBE_ROOT")))
+                o->probe_root = v;
 #endif
 }
 
@@ -1061,6 +1065,7 @@ static struct shim_monitor *open_monitor(const struct options *o, const struct p
                                       .to_stdout = o->report_stdout,
                                       .interval_seconds = *ret_interval,
                                       .use_bpf = !o->no_bpf,
+                                      .probe_root = o->probe_root,
                                       .use_taskstats = !o->no_taskstats,
                                       .sink_failure_refuse = policy->report_sink_failure == POLICY_SINK_REFUSE,
                                       .own_thread = true,
