@@ -3,13 +3,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <lz4.h>
+#include <liblzf/lzf.h>
 #include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 #include <zstd.h>
 
 #include "decompress.h"
@@ -103,11 +106,6 @@ const char *tuner_codec_name(enum tuner_codec c)
         return "unknown";
 }
 
-static uint32_t rotl32(uint32_t x, int r)
-{
-        return (x << r) | (x >> (32 - r));
-}
-
 static uint32_t read_le32(const uint8_t *p)
 {
         return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -123,35 +121,9 @@ static uint32_t read_be16(const uint8_t *p)
         return (uint32_t)p[0] << 8 | p[1];
 }
 
-/* XXH32 as its specification (github.com/Cyan4973/xxHash, doc/xxhash_spec.md) defines it. */
 uint32_t tuner_xxh32(const void *data, size_t len, uint32_t seed)
 {
-        static const uint32_t p1 = 2654435761U, p2 = 2246822519U, p3 = 3266489917U, p4 = 668265263U,
-                              p5 = 374761393U;
-        const uint8_t *p = data, *end = p + len;
-        uint32_t h;
-
-        if (len >= 16) {
-                uint32_t v[4] = {seed + p1 + p2, seed + p2, seed, seed - p1};
-
-                for (; end - p >= 16; p += 16)
-                        for (int i = 0; i < 4; i++)
-                                v[i] = rotl32(v[i] + read_le32(p + 4 * i) * p2, 13) * p1;
-                h = rotl32(v[0], 1) + rotl32(v[1], 7) + rotl32(v[2], 12) + rotl32(v[3], 18);
-        } else {
-                h = seed + p5;
-        }
-        h += (uint32_t)len;
-        for (; end - p >= 4; p += 4)
-                h = rotl32(h + read_le32(p) * p3, 17) * p4;
-        for (; p < end; p++)
-                h = rotl32(h + *p * p5, 11) * p1;
-        h ^= h >> 15;
-        h *= p2;
-        h ^= h >> 13;
-        h *= p3;
-        h ^= h >> 16;
-        return h;
+        return XXH32(data, len, seed);
 }
 
 static int grow(uint8_t **buf, size_t *cap, size_t need)
@@ -427,38 +399,9 @@ static int next_snappy(struct tuner_stream *s, struct shim_error *err)
 /* LZF (liblzf's format, as compress-lzf writes it): 0 or -1 when in does not make out. */
 static int lzf_decode(const uint8_t *in, size_t in_len, uint8_t *out, size_t out_len)
 {
-        size_t ip = 0, op = 0;
-
-        while (ip < in_len) {
-                unsigned ctrl = in[ip++];
-
-                if (ctrl < 32) { /* a literal run of ctrl + 1 bytes */
-                        size_t run = ctrl + 1;
-
-                        if (run > in_len - ip || run > out_len - op)
-                                return -1;
-                        memcpy(out + op, in + ip, run);
-                        ip += run;
-                        op += run;
-                } else { /* a back reference of len + 2 bytes */
-                        size_t len = ctrl >> 5, back;
-
-                        if (len == 7) {
-                                if (ip >= in_len)
-                                        return -1;
-                                len += in[ip++];
-                        }
-                        if (ip >= in_len)
-                                return -1;
-                        back = ((size_t)(ctrl & 0x1f) << 8) + in[ip++] + 1;
-                        len += 2;
-                        if (back > op || len > out_len - op)
-                                return -1;
-                        for (size_t i = 0; i < len; i++, op++)
-                                out[op] = out[op - back];
-                }
-        }
-        return op == out_len ? 0 : -1;
+        if (in_len > UINT_MAX || out_len > UINT_MAX)
+                return -1;
+        return lzf_decompress(in, (unsigned)in_len, out, (unsigned)out_len) == out_len ? 0 : -1;
 }
 
 static int next_lzf(struct tuner_stream *s, struct shim_error *err)

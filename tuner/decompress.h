@@ -10,6 +10,8 @@
  *            compatible version) then chunks of a big-endian length and a raw snappy block;
  *   .lzf     compress-lzf's LZFOutputStream: "ZV" chunks, stored (0) or LZF-compressed (1);
  *   anything else is plain text. A trailing ".inprogress" is skipped when picking the codec.
+ * Every codec and the checksum come from Debian's libraries: libzstd, liblz4, libsnappy,
+ * liblzf, libxxhash (an earlier version wrote XXH32 and the LZF decoder by hand).
  * Every size is bounded (a block's lengths, a line, the total decompressed bytes); a file cut
  * short inside a block is an error unless the stream was opened as in progress, where the
  * writer may not have flushed it yet: then what was decoded is the end.
@@ -103,5 +105,5 @@ uint64_t tuner_stream_lineno(const struct tuner_stream *s);
  * name, which another inode could answer): 0 with *ret, or -errno. */
 int tuner_stream_owner(const struct tuner_stream *s, uint32_t *ret);
 
-/* XXH32 (lz4-java's block checksum is tuner_xxh32(data, len, 0x9747b28c) & 0xfffffff) */
+/* libxxhash's XXH32 (lz4-java's block checksum is tuner_xxh32(data, len, 0x9747b28c) & 0xfffffff) */
 uint32_t tuner_xxh32(const void *data, size_t len, uint32_t seed);
