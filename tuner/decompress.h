@@ -105,5 +105,5 @@ uint64_t tuner_stream_lineno(const struct tuner_stream *s);
  * name, which another inode could answer): 0 with *ret, or -errno. */
 int tuner_stream_owner(const struct tuner_stream *s, uint32_t *ret);
 
-/* libxxhash's XXH32 (lz4-java's block checksum is tuner_xxh32(data, len, 0x9747b28c) & 0xfffffff) */
+/* libxxhash's XXH32 (lz4-java's block checksum: tuner_xxh32(data, len, 0x9747b28c) & 0xfffffff) */
 uint32_t tuner_xxh32(const void *data, size_t len, uint32_t seed);
