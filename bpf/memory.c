@@ -103,6 +103,7 @@ static int memory_open(const struct probe_config *cfg, void **ret, char *detail,
                 return err;
         }
         skel->rodata->victim_shape = shape;
+        skel->rodata->ring_events = !cfg->node;
         err = probe_share_maps(skel->obj, "memory_stats", cfg);
         if (err) {
                 probe_format_failure(why, why_size, "maps", err);

@@ -44,9 +44,15 @@
 #include "util.h"
 
 #define BPFFS_DEFAULT "/sys/fs/bpf"
-#define WATCHED_PIN   "watched"
-#define FILTER_PIN    "filter"
-#define STATS_SUFFIX  "stats"
+/*
+ * The set's directory: the build of the programs and the version of what node.c keeps in
+ * the maps (struct probe_watch, the pins' names): a change to either gets a set of its own.
+ */
+#define PROBE_NODE_PROTOCOL "1"
+#define PROBE_NODE_SET      PROBE_BUILD_ID "-v" PROBE_NODE_PROTOCOL
+#define WATCHED_PIN         "watched"
+#define FILTER_PIN          "filter"
+#define STATS_SUFFIX        "stats"
 
 /* ---- who registered */
 
@@ -58,10 +64,19 @@ struct owner {
 
 static int owner_self(struct owner *ret)
 {
+        char link[32];
         struct stat st;
+        ssize_t n;
         int r;
 
         ret->pid = (uint32_t)getpid();
+        /* a /proc of another pid namespace would judge other shims by the wrong pids */
+        n = readlink("/proc/self", link, sizeof(link) - 1);
+        if (n <= 0)
+                return n < 0 ? -errno : -EIO;
+        link[n] = '\0';
+        if ((uint32_t)strtoul(link, NULL, 10) != ret->pid)
+                return -EXDEV;
         r = util_process_start_time(getpid(), &ret->start);
         if (r < 0)
                 return r;
@@ -78,11 +93,17 @@ static int owner_self(struct owner *ret)
 static bool owner_alive(const struct probe_watch *w, const struct owner *self)
 {
         uint64_t start;
+        int r;
 
         if (w->owner_pidns != self->pidns)
                 return true;
-        if (util_process_start_time((pid_t)w->owner_pid, &start) < 0)
-                return false;
+        if (w->owner_pid == self->pid && w->owner_start == self->start)
+                return true;
+        r = util_process_start_time((pid_t)w->owner_pid, &start);
+        if (r == -ENOENT || r == -ESRCH)
+                return false; /* gone */
+        if (r < 0)
+                return true; /* cannot tell (out of fds, memory): never take a live one's slot */
         return start == w->owner_start;
 }
 
@@ -96,9 +117,43 @@ static bool is_bpffs(int fd)
 }
 
 /*
+ * flock(2) fd, waiting at most PROBE_NODE_LOCK_MS: a lock that another process holds for
+ * longer (a shim stopped while it held it, or anyone who could open the directory) never
+ * stops a shim's monitor.
+ */
+static int lock_root(int fd, const char *root, struct probe_error *err)
+{
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
+
+        uint64_t end = util_now_ns() + (uint64_t)PROBE_NODE_LOCK_MS * 1000000u;
+
+        for (;;) {
+                int r;
+
+                if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+                        return 0;
+                r = -errno;
+                if (r != -EWOULDBLOCK && r != -EINTR) {
+                        probe_set_error(err, r, "locking %s: %s", root, strerror(-r));
+                        return r;
+                }
+                if (util_now_ns() >= end) {
+                        probe_set_error(err, -ETIMEDOUT,
+                                        "another process held the lock on %s for %d ms", root,
+                                        PROBE_NODE_LOCK_MS);
+                        return -ETIMEDOUT;
+                }
+                nanosleep(&pause, NULL);
+        }
+}
+
+/*
  * The default place has no bpf filesystem on a host without systemd: mount one there, as
- * systemd does at boot (and bpftool when it pins), under a lock on the mount point itself so
- * that two shims never stack two.
+ * systemd does at boot (and bpftool when it pins), mode 0700. Under a lock on the mount point
+ * so that two shims do not stack two mounts; but until the mount, that is a sysfs directory
+ * anyone may open and lock: the lock is waited for at most PROBE_NODE_LOCK_MS and then done
+ * without (the worst case, two shims mounting at once, gives two stacked instances, each
+ * consistent: the shim that pinned in the lower one keeps a set of its own).
  */
 static int mount_bpffs(const char *parent, struct probe_error *err)
 {
@@ -112,10 +167,7 @@ static int mount_bpffs(const char *parent, struct probe_error *err)
         }
         if (is_bpffs(fd))
                 return 0;
-        if (flock(fd, LOCK_EX) < 0) {
-                probe_set_error(err, -EOPNOTSUPP, "locking %s: %s", parent, strerror(errno));
-                return -EOPNOTSUPP;
-        }
+        lock_root(fd, parent, NULL); /* or without it, see above */
         again = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (again >= 0 && is_bpffs(again))
                 return 0; /* another shim mounted it meanwhile */
@@ -182,27 +234,6 @@ static int open_root(const char *root, struct probe_error *err)
         return fd;
 }
 
-static int lock_root(int fd, const char *root, struct probe_error *err)
-{
-        struct timespec pause = {.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
-
-        for (int waited = 0;; waited += 10) {
-                if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-                        return 0;
-                if (errno != EWOULDBLOCK && errno != EINTR) {
-                        probe_set_error(err, -errno, "locking %s: %s", root, strerror(errno));
-                        return -errno;
-                }
-                if (waited >= PROBE_NODE_LOCK_MS) {
-                        probe_set_error(err, -ETIMEDOUT,
-                                        "another process held the lock on %s for %d ms", root,
-                                        PROBE_NODE_LOCK_MS);
-                        return -ETIMEDOUT;
-                }
-                nanosleep(&pause, NULL);
-        }
-}
-
 /* ---- the set's directory */
 
 /* Close what p holds of a set (its attachments, maps), keeping the root and its lock. */
@@ -225,12 +256,14 @@ static int set_path(const struct probe *p, const char *name, char *buf, size_t s
 /* Remove every pin of the set's directory, then the directory. */
 static void unpin_set(int root_fd)
 {
-        int fd = openat(root_fd, PROBE_BUILD_ID, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int fd = openat(root_fd, PROBE_NODE_SET, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         DIR *dir;
         struct dirent *de;
 
         if (fd < 0)
                 return;
+        /* the completeness mark first: a removal cut short leaves a set that reloads */
+        unlinkat(fd, WATCHED_PIN, 0);
         dir = fdopendir(fd); /* owns fd from here */
         if (!dir) {
                 close(fd);
@@ -240,7 +273,7 @@ static void unpin_set(int root_fd)
                 if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
                         unlinkat(dirfd(dir), de->d_name, 0);
         closedir(dir);
-        unlinkat(root_fd, PROBE_BUILD_ID, AT_REMOVEDIR);
+        unlinkat(root_fd, PROBE_NODE_SET, AT_REMOVEDIR);
 }
 
 /* Load every kind this kernel supports with PROBE_NODE_MAX slots, and pin the set. */
@@ -250,7 +283,7 @@ static int load_set(struct probe *p, struct probe_error *err)
         int r;
 
         unpin_set(p->node_root_fd); /* what a load that died half-way left */
-        if (mkdirat(p->node_root_fd, PROBE_BUILD_ID, 0700) < 0) {
+        if (mkdirat(p->node_root_fd, PROBE_NODE_SET, 0700) < 0) {
                 r = -errno;
                 probe_set_error(err, r, "creating %s: %s", p->node_dir, strerror(-r));
                 return r;
@@ -351,7 +384,11 @@ static int join_set(struct probe *p, struct probe_error *err)
                         if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &prog, &plen) == 0)
                                 probe_detail_add(st->detail, sizeof(st->detail), prog.name);
                 }
-                probe_detail_add(st->detail, sizeof(st->detail), "(node set " PROBE_BUILD_ID ")");
+                probe_detail_add(st->detail, sizeof(st->detail), "(node set " PROBE_NODE_SET ")");
+        }
+        if (probe_attached(p) == 0) {
+                probe_set_error(err, -EOPNOTSUPP, "%s holds no probe kind", p->node_dir);
+                return -EOPNOTSUPP;
         }
         return 0;
 }
@@ -446,8 +483,17 @@ static int register_cgroup(struct probe *p, uint64_t cgroup_id, struct probe_err
                                 (unsigned long long)cgroup_id, (unsigned)w.owner_pid);
                 return -EBUSY;
         }
-        for (slot = 0; slot < PROBE_NODE_MAX && used[slot]; slot++)
-                ;
+        /*
+         * The first free slot from the cgroup id's place on, not the lowest: a slot freed a
+         * moment ago is seldom taken at once, so that an event of its old owner still in
+         * flight (a reclaim, a disk request) rarely lands on a new one.
+         */
+        slot = PROBE_NODE_MAX;
+        for (uint32_t i = 0, at = (uint32_t)(cgroup_id % PROBE_NODE_MAX); i < PROBE_NODE_MAX; i++)
+                if (!used[(at + i) % PROBE_NODE_MAX]) {
+                        slot = (at + i) % PROBE_NODE_MAX;
+                        break;
+                }
         if (slot == PROBE_NODE_MAX) {
                 probe_set_error(err, -ENOSPC,
                                 "the node's probe set watches %d cgroups already, its most",
@@ -486,6 +532,7 @@ static int register_cgroup(struct probe *p, uint64_t cgroup_id, struct probe_err
 
 struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct probe_error *err)
 {
+        struct owner self;
         struct probe *p;
         int r;
 
@@ -501,7 +548,11 @@ struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct probe
         p->node = true;
         p->ids[0] = cgroup_id;
         p->n = 1;
-        snprintf(p->node_dir, sizeof(p->node_dir), "%s/%s", root ? root : "", PROBE_BUILD_ID);
+        if ((size_t)snprintf(p->node_dir, sizeof(p->node_dir), "%s/%s", root ? root : "",
+                             PROBE_NODE_SET) >= sizeof(p->node_dir)) {
+                probe_set_error(err, -ENAMETOOLONG, "the pin root %s is too long", root);
+                goto fail;
+        }
         p->node_root_fd = open_root(root, err);
         if (p->node_root_fd < 0)
                 goto fail;
@@ -511,9 +562,13 @@ struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct probe
         if (!set_complete(p) && load_set(p, err) < 0)
                 goto fail_locked;
         if (join_set(p, err) < 0 || register_cgroup(p, cgroup_id, err) < 0)
-                goto fail_locked;
+                goto fail_empty;
         flock(p->node_root_fd, LOCK_UN);
         return p;
+fail_empty:
+        /* a set nobody watches with (this shim may have loaded it) goes */
+        if (p->watched_fd >= 0 && owner_self(&self) == 0 && sweep(p->watched_fd, &self, NULL) == 0)
+                unpin_set(p->node_root_fd);
 fail_locked:
         flock(p->node_root_fd, LOCK_UN);
 fail:
@@ -569,7 +624,7 @@ int probe_node_list(const char *root, struct probe_node_entry *ret, size_t max,
                 probe_set_error(err, r, "reading this process's start time: %s", strerror(-r));
                 return r;
         }
-        if (snprintf(path, sizeof(path), "%s/%s/" WATCHED_PIN, root, PROBE_BUILD_ID) >=
+        if (snprintf(path, sizeof(path), "%s/%s/" WATCHED_PIN, root, PROBE_NODE_SET) >=
             (int)sizeof(path)) {
                 probe_set_error(err, -ENAMETOOLONG, "%s: path too long", root);
                 return -ENAMETOOLONG;

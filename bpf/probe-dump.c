@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -469,6 +470,7 @@ int main(int argc, char **argv)
         struct oom_list ooms;
         static struct snapshot snap;
         sigset_t mask, old_mask;
+        struct rlimit nofile;
         struct probe *p;
         json_t *command_json = NULL, *missing, *detail, *programs;
         double start;
@@ -476,6 +478,11 @@ int main(int argc, char **argv)
         unsigned attached;
 
         probe_set_test_hooks(true); /* a test tool: docs/probes.md */
+        /* --node with PROBE_NODE_MAX leaves holds a few fds per registration */
+        if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+                nofile.rlim_cur = nofile.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &nofile);
+        }
 
         r = parse_args(argc, argv, &o);
         if (r < 0) {

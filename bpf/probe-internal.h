@@ -27,6 +27,7 @@ struct probe_config {
         int watched_fd;            /* the set's `watched` hash map (probe-limits.h) */
         int filter_fd;             /* and the filter in front of it */
         uint32_t slots;            /* counter slots: the max_entries of the *_stats maps */
+        bool node;                 /* the node's set (node.c): nobody reads the OOM ring buffer */
         const struct btf *vmlinux; /* the running kernel's BTF */
         /* test hooks (environment, see probe.c): run the older kernels' code paths here */
         bool oom_by_pid;       /* handle mark_victim as the mark_victim(pid) shape */

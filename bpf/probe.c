@@ -309,14 +309,14 @@ static int attach_kind(struct probe_kind_state *st, const struct probe_part_ops 
                         probe_format_failure(st->why, sizeof(st->why), "attach", err);
                         return err;
                 }
-                st->links[st->nprogs] = link;
+                st->links[st->nprogs++] = link; /* release_kind destroys it from here on */
                 memset(&info, 0, sizeof(info));
                 if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) < 0) {
                         err = -errno;
                         probe_format_failure(st->why, sizeof(st->why), "program info", err);
                         return err;
                 }
-                st->prog_ids[st->nprogs++] = info.id;
+                st->prog_ids[st->nprogs - 1] = info.id;
         }
         stats = bpf_object__find_map_by_name(obj, ops->stats);
         if (!stats || bpf_map__fd(stats) < 0) {
@@ -366,6 +366,7 @@ int probe_load_kinds(struct probe *p, unsigned kinds, uint32_t slots, struct pro
 
         cfg.watched_fd = p->watched_fd;
         cfg.filter_fd = p->filter_fd;
+        cfg.node = p->node;
         cfg.slots = slots;
         cfg.vmlinux = vmlinux;
         /*
@@ -560,6 +561,15 @@ int probe_read(struct probe *p, uint64_t cgroup_id, struct probe_usage *ret)
         if (i == p->n)
                 return -ENOENT;
         slot = p->node ? p->node_slot : (uint32_t)i;
+        if (p->node) {
+                /* still ours? an entry removed under us would have its slot given away */
+                struct probe_watch w;
+
+                if (bpf_map_lookup_elem(p->watched_fd, &cgroup_id, &w) < 0 ||
+                    w.slot != p->node_watch.slot || w.owner_pid != p->node_watch.owner_pid ||
+                    w.owner_start != p->node_watch.owner_start)
+                        return -ENOENT;
+        }
         memset(&usage, 0, sizeof(usage));
         for (int k = 0; k < PROBE_KINDS_COUNT; k++) {
                 if (p->kinds[k].stats_fd < 0)

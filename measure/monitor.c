@@ -108,9 +108,11 @@ struct shim_monitor {
         uint64_t rss_peak;
         struct collect_procs procs_last;
         /*
-         * /proc/PID/io of the live tasks + the exited ones' taskstats, the most seen at a
-         * sample: a task's /proc figures go with it, and hold what it reaped (a shell's
-         * children) that no taskstats record of an unseen short task carries.
+         * The sum of the live processes' /proc/PID/io, the most seen at a sample. A
+         * process's figures hold its exited threads and the children it reaped, so the
+         * exited tasks' taskstats records are not added: they would count those twice.
+         * What a process wrote after its last sample and before it exited unreaped by a
+         * member of the cgroup is missed: a lower bound, never a double count.
          */
         uint64_t proc_read_bytes, proc_write_bytes;
         bool have_procs;
@@ -511,11 +513,10 @@ static void sample(struct shim_monitor *m)
         if (m->taskstats)
                 collect_taskstats_drain_exits(m->taskstats, m->known, m->nknown, &m->exits, &cerr);
         if (m->have_procs) {
-                uint64_t r = m->procs_last.read_bytes + m->exits.read_bytes;
-                uint64_t w = m->procs_last.write_bytes + m->exits.write_bytes;
-
-                m->proc_read_bytes = r > m->proc_read_bytes ? r : m->proc_read_bytes;
-                m->proc_write_bytes = w > m->proc_write_bytes ? w : m->proc_write_bytes;
+                if (m->procs_last.read_bytes > m->proc_read_bytes)
+                        m->proc_read_bytes = m->procs_last.read_bytes;
+                if (m->procs_last.write_bytes > m->proc_write_bytes)
+                        m->proc_write_bytes = m->procs_last.write_bytes;
         }
 
         if (m->nsamples == m->cap) {
@@ -849,12 +850,11 @@ static void rolling_spills(struct shim_monitor *m, struct rolling_sample *s)
  */
 /*
  * What the executor read and wrote, without io.stat: the larger of the block probe and
- * /proc/PID/io (with the exited tasks' taskstats), each direction on its own. The block probe
+ * /proc/PID/io (proc_write_bytes), each direction on its own. The block probe
  * attributes a write to the task that issues the request, and buffered writes (shuffle
  * files) are issued by the kernel's flusher threads: a standalone executor that wrote ~160 MB
  * was reported as 0.04-1.0 MB by it alone. /proc's write_bytes counts a page when the task
- * dirties it (proc_write_bytes: the most seen at a sample). Returns the source's name for the
- * report; NULL when neither is there.
+ * dirties it. Returns the source's name for the report; NULL when neither is there.
  */
 static const char *disk_without_io_stat(const struct shim_monitor *m, const struct probe_usage *pu,
                                         uint64_t *rbytes, uint64_t *wbytes)
@@ -871,11 +871,11 @@ static const char *disk_without_io_stat(const struct shim_monitor *m, const stru
         pw = m->proc_write_bytes;
         if (!pu) {
                 *rbytes = pr, *wbytes = pw;
-                return m->exits.tasks ? "proc:io+taskstats" : "proc:io";
+                return "proc:io";
         }
         *rbytes = pr > pu->read_bytes ? pr : pu->read_bytes;
         *wbytes = pw > pu->write_bytes ? pw : pu->write_bytes;
-        return m->exits.tasks ? "max(bpf:block_rq,proc:io+taskstats)" : "max(bpf:block_rq,proc:io)";
+        return "max(bpf:block_rq,proc:io)";
 }
 
 static uint64_t rolling_disk_write(const struct shim_monitor *m)

@@ -132,6 +132,20 @@ registered "$WORK/list-next" "$K2" false && { cat "$WORK/list-next"; fail "the k
 registered "$WORK/list-next" "$NEXT" true || { cat "$WORK/list-next"; fail "the next shim is not registered"; }
 pass "the killed shim's entry is gone after the next start"
 
+# a slot given again starts from zero: the same leaf twice (its cgroup id finds the same free
+# slot), the second's figures against the growth of the leaf's cpu.stat alone
+make_leaf AGAIN
+"$PROBE_DUMP" --node "$ROOT" "$AGAIN" -- "$BURN" 1 0.2c >"$WORK/out-again-1" 2>"$WORK/err-again-1" ||
+	{ cat "$WORK/err-again-1"; fail "the first run in AGAIN failed"; }
+before=$(($(usage_usec "$AGAIN") * 1000))
+"$PROBE_DUMP" --node "$ROOT" "$AGAIN" -- "$BURN" 1 0.2c >"$WORK/out-again-2" 2>"$WORK/err-again-2" ||
+	{ cat "$WORK/err-again-2"; fail "the second run in AGAIN failed"; }
+grown=$(($(usage_usec "$AGAIN") * 1000 - before))
+bpf_ns=$(field "$WORK/out-again-2" "$AGAIN" oncpu_ns)
+echo "AGAIN, second registration: cpu.stat grew $grown ns, BPF $bpf_ns ns ($(pct "$bpf_ns" "$grown"))"
+within "$bpf_ns" "$grown" 3 || fail "a slot given again kept its former owner's counts"
+pass "a slot given again counts from zero"
+
 kill -TERM "$npid" "$keep_pid"
 wait "$npid" || { cat "$WORK/err-next"; fail "the next shim failed"; }
 wait "$keep_pid" || { cat "$WORK/err-keep"; fail "the keeper failed"; }
