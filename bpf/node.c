@@ -124,7 +124,6 @@ static bool is_bpffs(int fd)
 static int lock_root(int fd, const char *root, struct probe_error *err)
 {
         struct timespec pause = {.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
-
         uint64_t end = util_now_ns() + (uint64_t)PROBE_NODE_LOCK_MS * 1000000u;
 
         for (;;) {
