@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "shim-common.h"
+#include "utf8.h"
 #include "util.h"
 
 static enum shim_log_level max_level = SHIM_LOG_WARN;

@@ -215,23 +215,3 @@ int util_process_start_time(pid_t pid, uint64_t *ret)
         return 0;
 }
 
-size_t util_utf8_length(const unsigned char *s)
-{
-        size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
-                 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
-        uint32_t cp;
-
-        if (n <= 1)
-                return n;
-        cp = s[0] & (0x7f >> n);
-        for (size_t i = 1; i < n; i++) {
-                if ((s[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = cp << 6 | (s[i] & 0x3f);
-        }
-        /* overlong forms, surrogates and what lies past U+10FFFF */
-        if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-            (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-                return 0;
-        return n;
-}

@@ -123,13 +123,6 @@ int util_process_start_time(pid_t pid, uint64_t *ret);
 uint64_t util_now_ns(void);
 
 /*
- * The length (1-4) of the valid UTF-8 sequence at s, or 0 when none starts there: a
- * stray continuation byte, an overlong form, a surrogate, past U+10FFFF, or a sequence cut
- * by the string's end (it reads no further than a NUL).
- */
-size_t util_utf8_length(const unsigned char *s);
-
-/*
  * Is path a regular file that only root (or the effective user) can change: owned by one of
  * them and not writable by group or others, in directories likewise (a sticky directory,
  * such as /tmp, is accepted)? The path is resolved (realpath: lstat and readlink) and each

@@ -28,6 +28,7 @@
 #include "probe.h"
 #include "rolling.h"
 #include "sink.h"
+#include "utf8.h"
 #include "util.h"
 
 #define SAMPLES_IN_REPORT 360
@@ -561,19 +562,6 @@ static void copy_argv(struct shim_monitor *m, char *const *argv)
         }
 }
 
-static void utf8_sanitize(char *s)
-{
-        unsigned char *p = (unsigned char *)s;
-
-        while (*p) {
-                size_t len = util_utf8_length(p);
-                if (len == 0)
-                        *p++ = '?';
-                else
-                        p += len;
-        }
-}
-
 int shim_monitor_set_agent(struct shim_monitor *m, const struct shim_agent_run *run)
 {
         struct shim_agent_run *copy = malloc(sizeof(*copy));
@@ -600,15 +588,15 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
         snprintf(m->mode, sizeof(m->mode), "%s", id->mode ? id->mode : "wrap");
         snprintf(m->reason, sizeof(m->reason), "%s", reason ? reason : "");
         snprintf(m->cgroup_path, sizeof(m->cgroup_path), "%s", cgroup_path ? cgroup_path : "");
-        utf8_sanitize(m->app_id);
-        utf8_sanitize(m->executor_id);
-        utf8_sanitize(m->name);
-        utf8_sanitize(m->command);
-        utf8_sanitize(m->reason);
-        utf8_sanitize(m->cgroup_path);
+        util_utf8_sanitize(m->app_id);
+        util_utf8_sanitize(m->executor_id);
+        util_utf8_sanitize(m->name);
+        util_utf8_sanitize(m->command);
+        util_utf8_sanitize(m->reason);
+        util_utf8_sanitize(m->cgroup_path);
         copy_argv(m, id->argv);
         for (size_t i = 0; i < m->argc; i++)
-                utf8_sanitize(m->argv[i]);
+                util_utf8_sanitize(m->argv[i]);
         if (gethostname(m->host, sizeof(m->host)) < 0)
                 snprintf(m->host, sizeof(m->host), "unknown");
         if (plan)
@@ -984,7 +972,7 @@ static json_t *rolling_json(const struct shim_monitor *m)
                 char reason[ROLLING_REASON_MAX];
 
                 snprintf(reason, sizeof(reason), "%s", d->reason);
-                utf8_sanitize(reason);
+                util_utf8_sanitize(reason);
                 json_array_append_new(
                     decisions,
                     json_pack("{s:f, s:s, s:s, s:f, s:f, s:s, s:o, s:s}", "age_seconds",

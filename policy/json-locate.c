@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "utf8.h"
 #include "util.h"
 #include "policy-internal.h"
 
@@ -57,30 +58,6 @@ static int read_hex4(struct scanner *s, unsigned *ret)
         }
         *ret = v;
         return 0;
-}
-
-static size_t utf8_encode(unsigned cp, char out[4])
-{
-        if (cp < 0x80) {
-                out[0] = (char)cp;
-                return 1;
-        }
-        if (cp < 0x800) {
-                out[0] = (char)(0xC0 | (cp >> 6));
-                out[1] = (char)(0x80 | (cp & 0x3F));
-                return 2;
-        }
-        if (cp < 0x10000) {
-                out[0] = (char)(0xE0 | (cp >> 12));
-                out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-                out[2] = (char)(0x80 | (cp & 0x3F));
-                return 3;
-        }
-        out[0] = (char)(0xF0 | (cp >> 18));
-        out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[3] = (char)(0x80 | (cp & 0x3F));
-        return 4;
 }
 
 /*
@@ -153,7 +130,7 @@ static int scan_string(struct scanner *s, const char *match, bool *ret_equal)
                                 cp = (unsigned)e;
                                 break;
                         }
-                        n = utf8_encode(cp, buf);
+                        n = util_utf8_put(cp, buf);
                 }
                 if (match && equal) {
                         if (mpos + n > mlen || memcmp(match + mpos, buf, n) != 0)

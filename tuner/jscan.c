@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "jscan.h"
+#include "utf8.h"
 
 #define NUMBER_TEXT_MAX 64
 
@@ -55,37 +56,6 @@ static int hex4(const char *p, unsigned *ret)
         }
         *ret = v;
         return 0;
-}
-
-/* The length of a valid UTF-8 sequence starting at p (its lead byte >= 0x80), or 0. */
-static size_t utf8_length(const unsigned char *p, const unsigned char *end)
-{
-        unsigned char c = p[0];
-        size_t n;
-        unsigned char lo = 0x80, hi = 0xbf;
-
-        if (c >= 0xc2 && c <= 0xdf)
-                n = 2;
-        else if (c >= 0xe0 && c <= 0xef) {
-                n = 3;
-                if (c == 0xe0)
-                        lo = 0xa0;
-                else if (c == 0xed)
-                        hi = 0x9f; /* no surrogates */
-        } else if (c >= 0xf0 && c <= 0xf4) {
-                n = 4;
-                if (c == 0xf0)
-                        lo = 0x90;
-                else if (c == 0xf4)
-                        hi = 0x8f;
-        } else
-                return 0;
-        if ((size_t)(end - p) < n || p[1] < lo || p[1] > hi)
-                return 0;
-        for (size_t i = 2; i < n; i++)
-                if (p[i] < 0x80 || p[i] > 0xbf)
-                        return 0;
-        return n;
 }
 
 /* At the opening quote; leaves p after the closing one, the raw bytes in *ret_raw/len. */
@@ -145,8 +115,8 @@ static int scan_string(struct scanner *s, const char **ret_raw, size_t *ret_len)
                         continue;
                 }
                 {
-                        size_t n =
-                            utf8_length((const unsigned char *)s->p, (const unsigned char *)s->end);
+                        size_t n = util_utf8_length_n((const unsigned char *)s->p,
+                                                      (const unsigned char *)s->end);
                         if (!n)
                                 return fail(s, s->p, "invalid UTF-8");
                         s->p += n;
@@ -464,31 +434,6 @@ int jscan_double(const struct jscan_value *v, double *ret)
         return 0;
 }
 
-/* Write code point u as UTF-8 at out (room checked by the caller: 4 bytes). */
-static size_t put_utf8(unsigned u, char *out)
-{
-        if (u < 0x80) {
-                out[0] = (char)u;
-                return 1;
-        }
-        if (u < 0x800) {
-                out[0] = (char)(0xc0 | (u >> 6));
-                out[1] = (char)(0x80 | (u & 0x3f));
-                return 2;
-        }
-        if (u < 0x10000) {
-                out[0] = (char)(0xe0 | (u >> 12));
-                out[1] = (char)(0x80 | ((u >> 6) & 0x3f));
-                out[2] = (char)(0x80 | (u & 0x3f));
-                return 3;
-        }
-        out[0] = (char)(0xf0 | (u >> 18));
-        out[1] = (char)(0x80 | ((u >> 12) & 0x3f));
-        out[2] = (char)(0x80 | ((u >> 6) & 0x3f));
-        out[3] = (char)(0x80 | (u & 0x3f));
-        return 4;
-}
-
 int jscan_string(const struct jscan_value *v, char *buf, size_t size)
 {
         const char *p = v->raw, *end = v->raw + v->len;
@@ -539,7 +484,7 @@ int jscan_string(const struct jscan_value *v, char *buf, size_t size)
                                 }
                                 if (u == 0)
                                         return -EINVAL;
-                                k = put_utf8(u, one);
+                                k = util_utf8_put(u, one);
                                 break;
                         default:
                                 one[0] = p[1];

@@ -25,6 +25,7 @@
 #include "policy.h"
 #include "publish.h"
 #include "store-internal.h"
+#include "utf8.h"
 #include "util.h"
 
 /* ---------------------------------------------------------------- columns */
@@ -383,61 +384,17 @@ static char *build(enum stmt_id id)
  * in the middle of a character by a bounded copy, an argv byte), so every string is bound
  * with such bytes as '?', on SQLite too, so that both keep the same rows.
  */
-/* the length of the valid UTF-8 sequence at p, 0 when there is none */
-static size_t utf8_sequence(const unsigned char *p)
-{
-        size_t n = *p < 0x80             ? 1
-                   : (*p & 0xe0) == 0xc0 ? 2
-                   : (*p & 0xf0) == 0xe0 ? 3
-                   : (*p & 0xf8) == 0xf0 ? 4
-                                         : 0;
-
-        if (!n || (n == 2 && *p < 0xc2) || (n == 4 && *p > 0xf4))
-                return 0;
-        for (size_t i = 1; i < n; i++)
-                if ((p[i] & 0xc0) != 0x80) /* the NUL ends it too */
-                        return 0;
-        /* overlong forms, surrogates, past U+10FFFF */
-        if ((n == 3 && *p == 0xe0 && p[1] < 0xa0) || (n == 3 && *p == 0xed && p[1] >= 0xa0) ||
-            (n == 4 && *p == 0xf0 && p[1] < 0x90) || (n == 4 && *p == 0xf4 && p[1] >= 0x90))
-                return 0;
-        return n;
-}
-
-static bool utf8_valid(const char *s)
-{
-        const unsigned char *p = (const unsigned char *)s;
-        size_t n;
-
-        for (; *p; p += n)
-                if (!(n = utf8_sequence(p)))
-                        return false;
-        return true;
-}
-
-static void utf8_clean(char *s)
-{
-        unsigned char *p = (unsigned char *)s;
-        size_t n;
-
-        for (; *p; p += n)
-                if (!(n = utf8_sequence(p))) {
-                        *p = '?';
-                        n = 1;
-                }
-}
-
 static int bind_text(struct tuner_store *s, struct store_stmt *st, int i, const char *v)
 {
         char *copy;
         int r;
 
-        if (!v || utf8_valid(v))
+        if (!v || util_utf8_valid(v))
                 return s->ops->bind_text(st, i, v);
         copy = strdup(v);
         if (!copy)
                 return -ENOMEM;
-        utf8_clean(copy);
+        util_utf8_sanitize(copy);
         r = s->ops->bind_text(st, i, copy);
         free(copy);
         return r;
