@@ -830,13 +830,6 @@ static void rolling_spills(struct shim_monitor *m, struct rolling_sample *s)
 }
 
 /*
- * The bytes written since the start: io.stat, which counts what reached the disk for the
- * cgroup, writeback included. Without it, the larger of the block probe (requests the
- * executor's tasks issued themselves: it misses the kernel's writeback of their dirty
- * pages, which is most of a shuffle's writes) and /proc/PID/io write_bytes of the cgroup's
- * processes plus the exited ones (counted when pages are dirtied; not tmpfs).
- */
-/*
  * What the executor read and wrote, without io.stat: the larger of the block probe and
  * /proc/PID/io (proc_write_bytes), each direction on its own. The block probe
  * attributes a write to the task that issues the request, and buffered writes (shuffle
@@ -866,6 +859,10 @@ static const char *disk_without_io_stat(const struct shim_monitor *m, const stru
         return "max(bpf:block_rq,proc:io)";
 }
 
+/*
+ * Rolling's bytes written since the start: io.stat, which counts what reached the disk for
+ * the cgroup, writeback included; without it, what the report says (disk_without_io_stat).
+ */
 static uint64_t rolling_disk_write(const struct shim_monitor *m)
 {
         uint64_t rbytes, wbytes;
