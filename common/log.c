@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "shim-common.h"
 #include "utf8.h"
 #include "util.h"

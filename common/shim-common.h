@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What the sparkshim executable's modules share beyond util.h: the reserved exit codes, the
- * one-line error struct, the logger, and the few cgroup facts measure/ reads. shim/ and
- * measure/ include this; nothing below measure/ includes a shim/ header.
- *
- * The logger writes one line per call to stderr and is safe to call from any thread.
+ * one-line error struct and the few cgroup facts measure/ reads; the logger is log.h's.
+ * shim/ and measure/ include this; nothing below measure/ includes a shim/ header.
  */
 #pragma once
 
@@ -34,18 +32,8 @@ struct shim_error {
 int shim_error_set(struct shim_error *err, int error, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
-/* ---- logging (common/log.c) ---- */
-
-enum shim_log_level { SHIM_LOG_ERROR, SHIM_LOG_WARN, SHIM_LOG_INFO, SHIM_LOG_DEBUG };
-
-void shim_log_set_level(enum shim_log_level level);
-enum shim_log_level shim_log_get_level(void);
-void shim_log(enum shim_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-#define log_error(...) shim_log(SHIM_LOG_ERROR, __VA_ARGS__)
-#define log_warn(...)  shim_log(SHIM_LOG_WARN, __VA_ARGS__)
-#define log_info(...)  shim_log(SHIM_LOG_INFO, __VA_ARGS__)
-#define log_debug(...) shim_log(SHIM_LOG_DEBUG, __VA_ARGS__)
+/* the logger, for the modules that include this file (new code includes log.h itself) */
+#include "log.h"
 
 /* ---- cgroup facts shared with measure/ ---- */
 
