@@ -23,3 +23,16 @@ bench_update_docs() {
 		$0 == end { skip = 0 }
 		!skip { print }' "$doc" >"$doc.tmp" && mv "$doc.tmp" "$doc"
 }
+
+# bench_cgroup2: print the cgroup v2 mount (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a
+# hybrid host); nothing, and status 1, when there is none
+bench_cgroup2() {
+	local d
+	for d in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+		if [[ $(stat -f -c %T "$d" 2>/dev/null) == cgroup2fs ]]; then
+			echo "$d"
+			return 0
+		fi
+	done
+	return 1
+}

@@ -88,18 +88,13 @@ class Prometheus:
 
 
 def dashboard_queries(path):
-    """(where, expr) of every panel target, Grafana's variables set to match everything."""
-    dashboard = json.load(open(path))
-    out = []
-
-    def walk(panels):
-        for p in panels:
-            for t in p.get("targets", []):
-                if "expr" in t:
-                    out.append((f"panel {p.get('title')!r} {t.get('refId')}", t["expr"]))
-            walk(p.get("panels", []))
-    walk(dashboard.get("panels", []))
-    return out
+    """(where, expr) of every panel target: test-dashboard.py's walk of the dashboard."""
+    spec = importlib.util.spec_from_file_location(
+        "test_dashboard", os.path.join(os.path.dirname(os.path.abspath(__file__)), "test-dashboard.py"))
+    dashboard_test = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dashboard_test)
+    return [(where, expr) for where, expr in dashboard_test.expressions(json.load(open(path)))
+            if where.startswith("panel ")]
 
 
 def substitute(expr):
