@@ -524,7 +524,6 @@ static int register_cgroup(struct probe *p, uint64_t cgroup_id, struct probe_err
                 probe_set_error(err, r, "filling the filter of watched cgroups: %s", strerror(-r));
                 return r;
         }
-        p->node_slot = slot;
         p->node_watch = w;
         return 0;
 }

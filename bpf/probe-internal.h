@@ -78,7 +78,7 @@ struct probe_kind_state {
 /*
  * A set of programs and what this process watches with it. A set of its own (probe_open):
  * slot i watches ids[i], the programs live as long as p. The node's set (probe_open_node,
- * node.c): one cgroup, ids[0] at node_slot, the programs pinned under node_dir.
+ * node.c): one cgroup, ids[0] at node_watch.slot, the programs pinned under node_dir.
  */
 struct probe {
         uint64_t ids[PROBE_CGROUPS_MAX];
@@ -87,7 +87,6 @@ struct probe {
         int filter_fd;
         struct probe_kind_state kinds[PROBE_KINDS_COUNT];
         bool node;
-        uint32_t node_slot;
         struct probe_watch node_watch; /* the entry this process registered */
         int node_root_fd;              /* the pin root (its lock) */
         char node_dir[PROBE_PATH_MAX]; /* root/<build id> */

@@ -560,7 +560,7 @@ int probe_read(struct probe *p, uint64_t cgroup_id, struct probe_usage *ret)
                         break;
         if (i == p->n)
                 return -ENOENT;
-        slot = p->node ? p->node_slot : (uint32_t)i;
+        slot = p->node ? p->node_watch.slot : (uint32_t)i;
         if (p->node) {
                 /* still ours? an entry removed under us would have its slot given away */
                 struct probe_watch w;
