@@ -34,21 +34,27 @@ struct cpu_variant {
         void (*destroy)(void *skel);
 };
 
-#define CPU_VARIANT(type, label)                                                             \
-        static void *type##_open(struct bpf_object **ret_obj)                                \
-        {                                                                                    \
-                struct type *skel = type##__open();                                          \
-                if (skel)                                                                    \
-                        *ret_obj = skel->obj;                                                \
-                return skel;                                                                 \
-        }                                                                                    \
-        static int type##_load(void *skel) { return type##__load(skel); }                    \
-        static void type##_destroy(void *skel) { type##__destroy(skel); }                    \
-        static const struct cpu_variant type##_variant = {                                   \
-            .name = label,                                                                   \
-            .open = type##_open,                                                             \
-            .load = type##_load,                                                             \
-            .destroy = type##_destroy,                                                       \
+#define CPU_VARIANT(type, label)                                                                   \
+        static void *type##_open(struct bpf_object **ret_obj)                                      \
+        {                                                                                          \
+                struct type *skel = type##__open();                                                \
+                if (skel)                                                                          \
+                        *ret_obj = skel->obj;                                                      \
+                return skel;                                                                       \
+        }                                                                                          \
+        static int type##_load(void *skel)                                                         \
+        {                                                                                          \
+                return type##__load(skel);                                                         \
+        }                                                                                          \
+        static void type##_destroy(void *skel)                                                     \
+        {                                                                                          \
+                type##__destroy(skel);                                                             \
+        }                                                                                          \
+        static const struct cpu_variant type##_variant = {                                         \
+            .name = label,                                                                         \
+            .open = type##_open,                                                                   \
+            .load = type##_load,                                                                   \
+            .destroy = type##_destroy,                                                             \
         }
 
 CPU_VARIANT(cpu_bpf, "portable");

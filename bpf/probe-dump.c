@@ -276,8 +276,7 @@ static json_t *usage_json(const struct probe_usage *u)
 
 /* The child: into the first cgroup unless born there, then exec. Only async-signal-safe
  * calls. */
-static void run_child(const char *cgroup_dir, bool born_there, char **command,
-                      const sigset_t *mask)
+static void run_child(const char *cgroup_dir, bool born_there, char **command, const sigset_t *mask)
 {
         char path[4096];
         int fd;
@@ -370,8 +369,8 @@ static void take_snapshot(const uint64_t *ids, size_t n, pid_t child, struct sna
 }
 
 /* Run the command to its end; *ret_status is its wait status. */
-static int run_command(const struct options *o, const uint64_t *ids,
-                       struct snapshot *snap, const sigset_t *old_mask, int *ret_status)
+static int run_command(const struct options *o, const uint64_t *ids, struct snapshot *snap,
+                       const sigset_t *old_mask, int *ret_status)
 {
         struct clone_args args = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD};
         bool born_there = false;
@@ -596,21 +595,20 @@ int main(int argc, char **argv)
                         continue;
                 }
                 obj = json_pack("{s:s, s:I, s:o, s:O, s:O, s:f, s:b}", "cgroup", o.dirs[i],
-                                "cgroup_id", (json_int_t)ids[i], "attached",
-                                kinds_array(attached), "missing", missing, "detail", detail,
-                                "seconds", now_s() - start, "node", probe_is_node(p));
+                                "cgroup_id", (json_int_t)ids[i], "attached", kinds_array(attached),
+                                "missing", missing, "detail", detail, "seconds", now_s() - start,
+                                "node", probe_is_node(p));
                 usage = usage_json(&u);
                 json_object_update(obj, usage);
                 json_decref(usage);
                 json_object_set(obj, "oom_events", ooms.by_cgroup[i]);
                 json_object_set(obj, "programs", programs);
                 if (snap.taken)
-                        json_object_set_new(obj, "schedstat",
-                                            json_pack("{s:I, s:I, s:I, s:I}", "oncpu_ns",
-                                                      (json_int_t)snap.oncpu_ns, "run_delay_ns",
-                                                      (json_int_t)snap.run_delay_ns, "pcount",
-                                                      (json_int_t)snap.pcount, "tasks",
-                                                      (json_int_t)snap.tasks));
+                        json_object_set_new(
+                            obj, "schedstat",
+                            json_pack("{s:I, s:I, s:I, s:I}", "oncpu_ns", (json_int_t)snap.oncpu_ns,
+                                      "run_delay_ns", (json_int_t)snap.run_delay_ns, "pcount",
+                                      (json_int_t)snap.pcount, "tasks", (json_int_t)snap.tasks));
                 if (command_json)
                         json_object_set(obj, "command", command_json);
                 text = json_dumps(obj, JSON_COMPACT);

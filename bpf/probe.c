@@ -50,7 +50,7 @@ static const char *test_variable(const char *name)
 }
 
 static int capture_libbpf(enum libbpf_print_level level, const char *format, va_list args)
-        __attribute__((format(printf, 2, 0)));
+    __attribute__((format(printf, 2, 0)));
 
 static int capture_libbpf(enum libbpf_print_level level, const char *format, va_list args)
 {
@@ -412,9 +412,8 @@ int probe_load_kinds(struct probe *p, unsigned kinds, uint32_t slots, struct pro
         for (int k = 0; k < PROBE_KINDS_COUNT && len < sizeof(text); k++) {
                 if (!(kinds & probe_parts[k]->kind))
                         continue;
-                len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s: %s",
-                                        len ? "; " : "", probe_kind_name(probe_parts[k]->kind),
-                                        p->kinds[k].why);
+                len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s: %s", len ? "; " : "",
+                                        probe_kind_name(probe_parts[k]->kind), p->kinds[k].why);
         }
         probe_set_error(err, all_eperm ? -EPERM : -EOPNOTSUPP, "%s", text);
         return all_eperm ? -EPERM : -EOPNOTSUPP;

@@ -19,12 +19,12 @@
 #include <stdint.h>
 
 #define PROBE_ERROR_TEXT_MAX 512
-#define PROBE_HIST_SLOTS     32 /* log2 buckets: slot i counts values in [2^i, 2^(i+1)) us */
+#define PROBE_HIST_SLOTS     32   /* log2 buckets: slot i counts values in [2^i, 2^(i+1)) us */
 #define PROBE_CGROUPS_MAX    16   /* cgroups of one probe_open() */
 #define PROBE_NODE_MAX       1024 /* cgroups the node's set watches (probe_open_node) */
 #define PROBE_PATH_MAX       256
 /* Where sparkshim pins the node's set: one directory per build of the programs below it. */
-#define PROBE_NODE_ROOT      "/sys/fs/bpf/sparkshim"
+#define PROBE_NODE_ROOT "/sys/fs/bpf/sparkshim"
 
 struct probe_error {
         int error;
@@ -32,25 +32,25 @@ struct probe_error {
 };
 
 enum probe_kind {
-        PROBE_CPU    = 1u << 0,
+        PROBE_CPU = 1u << 0,
         PROBE_MEMORY = 1u << 1,
-        PROBE_DISK   = 1u << 2,
-        PROBE_ALL    = PROBE_CPU | PROBE_MEMORY | PROBE_DISK,
+        PROBE_DISK = 1u << 2,
+        PROBE_ALL = PROBE_CPU | PROBE_MEMORY | PROBE_DISK,
 };
 
 /* Totals for one watched cgroup since the probes were attached. */
 struct probe_usage {
         /* cpu */
-        uint64_t oncpu_ns;                       /* time its tasks ran */
-        uint64_t runq_wait_ns;                   /* queued -> on CPU, summed (sched_info) */
-        uint64_t runq_count;                     /* waits measured */
-        uint64_t runq_hist[PROBE_HIST_SLOTS];    /* wait in us, log2 */
-        uint64_t wakeups;                        /* sched_wakeup(_new) that queued a task */
+        uint64_t oncpu_ns;                    /* time its tasks ran */
+        uint64_t runq_wait_ns;                /* queued -> on CPU, summed (sched_info) */
+        uint64_t runq_count;                  /* waits measured */
+        uint64_t runq_hist[PROBE_HIST_SLOTS]; /* wait in us, log2 */
+        uint64_t wakeups;                     /* sched_wakeup(_new) that queued a task */
         /* memory */
-        uint64_t oom_kills;                      /* mark_victim with a victim in the cgroup */
-        uint64_t reclaim_ns;                     /* memcg + direct reclaim stall, summed */
+        uint64_t oom_kills;  /* mark_victim with a victim in the cgroup */
+        uint64_t reclaim_ns; /* memcg + direct reclaim stall, summed */
         uint64_t reclaim_count;
-        uint64_t reclaim_pages;                  /* nr_reclaimed */
+        uint64_t reclaim_pages; /* nr_reclaimed */
         /* disk, attributed to the issuing task's cgroup */
         uint64_t read_bytes, write_bytes;
         uint64_t read_ops, write_ops;
@@ -147,10 +147,10 @@ const char *probe_kind_detail(const struct probe *p, enum probe_kind kind);
 
 /* How an OOM victim was tied to its cgroup (docs/probes.md, "memory"). */
 enum probe_oom_attribution {
-        PROBE_OOM_TASK    = 0, /* mark_victim passed the victim task: its own cgroup */
-        PROBE_OOM_SIGNAL  = 1, /* mark_victim(pid): the SIGKILL the OOM killer sent that pid */
+        PROBE_OOM_TASK = 0,    /* mark_victim passed the victim task: its own cgroup */
+        PROBE_OOM_SIGNAL = 1,  /* mark_victim(pid): the SIGKILL the OOM killer sent that pid */
         PROBE_OOM_CURRENT = 2, /* mark_victim(pid) of current: its own cgroup */
-        PROBE_OOM_KILLER  = 3, /* mark_victim(pid), no SIGKILL seen: the killing task's cgroup */
+        PROBE_OOM_KILLER = 3,  /* mark_victim(pid), no SIGKILL seen: the killing task's cgroup */
 };
 
 /* One OOM kill of a task of a watched cgroup (the ring buffer's event). */
@@ -178,8 +178,8 @@ int probe_oom_fd(const struct probe *p);
 struct probe_program_stats {
         char name[16];
         enum probe_kind kind;
-        uint32_t id;           /* kernel program id, as `bpftool prog show id` takes */
-        uint64_t run_cnt;      /* 0 unless kernel.bpf_stats_enabled was 1 */
+        uint32_t id;      /* kernel program id, as `bpftool prog show id` takes */
+        uint64_t run_cnt; /* 0 unless kernel.bpf_stats_enabled was 1 */
         uint64_t run_time_ns;
 };
 

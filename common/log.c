@@ -23,7 +23,7 @@ enum shim_log_level shim_log_get_level(void)
 
 void shim_log(enum shim_log_level level, const char *fmt, ...)
 {
-        static const char *const names[] = { "error", "warning", "info", "debug" };
+        static const char *const names[] = {"error", "warning", "info", "debug"};
         char line[1280], message[1024];
         int saved = errno;
         va_list ap;

@@ -11,14 +11,14 @@
 
 /* Exit codes of the shim's own failures (sparkshim(1), EXIT STATUS). */
 enum {
-        SHIM_EXIT_USAGE      = 120, /* bad flag, argument or environment value */
-        SHIM_EXIT_POLICY     = 121, /* policy file missing, unreadable, unsafe or invalid */
-        SHIM_EXIT_PLAN       = 122, /* executor settings rejected by the policy */
-        SHIM_EXIT_CGROUP     = 123, /* plan could not be enforced and fail_mode is closed */
-        SHIM_EXIT_INTERNAL   = 124, /* the shim itself failed (fork, signals, memory) */
-        SHIM_EXIT_REPORT     = 125, /* a report sink cannot be opened */
+        SHIM_EXIT_USAGE = 120,      /* bad flag, argument or environment value */
+        SHIM_EXIT_POLICY = 121,     /* policy file missing, unreadable, unsafe or invalid */
+        SHIM_EXIT_PLAN = 122,       /* executor settings rejected by the policy */
+        SHIM_EXIT_CGROUP = 123,     /* plan could not be enforced and fail_mode is closed */
+        SHIM_EXIT_INTERNAL = 124,   /* the shim itself failed (fork, signals, memory) */
+        SHIM_EXIT_REPORT = 125,     /* a report sink cannot be opened */
         SHIM_EXIT_CANNOT_RUN = 126, /* command found but not executable */
-        SHIM_EXIT_NOT_FOUND  = 127, /* command not found */
+        SHIM_EXIT_NOT_FOUND = 127,  /* command not found */
 };
 
 #define SHIM_ERROR_TEXT_MAX 512
@@ -30,7 +30,7 @@ struct shim_error {
 
 /* Fill err (if not NULL) with a formatted line and return -error. */
 int shim_error_set(struct shim_error *err, int error, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* the logger, for the modules that include this file (new code includes log.h itself) */
 #include "log.h"

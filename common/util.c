@@ -214,4 +214,3 @@ int util_process_start_time(pid_t pid, uint64_t *ret)
                 return -EIO;
         return 0;
 }
-

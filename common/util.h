@@ -68,10 +68,10 @@ static inline int util_hex_digit(int c)
         return -1;
 }
 
-#define _cleanup_(f)     __attribute__((cleanup(f)))
-#define _cleanup_free_   _cleanup_(util_freep)
-#define _cleanup_close_  _cleanup_(util_closep)
-#define _cleanup_fclose_ _cleanup_(util_fclosep)
+#define _cleanup_(f)       __attribute__((cleanup(f)))
+#define _cleanup_free_     _cleanup_(util_freep)
+#define _cleanup_close_    _cleanup_(util_closep)
+#define _cleanup_fclose_   _cleanup_(util_fclosep)
 #define _cleanup_closedir_ _cleanup_(util_closedirp)
 
 /* Steal ownership: returns the value and leaves the variable empty. */
@@ -160,8 +160,8 @@ int util_open_append_safe(const char *path, mode_t mode, char *why, size_t why_s
  * Replace path with data: written to an exclusive temporary file with a random name
  * (getrandom) in the same directory, then renamed over path. Returns 0 or -errno.
  */
-int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
-                           char *why, size_t why_size);
+int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, char *why,
+                           size_t why_size);
 
 /*
  * The same in a directory already opened (util_open_dir_of): name is a file name. With

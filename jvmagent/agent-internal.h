@@ -65,7 +65,7 @@ struct jva_operator {
         uint64_t failed_spills;
         uint64_t released_bytes; /* getUsed() before - after; for denials, the holding */
         uint64_t spill_ns_total, spill_ns_max;
-        uint64_t reactions; /* pressure spills with a reaction latency */
+        uint64_t reactions;                          /* pressure spills with a reaction latency */
         uint64_t reaction_ns_total, reaction_ns_max; /* pressure seen -> spill end */
         uint64_t decision_ns_total, decision_ns_max; /* pressure seen -> spill start */
         uint64_t capped; /* spills not forced: the task had had max-spills of them */
@@ -97,7 +97,7 @@ struct jva_pressure {
         /* psi-stall-ms: memory PSI */
         bool psi_on;
         const char *psi_path;
-        bool psi_trigger;               /* a kernel trigger, else totals polled */
+        bool psi_trigger;                     /* a kernel trigger, else totals polled */
         uint64_t psi_stall_us, psi_window_us; /* as in force */
         uint64_t psi_events;
         bool psi_over; /* an event within the last window */

@@ -61,8 +61,8 @@
 /* UnsafeExternalSorter.insertKVRecord(Object keyBase, long, int, Object valueBase, long, int,
  * long prefix, boolean prefixIsNull): UnsafeKVExternalSorter's rows, as in the sort-based
  * aggregation that ObjectHashAggregateExec falls back to */
-#define INSERT_KV_SIGNATURE   "(Ljava/lang/Object;JILjava/lang/Object;JIJZ)V"
-#define RECORDS_PROPERTY      "spark.shuffle.spill.numElementsForceSpillThreshold"
+#define INSERT_KV_SIGNATURE "(Ljava/lang/Object;JILjava/lang/Object;JIJZ)V"
+#define RECORDS_PROPERTY    "spark.shuffle.spill.numElementsForceSpillThreshold"
 /* Why a hook is off when the options ask for no spill: the agent then changes no class. */
 #define NO_SPILL_MODE "no spill mode in the options"
 
@@ -309,17 +309,17 @@ static bool heap_lookup(JNIEnv *env, struct heap_lookup *l)
         l->get_name = (*env)->GetMethodID(env, l->pool_class, "getName", "()Ljava/lang/String;");
         l->heap_field = (*env)->GetStaticFieldID(env, l->type_class, "HEAP",
                                                  "Ljava/lang/management/MemoryType;");
-        l->get_runtime = (*env)->GetStaticMethodID(env, l->runtime_class, "getRuntime",
-                                                   "()Ljava/lang/Runtime;");
+        l->get_runtime =
+            (*env)->GetStaticMethodID(env, l->runtime_class, "getRuntime", "()Ljava/lang/Runtime;");
         l->max_memory = (*env)->GetMethodID(env, l->runtime_class, "maxMemory", "()J");
         agent.gc_count = (*env)->GetMethodID(env, l->gc_class, "getCollectionCount", "()J");
-        agent.gc_last_info = (*env)->GetMethodID(env, l->gc_class, "getLastGcInfo",
-                                                 "()Lcom/sun/management/GcInfo;");
+        agent.gc_last_info =
+            (*env)->GetMethodID(env, l->gc_class, "getLastGcInfo", "()Lcom/sun/management/GcInfo;");
         agent.gc_info_end = (*env)->GetMethodID(env, info_class, "getEndTime", "()J");
-        agent.gc_info_after = (*env)->GetMethodID(env, info_class, "getMemoryUsageAfterGc",
-                                                  "()Ljava/util/Map;");
-        agent.map_get = (*env)->GetMethodID(env, map_class, "get",
-                                            "(Ljava/lang/Object;)Ljava/lang/Object;");
+        agent.gc_info_after =
+            (*env)->GetMethodID(env, info_class, "getMemoryUsageAfterGc", "()Ljava/util/Map;");
+        agent.map_get =
+            (*env)->GetMethodID(env, map_class, "get", "(Ljava/lang/Object;)Ljava/lang/Object;");
         agent.usage_used = (*env)->GetMethodID(env, usage_class, "getUsed", "()J");
         return l->get_pools && l->get_gcs && l->to_array && l->get_type && l->get_name &&
                l->heap_field && l->get_runtime && l->max_memory && agent.gc_count &&
@@ -393,7 +393,8 @@ static bool heap_init(JNIEnv *env)
                 goto fail;
         pthread_mutex_lock(&agent.state_lock);
         agent.pressure.heap_max_bytes = (uint64_t)max;
-        agent.pressure.heap_threshold_bytes = (uint64_t)((double)max * agent.options.heap_threshold);
+        agent.pressure.heap_threshold_bytes =
+            (uint64_t)((double)max * agent.options.heap_threshold);
         pthread_mutex_unlock(&agent.state_lock);
         log_info("heap-threshold=%.3f: %" PRIu64 " bytes of a %" PRId64 " byte heap in use after "
                  "a collection (%d heap pools, %d collectors)",
@@ -507,8 +508,8 @@ static void cross(uint64_t value, uint64_t threshold, bool *over, uint64_t *cros
 }
 
 /* Under state_lock: the three sources' readings into agent.pressure; true when over. */
-static bool pressure_update_locked(int r, uint64_t anon, int psi_r, bool heap_known,
-                                   uint64_t heap, uint64_t now)
+static bool pressure_update_locked(int r, uint64_t anon, int psi_r, bool heap_known, uint64_t heap,
+                                   uint64_t now)
 {
         struct jva_pressure *ps = &agent.pressure;
         uint64_t threshold = agent.options.threshold_bytes;
@@ -574,8 +575,8 @@ static void sample_pressure(JNIEnv *env)
                 __atomic_store_n(&agent.under_pressure, true, __ATOMIC_RELEASE);
                 if (env && !__atomic_load_n(&agent.spill_disabled, __ATOMIC_ACQUIRE))
                         insert_arm(env, true);
-                log_debug("pressure: on (anon %" PRIu64 "/%" PRIu64 ", psi %s, heap after GC %" PRIu64
-                          "/%" PRIu64 ")",
+                log_debug("pressure: on (anon %" PRIu64 "/%" PRIu64
+                          ", psi %s, heap after GC %" PRIu64 "/%" PRIu64 ")",
                           anon, threshold, fired ? "event" : "-", heap, heap_threshold);
         } else if (left) {
                 __atomic_store_n(&agent.under_pressure, false, __ATOMIC_RELEASE);
@@ -649,8 +650,8 @@ static void insert_arm(JNIEnv *env, bool on)
  * method alone; the class loads either way.
  */
 static void JNICALL on_class_file_load(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined,
-                                       jobject loader, const char *name, jobject domain,
-                                       jint len, const unsigned char *data, jint *ret_len,
+                                       jobject loader, const char *name, jobject domain, jint len,
+                                       const unsigned char *data, jint *ret_len,
                                        unsigned char **ret_data)
 {
         static const struct jva_hook_class hooks = {.name = HOOKS_CLASS, .guard = HOOKS_GUARD};
@@ -820,8 +821,8 @@ static void resolve_agg_map(jvmtiEnv *jvmti, jclass klass)
                 hook_set(HOOK_AGG_MAP, JVA_HOOK_OFF, instrument_off_reason());
                 return;
         }
-        method = find_method(jvmti, klass, "getAggregationBufferFromUnsafeRow",
-                             AGG_BUFFER_SIGNATURE);
+        method =
+            find_method(jvmti, klass, "getAggregationBufferFromUnsafeRow", AGG_BUFFER_SIGNATURE);
         if (!method) {
                 hook_set(HOOK_AGG_MAP, JVA_HOOK_OFF,
                          "method not found (getAggregationBufferFromUnsafeRow" AGG_BUFFER_SIGNATURE
@@ -1017,8 +1018,7 @@ static void count_capped(const char *name, uint64_t used)
 /* Which mode, if any, makes an operator holding `used` bytes spill now; SPILL_CAPPED when one
  * would but `capped` (task_at_cap). fraction_floor: allow-fraction of the execution memory in
  * bytes (0: not in force). */
-static int decide(uint64_t used, uint64_t fraction_floor, bool capped,
-                  uint64_t *ret_reaction_start)
+static int decide(uint64_t used, uint64_t fraction_floor, bool capped, uint64_t *ret_reaction_start)
 {
         const struct jva_options *o = &agent.options;
         uint64_t now, last;
@@ -1273,8 +1273,9 @@ static bool under_aggregation(void)
         jvmtiFrameInfo frames[AGG_STACK_DEPTH];
         jint n = 0;
 
-        if (!agg_buffer || (*agent.jvmti)->GetStackTrace(agent.jvmti, NULL, 0, AGG_STACK_DEPTH,
-                                                         frames, &n) != JVMTI_ERROR_NONE)
+        if (!agg_buffer ||
+            (*agent.jvmti)->GetStackTrace(agent.jvmti, NULL, 0, AGG_STACK_DEPTH, frames, &n) !=
+                JVMTI_ERROR_NONE)
                 return false;
         for (jint i = 0; i < n; i++)
                 if (frames[i].method == agg_buffer)
@@ -1440,9 +1441,9 @@ static jlong on_spillable_acquire(JNIEnv *env, jobject spillable, jlong amount)
         }
         holding = (amount + (*env)->GetLongField(env, spillable, threshold)) / 2;
         manager = manager_of(env, spillable);
-        reason = decide(holding > 0 ? (uint64_t)holding : 0,
-                        fraction_floor(env, manager, spillable), task_at_cap(env, manager),
-                        &reaction_start);
+        reason =
+            decide(holding > 0 ? (uint64_t)holding : 0, fraction_floor(env, manager, spillable),
+                   task_at_cap(env, manager), &reaction_start);
         if (reason != SPILL_NONE) {
                 class_simple_name(env, spillable, name, sizeof(name));
                 if (reason == SPILL_CAPPED) {
@@ -1499,16 +1500,16 @@ static bool on_new_page(JNIEnv *env, jobject map)
 
 /* Runs fn's work with a local frame and the re-entry guard; a RuntimeException the hook
  * leaves pending (a failed forced spill) propagates to Spark's code. */
-#define HOOK_ENTER(env)                                                   \
-        do {                                                              \
-                if (in_hook || (*(env))->PushLocalFrame((env), 32) != JNI_OK) \
-                        return;                                           \
-                in_hook = true;                                           \
+#define HOOK_ENTER(env)                                                                            \
+        do {                                                                                       \
+                if (in_hook || (*(env))->PushLocalFrame((env), 32) != JNI_OK)                      \
+                        return;                                                                    \
+                in_hook = true;                                                                    \
         } while (0)
-#define HOOK_LEAVE(env)                                                   \
-        do {                                                              \
-                in_hook = false;                                          \
-                (*(env))->PopLocalFrame((env), NULL);                     \
+#define HOOK_LEAVE(env)                                                                            \
+        do {                                                                                       \
+                in_hook = false;                                                                   \
+                (*(env))->PopLocalFrame((env), NULL);                                              \
         } while (0)
 
 static void JNICALL hook_acquire(JNIEnv *env, jclass klass, jobject manager, jlong required,
@@ -1695,9 +1696,9 @@ static void JNICALL on_vm_init(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
         if (jva_options_spill_enabled(&agent.options)) {
                 if (!define_hooks(env)) {
                         log_warn("%s: hooks off, statistics only", agent.instrument_off);
-                } else if ((*jvmti)->SetEventNotificationMode(
-                               jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, NULL) !=
-                           JVMTI_ERROR_NONE) {
+                } else if ((*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE,
+                                                              JVMTI_EVENT_CLASS_FILE_LOAD_HOOK,
+                                                              NULL) != JVMTI_ERROR_NONE) {
                         snprintf(agent.instrument_off, sizeof(agent.instrument_off),
                                  "cannot enable ClassFileLoadHook");
                         log_warn("%s: hooks off, statistics only", agent.instrument_off);
@@ -1788,9 +1789,9 @@ static jint parse_options(const char *options)
         agent.pressure.threshold_bytes = agent.options.threshold_bytes;
         agent.psi.fd = -1;
         if (agent.options.psi_stall_ms) {
-                r = jva_psi_open(&agent.psi, agent.pressure.source[0] == 'c' ? agent.options.cgroup
-                                                                          : NULL,
-                                 agent.options.psi_stall_ms * 1000, agent.options.psi_window_ms * 1000);
+                r = jva_psi_open(
+                    &agent.psi, agent.pressure.source[0] == 'c' ? agent.options.cgroup : NULL,
+                    agent.options.psi_stall_ms * 1000, agent.options.psi_window_ms * 1000);
                 if (r < 0) {
                         log_warn("psi-stall-ms=%" PRIu64 ": %s: %s: memory PSI off",
                                  agent.options.psi_stall_ms, agent.psi.path, strerror(-r));

@@ -64,10 +64,10 @@ enum {
         OP_WIDE = 0xc4,
 };
 
-#define SAME_FRAME_MAX       63
-#define SAME_FRAME_EXTENDED  251
-#define SITES_MAX            8 /* call sites replaced per edit */
-#define OBJECT               "Ljava/lang/Object;"
+#define SAME_FRAME_MAX      63
+#define SAME_FRAME_EXTENDED 251
+#define SITES_MAX           8 /* call sites replaced per edit */
+#define OBJECT              "Ljava/lang/Object;"
 
 /* ---- growing output buffer ---- */
 
@@ -144,7 +144,8 @@ struct method {
         uint32_t code_len;
 };
 
-struct class {
+struct class
+{
         const uint8_t *data;
         size_t len;
         unsigned major, access, this_class;
@@ -456,7 +457,14 @@ static char next_type(const char **p)
         while (*s == '[')
                 s++;
         switch (*s) {
-        case 'B': case 'C': case 'D': case 'F': case 'I': case 'J': case 'S': case 'Z':
+        case 'B':
+        case 'C':
+        case 'D':
+        case 'F':
+        case 'I':
+        case 'J':
+        case 'S':
+        case 'Z':
                 kind = s == *p ? *s : 'L';
                 s++;
                 break;
@@ -476,8 +484,8 @@ static char next_type(const char **p)
 
 int jva_edit_hook_descriptor(const struct jva_edit *edit, char *buf, size_t size)
 {
-        const char *d = edit->kind == JVA_EDIT_REPLACE_CALL ? edit->callee_descriptor
-                                                            : edit->descriptor;
+        const char *d =
+            edit->kind == JVA_EDIT_REPLACE_CALL ? edit->callee_descriptor : edit->descriptor;
         struct buf out = {0};
         char kind;
         int ret = -EINVAL;
@@ -691,12 +699,31 @@ static void return_ops(const char *descriptor, unsigned *ret_return, unsigned *r
         char r = strchr(descriptor, ')')[1];
 
         switch (r) {
-        case 'V': *ret_return = OP_RETURN; *ret_zero = 0; break;
-        case 'J': *ret_return = OP_IRETURN + 1; *ret_zero = OP_LCONST_0; break;
-        case 'F': *ret_return = OP_IRETURN + 2; *ret_zero = OP_FCONST_0; break;
-        case 'D': *ret_return = OP_IRETURN + 3; *ret_zero = OP_DCONST_0; break;
-        case 'L': case '[': *ret_return = OP_IRETURN + 4; *ret_zero = OP_ACONST_NULL; break;
-        default: *ret_return = OP_IRETURN; *ret_zero = OP_ICONST_0; break;
+        case 'V':
+                *ret_return = OP_RETURN;
+                *ret_zero = 0;
+                break;
+        case 'J':
+                *ret_return = OP_IRETURN + 1;
+                *ret_zero = OP_LCONST_0;
+                break;
+        case 'F':
+                *ret_return = OP_IRETURN + 2;
+                *ret_zero = OP_FCONST_0;
+                break;
+        case 'D':
+                *ret_return = OP_IRETURN + 3;
+                *ret_zero = OP_DCONST_0;
+                break;
+        case 'L':
+        case '[':
+                *ret_return = OP_IRETURN + 4;
+                *ret_zero = OP_ACONST_NULL;
+                break;
+        default:
+                *ret_return = OP_IRETURN;
+                *ret_zero = OP_ICONST_0;
+                break;
         }
 }
 
@@ -789,8 +816,8 @@ static int put_wrapper(struct buf *out, const struct class *c, const struct meth
         return 0;
 }
 
-__attribute__((format(printf, 3, 4))) static void say(struct jva_edit_result *result,
-                                                      int status, const char *format, ...)
+__attribute__((format(printf, 3, 4))) static void say(struct jva_edit_result *result, int status,
+                                                      const char *format, ...)
 {
         va_list ap;
 
@@ -845,13 +872,13 @@ int jva_class_edit(const uint8_t *in, size_t in_len, const struct jva_hook_class
                         continue;
                 }
                 if (c.access & ACC_INTERFACE || m->access & ACC_STATIC || !m->code) {
-                        say(result, -EINVAL, "%s%s is not an instance method with code",
-                            e->method, e->descriptor);
+                        say(result, -EINVAL, "%s%s is not an instance method with code", e->method,
+                            e->descriptor);
                         continue;
                 }
                 if (jva_edit_hook_descriptor(e, hook_descriptor, sizeof(hook_descriptor)) < 0) {
-                        say(result, -EINVAL, "cannot hook %s%s: unsupported descriptor",
-                            e->method, e->descriptor);
+                        say(result, -EINVAL, "cannot hook %s%s: unsupported descriptor", e->method,
+                            e->descriptor);
                         continue;
                 }
                 if (e->kind == JVA_EDIT_REPLACE_CALL) {
@@ -889,8 +916,8 @@ int jva_class_edit(const uint8_t *in, size_t in_len, const struct jva_hook_class
 
                         snprintf(name, sizeof(name), "%s" JVA_RENAMED_SUFFIX, e->method);
                         p->at = m->offset;
-                        set_u2(p->bytes, (m->access & ~(unsigned)(ACC_PUBLIC | ACC_PROTECTED)) |
-                                             ACC_PRIVATE);
+                        set_u2(p->bytes,
+                               (m->access & ~(unsigned)(ACC_PUBLIC | ACC_PROTECTED)) | ACC_PRIVATE);
                         set_u2(p->bytes + 2, pool_utf8(&pool, name));
                         p->n = 4;
                         if (!refs.code_name) {

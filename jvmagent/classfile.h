@@ -34,14 +34,14 @@ enum jva_edit_kind {
 
 struct jva_edit {
         enum jva_edit_kind kind;
-        const char *method, *descriptor; /* the instance method edited */
-        const char *hook;                /* the hook class's native method */
+        const char *method, *descriptor;        /* the instance method edited */
+        const char *hook;                       /* the hook class's native method */
         const char *callee, *callee_descriptor; /* JVA_EDIT_REPLACE_CALL only */
 };
 
 struct jva_edit_result {
-        int status;        /* 0 done; -ENOENT method (or call) not found; -EINVAL cannot */
-        char reason[200];  /* why not, when status < 0 */
+        int status;       /* 0 done; -ENOENT method (or call) not found; -EINVAL cannot */
+        char reason[200]; /* why not, when status < 0 */
 };
 
 /* The hook class: internal name and the guard field of JVA_EDIT_GUARDED. */

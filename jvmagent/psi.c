@@ -45,8 +45,7 @@ static int read_total(struct jva_psi *psi, uint64_t *ret_us)
         return jva_parse_psi_some_total(text, ret_us);
 }
 
-int jva_psi_open(struct jva_psi *psi, const char *cgroup_dir, uint64_t stall_us,
-                 uint64_t window_us)
+int jva_psi_open(struct jva_psi *psi, const char *cgroup_dir, uint64_t stall_us, uint64_t window_us)
 {
         char trigger[64];
         int fd, len, r;
@@ -78,8 +77,8 @@ int jva_psi_open(struct jva_psi *psi, const char *cgroup_dir, uint64_t stall_us,
                         window = (window_us / 2000000 + 1) * 2000000;
                         stall = stall_us * window / window_us;
                 }
-                len = snprintf(trigger, sizeof(trigger), "some %" PRIu64 " %" PRIu64, stall,
-                               window);
+                len =
+                    snprintf(trigger, sizeof(trigger), "some %" PRIu64 " %" PRIu64, stall, window);
                 fd = open(psi->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
                 if (fd < 0)
                         break;

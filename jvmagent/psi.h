@@ -11,12 +11,12 @@
 
 struct jva_psi {
         int fd;
-        bool trigger;      /* a kernel trigger; else totals are compared at each poll */
-        int trigger_error; /* why there is no trigger (errno), 0 with one */
-        uint64_t stall_us, window_us;                 /* as asked */
+        bool trigger;                 /* a kernel trigger; else totals are compared at each poll */
+        int trigger_error;            /* why there is no trigger (errno), 0 with one */
+        uint64_t stall_us, window_us; /* as asked */
         uint64_t trigger_stall_us, trigger_window_us; /* as the kernel took them */
-        uint64_t last_total_us, last_ns; /* the polling fallback's previous reading */
-        uint64_t events;                 /* polls that found the stall rate reached */
+        uint64_t last_total_us, last_ns;              /* the polling fallback's previous reading */
+        uint64_t events;                              /* polls that found the stall rate reached */
         char path[4096];
 };
 

@@ -23,7 +23,7 @@
 #define PROCS_LIST_MAX   (64 * 1024 * 1024)
 
 static int set_error(struct collect_error *err, int error, const char *format, ...)
-        __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int set_error(struct collect_error *err, int error, const char *format, ...)
 {
@@ -92,8 +92,8 @@ struct key_field {
  * "key value" lines (cpu.stat, memory.stat, memory.events). Every line must have that
  * shape; only the keys asked for are parsed, so keys of newer kernels do not break this.
  */
-static int parse_keyed(const char *name, char *text, const struct key_field *fields,
-                       size_t nfields, struct collect_error *err)
+static int parse_keyed(const char *name, char *text, const struct key_field *fields, size_t nfields,
+                       struct collect_error *err)
 {
         unsigned line_no = 0;
         char *cursor = text, *line;
@@ -106,8 +106,8 @@ static int parse_keyed(const char *name, char *text, const struct key_field *fie
                         continue;
                 space = strchr(line, ' ');
                 if (!space || space == line || !space[1])
-                        return set_error(err, -EINVAL, "%s: line %u: '%s' is not 'key value'",
-                                         name, line_no, line);
+                        return set_error(err, -EINVAL, "%s: line %u: '%s' is not 'key value'", name,
+                                         line_no, line);
                 *space = '\0';
                 for (size_t i = 0; i < nfields; i++) {
                         int r;
@@ -173,9 +173,9 @@ static int parse_io_stat(char *text, struct collect_cgroup *c, struct collect_er
                                          line_no, token ? token : "");
                 while ((token = strtok_r(NULL, " ", &save))) {
                         /* io.cost and io.latency add keys with non-integer values: skipped */
-                        static const char *const keys[] = { "rbytes", "wbytes", "rios",
-                                                            "wios",   "dbytes", "dios" };
-                        uint64_t *sums[] = { &rbytes, &wbytes, &rios, &wios, &dbytes, &dios };
+                        static const char *const keys[] = {"rbytes", "wbytes", "rios",
+                                                           "wios",   "dbytes", "dios"};
+                        uint64_t *sums[] = {&rbytes, &wbytes, &rios, &wios, &dbytes, &dios};
                         char *equals = strchr(token, '=');
 
                         if (!equals || equals == token)
@@ -289,45 +289,44 @@ static int parse_pressure(const char *name, char *text, struct collect_psi *ret,
 
 int collect_cgroup_read(int cgroup_fd, struct collect_cgroup *ret, struct collect_error *err)
 {
-        static const char *const pressure_files[] = { "cpu.pressure", "memory.pressure",
-                                                      "io.pressure" };
+        static const char *const pressure_files[] = {"cpu.pressure", "memory.pressure",
+                                                     "io.pressure"};
         char buf[CGROUP_FILE_MAX];
         struct collect_cgroup c = {
-                .t_ns = util_now_ns(),
-                .cpu_usage_us = COLLECT_UNSET,
-                .cpu_user_us = COLLECT_UNSET,
-                .cpu_system_us = COLLECT_UNSET,
-                .cpu_nr_periods = COLLECT_UNSET,
-                .cpu_nr_throttled = COLLECT_UNSET,
-                .cpu_throttled_us = COLLECT_UNSET,
-                .memory_current = COLLECT_UNSET,
-                .memory_peak = COLLECT_UNSET,
-                .memory_anon = COLLECT_UNSET,
-                .memory_file = COLLECT_UNSET,
-                .events_low = COLLECT_UNSET,
-                .events_high = COLLECT_UNSET,
-                .events_max = COLLECT_UNSET,
-                .events_oom = COLLECT_UNSET,
-                .events_oom_kill = COLLECT_UNSET,
-                .io_rbytes = COLLECT_UNSET,
-                .io_wbytes = COLLECT_UNSET,
-                .io_rios = COLLECT_UNSET,
-                .io_wios = COLLECT_UNSET,
+            .t_ns = util_now_ns(),
+            .cpu_usage_us = COLLECT_UNSET,
+            .cpu_user_us = COLLECT_UNSET,
+            .cpu_system_us = COLLECT_UNSET,
+            .cpu_nr_periods = COLLECT_UNSET,
+            .cpu_nr_throttled = COLLECT_UNSET,
+            .cpu_throttled_us = COLLECT_UNSET,
+            .memory_current = COLLECT_UNSET,
+            .memory_peak = COLLECT_UNSET,
+            .memory_anon = COLLECT_UNSET,
+            .memory_file = COLLECT_UNSET,
+            .events_low = COLLECT_UNSET,
+            .events_high = COLLECT_UNSET,
+            .events_max = COLLECT_UNSET,
+            .events_oom = COLLECT_UNSET,
+            .events_oom_kill = COLLECT_UNSET,
+            .io_rbytes = COLLECT_UNSET,
+            .io_wbytes = COLLECT_UNSET,
+            .io_rios = COLLECT_UNSET,
+            .io_wios = COLLECT_UNSET,
         };
-        struct collect_psi *psi[] = { &c.psi_cpu, &c.psi_memory, &c.psi_io };
+        struct collect_psi *psi[] = {&c.psi_cpu, &c.psi_memory, &c.psi_io};
         const struct key_field cpu_fields[] = {
-                { "usage_usec", &c.cpu_usage_us },        { "user_usec", &c.cpu_user_us },
-                { "system_usec", &c.cpu_system_us },      { "nr_periods", &c.cpu_nr_periods },
-                { "nr_throttled", &c.cpu_nr_throttled }, { "throttled_usec", &c.cpu_throttled_us },
+            {"usage_usec", &c.cpu_usage_us},       {"user_usec", &c.cpu_user_us},
+            {"system_usec", &c.cpu_system_us},     {"nr_periods", &c.cpu_nr_periods},
+            {"nr_throttled", &c.cpu_nr_throttled}, {"throttled_usec", &c.cpu_throttled_us},
         };
         const struct key_field memory_fields[] = {
-                { "anon", &c.memory_anon },
-                { "file", &c.memory_file },
+            {"anon", &c.memory_anon},
+            {"file", &c.memory_file},
         };
         const struct key_field event_fields[] = {
-                { "low", &c.events_low }, { "high", &c.events_high },
-                { "max", &c.events_max }, { "oom", &c.events_oom },
-                { "oom_kill", &c.events_oom_kill },
+            {"low", &c.events_low}, {"high", &c.events_high},         {"max", &c.events_max},
+            {"oom", &c.events_oom}, {"oom_kill", &c.events_oom_kill},
         };
         int r;
 
@@ -360,8 +359,7 @@ int collect_cgroup_read(int cgroup_fd, struct collect_cgroup *ret, struct collec
         r = read_optional(cgroup_fd, "memory.stat", buf, sizeof(buf), err);
         if (r > 0) {
                 c.has_memory = true;
-                r = parse_keyed("memory.stat", buf, memory_fields, ELEMENTSOF(memory_fields),
-                                err);
+                r = parse_keyed("memory.stat", buf, memory_fields, ELEMENTSOF(memory_fields), err);
         }
         if (r < 0)
                 return r;
@@ -369,8 +367,7 @@ int collect_cgroup_read(int cgroup_fd, struct collect_cgroup *ret, struct collec
         r = read_optional(cgroup_fd, "memory.events", buf, sizeof(buf), err);
         if (r > 0) {
                 c.has_memory = true;
-                r = parse_keyed("memory.events", buf, event_fields, ELEMENTSOF(event_fields),
-                                err);
+                r = parse_keyed("memory.events", buf, event_fields, ELEMENTSOF(event_fields), err);
         }
         if (r < 0)
                 return r;
@@ -452,8 +449,7 @@ static int read_pids(int cgroup_fd, pid_t **ret, size_t *ret_count, struct colle
                 r = util_parse_int(line, &pid);
                 if (r < 0 || pid <= 0)
                         return set_error(err, r < 0 ? r : -EINVAL,
-                                         "cgroup.procs: line %u: '%s' is not a pid", line_no,
-                                         line);
+                                         "cgroup.procs: line %u: '%s' is not a pid", line_no, line);
                 pids[count++] = pid;
         }
         /* a process moved out and back in may be listed twice */
@@ -478,10 +474,10 @@ static bool is_gone(int r)
 static int parse_proc_io(pid_t pid, char *text, struct collect_procs *p, struct collect_error *err)
 {
         const struct key_field fields[] = {
-                { "rchar", &p->rchar },
-                { "wchar", &p->wchar },
-                { "read_bytes", &p->read_bytes },
-                { "write_bytes", &p->write_bytes },
+            {"rchar", &p->rchar},
+            {"wchar", &p->wchar},
+            {"read_bytes", &p->read_bytes},
+            {"write_bytes", &p->write_bytes},
         };
         unsigned line_no = 0;
         char *cursor = text, *line;
@@ -495,8 +491,8 @@ static int parse_proc_io(pid_t pid, char *text, struct collect_procs *p, struct 
                 colon = strstr(line, ": ");
                 if (!colon || colon == line)
                         return set_error(err, -EINVAL,
-                                         "/proc/%d/io: line %u: '%s' is not 'key: value'",
-                                         (int)pid, line_no, line);
+                                         "/proc/%d/io: line %u: '%s' is not 'key: value'", (int)pid,
+                                         line_no, line);
                 *colon = '\0';
                 for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
                         int r;
@@ -573,7 +569,7 @@ int collect_procs_read_at(int cgroup_fd, int proc_fd, struct collect_procs *ret,
                           struct collect_error *err)
 {
         _cleanup_free_ pid_t *pids = NULL;
-        struct collect_procs sum = { 0 };
+        struct collect_procs sum = {0};
         size_t count = 0;
         int r;
 
@@ -585,7 +581,7 @@ int collect_procs_read_at(int cgroup_fd, int proc_fd, struct collect_procs *ret,
                 return r;
 
         for (size_t i = 0; i < count; i++) {
-                struct collect_procs one = { 0 };
+                struct collect_procs one = {0};
                 char name[64], buf[PROC_FILE_MAX];
                 ssize_t n;
 

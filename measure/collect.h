@@ -20,8 +20,8 @@
 #define COLLECT_UNSET          UINT64_MAX
 
 struct collect_error {
-        int error;                          /* positive errno */
-        char text[COLLECT_ERROR_TEXT_MAX];  /* one line naming the file/line or task */
+        int error;                         /* positive errno */
+        char text[COLLECT_ERROR_TEXT_MAX]; /* one line naming the file/line or task */
 };
 
 /*
@@ -63,9 +63,9 @@ int collect_cgroup_read(int cgroup_fd, struct collect_cgroup *ret, struct collec
 
 /* /proc/<pid>/io and /proc/<pid>/status, summed over the pids of cgroup.procs. */
 struct collect_procs {
-        uint64_t read_bytes, write_bytes;   /* storage I/O (read_bytes/write_bytes) */
+        uint64_t read_bytes, write_bytes; /* storage I/O (read_bytes/write_bytes) */
         uint64_t rchar, wchar;
-        uint64_t vm_rss, vm_hwm;            /* bytes, summed */
+        uint64_t vm_rss, vm_hwm; /* bytes, summed */
         uint64_t threads;
         unsigned nprocs;
 };
@@ -91,7 +91,7 @@ struct collect_taskstats_totals {
          * seconds use cpu_run_virtual_ns; these two give the user/system split.
          */
         uint64_t cpu_user_us, cpu_system_us;
-        uint64_t cpu_run_real_ns;             /* cpu_run_real_total (= utime + stime on 6.18) */
+        uint64_t cpu_run_real_ns; /* cpu_run_real_total (= utime + stime on 6.18) */
         /*
          * cpu_run_virtual_total: the scheduler's sum_exec_runtime (ns), the precise figure
          * behind cgroup cpu.stat usage and CLOCK_*_CPUTIME_ID. Filled with the delay fields
@@ -104,8 +104,8 @@ struct collect_taskstats_totals {
          */
         uint64_t cpu_delay_ns, cpu_delay_count;
         uint64_t read_bytes, write_bytes;
-        uint64_t hiwater_rss_bytes;           /* max over tasks */
-        unsigned tasks;                       /* records summed */
+        uint64_t hiwater_rss_bytes; /* max over tasks */
+        unsigned tasks;             /* records summed */
 };
 
 struct collect_taskstats;

@@ -50,12 +50,12 @@ struct shim_monitor {
         struct shim_monitor_config cfg;
         char file[4096];       /* the report file, its template expanded */
         char prometheus[4096]; /* the Prometheus file, its template expanded; "" = none */
-        int prometheus_dirfd;  /* its directory, held for the run (nothing swapped in is followed) */
+        int prometheus_dirfd; /* its directory, held for the run (nothing swapped in is followed) */
         const char *prometheus_name; /* its file name, in prometheus */
         struct stat prometheus_st;   /* the file this run renamed there last */
         bool prometheus_written;     /* ... and not removed yet */
         char owner[192];             /* its first line: which sparkshim writes it (sweep_stale) */
-        uint64_t prometheus_failed; /* updates of the Prometheus file that failed */
+        uint64_t prometheus_failed;  /* updates of the Prometheus file that failed */
         char prometheus_error[256];
         struct sink sinks[SINKS_MAX];
         size_t nsinks;
@@ -70,23 +70,23 @@ struct shim_monitor {
         int wake_fd; /* eventfd: something changed under lock */
         pthread_mutex_t lock;
         pthread_cond_t done_cond;
-        pid_t new_pid;                  /* lock: 0 = none */
-        int new_pidfd;                  /* lock: its pidfd (rolling), -1 = none */
-        int new_uid_pidfd;              /* lock: its pidfd (identity.run_as_uid), -1 = none */
-        bool finish_requested, stop;    /* lock */
-        bool done;                      /* lock: the thread has ended */
-        int exit_code;                  /* lock */
-        struct shim_memory_events ev;   /* lock */
-        bool have_ev;                   /* lock */
-        uint64_t finish_deadline_ns;    /* lock */
-        bool rolling_term;              /* lock: rolling's TERM, for the supervisor */
-        char undelivered[1024];         /* lock (after done): sinks without the final report */
+        pid_t new_pid;                /* lock: 0 = none */
+        int new_pidfd;                /* lock: its pidfd (rolling), -1 = none */
+        int new_uid_pidfd;            /* lock: its pidfd (identity.run_as_uid), -1 = none */
+        bool finish_requested, stop;  /* lock */
+        bool done;                    /* lock: the thread has ended */
+        int exit_code;                /* lock */
+        struct shim_memory_events ev; /* lock */
+        bool have_ev;                 /* lock */
+        uint64_t finish_deadline_ns;  /* lock */
+        bool rolling_term;            /* lock: rolling's TERM, for the supervisor */
+        char undelivered[1024];       /* lock (after done): sinks without the final report */
         atomic_uint lines;
 
         /* the run */
         char app_id[POLICY_NAME_MAX], executor_id[POLICY_NAME_MAX], name[POLICY_NAME_MAX];
         char command[256], mode[16], host[256], reason[512], cgroup_path[4096];
-        char **argv;        /* the command line as started, bounded (ARGV_BYTES_MAX) */
+        char **argv; /* the command line as started, bounded (ARGV_BYTES_MAX) */
         size_t argc;
         bool argv_truncated;
         struct policy_plan plan;
@@ -135,10 +135,10 @@ struct shim_monitor {
         /* executor rolling (monitor thread only); NULL: off */
         struct rolling *rolling;
         struct jvm_target *jvm;
-        enum rolling_sigpwr sigpwr;        /* at the last sample */
+        enum rolling_sigpwr sigpwr; /* at the last sample */
         enum policy_decommission command_line;
-        bool rolling_warned;               /* the first "unavailable" was logged */
-        uint64_t spills_read_ns;           /* the agent's totals, read at the report interval */
+        bool rolling_warned;     /* the first "unavailable" was logged */
+        uint64_t spills_read_ns; /* the agent's totals, read at the report interval */
         uint64_t spills_forced, spills_ineffective;
         struct rolling_decision decisions[ROLLING_DECISIONS_MAX];
         size_t ndecisions;
@@ -257,11 +257,13 @@ static void sweep_stale(int dirfd, const char *dir, const char *own_name)
                 size_t len = strlen(de->d_name);
 
                 if (de->d_name[0] == '.' || len < 6 || strcmp(de->d_name + len - 5, ".prom") != 0 ||
-                    strcmp(de->d_name, own_name) == 0 || (de->d_type != DT_REG && de->d_type != DT_UNKNOWN))
+                    strcmp(de->d_name, own_name) == 0 ||
+                    (de->d_type != DT_REG && de->d_type != DT_UNKNOWN))
                         continue;
-                if (stale(dirfd, de->d_name, geteuid(), boot, pidns) && unlinkat(dirfd, de->d_name, 0) == 0)
-                        log_info("removed %s/%s, the Prometheus file of a sparkshim that is gone", dir,
-                                 de->d_name);
+                if (stale(dirfd, de->d_name, geteuid(), boot, pidns) &&
+                    unlinkat(dirfd, de->d_name, 0) == 0)
+                        log_info("removed %s/%s, the Prometheus file of a sparkshim that is gone",
+                                 dir, de->d_name);
         }
         closedir(d);
 }
@@ -277,9 +279,11 @@ static int open_prometheus(struct shim_monitor *m, struct shim_error *err)
         if (dirfd < 0)
                 return shim_error_set(err, dirfd, "prometheus file %s: %s", m->prometheus, why);
         if (faccessat(dirfd, ".", W_OK, 0) < 0)
-                return shim_error_set(err, errno, "prometheus file %s: its directory is not writable: %s",
+                return shim_error_set(err, errno,
+                                      "prometheus file %s: its directory is not writable: %s",
                                       m->prometheus, strerror(errno));
-        snprintf(dir, sizeof(dir), "%.*s", name > m->prometheus ? (int)(name - m->prometheus - 1) : 1,
+        snprintf(dir, sizeof(dir), "%.*s",
+                 name > m->prometheus ? (int)(name - m->prometheus - 1) : 1,
                  name > m->prometheus ? m->prometheus : ".");
         sweep_stale(dirfd, dir[0] ? dir : "/", name);
         owner_line(m->owner, sizeof(m->owner));
@@ -289,7 +293,8 @@ static int open_prometheus(struct shim_monitor *m, struct shim_error *err)
         return 0;
 }
 
-/* The run is over (or never started): its series go with it, unless another run replaced the file. */
+/* The run is over (or never started): its series go with it, unless another run replaced the file.
+ */
 static void remove_prometheus(struct shim_monitor *m)
 {
         int r;
@@ -306,7 +311,7 @@ static void remove_prometheus(struct shim_monitor *m)
 static int expand(const struct shim_monitor_config *cfg, const char *what, const char *template,
                   char *buf, size_t size, struct shim_error *err)
 {
-        struct policy_error perr = { 0 };
+        struct policy_error perr = {0};
 
         if (policy_template_expand(template, &cfg->names, buf, size, &perr) < 0)
                 return shim_error_set(err, perr.error, "%s %s: %s", what, template, perr.text);
@@ -329,14 +334,14 @@ static int sink_unusable(const struct shim_monitor_config *cfg, bool unsafe, boo
                 return err->error ? -err->error : -EINVAL;
         log_warn("%s; running without it%s (report.sink_failure warn)", err->text,
                  retried ? " until it accepts" : "");
-        *err = (struct shim_error){ 0 };
+        *err = (struct shim_error){0};
         return 0;
 }
 
 int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor **ret,
                       struct shim_error *err)
 {
-        struct shim_error local = { 0 };
+        struct shim_error local = {0};
         struct shim_monitor *m;
         int r = 0;
 
@@ -366,9 +371,11 @@ int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor
                 add_sink(m, SINK_STDOUT, NULL);
         for (size_t i = 0; i < m->nsinks && r >= 0; i++)
                 if (sink_open(&m->sinks[i], err) < 0)
-                        r = sink_unusable(cfg, m->sinks[i].refused, m->sinks[i].kind == SINK_SOCKET, err);
+                        r = sink_unusable(cfg, m->sinks[i].refused, m->sinks[i].kind == SINK_SOCKET,
+                                          err);
         if (r >= 0 && cfg->prometheus) {
-                r = expand(cfg, "prometheus file", cfg->prometheus, m->prometheus, sizeof(m->prometheus), err);
+                r = expand(cfg, "prometheus file", cfg->prometheus, m->prometheus,
+                           sizeof(m->prometheus), err);
                 if (r < 0) {
                         shim_monitor_free(m);
                         return r;
@@ -428,13 +435,15 @@ static json_t *sinks_json(const struct shim_monitor *m)
         for (size_t i = 0; o && i < m->nsinks; i++) {
                 const struct sink *s = &m->sinks[i];
                 json_object_set_new(o, s->name,
-                                    json_pack("{s:I, s:s?}", "dropped_lines", (json_int_t)s->dropped,
-                                              "error", s->error[0] ? s->error : NULL));
+                                    json_pack("{s:I, s:s?}", "dropped_lines",
+                                              (json_int_t)s->dropped, "error",
+                                              s->error[0] ? s->error : NULL));
         }
         if (o && m->prometheus[0])
                 json_object_set_new(o, "prometheus",
-                                    json_pack("{s:I, s:s?}", "dropped_lines", (json_int_t)m->prometheus_failed,
-                                              "error", m->prometheus_error[0] ? m->prometheus_error : NULL));
+                                    json_pack("{s:I, s:s?}", "dropped_lines",
+                                              (json_int_t)m->prometheus_failed, "error",
+                                              m->prometheus_error[0] ? m->prometheus_error : NULL));
         return o;
 }
 
@@ -482,8 +491,12 @@ static void sample(struct shim_monitor *m)
         struct collect_error cerr;
         struct collect_cgroup c;
         struct collect_procs procs;
-        struct sample s = { .t_ns = util_now_ns(), .cpu_us = COLLECT_UNSET, .mem_bytes = COLLECT_UNSET,
-                            .anon_bytes = COLLECT_UNSET, .rbytes = COLLECT_UNSET, .wbytes = COLLECT_UNSET };
+        struct sample s = {.t_ns = util_now_ns(),
+                           .cpu_us = COLLECT_UNSET,
+                           .mem_bytes = COLLECT_UNSET,
+                           .anon_bytes = COLLECT_UNSET,
+                           .rbytes = COLLECT_UNSET,
+                           .wbytes = COLLECT_UNSET};
 
         read_run_as(m);
         if (m->cgroup_fd >= 0 && collect_cgroup_read(m->cgroup_fd, &c, &cerr) == 0) {
@@ -578,11 +591,12 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
                         const struct policy_plan *plan, bool enforced, const char *reason,
                         int cgroup_fd, const char *cgroup_path)
 {
-        struct collect_error cerr = { 0 };
+        struct collect_error cerr = {0};
         int r;
 
         snprintf(m->app_id, sizeof(m->app_id), "%s", id->app_id ? id->app_id : "");
-        snprintf(m->executor_id, sizeof(m->executor_id), "%s", id->executor_id ? id->executor_id : "");
+        snprintf(m->executor_id, sizeof(m->executor_id), "%s",
+                 id->executor_id ? id->executor_id : "");
         snprintf(m->name, sizeof(m->name), "%s", id->name ? id->name : "");
         snprintf(m->command, sizeof(m->command), "%s", id->command ? id->command : "");
         snprintf(m->mode, sizeof(m->mode), "%s", id->mode ? id->mode : "wrap");
@@ -621,9 +635,11 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
         else if (!cgroup_path || !cgroup_path[0])
                 snprintf(m->probe_reason, sizeof(m->probe_reason), "no cgroup to watch");
         else if (probe_cgroup_id(cgroup_path, &m->cgroup_id) < 0)
-                snprintf(m->probe_reason, sizeof(m->probe_reason), "cannot find the id of %s", cgroup_path);
+                snprintf(m->probe_reason, sizeof(m->probe_reason), "cannot find the id of %s",
+                         cgroup_path);
         else
-                snprintf(m->probe_reason, sizeof(m->probe_reason), "the executor ended before the probes attached");
+                snprintf(m->probe_reason, sizeof(m->probe_reason),
+                         "the executor ended before the probes attached");
         sample(m);
         m->last_line_ns = m->start_ns;
         if (!m->cfg.own_thread)
@@ -631,7 +647,8 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
         rolling_start(m);
         r = start_thread(m);
         if (r < 0)
-                log_warn("cannot start the monitor thread: %s; no reports for this run", strerror(-r));
+                log_warn("cannot start the monitor thread: %s; no reports for this run",
+                         strerror(-r));
 }
 
 /* The executor's uid now, when its pidfd says it lives (identity.run_as_uid). */
@@ -751,7 +768,8 @@ static json_t *psi_json(const struct collect_psi *p)
 {
         return json_pack("{s:o, s:o, s:o, s:o}", "some_avg10", real_or_null(p->some_avg10),
                          "some_total_us", u64_or_null(p->some_total_us), "full_avg10",
-                         real_or_null(p->full_avg10), "full_total_us", u64_or_null(p->full_total_us));
+                         real_or_null(p->full_avg10), "full_total_us",
+                         u64_or_null(p->full_total_us));
 }
 
 static json_t *hist_json(const uint64_t hist[PROBE_HIST_SLOTS])
@@ -781,7 +799,8 @@ static void rolling_start(struct shim_monitor *m)
         m->rolling = rolling_new(&m->cfg.rolling, m->start_ns);
         m->jvm = m->rolling ? jvm_target_new() : NULL;
         if (!m->jvm) {
-                log_warn("rolling: cannot watch the executor: %s; it is not rolled", strerror(errno));
+                log_warn("rolling: cannot watch the executor: %s; it is not rolled",
+                         strerror(errno));
                 rolling_free(m->rolling);
                 m->rolling = NULL;
                 return;
@@ -803,8 +822,8 @@ static void rolling_spills(struct shim_monitor *m, struct rolling_sample *s)
                 return;
         /* the file is parsed at the report interval; windows measure growth, so the
          * totals read last stand for the samples in between */
-        if (m->spills_read_ns && s->t_ns - m->spills_read_ns <
-                                     (uint64_t)m->cfg.interval_seconds * 1000000000ULL) {
+        if (m->spills_read_ns &&
+            s->t_ns - m->spills_read_ns < (uint64_t)m->cfg.interval_seconds * 1000000000ULL) {
                 s->spills_forced = m->spills_forced;
                 s->spills_ineffective = m->spills_ineffective;
                 return;
@@ -821,8 +840,10 @@ static void rolling_spills(struct shim_monitor *m, struct rolling_sample *s)
             json_is_integer(forced) && json_is_integer(empty) && json_is_integer(failed) &&
             json_integer_value(forced) >= 0 && json_integer_value(empty) >= 0 &&
             json_integer_value(failed) >= 0) {
-                s->spills_forced = (uint64_t)json_integer_value(forced) + (uint64_t)json_integer_value(failed);
-                s->spills_ineffective = (uint64_t)json_integer_value(empty) + (uint64_t)json_integer_value(failed);
+                s->spills_forced =
+                    (uint64_t)json_integer_value(forced) + (uint64_t)json_integer_value(failed);
+                s->spills_ineffective =
+                    (uint64_t)json_integer_value(empty) + (uint64_t)json_integer_value(failed);
                 m->spills_forced = s->spills_forced;
                 m->spills_ineffective = s->spills_ineffective;
         }
@@ -908,7 +929,8 @@ static void roll(struct shim_monitor *m)
                 s.psi_full_us = c->psi_memory.full_total_us;
         rolling_spills(m, &s);
         s.sigpwr = m->sigpwr = jvm_target_update(m->jvm, m->cgroup_fd);
-        if (jvm_target_pid(m->jvm) > 0 && jvm_target_command_line(m->jvm) != POLICY_DECOMMISSION_UNSET)
+        if (jvm_target_pid(m->jvm) > 0 &&
+            jvm_target_command_line(m->jvm) != POLICY_DECOMMISSION_UNSET)
                 m->command_line = jvm_target_command_line(m->jvm);
 
         if (rolling_feed(m->rolling, &s, &d) < 0 || d.action == ROLLING_NONE)
@@ -979,15 +1001,17 @@ static json_t *rolling_json(const struct shim_monitor *m)
                               d->window_ns ? json_real((double)d->window_ns / 1e9) : json_null(),
                               "reason", reason));
         }
-        doc = json_pack("{s:o, s:s, s:s, s:o, s:I, s:{s:I, s:I, s:I}}", "sigpwr_caught",
-                        m->sigpwr == ROLLING_SIGPWR_UNKNOWN ? json_null()
-                                                            : json_boolean(m->sigpwr == ROLLING_SIGPWR_CAUGHT),
-                        "command_line", policy_decommission_name(m->command_line), "state",
-                        n.terminate ? "terminating" : rolling_decommissioning(m->rolling) ? "decommissioning" : "watching",
-                        "decisions", decisions ? decisions : json_null(), "decisions_dropped",
-                        (json_int_t)m->decisions_dropped, "counts", "decommission",
-                        (json_int_t)n.decommission, "unavailable", (json_int_t)n.unavailable,
-                        "terminate", (json_int_t)n.terminate);
+        doc = json_pack(
+            "{s:o, s:s, s:s, s:o, s:I, s:{s:I, s:I, s:I}}", "sigpwr_caught",
+            m->sigpwr == ROLLING_SIGPWR_UNKNOWN ? json_null()
+                                                : json_boolean(m->sigpwr == ROLLING_SIGPWR_CAUGHT),
+            "command_line", policy_decommission_name(m->command_line), "state",
+            n.terminate                           ? "terminating"
+            : rolling_decommissioning(m->rolling) ? "decommissioning"
+                                                  : "watching",
+            "decisions", decisions ? decisions : json_null(), "decisions_dropped",
+            (json_int_t)m->decisions_dropped, "counts", "decommission", (json_int_t)n.decommission,
+            "unavailable", (json_int_t)n.unavailable, "terminate", (json_int_t)n.terminate);
         return doc ? doc : json_null();
 }
 
@@ -1032,7 +1056,7 @@ static void cpu_figures(const struct report_ctx *c, struct figures *fg)
                 fg->sys_us = m->exits.cpu_system_us;
                 /* the scheduler's runtime; utime/stime are tick samples */
                 fg->cpu_us = m->exits.cpu_run_virtual_ns ? m->exits.cpu_run_virtual_ns / 1000
-                                                          : fg->user_us + fg->sys_us;
+                                                         : fg->user_us + fg->sys_us;
                 fg->cpu_src = "taskstats";
         } else if (c->have_ru) {
                 fg->user_us = timeval_us(&c->ru.ru_utime);
@@ -1105,7 +1129,8 @@ static void disk_figures(const struct report_ctx *c, struct figures *fg)
                 fg->rops = delta(c->f->io_rios, c->l->io_rios);
                 fg->wops = delta(c->f->io_wios, c->l->io_wios);
                 fg->disk_src = "cgroup:io.stat";
-        } else if ((src = disk_without_io_stat(m, have_probe ? &c->pu : NULL, &fg->rbytes, &fg->wbytes))) {
+        } else if ((src = disk_without_io_stat(m, have_probe ? &c->pu : NULL, &fg->rbytes,
+                                               &fg->wbytes))) {
                 if (have_probe)
                         fg->rops = c->pu.read_ops, fg->wops = c->pu.write_ops;
                 fg->disk_src = src;
@@ -1125,18 +1150,19 @@ static json_t *seconds_or_null(uint64_t us)
 /* A run-queue wait percentile, or null without the probe. */
 static json_t *runq_percentile(const struct report_ctx *c, const struct figures *fg, unsigned p)
 {
-        return fg->runq_src ? json_integer((json_int_t)probe_hist_percentile_us(c->pu.runq_hist, p)) : json_null();
+        return fg->runq_src ? json_integer((json_int_t)probe_hist_percentile_us(c->pu.runq_hist, p))
+                            : json_null();
 }
 
 static json_t *runq_json(const struct report_ctx *c, const struct figures *fg)
 {
-        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}",
-                         "seconds", real_or_null(fg->runq_src ? (double)c->pu.runq_wait_ns / 1e9 : NAN),
-                         "count", fg->runq_src ? json_integer((json_int_t)c->pu.runq_count) : json_null(),
-                         "p50_us", runq_percentile(c, fg, 50),
-                         "p95_us", runq_percentile(c, fg, 95),
-                         "p99_us", runq_percentile(c, fg, 99),
-                         "histogram_log2_us", fg->runq_src ? hist_json(c->pu.runq_hist) : json_null());
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "seconds",
+                         real_or_null(fg->runq_src ? (double)c->pu.runq_wait_ns / 1e9 : NAN),
+                         "count",
+                         fg->runq_src ? json_integer((json_int_t)c->pu.runq_count) : json_null(),
+                         "p50_us", runq_percentile(c, fg, 50), "p95_us", runq_percentile(c, fg, 95),
+                         "p99_us", runq_percentile(c, fg, 99), "histogram_log2_us",
+                         fg->runq_src ? hist_json(c->pu.runq_hist) : json_null());
 }
 
 /* A pressure file's figures, or null without them. */
@@ -1150,35 +1176,37 @@ static json_t *cpu_json(const struct report_ctx *c, const struct figures *fg)
         const struct shim_monitor *m = c->m;
         bool throttled = m->have_cgroup && c->l->cpu_throttled_us != COLLECT_UNSET;
 
-        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-                         "seconds", seconds_or_null(fg->cpu_us),
-                         "user_seconds", seconds_or_null(fg->user_us),
-                         "system_seconds", seconds_or_null(fg->sys_us),
-                         "throttled_seconds",
-                         real_or_null(throttled ? (double)delta(c->f->cpu_throttled_us, c->l->cpu_throttled_us) / 1e6 : NAN),
-                         "nr_throttled",
-                         u64_or_null(m->have_cgroup ? delta(c->f->cpu_nr_throttled, c->l->cpu_nr_throttled) : COLLECT_UNSET),
-                         "bpf_oncpu_seconds",
-                         real_or_null(c->have_probe && (c->attached & PROBE_CPU) ? (double)c->pu.oncpu_ns / 1e9 : NAN),
-                         "runq_wait", runq_json(c, fg),
-                         "psi", psi_or_null(c, &c->l->psi_cpu));
+        return json_pack(
+            "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "seconds", seconds_or_null(fg->cpu_us),
+            "user_seconds", seconds_or_null(fg->user_us), "system_seconds",
+            seconds_or_null(fg->sys_us), "throttled_seconds",
+            real_or_null(throttled
+                             ? (double)delta(c->f->cpu_throttled_us, c->l->cpu_throttled_us) / 1e6
+                             : NAN),
+            "nr_throttled",
+            u64_or_null(m->have_cgroup ? delta(c->f->cpu_nr_throttled, c->l->cpu_nr_throttled)
+                                       : COLLECT_UNSET),
+            "bpf_oncpu_seconds",
+            real_or_null(c->have_probe && (c->attached & PROBE_CPU) ? (double)c->pu.oncpu_ns / 1e9
+                                                                    : NAN),
+            "runq_wait", runq_json(c, fg), "psi", psi_or_null(c, &c->l->psi_cpu));
 }
 
 static json_t *memory_json(const struct report_ctx *c, const struct figures *fg)
 {
         const struct shim_monitor *m = c->m;
-        uint64_t high = c->ev ? c->ev->high
-                        : m->have_cgroup && c->l->has_memory ? c->l->events_high : COLLECT_UNSET;
+        uint64_t high = c->ev                                ? c->ev->high
+                        : m->have_cgroup && c->l->has_memory ? c->l->events_high
+                                                             : COLLECT_UNSET;
 
-        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-                         "peak_bytes", u64_or_null(fg->peak),
-                         "average_bytes", u64_or_null(fg->mem_avg),
-                         "p95_bytes", u64_or_null(fg->mem_p95),
-                         "anon_peak_bytes", u64_or_null(fg->anon_max),
-                         "oom_kills", u64_or_null(fg->oom),
-                         "high_events", u64_or_null(high),
-                         "reclaim_stall_seconds",
-                         real_or_null(c->have_probe && (c->attached & PROBE_MEMORY) ? (double)c->pu.reclaim_ns / 1e9 : NAN),
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "peak_bytes",
+                         u64_or_null(fg->peak), "average_bytes", u64_or_null(fg->mem_avg),
+                         "p95_bytes", u64_or_null(fg->mem_p95), "anon_peak_bytes",
+                         u64_or_null(fg->anon_max), "oom_kills", u64_or_null(fg->oom),
+                         "high_events", u64_or_null(high), "reclaim_stall_seconds",
+                         real_or_null(c->have_probe && (c->attached & PROBE_MEMORY)
+                                          ? (double)c->pu.reclaim_ns / 1e9
+                                          : NAN),
                          "psi", psi_or_null(c, &c->l->psi_memory));
 }
 
@@ -1186,20 +1214,17 @@ static json_t *memory_json(const struct report_ctx *c, const struct figures *fg)
 static json_t *disk_percentile(const struct report_ctx *c, unsigned p)
 {
         return c->have_probe && (c->attached & PROBE_DISK)
-                       ? json_integer((json_int_t)probe_hist_percentile_us(c->pu.disk_lat_hist, p))
-                       : json_null();
+                   ? json_integer((json_int_t)probe_hist_percentile_us(c->pu.disk_lat_hist, p))
+                   : json_null();
 }
 
 static json_t *disk_json(const struct report_ctx *c, const struct figures *fg)
 {
-        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-                         "read_bytes", u64_or_null(fg->rbytes),
-                         "write_bytes", u64_or_null(fg->wbytes),
-                         "read_ops", u64_or_null(fg->rops),
-                         "write_ops", u64_or_null(fg->wops),
-                         "latency_p50_us", disk_percentile(c, 50),
-                         "latency_p95_us", disk_percentile(c, 95),
-                         "psi", psi_or_null(c, &c->l->psi_io));
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "read_bytes",
+                         u64_or_null(fg->rbytes), "write_bytes", u64_or_null(fg->wbytes),
+                         "read_ops", u64_or_null(fg->rops), "write_ops", u64_or_null(fg->wops),
+                         "latency_p50_us", disk_percentile(c, 50), "latency_p95_us",
+                         disk_percentile(c, 95), "psi", psi_or_null(c, &c->l->psi_io));
 }
 
 static json_t *sources_json(const struct report_ctx *c, const struct figures *fg)
@@ -1207,22 +1232,19 @@ static json_t *sources_json(const struct report_ctx *c, const struct figures *fg
         const struct shim_monitor *m = c->m;
         const char *average = m->have_cgroup && c->l->has_memory ? "cgroup:memory.current"
                               : fg->mem_avg != COLLECT_UNSET     ? "proc:VmRSS"
-                                                                  : NULL;
+                                                                 : NULL;
 
-        return json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?}",
-                         "cpu", fg->cpu_src,
-                         "cpu.runq_wait", fg->runq_src,
-                         "memory.peak", fg->peak_src,
-                         "memory.average", average,
-                         "memory.oom_kills", fg->oom_src,
-                         "disk", fg->disk_src,
-                         "psi", m->have_cgroup && c->l->has_psi ? "cgroup:*.pressure" : NULL);
+        return json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?}", "cpu", fg->cpu_src,
+                         "cpu.runq_wait", fg->runq_src, "memory.peak", fg->peak_src,
+                         "memory.average", average, "memory.oom_kills", fg->oom_src, "disk",
+                         fg->disk_src, "psi",
+                         m->have_cgroup && c->l->has_psi ? "cgroup:*.pressure" : NULL);
 }
 
 static json_t *usage_json(const struct report_ctx *c, const struct figures *fg)
 {
-        json_t *usage = json_pack("{s:o, s:o, s:o}", "cpu", cpu_json(c, fg), "memory", memory_json(c, fg),
-                                  "disk", disk_json(c, fg));
+        json_t *usage = json_pack("{s:o, s:o, s:o}", "cpu", cpu_json(c, fg), "memory",
+                                  memory_json(c, fg), "disk", disk_json(c, fg));
 
         if (usage)
                 json_object_set_new(usage, "sources", sources_json(c, fg));
@@ -1237,13 +1259,12 @@ static json_t *samples_json(const struct shim_monitor *m, bool final)
 
         for (size_t i = 0; final && samples && i < m->nsamples; i += stride) {
                 const struct sample *s = &m->samples[i];
-                json_array_append_new(samples,
-                                      json_pack("{s:f, s:o, s:o, s:o, s:o}",
-                                                "t_seconds", (double)(s->t_ns - m->start_ns) / 1e9,
-                                                "cpu_usage_us", u64_or_null(s->cpu_us),
-                                                "memory_bytes", u64_or_null(s->mem_bytes),
-                                                "read_bytes", u64_or_null(s->rbytes),
-                                                "write_bytes", u64_or_null(s->wbytes)));
+                json_array_append_new(samples, json_pack("{s:f, s:o, s:o, s:o, s:o}", "t_seconds",
+                                                         (double)(s->t_ns - m->start_ns) / 1e9,
+                                                         "cpu_usage_us", u64_or_null(s->cpu_us),
+                                                         "memory_bytes", u64_or_null(s->mem_bytes),
+                                                         "read_bytes", u64_or_null(s->rbytes),
+                                                         "write_bytes", u64_or_null(s->wbytes)));
         }
         return samples;
 }
@@ -1261,14 +1282,12 @@ static json_t *identity_json(const struct report_ctx *c)
         argv = json_array();
         for (size_t i = 0; argv && i < m->argc; i++)
                 json_array_append_new(argv, json_string(m->argv[i]));
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o?, s:b, s:s, s:s, s:s, s:f, s:I, s:o}",
-                         "app_id", m->app_id, "executor_id", m->executor_id, "name", m->name,
-                         "host", m->host, "command", m->command, "argv", argv,
-                         "argv_truncated", m->argv_truncated, "mode", m->mode, "start", start,
-                         "end", end, "wall_seconds", c->wall, "pid", (json_int_t)m->pid,
-                         "run_as_uid",
-                         m->run_as_uid >= 0 ? json_integer((json_int_t)m->run_as_uid)
-                                            : json_null());
+        return json_pack(
+            "{s:s, s:s, s:s, s:s, s:s, s:o?, s:b, s:s, s:s, s:s, s:f, s:I, s:o}", "app_id",
+            m->app_id, "executor_id", m->executor_id, "name", m->name, "host", m->host, "command",
+            m->command, "argv", argv, "argv_truncated", m->argv_truncated, "mode", m->mode, "start",
+            start, "end", end, "wall_seconds", c->wall, "pid", (json_int_t)m->pid, "run_as_uid",
+            m->run_as_uid >= 0 ? json_integer((json_int_t)m->run_as_uid) : json_null());
 }
 
 static json_t *collectors_json(const struct report_ctx *c)
@@ -1280,14 +1299,18 @@ static json_t *collectors_json(const struct report_ctx *c)
         if (!o)
                 return NULL;
         json_object_set_new(o, "bpf_attached",
-                            json_pack("{s:b, s:b, s:b}", "cpu", (c->attached & PROBE_CPU) != 0, "memory",
-                                      (c->attached & PROBE_MEMORY) != 0, "disk", (c->attached & PROBE_DISK) != 0));
+                            json_pack("{s:b, s:b, s:b}", "cpu", (c->attached & PROBE_CPU) != 0,
+                                      "memory", (c->attached & PROBE_MEMORY) != 0, "disk",
+                                      (c->attached & PROBE_DISK) != 0));
         json_object_set_new(o, "bpf_since_seconds",
-                            m->probe ? json_real((double)(m->probe_attached_ns - m->start_ns) / 1e9) : json_null());
+                            m->probe ? json_real((double)(m->probe_attached_ns - m->start_ns) / 1e9)
+                                     : json_null());
         json_object_set_new(o, "bpf_set",
-                            !m->probe ? json_null() : json_string(probe_is_node(m->probe) ? "node" : "executor"));
+                            !m->probe ? json_null()
+                                      : json_string(probe_is_node(m->probe) ? "node" : "executor"));
         json_object_set_new(o, "bpf_node",
-                            m->probe_node_reason[0] ? json_string(m->probe_node_reason) : json_null());
+                            m->probe_node_reason[0] ? json_string(m->probe_node_reason)
+                                                    : json_null());
         return o;
 }
 
@@ -1295,9 +1318,10 @@ static json_t *exit_json(const struct report_ctx *c, int exit_code, uint64_t oom
 {
         if (!c->final || exit_code < 0)
                 return json_null();
-        return json_pack("{s:i, s:o, s:b}", "status", exit_code, "signal",
-                         exit_code > 128 && exit_code < 128 + NSIG ? json_integer(exit_code - 128) : json_null(),
-                         "oom_killed", oom != COLLECT_UNSET && oom > 0 && exit_code == 128 + SIGKILL);
+        return json_pack(
+            "{s:i, s:o, s:b}", "status", exit_code, "signal",
+            exit_code > 128 && exit_code < 128 + NSIG ? json_integer(exit_code - 128) : json_null(),
+            "oom_killed", oom != COLLECT_UNSET && oom > 0 && exit_code == 128 + SIGKILL);
 }
 
 /* "agent" and its totals again as "spills" */
@@ -1309,13 +1333,14 @@ static void add_agent(json_t *doc, const struct shim_monitor *m)
 
         json_object_set_new(doc, "agent", agent ? agent : json_null());
         totals = json_object_get(agent, "totals");
-        json_object_set_new(doc, "spills", json_is_object(totals) ? json_deep_copy(totals) : json_null());
+        json_object_set_new(doc, "spills",
+                            json_is_object(totals) ? json_deep_copy(totals) : json_null());
 }
 
 static void report_ctx_init(struct report_ctx *c, struct shim_monitor *m, bool final,
                             const struct shim_memory_events *ev)
 {
-        *c = (struct report_ctx){ .m = m, .f = &m->first, .l = &m->last, .ev = ev, .final = final };
+        *c = (struct report_ctx){.m = m, .f = &m->first, .l = &m->last, .ev = ev, .final = final};
         c->have_probe = m->probe && probe_read(m->probe, m->cgroup_id, &c->pu) == 0;
         c->attached = m->probe ? probe_attached(m->probe) : 0;
         c->wall = (double)(util_now_ns() - m->start_ns) / 1e9;
@@ -1327,10 +1352,16 @@ static void report_ctx_init(struct report_ctx *c, struct shim_monitor *m, bool f
 static json_t *build_report(struct shim_monitor *m, const char *kind, int exit_code,
                             const struct shim_memory_events *ev)
 {
-        struct figures fg = { .cpu_us = COLLECT_UNSET, .user_us = COLLECT_UNSET, .sys_us = COLLECT_UNSET,
-                              .peak = COLLECT_UNSET, .oom = COLLECT_UNSET, .rbytes = COLLECT_UNSET,
-                              .wbytes = COLLECT_UNSET, .rops = COLLECT_UNSET, .wops = COLLECT_UNSET };
-        struct policy_utilization util = { NAN, NAN, NAN };
+        struct figures fg = {.cpu_us = COLLECT_UNSET,
+                             .user_us = COLLECT_UNSET,
+                             .sys_us = COLLECT_UNSET,
+                             .peak = COLLECT_UNSET,
+                             .oom = COLLECT_UNSET,
+                             .rbytes = COLLECT_UNSET,
+                             .wbytes = COLLECT_UNSET,
+                             .rops = COLLECT_UNSET,
+                             .wops = COLLECT_UNSET};
+        struct policy_utilization util = {NAN, NAN, NAN};
         struct report_ctx c;
         json_t *doc;
 
@@ -1339,22 +1370,22 @@ static json_t *build_report(struct shim_monitor *m, const char *kind, int exit_c
         memory_figures(&c, &fg);
         disk_figures(&c, &fg);
         if (m->has_plan)
-                policy_utilization(&m->plan, fg.cpu_us == COLLECT_UNSET ? NAN : (double)fg.cpu_us / 1e6, c.wall,
-                                   fg.peak == COLLECT_UNSET ? NAN : (double)fg.peak, &util);
+                policy_utilization(&m->plan,
+                                   fg.cpu_us == COLLECT_UNSET ? NAN : (double)fg.cpu_us / 1e6,
+                                   c.wall, fg.peak == COLLECT_UNSET ? NAN : (double)fg.peak, &util);
 
-        doc = json_pack("{s:s, s:s, s:o, s:o?, s:{s:b, s:s?, s:s}, s:o}",
-                        "schema", REPORT_SCHEMA, "kind", kind,
-                        "identity", identity_json(&c),
-                        "plan", m->has_plan ? policy_plan_to_json(&m->plan) : NULL,
-                        "enforcement", "enforced", m->enforced, "reason", m->reason[0] ? m->reason : NULL,
-                        "cgroup", m->cgroup_path,
-                        "collectors", collectors_json(&c));
+        doc = json_pack("{s:s, s:s, s:o, s:o?, s:{s:b, s:s?, s:s}, s:o}", "schema", REPORT_SCHEMA,
+                        "kind", kind, "identity", identity_json(&c), "plan",
+                        m->has_plan ? policy_plan_to_json(&m->plan) : NULL, "enforcement",
+                        "enforced", m->enforced, "reason", m->reason[0] ? m->reason : NULL,
+                        "cgroup", m->cgroup_path, "collectors", collectors_json(&c));
         if (!doc)
                 return NULL;
         json_object_set_new(doc, "usage", usage_json(&c, &fg));
         json_object_set_new(doc, "utilization",
                             json_pack("{s:o, s:o, s:o}", "cpu", real_or_null(util.cpu), "memory",
-                                      real_or_null(util.memory), "objective", real_or_null(util.objective)));
+                                      real_or_null(util.memory), "objective",
+                                      real_or_null(util.objective)));
         json_object_set_new(doc, "exit", exit_json(&c, exit_code, fg.oom));
         add_agent(doc, m);
         json_object_set_new(doc, "rolling", rolling_json(m));
@@ -1400,8 +1431,10 @@ static void write_agent_metrics(FILE *f, json_t *operators, const char *labels)
         static const struct {
                 const char *name, *help, *field;
         } metrics[] = {
-                { "sparkshim_agent_forced_spills_total", "Spills the JVM agent forced, per operator type.", "forced_spills" },
-                { "sparkshim_agent_released_bytes_total", "Bytes released by the spills the JVM agent forced.", "released_bytes" },
+            {"sparkshim_agent_forced_spills_total",
+             "Spills the JVM agent forced, per operator type.", "forced_spills"},
+            {"sparkshim_agent_released_bytes_total",
+             "Bytes released by the spills the JVM agent forced.", "released_bytes"},
         };
         size_t i;
         json_t *op;
@@ -1410,7 +1443,8 @@ static void write_agent_metrics(FILE *f, json_t *operators, const char *labels)
         for (size_t k = 0; k < ELEMENTSOF(metrics); k++) {
                 fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", metrics[k].name, metrics[k].help,
                         metrics[k].name);
-                json_array_foreach (operators, i, op) {
+                json_array_foreach(operators, i, op)
+                {
                         const char *name = json_string_value(json_object_get(op, "operator"));
                         json_t *v = json_object_get(op, metrics[k].field);
                         char escaped[256];
@@ -1418,8 +1452,8 @@ static void write_agent_metrics(FILE *f, json_t *operators, const char *labels)
                         if (!name || !json_is_integer(v))
                                 continue;
                         label_value(name, escaped, sizeof(escaped));
-                        fprintf(f, "%s{%s,operator=\"%s\"} %" JSON_INTEGER_FORMAT "\n", metrics[k].name,
-                                labels, escaped, json_integer_value(v));
+                        fprintf(f, "%s{%s,operator=\"%s\"} %" JSON_INTEGER_FORMAT "\n",
+                                metrics[k].name, labels, escaped, json_integer_value(v));
                 }
         }
 }
@@ -1450,17 +1484,19 @@ static void write_rolling_metrics(FILE *f, const struct shim_monitor *m, const c
 {
         static const char name[] = "sparkshim_executor_rolling_decisions_total";
 
-        fprintf(f, "# HELP %s Executor rolling decisions: SIGPWR sent (decommission), not possible "
-                   "(unavailable), TERM after the rolling grace (terminate).\n# TYPE %s counter\n",
+        fprintf(f,
+                "# HELP %s Executor rolling decisions: SIGPWR sent (decommission), not possible "
+                "(unavailable), TERM after the rolling grace (terminate).\n# TYPE %s counter\n",
                 name, name);
         if (!m->rolling)
                 return;
         for (int t = ROLLING_TRIGGER_NONE + 1; t < ROLLING_TRIGGER_COUNT; t++)
                 for (int a = ROLLING_DECOMMISSION; a <= ROLLING_TERMINATE; a++)
                         if (m->decided[t][a])
-                                fprintf(f, "%s{%s,trigger=\"%s\",action=\"%s\"} %" PRIu64 "\n", name,
-                                        labels, rolling_trigger_name((enum rolling_trigger)t),
-                                        rolling_action_name((enum rolling_action)a), m->decided[t][a]);
+                                fprintf(f, "%s{%s,trigger=\"%s\",action=\"%s\"} %" PRIu64 "\n",
+                                        name, labels, rolling_trigger_name((enum rolling_trigger)t),
+                                        rolling_action_name((enum rolling_action)a),
+                                        m->decided[t][a]);
 }
 
 /*
@@ -1480,37 +1516,82 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
                 const char *name, *help, *type;
                 json_t *value; /* a new reference, or NULL */
         } metrics[] = {
-                { "sparkshim_container_cpu_usage_seconds_total", "CPU time of the executor's cgroup.", "counter", json_incref(at(doc, "usage", "cpu", "seconds")) },
-                { "sparkshim_container_cpu_cfs_throttled_seconds_total", "Time the executor was throttled by cpu.max.", "counter", json_incref(at(doc, "usage", "cpu", "throttled_seconds")) },
-                { "sparkshim_container_cpu_cfs_throttled_periods_total", "Periods in which the executor was throttled.", "counter", json_incref(at(doc, "usage", "cpu", "nr_throttled")) },
-                { "sparkshim_container_memory_usage_bytes", "Memory of the executor now (memory.current, else the sum of its processes' VmRSS).", "gauge", last && last->mem_bytes != COLLECT_UNSET ? json_integer((json_int_t)last->mem_bytes) : NULL },
-                { "sparkshim_container_memory_max_usage_bytes", "Peak memory of the executor.", "gauge", json_incref(at(doc, "usage", "memory", "peak_bytes")) },
-                { "sparkshim_container_memory_average_bytes", "Average memory of the executor.", "gauge", json_incref(at(doc, "usage", "memory", "average_bytes")) },
-                { "sparkshim_container_oom_events_total", "OOM kills in the executor's cgroup.", "counter", json_incref(at(doc, "usage", "memory", "oom_kills")) },
-                { "sparkshim_container_memory_high_events_total", "Times the executor's cgroup went over memory.high.", "counter", json_incref(at(doc, "usage", "memory", "high_events")) },
-                { "sparkshim_container_fs_reads_bytes_total", "Bytes read from block devices.", "counter", json_incref(at(doc, "usage", "disk", "read_bytes")) },
-                { "sparkshim_container_fs_writes_bytes_total", "Bytes written to block devices.", "counter", json_incref(at(doc, "usage", "disk", "write_bytes")) },
-                { "sparkshim_container_pressure_cpu_waiting_seconds_total", "Time some tasks of the executor waited for a CPU (cpu.pressure some).", "counter", psi_seconds(doc, "cpu", "some_total_us") },
-                { "sparkshim_container_pressure_cpu_stalled_seconds_total", "Time all tasks of the executor waited for a CPU (cpu.pressure full).", "counter", psi_seconds(doc, "cpu", "full_total_us") },
-                { "sparkshim_container_pressure_memory_waiting_seconds_total", "Time some tasks of the executor waited for memory (memory.pressure some).", "counter", psi_seconds(doc, "memory", "some_total_us") },
-                { "sparkshim_container_pressure_memory_stalled_seconds_total", "Time all tasks of the executor waited for memory (memory.pressure full).", "counter", psi_seconds(doc, "memory", "full_total_us") },
-                { "sparkshim_container_pressure_io_waiting_seconds_total", "Time some tasks of the executor waited for I/O (io.pressure some).", "counter", psi_seconds(doc, "disk", "some_total_us") },
-                { "sparkshim_container_pressure_io_stalled_seconds_total", "Time all tasks of the executor waited for I/O (io.pressure full).", "counter", psi_seconds(doc, "disk", "full_total_us") },
-                { "sparkshim_container_spec_cpu_request_cores", "Planned CPU request, in cores.", "gauge", real_if(m->has_plan, (double)m->plan.cpu_request_millicores / 1000.0) },
-                { "sparkshim_container_spec_cpu_limit_cores", "Planned CPU limit (cpu.max), in cores; absent when unlimited.", "gauge", real_if(m->has_plan && m->plan.cpu_limit_millicores > 0, (double)m->plan.cpu_limit_millicores / 1000.0) },
-                { "sparkshim_container_spec_memory_limit_bytes", "Planned memory limit (memory.max).", "gauge", m->has_plan ? json_integer((json_int_t)m->plan.memory_limit_bytes) : NULL },
-                { "sparkshim_container_spec_memory_request_bytes", "Planned memory request.", "gauge", m->has_plan ? json_integer((json_int_t)m->plan.memory_request_bytes) : NULL },
-                { "sparkshim_cpu_utilization_ratio", "CPU seconds / (request cores x wall time).", "gauge", json_incref(json_object_get(json_object_get(doc, "utilization"), "cpu")) },
-                { "sparkshim_memory_utilization_ratio", "Memory peak / memory request.", "gauge", json_incref(json_object_get(json_object_get(doc, "utilization"), "memory")) },
-                { "sparkshim_enforced", "1 when the plan is enforced in the executor's cgroup, 0 when it runs unconstrained (fail_mode open).", "gauge", json_integer(m->enforced) },
-                { "sparkshim_start_time_seconds", "When the executor started, in seconds since the epoch.", "gauge", json_real((double)m->start_rt.tv_sec + (double)m->start_rt.tv_nsec / 1e9) },
-                { "sparkshim_last_update_timestamp_seconds", "When sparkshim wrote this file, in seconds since the epoch (older than a few intervals: the file is stale).", "gauge", NULL },
+            {"sparkshim_container_cpu_usage_seconds_total", "CPU time of the executor's cgroup.",
+             "counter", json_incref(at(doc, "usage", "cpu", "seconds"))},
+            {"sparkshim_container_cpu_cfs_throttled_seconds_total",
+             "Time the executor was throttled by cpu.max.", "counter",
+             json_incref(at(doc, "usage", "cpu", "throttled_seconds"))},
+            {"sparkshim_container_cpu_cfs_throttled_periods_total",
+             "Periods in which the executor was throttled.", "counter",
+             json_incref(at(doc, "usage", "cpu", "nr_throttled"))},
+            {"sparkshim_container_memory_usage_bytes",
+             "Memory of the executor now (memory.current, else the sum of its processes' VmRSS).",
+             "gauge",
+             last && last->mem_bytes != COLLECT_UNSET ? json_integer((json_int_t)last->mem_bytes)
+                                                      : NULL},
+            {"sparkshim_container_memory_max_usage_bytes", "Peak memory of the executor.", "gauge",
+             json_incref(at(doc, "usage", "memory", "peak_bytes"))},
+            {"sparkshim_container_memory_average_bytes", "Average memory of the executor.", "gauge",
+             json_incref(at(doc, "usage", "memory", "average_bytes"))},
+            {"sparkshim_container_oom_events_total", "OOM kills in the executor's cgroup.",
+             "counter", json_incref(at(doc, "usage", "memory", "oom_kills"))},
+            {"sparkshim_container_memory_high_events_total",
+             "Times the executor's cgroup went over memory.high.", "counter",
+             json_incref(at(doc, "usage", "memory", "high_events"))},
+            {"sparkshim_container_fs_reads_bytes_total", "Bytes read from block devices.",
+             "counter", json_incref(at(doc, "usage", "disk", "read_bytes"))},
+            {"sparkshim_container_fs_writes_bytes_total", "Bytes written to block devices.",
+             "counter", json_incref(at(doc, "usage", "disk", "write_bytes"))},
+            {"sparkshim_container_pressure_cpu_waiting_seconds_total",
+             "Time some tasks of the executor waited for a CPU (cpu.pressure some).", "counter",
+             psi_seconds(doc, "cpu", "some_total_us")},
+            {"sparkshim_container_pressure_cpu_stalled_seconds_total",
+             "Time all tasks of the executor waited for a CPU (cpu.pressure full).", "counter",
+             psi_seconds(doc, "cpu", "full_total_us")},
+            {"sparkshim_container_pressure_memory_waiting_seconds_total",
+             "Time some tasks of the executor waited for memory (memory.pressure some).", "counter",
+             psi_seconds(doc, "memory", "some_total_us")},
+            {"sparkshim_container_pressure_memory_stalled_seconds_total",
+             "Time all tasks of the executor waited for memory (memory.pressure full).", "counter",
+             psi_seconds(doc, "memory", "full_total_us")},
+            {"sparkshim_container_pressure_io_waiting_seconds_total",
+             "Time some tasks of the executor waited for I/O (io.pressure some).", "counter",
+             psi_seconds(doc, "disk", "some_total_us")},
+            {"sparkshim_container_pressure_io_stalled_seconds_total",
+             "Time all tasks of the executor waited for I/O (io.pressure full).", "counter",
+             psi_seconds(doc, "disk", "full_total_us")},
+            {"sparkshim_container_spec_cpu_request_cores", "Planned CPU request, in cores.",
+             "gauge", real_if(m->has_plan, (double)m->plan.cpu_request_millicores / 1000.0)},
+            {"sparkshim_container_spec_cpu_limit_cores",
+             "Planned CPU limit (cpu.max), in cores; absent when unlimited.", "gauge",
+             real_if(m->has_plan && m->plan.cpu_limit_millicores > 0,
+                     (double)m->plan.cpu_limit_millicores / 1000.0)},
+            {"sparkshim_container_spec_memory_limit_bytes", "Planned memory limit (memory.max).",
+             "gauge", m->has_plan ? json_integer((json_int_t)m->plan.memory_limit_bytes) : NULL},
+            {"sparkshim_container_spec_memory_request_bytes", "Planned memory request.", "gauge",
+             m->has_plan ? json_integer((json_int_t)m->plan.memory_request_bytes) : NULL},
+            {"sparkshim_cpu_utilization_ratio", "CPU seconds / (request cores x wall time).",
+             "gauge", json_incref(json_object_get(json_object_get(doc, "utilization"), "cpu"))},
+            {"sparkshim_memory_utilization_ratio", "Memory peak / memory request.", "gauge",
+             json_incref(json_object_get(json_object_get(doc, "utilization"), "memory"))},
+            {"sparkshim_enforced",
+             "1 when the plan is enforced in the executor's cgroup, 0 when it runs unconstrained "
+             "(fail_mode open).",
+             "gauge", json_integer(m->enforced)},
+            {"sparkshim_start_time_seconds",
+             "When the executor started, in seconds since the epoch.", "gauge",
+             json_real((double)m->start_rt.tv_sec + (double)m->start_rt.tv_nsec / 1e9)},
+            {"sparkshim_last_update_timestamp_seconds",
+             "When sparkshim wrote this file, in seconds since the epoch (older than a few "
+             "intervals: the file is stale).",
+             "gauge", NULL},
         };
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
         int r;
 
         clock_gettime(CLOCK_REALTIME, &now);
-        metrics[ELEMENTSOF(metrics) - 1].value = json_real((double)now.tv_sec + (double)now.tv_nsec / 1e9);
+        metrics[ELEMENTSOF(metrics) - 1].value =
+            json_real((double)now.tv_sec + (double)now.tv_nsec / 1e9);
         if (m->prometheus_dirfd < 0 && open_prometheus(m, &err) < 0) {
                 m->prometheus_failed++;
                 snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s", err.text);
@@ -1553,7 +1634,8 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
                                       &m->prometheus_st, why, sizeof(why));
         if (r < 0) {
                 m->prometheus_failed++;
-                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s: %s", m->prometheus, why);
+                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s: %s", m->prometheus,
+                         why);
         } else {
                 m->prometheus_written = true;
                 m->prometheus_error[0] = '\0';
@@ -1579,17 +1661,18 @@ out:
  */
 static void attach_probes(struct shim_monitor *m, uint64_t now)
 {
-        struct probe_error perr = { 0 };
+        struct probe_error perr = {0};
 
         m->probe_tried = true;
-        m->probe = probe_open_node(m->cfg.probe_root ? m->cfg.probe_root : PROBE_NODE_ROOT, m->cgroup_id, &perr);
+        m->probe = probe_open_node(m->cfg.probe_root ? m->cfg.probe_root : PROBE_NODE_ROOT,
+                                   m->cgroup_id, &perr);
         if (!m->probe) {
                 snprintf(m->probe_node_reason, sizeof(m->probe_node_reason), "%s", perr.text);
                 if (perr.error == -ENOSPC) {
                         snprintf(m->probe_reason, sizeof(m->probe_reason), "%s", perr.text);
                         return;
                 }
-                perr = (struct probe_error){ 0 };
+                perr = (struct probe_error){0};
                 m->probe = probe_open(&m->cgroup_id, 1, PROBE_ALL, &perr);
         }
         if (!m->probe) {
@@ -1654,7 +1737,8 @@ static void final_report(struct shim_monitor *m, int exit_code, const struct shi
         remove_prometheus(m);
 }
 
-/* What the supervisor handed over since the last look. Returns true once the final report is queued. */
+/* What the supervisor handed over since the last look. Returns true once the final report is
+ * queued. */
 static bool take_events(struct shim_monitor *m, bool final_queued, uint64_t *ret_deadline)
 {
         struct shim_memory_events ev;
@@ -1707,7 +1791,7 @@ static bool flush_sinks(struct shim_monitor *m, struct pollfd *pfd, size_t *n)
                         log_warn("report %s%s%s: %s; its lines are counted as dropped", s->name,
                                  s->path[0] ? " " : "", s->path, s->error);
                 if (r > 0 && s->may_block)
-                        pfd[(*n)++] = (struct pollfd){ .fd = s->fd, .events = POLLOUT };
+                        pfd[(*n)++] = (struct pollfd){.fd = s->fd, .events = POLLOUT};
                 pending |= sink_pending(s) > 0;
         }
         return pending;
@@ -1723,9 +1807,10 @@ static void note_undelivered(struct shim_monitor *m)
                 if (sink_pending(s) == 0 && s->fd >= 0)
                         continue;
                 sink_close(s);
-                len += (size_t)snprintf(m->undelivered + len, sizeof(m->undelivered) - len,
-                                        "%sreport %s%s%s: %" PRIu64 " lines dropped, the final report with them",
-                                        len ? "; " : "", s->name, s->path[0] ? " " : "", s->path, s->dropped);
+                len += (size_t)snprintf(
+                    m->undelivered + len, sizeof(m->undelivered) - len,
+                    "%sreport %s%s%s: %" PRIu64 " lines dropped, the final report with them",
+                    len ? "; " : "", s->name, s->path[0] ? " " : "", s->path, s->dropped);
                 if (len >= sizeof(m->undelivered))
                         break;
         }
@@ -1733,7 +1818,8 @@ static void note_undelivered(struct shim_monitor *m)
 
 static int poll_timeout_ms(const struct shim_monitor *m, bool final_queued, uint64_t deadline)
 {
-        uint64_t now = util_now_ns(), next = final_queued ? deadline : m->last_sample_ns + 1000000000ULL;
+        uint64_t now = util_now_ns(),
+                 next = final_queued ? deadline : m->last_sample_ns + 1000000000ULL;
 
         return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
 }
@@ -1745,7 +1831,7 @@ static void *monitor_thread(void *data)
         uint64_t deadline = 0;
 
         for (;;) {
-                struct pollfd pfd[1 + SINKS_MAX] = { { .fd = m->wake_fd, .events = POLLIN } };
+                struct pollfd pfd[1 + SINKS_MAX] = {{.fd = m->wake_fd, .events = POLLIN}};
                 size_t n = 1;
                 bool pending;
 
@@ -1755,7 +1841,8 @@ static void *monitor_thread(void *data)
                 pending = flush_sinks(m, pfd, &n);
                 if (final_queued && (!pending || util_now_ns() >= deadline))
                         break;
-                if (poll(pfd, n, poll_timeout_ms(m, final_queued, deadline)) > 0 && pfd[0].revents) {
+                if (poll(pfd, n, poll_timeout_ms(m, final_queued, deadline)) > 0 &&
+                    pfd[0].revents) {
                         uint64_t v;
                         ssize_t r = read(m->wake_fd, &v, sizeof(v));
                         (void)r;
@@ -1864,8 +1951,10 @@ int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim
         if (!done) {
                 /* a write to a sink hangs (a file on a dead disk): exit without the thread */
                 m->abandoned = true;
-                return shim_error_set(err, ETIMEDOUT, "the monitor did not end within %d s of the executor (a report sink hangs)",
-                                      MONITOR_FLUSH_SECONDS);
+                return shim_error_set(
+                    err, ETIMEDOUT,
+                    "the monitor did not end within %d s of the executor (a report sink hangs)",
+                    MONITOR_FLUSH_SECONDS);
         }
         pthread_join(m->thread, NULL);
         m->thread_started = false;
@@ -1920,34 +2009,34 @@ int shim_report_validate(json_t *doc, struct shim_error *err)
                 const char *path;
                 json_type type; /* JSON_NULL: any, null allowed */
         } required[] = {
-                { "schema", JSON_STRING },
-                { "kind", JSON_STRING },
-                { "identity/app_id", JSON_STRING },
-                { "identity/executor_id", JSON_STRING },
-                { "identity/host", JSON_STRING },
-                { "identity/start", JSON_STRING },
-                { "identity/end", JSON_STRING },
-                { "identity/wall_seconds", JSON_REAL },
-                { "plan/cpu/request_millicores", JSON_INTEGER },
-                { "plan/memory/request_bytes", JSON_INTEGER },
-                { "plan/memory/limit_bytes", JSON_INTEGER },
-                { "enforcement/enforced", JSON_TRUE },
-                { "usage/cpu/seconds", JSON_NULL },
-                { "usage/cpu/throttled_seconds", JSON_NULL },
-                { "usage/cpu/runq_wait/p95_us", JSON_NULL },
-                { "usage/memory/peak_bytes", JSON_NULL },
-                { "usage/memory/average_bytes", JSON_NULL },
-                { "usage/memory/p95_bytes", JSON_NULL },
-                { "usage/memory/anon_peak_bytes", JSON_NULL },
-                { "usage/memory/oom_kills", JSON_NULL },
-                { "usage/memory/high_events", JSON_NULL },
-                { "usage/disk/read_bytes", JSON_NULL },
-                { "usage/disk/write_bytes", JSON_NULL },
-                { "usage/sources", JSON_OBJECT },
-                { "utilization/cpu", JSON_NULL },
-                { "utilization/memory", JSON_NULL },
-                { "utilization/objective", JSON_NULL },
-                { "samples", JSON_ARRAY },
+            {"schema", JSON_STRING},
+            {"kind", JSON_STRING},
+            {"identity/app_id", JSON_STRING},
+            {"identity/executor_id", JSON_STRING},
+            {"identity/host", JSON_STRING},
+            {"identity/start", JSON_STRING},
+            {"identity/end", JSON_STRING},
+            {"identity/wall_seconds", JSON_REAL},
+            {"plan/cpu/request_millicores", JSON_INTEGER},
+            {"plan/memory/request_bytes", JSON_INTEGER},
+            {"plan/memory/limit_bytes", JSON_INTEGER},
+            {"enforcement/enforced", JSON_TRUE},
+            {"usage/cpu/seconds", JSON_NULL},
+            {"usage/cpu/throttled_seconds", JSON_NULL},
+            {"usage/cpu/runq_wait/p95_us", JSON_NULL},
+            {"usage/memory/peak_bytes", JSON_NULL},
+            {"usage/memory/average_bytes", JSON_NULL},
+            {"usage/memory/p95_bytes", JSON_NULL},
+            {"usage/memory/anon_peak_bytes", JSON_NULL},
+            {"usage/memory/oom_kills", JSON_NULL},
+            {"usage/memory/high_events", JSON_NULL},
+            {"usage/disk/read_bytes", JSON_NULL},
+            {"usage/disk/write_bytes", JSON_NULL},
+            {"usage/sources", JSON_OBJECT},
+            {"utilization/cpu", JSON_NULL},
+            {"utilization/memory", JSON_NULL},
+            {"utilization/objective", JSON_NULL},
+            {"samples", JSON_ARRAY},
         };
 
         if (!json_is_object(doc))
@@ -1960,7 +2049,8 @@ int shim_report_validate(json_t *doc, struct shim_error *err)
                 json_t *v = doc;
 
                 /* sparkshim probe watches cgroups without a plan */
-                if (strncmp(required[i].path, "plan/", 5) == 0 && json_is_null(json_object_get(doc, "plan")))
+                if (strncmp(required[i].path, "plan/", 5) == 0 &&
+                    json_is_null(json_object_get(doc, "plan")))
                         continue;
                 snprintf(path, sizeof(path), "%s", required[i].path);
                 for (char *k = strtok_r(path, "/", &save); k && v; k = strtok_r(NULL, "/", &save))
@@ -1969,10 +2059,11 @@ int shim_report_validate(json_t *doc, struct shim_error *err)
                         return shim_error_set(err, EINVAL, "%s is missing", required[i].path);
                 if (required[i].type == JSON_NULL)
                         continue;
-                if (required[i].type == JSON_TRUE ? !json_is_boolean(v)
+                if (required[i].type == JSON_TRUE   ? !json_is_boolean(v)
                     : required[i].type == JSON_REAL ? !json_is_number(v)
                                                     : json_typeof(v) != required[i].type)
-                        return shim_error_set(err, EINVAL, "%s has the wrong type", required[i].path);
+                        return shim_error_set(err, EINVAL, "%s has the wrong type",
+                                              required[i].path);
         }
         return 0;
 }

@@ -30,8 +30,8 @@
 #define MONITOR_FLUSH_SECONDS 5
 
 struct shim_monitor_config {
-        const char *file;       /* JSON lines, appended; NULL = none */
-        const char *socket;     /* unix stream socket; NULL = none */
+        const char *file;   /* JSON lines, appended; NULL = none */
+        const char *socket; /* unix stream socket; NULL = none */
         /*
          * Text-exposition file in node_exporter's textfile directory, replaced atomically at
          * every sample line (and once at the start), removed when the run ends; NULL = none.
@@ -39,7 +39,7 @@ struct shim_monitor_config {
          * also removes the Prometheus files of that directory whose sparkshim is gone.
          */
         const char *prometheus;
-        bool to_stdout;         /* also write every line to stdout */
+        bool to_stdout; /* also write every line to stdout */
         unsigned interval_seconds;
         bool use_bpf;           /* try the eBPF probes */
         const char *probe_root; /* the node's probe set's pin root; NULL: PROBE_NODE_ROOT */

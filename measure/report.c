@@ -24,12 +24,13 @@ int shim_cmd_report(int argc, char **argv, bool as_json, bool all)
         bool unreadable = false;
 
         if (argc == 0) {
-                log_error("report: no file given; usage: sparkshim report [--json] [--all] FILE...");
+                log_error(
+                    "report: no file given; usage: sparkshim report [--json] [--all] FILE...");
                 return SHIM_EXIT_USAGE;
         }
         shim_report_reader_init(&r, stdout, as_json, all);
         for (int i = 0; i < argc; i++) {
-                struct shim_error err = { 0 };
+                struct shim_error err = {0};
                 _cleanup_close_ int fd = shim_report_open(argv[i], &err);
 
                 if (fd < 0 || shim_report_reader_fd(&r, fd, argv[i], &err) < 0) {
@@ -44,8 +45,8 @@ int shim_cmd_report(int argc, char **argv, bool as_json, bool all)
                          " (int64); the TOTAL row shows %" PRId64 "+",
                          INT64_MAX, INT64_MAX);
         if (r.taken == 0 && !unreadable) {
-                log_error("report: no %s%s reports in %s%s", all ? "" : "final ", REPORT_SCHEMA, argv[0],
-                          argc > 1 ? " and the other files" : "");
+                log_error("report: no %s%s reports in %s%s", all ? "" : "final ", REPORT_SCHEMA,
+                          argv[0], argc > 1 ? " and the other files" : "");
                 return 1;
         }
         if (!as_json && r.taken > 0)
@@ -92,7 +93,7 @@ int shim_cmd_probe(const char *cgroup, pid_t pid, const char *cgroup_root, unsig
         char path[4096];
         _cleanup_close_ int fd = -1;
         struct shim_monitor *m = NULL;
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
         sigset_t set;
         struct statfs fs;
         int r;
@@ -109,10 +110,10 @@ int shim_cmd_probe(const char *cgroup, pid_t pid, const char *cgroup_root, unsig
                           fd < 0 ? strerror(errno) : "");
                 return SHIM_EXIT_USAGE;
         }
-        r = shim_monitor_open(&(struct shim_monitor_config){ .to_stdout = true,
-                                                             .interval_seconds = interval,
-                                                             .use_bpf = use_bpf,
-                                                             .use_taskstats = true },
+        r = shim_monitor_open(&(struct shim_monitor_config){.to_stdout = true,
+                                                            .interval_seconds = interval,
+                                                            .use_bpf = use_bpf,
+                                                            .use_taskstats = true},
                               &m, &err);
         if (r < 0) {
                 log_error("%s", err.text);
@@ -122,12 +123,12 @@ int shim_cmd_probe(const char *cgroup, pid_t pid, const char *cgroup_root, unsig
         sigaddset(&set, SIGINT);
         sigaddset(&set, SIGTERM);
         sigprocmask(SIG_BLOCK, &set, NULL);
-        shim_monitor_start(m, &(struct shim_monitor_identity){ .command = "", .mode = "probe" }, NULL,
+        shim_monitor_start(m, &(struct shim_monitor_identity){.command = "", .mode = "probe"}, NULL,
                            false, "sparkshim probe watches, it does not enforce", fd, path);
         if (pid > 0)
                 shim_monitor_pid(m, pid);
         for (unsigned lines = 0; count == 0 || lines < count;) {
-                struct timespec second = { .tv_sec = 1 };
+                struct timespec second = {.tv_sec = 1};
                 int sig = sigtimedwait(&set, NULL, &second);
                 struct stat st;
 

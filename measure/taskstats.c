@@ -68,9 +68,9 @@
 
 #define EXIT_BUFFER_SIZE (64 * 1024)
 /* exit records are ~1.2 KiB each: room for a few thousand between two drains */
-#define EXIT_RCVBUF      (4 * 1024 * 1024)
-#define CPUMASK_MAX      1024
-#define ACK_TIMEOUT_MS   2000
+#define EXIT_RCVBUF    (4 * 1024 * 1024)
+#define CPUMASK_MAX    1024
+#define ACK_TIMEOUT_MS 2000
 
 /* One per-task record, as the kernel sent it (fields beyond its struct version are 0). */
 struct record {
@@ -93,7 +93,7 @@ struct collect_taskstats {
 };
 
 static int set_error(struct collect_error *err, int error, const char *format, ...)
-        __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int set_error(struct collect_error *err, int error, const char *format, ...)
 {
@@ -207,7 +207,7 @@ static void add_totals(struct collect_taskstats_totals *totals,
 static int parse_task_record(struct nlmsghdr *nlh, struct record *ret)
 {
         struct nlattr *top[TASKSTATS_TYPE_MAX + 1], *inner[TASKSTATS_TYPE_MAX + 1];
-        struct record rec = { 0 };
+        struct record rec = {0};
         size_t len;
 
         if (!genlmsg_valid_hdr(nlh, 0) || genlmsg_hdr(nlh)->cmd != TASKSTATS_CMD_NEW)
@@ -348,7 +348,7 @@ static int listen_open(struct collect_taskstats *t, struct collect_error *err)
         }
 
         for (;;) {
-                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                struct pollfd pfd = {.fd = fd, .events = POLLIN};
                 ssize_t n = recv(fd, t->buffer, EXIT_BUFFER_SIZE, MSG_DONTWAIT);
                 int len;
 
@@ -423,8 +423,9 @@ struct collect_taskstats *collect_taskstats_open(bool listen_exits, struct colle
         if (t->family < 0) {
                 r = errno_from_nl(t->family);
                 if (r == -ENOENT)
-                        set_error(err, r, "taskstats: no %s generic netlink family "
-                                          "(kernel without CONFIG_TASKSTATS)",
+                        set_error(err, r,
+                                  "taskstats: no %s generic netlink family "
+                                  "(kernel without CONFIG_TASKSTATS)",
                                   TASKSTATS_GENL_NAME);
                 else
                         set_error(err, r, "taskstats: resolving the %s family: %s",
@@ -475,7 +476,7 @@ static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 /* One TASKSTATS_CMD_ATTR_PID request: 0 and *ret, or -errno (-ESRCH: no such task). */
 static int query_task(struct collect_taskstats *t, pid_t pid, struct record *ret)
 {
-        struct query_context ctx = { .have = false };
+        struct query_context ctx = {.have = false};
         struct nl_msg *msg;
         int r;
 
@@ -512,7 +513,7 @@ int collect_taskstats_query(struct collect_taskstats *t, pid_t tgid,
                             struct collect_taskstats_totals *totals, struct collect_error *err)
 {
         _cleanup_(closedirp) DIR *d = NULL;
-        struct collect_taskstats_totals sum = { 0 };
+        struct collect_taskstats_totals sum = {0};
         char path[64];
         int n = 0;
 
@@ -526,7 +527,8 @@ int collect_taskstats_query(struct collect_taskstats *t, pid_t tgid,
                 return set_error(err, -errno, "%s: %s", path, strerror(errno));
         }
         for (struct dirent *de; (errno = 0, de = readdir(d));) {
-                struct record rec = { 0 }; /* -O3 (the release build) cannot see query_task() fill it */
+                struct record rec = {
+                    0}; /* -O3 (the release build) cannot see query_task() fill it */
                 int tid, r;
 
                 if (de->d_name[0] == '.' || util_parse_int(de->d_name, &tid) < 0)
@@ -636,8 +638,8 @@ void collect_taskstats_close(struct collect_taskstats *t)
                 struct nl_msg *msg = command_new(t->family);
 
                 nl_socket_disable_auto_ack(t->listen);
-                if (msg && nla_put_string(msg, TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK,
-                                          t->cpumask) == 0)
+                if (msg &&
+                    nla_put_string(msg, TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK, t->cpumask) == 0)
                         (void)nl_send_auto(t->listen, msg);
                 nlmsg_free(msg);
         }

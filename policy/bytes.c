@@ -109,8 +109,8 @@ int policy_parse_spark_bytes(const char *s, enum policy_unit default_unit, uint6
                 const char *suffix;
                 unsigned shift;
         } suffixes[] = {
-                { "b", 0 },  { "k", 10 },  { "kb", 10 }, { "m", 20 }, { "mb", 20 }, { "g", 30 },
-                { "gb", 30 }, { "t", 40 }, { "tb", 40 }, { "p", 50 }, { "pb", 50 },
+            {"b", 0},   {"k", 10}, {"kb", 10}, {"m", 20}, {"mb", 20}, {"g", 30},
+            {"gb", 30}, {"t", 40}, {"tb", 40}, {"p", 50}, {"pb", 50},
         };
         unsigned target = unit_shift(default_unit), shift = target;
         const char *begin;

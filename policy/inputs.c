@@ -13,16 +13,15 @@
 #include "policy-internal.h"
 #include "util.h"
 
-#define SPARK_SIZE_MIB_ALLOWED "digits with an optional suffix b, k, m, g, t, p (MiB when none)"
-#define SPARK_SIZE_BYTES_ALLOWED                                                                   \
-        "digits with an optional suffix b, k, m, g, t, p (bytes when none)"
-#define JVM_SIZE_ALLOWED    "digits with an optional suffix k, m, g, t (bytes when none)"
-#define CORES_ALLOWED       "an integer >= 1"
-#define MILLICORES_ALLOWED  "an integer number of millicores (1500, 1500m) or of cores (1.5)"
-#define CPU_QUANTITY_ALLOWED "a number of cores (2, 0.5) or millicores (500m), > 0"
-#define RATIO_ALLOWED       "a number >= 0 and <= 1"
-#define FACTOR_ALLOWED      "a number > 0 and <= 10"
-#define BOOL_ALLOWED        "true or false"
+#define SPARK_SIZE_MIB_ALLOWED   "digits with an optional suffix b, k, m, g, t, p (MiB when none)"
+#define SPARK_SIZE_BYTES_ALLOWED "digits with an optional suffix b, k, m, g, t, p (bytes when none)"
+#define JVM_SIZE_ALLOWED         "digits with an optional suffix k, m, g, t (bytes when none)"
+#define CORES_ALLOWED            "an integer >= 1"
+#define MILLICORES_ALLOWED       "an integer number of millicores (1500, 1500m) or of cores (1.5)"
+#define CPU_QUANTITY_ALLOWED     "a number of cores (2, 0.5) or millicores (500m), > 0"
+#define RATIO_ALLOWED            "a number >= 0 and <= 1"
+#define FACTOR_ALLOWED           "a number > 0 and <= 10"
+#define BOOL_ALLOWED             "true or false"
 
 const char *policy_source_name(enum policy_source s)
 {
@@ -43,7 +42,7 @@ const char *policy_source_name(enum policy_source s)
 
 void policy_inputs_init(struct policy_inputs *in)
 {
-        *in = (struct policy_inputs){ 0 };
+        *in = (struct policy_inputs){0};
 }
 
 static void set_origin(char origin[64], const char *text)
@@ -122,12 +121,10 @@ static int parse_kind(enum kind kind, const char *text, struct parsed *ret,
         switch (kind) {
         case KIND_SPARK_MIB:
         case KIND_SPARK_BYTES:
-                *ret_allowed = kind == KIND_SPARK_MIB ? SPARK_SIZE_MIB_ALLOWED
-                                                      : SPARK_SIZE_BYTES_ALLOWED;
-                r = policy_parse_spark_bytes(text,
-                                             kind == KIND_SPARK_MIB ? POLICY_UNIT_MIB
-                                                                    : POLICY_UNIT_BYTES,
-                                             &ret->u);
+                *ret_allowed =
+                    kind == KIND_SPARK_MIB ? SPARK_SIZE_MIB_ALLOWED : SPARK_SIZE_BYTES_ALLOWED;
+                r = policy_parse_spark_bytes(
+                    text, kind == KIND_SPARK_MIB ? POLICY_UNIT_MIB : POLICY_UNIT_BYTES, &ret->u);
                 *ret_problem = r == -ERANGE ? "too large" : "not a size";
                 return r;
         case KIND_JVM_BYTES:
@@ -192,11 +189,11 @@ static int parse_kind(enum kind kind, const char *text, struct parsed *ret,
 /* The command line                                                                     */
 
 enum target {
-        T_HEAP_SPARK, /* spark.executor.memory: used only without -Xmx */
-        T_HEAP_JVM,   /* -Xmx, -XX:MaxHeapSize= */
+        T_HEAP_SPARK,  /* spark.executor.memory: used only without -Xmx */
+        T_HEAP_JVM,    /* -Xmx, -XX:MaxHeapSize= */
         T_CORES_SPARK, /* spark.executor.cores: used only without --cores */
         T_CORES_BACKEND,
-        T_MILLICORES,  /* spark.executor.millicores */
+        T_MILLICORES,    /* spark.executor.millicores */
         T_REQUEST_CORES, /* spark.kubernetes.executor.request.cores: only without millicores */
         T_LIMIT_CORES,
         T_OVERHEAD,
@@ -214,18 +211,18 @@ static const struct {
         enum kind kind;
         enum target target;
 } properties[] = {
-        { "spark.executor.memory", KIND_SPARK_MIB, T_HEAP_SPARK },
-        { "spark.executor.cores", KIND_CORES, T_CORES_SPARK },
-        { "spark.executor.millicores", KIND_MILLICORES, T_MILLICORES },
-        { "spark.kubernetes.executor.request.cores", KIND_CPU_QUANTITY, T_REQUEST_CORES },
-        { "spark.kubernetes.executor.limit.cores", KIND_CPU_QUANTITY, T_LIMIT_CORES },
-        { "spark.executor.memoryOverhead", KIND_SPARK_MIB, T_OVERHEAD },
-        { "spark.executor.memoryOverheadFactor", KIND_FACTOR, T_OVERHEAD_FACTOR },
-        { "spark.memory.offHeap.enabled", KIND_BOOL, T_OFFHEAP_ENABLED },
-        { "spark.memory.offHeap.size", KIND_SPARK_BYTES, T_OFFHEAP_SIZE },
-        { "spark.executor.pyspark.memory", KIND_SPARK_MIB, T_PYSPARK },
-        { "spark.executor.memoryBurst.ratio", KIND_RATIO, T_BURST_RATIO },
-        { "spark.executor.sparkshim.spillFraction", KIND_RATIO, T_SPILL_FRACTION },
+    {"spark.executor.memory", KIND_SPARK_MIB, T_HEAP_SPARK},
+    {"spark.executor.cores", KIND_CORES, T_CORES_SPARK},
+    {"spark.executor.millicores", KIND_MILLICORES, T_MILLICORES},
+    {"spark.kubernetes.executor.request.cores", KIND_CPU_QUANTITY, T_REQUEST_CORES},
+    {"spark.kubernetes.executor.limit.cores", KIND_CPU_QUANTITY, T_LIMIT_CORES},
+    {"spark.executor.memoryOverhead", KIND_SPARK_MIB, T_OVERHEAD},
+    {"spark.executor.memoryOverheadFactor", KIND_FACTOR, T_OVERHEAD_FACTOR},
+    {"spark.memory.offHeap.enabled", KIND_BOOL, T_OFFHEAP_ENABLED},
+    {"spark.memory.offHeap.size", KIND_SPARK_BYTES, T_OFFHEAP_SIZE},
+    {"spark.executor.pyspark.memory", KIND_SPARK_MIB, T_PYSPARK},
+    {"spark.executor.memoryBurst.ratio", KIND_RATIO, T_BURST_RATIO},
+    {"spark.executor.sparkshim.spillFraction", KIND_RATIO, T_SPILL_FRACTION},
 };
 
 /* What the command said for each target; the last occurrence wins, as in the JVM. */
@@ -247,7 +244,7 @@ static int take(struct seen seen[], enum target t, enum kind kind, const char *v
                 const char *origin, const char *arg, struct policy_error *err)
 {
         const char *problem = "invalid", *allowed = "";
-        struct parsed v = { 0 };
+        struct parsed v = {0};
         int r;
 
         r = parse_kind(kind, value, &v, &problem, &allowed);
@@ -263,8 +260,7 @@ static int take_name(char dest[POLICY_NAME_MAX], const char *value, const char *
                      struct policy_error *err)
 {
         if (strlen(value) >= POLICY_NAME_MAX)
-                return command_error(err, ENAMETOOLONG, arg, "too long",
-                                     "up to 127 characters");
+                return command_error(err, ENAMETOOLONG, arg, "too long", "up to 127 characters");
         snprintf(dest, POLICY_NAME_MAX, "%s", value);
         return 0;
 }
@@ -304,11 +300,11 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
                 const char *name;
                 enum target target; /* T_COUNT: app id, executor id */
         } backend[] = {
-                { "--cores", T_CORES_BACKEND },
-                { "--app-id", T_COUNT },
-                { "--executor-id", T_COUNT },
+            {"--cores", T_CORES_BACKEND},
+            {"--app-id", T_COUNT},
+            {"--executor-id", T_COUNT},
         };
-        struct seen seen[T_COUNT] = { 0 };
+        struct seen seen[T_COUNT] = {0};
         char app_id[POLICY_NAME_MAX] = "", executor_id[POLICY_NAME_MAX] = "";
         const enum policy_source src = POLICY_SOURCE_COMMAND;
         int r;
@@ -342,8 +338,8 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
                         continue;
                 }
                 if (strncmp(arg, "-XX:MaxHeapSize=", 16) == 0) {
-                        r = take(seen, T_HEAP_JVM, KIND_JVM_BYTES, arg + 16, "-XX:MaxHeapSize",
-                                 arg, err);
+                        r = take(seen, T_HEAP_JVM, KIND_JVM_BYTES, arg + 16, "-XX:MaxHeapSize", arg,
+                                 err);
                         if (r < 0)
                                 return r;
                         continue;
@@ -352,8 +348,8 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
                 for (size_t k = 0; k < ELEMENTSOF(backend) && !handled; k++) {
                         int at = i;
                         bool missing;
-                        const char *value = backend_option(argc, argv, &i, backend[k].name,
-                                                           &missing);
+                        const char *value =
+                            backend_option(argc, argv, &i, backend[k].name, &missing);
                         char shown[256];
 
                         if (missing)
@@ -367,8 +363,8 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
                         else
                                 snprintf(shown, sizeof(shown), "%.250s", arg);
                         if (backend[k].target == T_CORES_BACKEND)
-                                r = take(seen, T_CORES_BACKEND, KIND_CORES, value,
-                                         backend[k].name, shown, err);
+                                r = take(seen, T_CORES_BACKEND, KIND_CORES, value, backend[k].name,
+                                         shown, err);
                         else
                                 r = take_name(k == 1 ? app_id : executor_id, value, shown, err);
                         if (r < 0)
@@ -382,8 +378,7 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
                                      seen[T_HEAP_JVM].origin);
                 policy_input_set_u64(&in->jvm_heap_bytes, seen[T_HEAP_JVM].value.u, src,
                                      seen[T_HEAP_JVM].origin);
-        }
-        else if (seen[T_HEAP_SPARK].set)
+        } else if (seen[T_HEAP_SPARK].set)
                 policy_input_set_u64(&in->heap_bytes, seen[T_HEAP_SPARK].value.u, src,
                                      seen[T_HEAP_SPARK].origin);
 
@@ -408,8 +403,8 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
                 policy_input_set_u64(&in->overhead_bytes, seen[T_OVERHEAD].value.u, src,
                                      seen[T_OVERHEAD].origin);
         if (seen[T_OVERHEAD_FACTOR].set)
-                policy_input_set_double(&in->overhead_factor, seen[T_OVERHEAD_FACTOR].value.d,
-                                        src, seen[T_OVERHEAD_FACTOR].origin);
+                policy_input_set_double(&in->overhead_factor, seen[T_OVERHEAD_FACTOR].value.d, src,
+                                        seen[T_OVERHEAD_FACTOR].origin);
         if (seen[T_OFFHEAP_ENABLED].set)
                 policy_input_set_bool(&in->offheap_enabled, seen[T_OFFHEAP_ENABLED].value.b, src,
                                       seen[T_OFFHEAP_ENABLED].origin);
@@ -442,11 +437,12 @@ int policy_inputs_check(const struct policy_inputs *in, struct policy_error *err
                                         "no executor memory: give --memory, SPARKSHIM_MEMORY or "
                                         "-Xmx in the command");
         if (jvm->source != POLICY_SOURCE_NONE && heap->value != jvm->value)
-                return policy_error_set(err, EINVAL,
-                                        "%s: %" PRIu64 " bytes of heap, but the JVM will use %" PRIu64
-                                        " bytes (%s in the command); allowed: the heap once, or the "
-                                        "same value in both",
-                                        heap->origin, heap->value, jvm->value, jvm->origin);
+                return policy_error_set(
+                    err, EINVAL,
+                    "%s: %" PRIu64 " bytes of heap, but the JVM will use %" PRIu64
+                    " bytes (%s in the command); allowed: the heap once, or the "
+                    "same value in both",
+                    heap->origin, heap->value, jvm->value, jvm->origin);
         return 0;
 }
 
@@ -466,8 +462,7 @@ static const char *env_get(char *const envp[], const char *name)
         return NULL;
 }
 
-int policy_inputs_from_env(struct policy_inputs *in, char *const envp[],
-                           struct policy_error *err)
+int policy_inputs_from_env(struct policy_inputs *in, char *const envp[], struct policy_error *err)
 {
         enum env_target {
                 E_CORES,
@@ -485,18 +480,18 @@ int policy_inputs_from_env(struct policy_inputs *in, char *const envp[],
                 enum kind kind;
                 enum env_target target;
         } vars[] = {
-                { "SPARKSHIM_CORES", KIND_CORES, E_CORES },
-                { "SPARKSHIM_MILLICORES", KIND_MILLICORES, E_MILLICORES },
-                { "SPARKSHIM_LIMIT_MILLICORES", KIND_MILLICORES, E_LIMIT_MILLICORES },
-                { "SPARKSHIM_MEMORY", KIND_SPARK_MIB, E_MEMORY },
-                { "SPARKSHIM_MEMORY_OVERHEAD", KIND_SPARK_MIB, E_OVERHEAD },
-                { "SPARKSHIM_OFFHEAP", KIND_SPARK_MIB, E_OFFHEAP },
-                { "SPARKSHIM_PYSPARK_MEMORY", KIND_SPARK_MIB, E_PYSPARK },
-                { "SPARKSHIM_BURST_RATIO", KIND_RATIO, E_BURST_RATIO },
-                { "SPARKSHIM_SPILL_FRACTION", KIND_RATIO, E_SPILL_FRACTION },
+            {"SPARKSHIM_CORES", KIND_CORES, E_CORES},
+            {"SPARKSHIM_MILLICORES", KIND_MILLICORES, E_MILLICORES},
+            {"SPARKSHIM_LIMIT_MILLICORES", KIND_MILLICORES, E_LIMIT_MILLICORES},
+            {"SPARKSHIM_MEMORY", KIND_SPARK_MIB, E_MEMORY},
+            {"SPARKSHIM_MEMORY_OVERHEAD", KIND_SPARK_MIB, E_OVERHEAD},
+            {"SPARKSHIM_OFFHEAP", KIND_SPARK_MIB, E_OFFHEAP},
+            {"SPARKSHIM_PYSPARK_MEMORY", KIND_SPARK_MIB, E_PYSPARK},
+            {"SPARKSHIM_BURST_RATIO", KIND_RATIO, E_BURST_RATIO},
+            {"SPARKSHIM_SPILL_FRACTION", KIND_RATIO, E_SPILL_FRACTION},
         };
         struct parsed values[ELEMENTSOF(vars)];
-        bool present[ELEMENTSOF(vars)] = { false };
+        bool present[ELEMENTSOF(vars)] = {false};
         const enum policy_source src = POLICY_SOURCE_ENV;
 
         /* validate all before storing any: on error *in is unchanged */
@@ -597,7 +592,7 @@ struct sort_number {
 
 static struct sort_number sort_number_parse(const char *s, size_t len)
 {
-        struct sort_number n = { 0 };
+        struct sort_number n = {0};
         const char *end = s + len;
 
         while (s < end && (*s == ' ' || *s == '\t'))
@@ -711,7 +706,7 @@ ssize_t policy_spark_java_opts(char *const envp[], char ***ret_lines, char **ret
                         nl = strchr(line, '\n');
                         size_t len = nl ? (size_t)(nl - line) : strlen(line);
                         if (line_has_java_opt(line, len) && at < count)
-                                lines[at++] = (struct java_opt_line){ .text = line, .len = len };
+                                lines[at++] = (struct java_opt_line){.text = line, .len = len};
                         if (!nl)
                                 break;
                 }
@@ -743,9 +738,9 @@ int policy_inputs_from_spark_env(struct policy_inputs *in, char *const envp[],
         static const struct {
                 const char *env, *flag;
         } backend[] = {
-                { "SPARK_EXECUTOR_CORES", "--cores" },
-                { "SPARK_APPLICATION_ID", "--app-id" },
-                { "SPARK_EXECUTOR_ID", "--executor-id" },
+            {"SPARK_EXECUTOR_CORES", "--cores"},
+            {"SPARK_APPLICATION_ID", "--app-id"},
+            {"SPARK_EXECUTOR_ID", "--executor-id"},
         };
         _cleanup_free_ char *xmx = NULL, **opts = NULL, *storage = NULL;
         _cleanup_free_ const char **argv = NULL;
@@ -784,10 +779,11 @@ int policy_inputs_from_spark_env(struct policy_inputs *in, char *const envp[],
         if (r < 0 && err) {
                 char detail[POLICY_ERROR_TEXT_MAX];
                 snprintf(detail, sizeof(detail), "%s", err->text);
-                policy_error_set(err, -r,
-                                 "Spark pod environment (SPARK_EXECUTOR_MEMORY, SPARK_EXECUTOR_CORES, "
-                                 "SPARK_JAVA_OPT_<n>): %s",
-                                 detail);
+                policy_error_set(
+                    err, -r,
+                    "Spark pod environment (SPARK_EXECUTOR_MEMORY, SPARK_EXECUTOR_CORES, "
+                    "SPARK_JAVA_OPT_<n>): %s",
+                    detail);
         }
         return r;
 }

@@ -31,8 +31,7 @@ uint64_t policy_shares_to_weight(uint64_t shares)
 }
 
 /* Appends "what: from -> to" to plan->clamped. */
-static void note_clamp(struct policy_plan *plan, const char *what, const char *from,
-                       const char *to)
+static void note_clamp(struct policy_plan *plan, const char *what, const char *from, const char *to)
 {
         size_t used = strlen(plan->clamped);
 
@@ -40,8 +39,7 @@ static void note_clamp(struct policy_plan *plan, const char *what, const char *f
                  used > 0 ? "; " : "", what, from, to);
 }
 
-static void note_clamp_u64(struct policy_plan *plan, const char *what, uint64_t from,
-                           uint64_t to)
+static void note_clamp_u64(struct policy_plan *plan, const char *what, uint64_t from, uint64_t to)
 {
         char a[32], b[32];
 
@@ -65,8 +63,8 @@ static const char *origin_of(const char *origin, enum policy_source s)
  * user gave (built-in defaults) are always clamped.
  */
 static int bound_u64(const struct policy *p, struct policy_plan *plan, const char *what,
-                     const char *origin, enum policy_source source, const char *unit,
-                     uint64_t min, uint64_t max, const char *bounds_name, uint64_t *value,
+                     const char *origin, enum policy_source source, const char *unit, uint64_t min,
+                     uint64_t max, const char *bounds_name, uint64_t *value,
                      struct policy_error *err)
 {
         uint64_t v = *value, to = v < min ? min : v > max ? max : v;
@@ -74,11 +72,11 @@ static int bound_u64(const struct policy *p, struct policy_plan *plan, const cha
         if (to == v)
                 return 0;
         if (is_user(source) && p->out_of_bounds == POLICY_BOUNDS_REJECT)
-                return policy_error_set(err, EINVAL,
-                                        "%s: %s %" PRIu64 " %s is out of range; allowed: >= %" PRIu64
-                                        " and <= %" PRIu64 " %s (%s)",
-                                        origin_of(origin, source), what, v, unit, min, max, unit,
-                                        bounds_name);
+                return policy_error_set(
+                    err, EINVAL,
+                    "%s: %s %" PRIu64 " %s is out of range; allowed: >= %" PRIu64 " and <= %" PRIu64
+                    " %s (%s)",
+                    origin_of(origin, source), what, v, unit, min, max, unit, bounds_name);
         note_clamp_u64(plan, what, v, to);
         *value = to;
         return 0;
@@ -92,31 +90,27 @@ static int check_overrides(const struct policy *p, const struct policy_inputs *i
                 const char *origin;
                 enum policy_override bit;
         } checks[] = {
-                /* The command's --cores and -Xmx are what the executor really runs with,
-                 * not overrides of a policy value; set elsewhere, they are. */
-                { in->cores.source == POLICY_SOURCE_COMMAND ? POLICY_SOURCE_NONE
-                                                            : in->cores.source,
-                  in->cores.origin, POLICY_OVERRIDE_CORES },
-                { in->millicores.source, in->millicores.origin, POLICY_OVERRIDE_MILLICORES },
-                { in->limit_millicores.source, in->limit_millicores.origin,
-                  POLICY_OVERRIDE_MILLICORES },
-                { in->heap_bytes.source == POLICY_SOURCE_COMMAND ? POLICY_SOURCE_NONE
-                                                                 : in->heap_bytes.source,
-                  in->heap_bytes.origin, POLICY_OVERRIDE_MEMORY },
-                { in->overhead_bytes.source, in->overhead_bytes.origin, POLICY_OVERRIDE_MEMORY },
-                { in->overhead_factor.source, in->overhead_factor.origin,
-                  POLICY_OVERRIDE_MEMORY },
-                { in->offheap_enabled.source, in->offheap_enabled.origin,
-                  POLICY_OVERRIDE_MEMORY },
-                { in->offheap_bytes.source, in->offheap_bytes.origin, POLICY_OVERRIDE_MEMORY },
-                { in->pyspark_bytes.source, in->pyspark_bytes.origin, POLICY_OVERRIDE_MEMORY },
-                { in->burst_ratio.source, in->burst_ratio.origin, POLICY_OVERRIDE_BURST_RATIO },
-                { in->spill_fraction.source, in->spill_fraction.origin, POLICY_OVERRIDE_AGENT },
+            /* The command's --cores and -Xmx are what the executor really runs with,
+             * not overrides of a policy value; set elsewhere, they are. */
+            {in->cores.source == POLICY_SOURCE_COMMAND ? POLICY_SOURCE_NONE : in->cores.source,
+             in->cores.origin, POLICY_OVERRIDE_CORES},
+            {in->millicores.source, in->millicores.origin, POLICY_OVERRIDE_MILLICORES},
+            {in->limit_millicores.source, in->limit_millicores.origin, POLICY_OVERRIDE_MILLICORES},
+            {in->heap_bytes.source == POLICY_SOURCE_COMMAND ? POLICY_SOURCE_NONE
+                                                            : in->heap_bytes.source,
+             in->heap_bytes.origin, POLICY_OVERRIDE_MEMORY},
+            {in->overhead_bytes.source, in->overhead_bytes.origin, POLICY_OVERRIDE_MEMORY},
+            {in->overhead_factor.source, in->overhead_factor.origin, POLICY_OVERRIDE_MEMORY},
+            {in->offheap_enabled.source, in->offheap_enabled.origin, POLICY_OVERRIDE_MEMORY},
+            {in->offheap_bytes.source, in->offheap_bytes.origin, POLICY_OVERRIDE_MEMORY},
+            {in->pyspark_bytes.source, in->pyspark_bytes.origin, POLICY_OVERRIDE_MEMORY},
+            {in->burst_ratio.source, in->burst_ratio.origin, POLICY_OVERRIDE_BURST_RATIO},
+            {in->spill_fraction.source, in->spill_fraction.origin, POLICY_OVERRIDE_AGENT},
         };
 
         for (size_t i = 0; i < ELEMENTSOF(checks); i++) {
-                int r = policy_check_override(p, checks[i].bit, checks[i].source,
-                                              checks[i].origin, err);
+                int r = policy_check_override(p, checks[i].bit, checks[i].source, checks[i].origin,
+                                              err);
                 if (r < 0)
                         return r;
         }
@@ -176,8 +170,8 @@ static int plan_cpu(const struct policy *p, const struct policy_inputs *in,
                                  "the request x cpu.overcommit %g in the policy", p->overcommit);
                 r = bound_u64(p, plan, "cpu.limit_millicores", in->limit_millicores.origin,
                               in->limit_millicores.source, "millicores", request,
-                              p->cpu_unlimited ? POLICY_MILLICORES_LIMIT * 64 : max_limit,
-                              bounds, &limit, err);
+                              p->cpu_unlimited ? POLICY_MILLICORES_LIMIT * 64 : max_limit, bounds,
+                              &limit, err);
                 if (r < 0)
                         return r;
                 plan->cpu_unlimited = false;
@@ -238,13 +232,13 @@ static int plan_memory(const struct policy *p, const struct policy_inputs *in,
         else {
                 /* Spark: max((factor * executorMemoryMiB).toLong, 384) MiB */
                 double factor = in->overhead_factor.source != POLICY_SOURCE_NONE
-                                        ? in->overhead_factor.value
-                                        : p->overhead_factor;
+                                    ? in->overhead_factor.value
+                                    : p->overhead_factor;
                 double mib = factor * (double)(heap / POLICY_MIB);
 
                 overhead = mib >= (double)(POLICY_BYTES_MAX / POLICY_MIB)
-                                   ? POLICY_BYTES_MAX
-                                   : (uint64_t)mib * POLICY_MIB;
+                               ? POLICY_BYTES_MAX
+                               : (uint64_t)mib * POLICY_MIB;
                 if (overhead < p->overhead_min_bytes)
                         overhead = p->overhead_min_bytes;
         }
@@ -255,16 +249,16 @@ static int plan_memory(const struct policy *p, const struct policy_inputs *in,
                 pyspark = in->pyspark_bytes.value;
 
         ratio = in->burst_ratio.source != POLICY_SOURCE_NONE ? in->burst_ratio.value
-                                                               : p->burst_ratio_default;
+                                                             : p->burst_ratio_default;
         if (!(ratio >= 0.0 && ratio <= p->burst_ratio_max)) {
                 double to = ratio > p->burst_ratio_max ? p->burst_ratio_max : 0.0;
                 if (is_user(in->burst_ratio.source) && p->out_of_bounds == POLICY_BOUNDS_REJECT)
-                        return policy_error_set(err, EINVAL,
-                                                "%s: %g is out of range; allowed: >= 0 and <= %g "
-                                                "(memory.burst_ratio.max in the policy)",
-                                                origin_of(in->burst_ratio.origin,
-                                                          in->burst_ratio.source),
-                                                ratio, p->burst_ratio_max);
+                        return policy_error_set(
+                            err, EINVAL,
+                            "%s: %g is out of range; allowed: >= 0 and <= %g "
+                            "(memory.burst_ratio.max in the policy)",
+                            origin_of(in->burst_ratio.origin, in->burst_ratio.source), ratio,
+                            p->burst_ratio_max);
                 {
                         char a[32], b[32];
                         snprintf(a, sizeof(a), "%g", ratio);
@@ -288,11 +282,11 @@ static int plan_memory(const struct policy *p, const struct policy_inputs *in,
         if (p->memory_limit_max > 0 && limit > p->memory_limit_max) {
                 if (p->out_of_bounds == POLICY_BOUNDS_REJECT)
                         return policy_error_set(
-                                err, EINVAL,
-                                "%s: memory limit %" PRIu64
-                                " bytes (heap + off-heap + pyspark + overhead) is out of range; "
-                                "allowed: <= %" PRIu64 " bytes (memory.limit_max in the policy)",
-                                heap_origin, limit, p->memory_limit_max);
+                            err, EINVAL,
+                            "%s: memory limit %" PRIu64
+                            " bytes (heap + off-heap + pyspark + overhead) is out of range; "
+                            "allowed: <= %" PRIu64 " bytes (memory.limit_max in the policy)",
+                            heap_origin, limit, p->memory_limit_max);
                 note_clamp_u64(plan, "memory.limit_bytes", limit, p->memory_limit_max);
                 limit = p->memory_limit_max;
                 if (request > limit) {
@@ -312,8 +306,8 @@ static int plan_memory(const struct policy *p, const struct policy_inputs *in,
         plan->memory_high_bytes = 0;
         if (p->memory_high_enabled) {
                 /* Kubernetes MemoryQoS: request + f x (limit - request), whole pages */
-                uint64_t high = request + policy_floor_u64(p->memory_high_factor *
-                                                           (double)(limit - request));
+                uint64_t high =
+                    request + policy_floor_u64(p->memory_high_factor * (double)(limit - request));
                 high -= high % POLICY_PAGE_SIZE;
                 plan->memory_high_bytes = high > limit ? limit - limit % POLICY_PAGE_SIZE : high;
         }
@@ -335,12 +329,12 @@ static int plan_agent(const struct policy *p, const struct policy_inputs *in,
                 char a[32], b[32];
 
                 if (p->out_of_bounds == POLICY_BOUNDS_REJECT)
-                        return policy_error_set(err, EINVAL,
-                                                "%s: %g is out of range; allowed: >= %g and <= %g "
-                                                "(tuner.spill_fraction in the policy)",
-                                                origin_of(in->spill_fraction.origin,
-                                                          in->spill_fraction.source),
-                                                f, lo, hi);
+                        return policy_error_set(
+                            err, EINVAL,
+                            "%s: %g is out of range; allowed: >= %g and <= %g "
+                            "(tuner.spill_fraction in the policy)",
+                            origin_of(in->spill_fraction.origin, in->spill_fraction.source), f, lo,
+                            hi);
                 snprintf(a, sizeof(a), "%g", f);
                 snprintf(b, sizeof(b), "%g", to);
                 note_clamp(plan, "agent.spill_fraction", a, b);
@@ -353,7 +347,7 @@ static int plan_agent(const struct policy *p, const struct policy_inputs *in,
 int policy_plan_compute(const struct policy *p, const struct policy_inputs *in,
                         struct policy_plan *ret, struct policy_error *err)
 {
-        struct policy_plan plan = { 0 };
+        struct policy_plan plan = {0};
         int r;
 
         r = check_overrides(p, in, err);
@@ -386,8 +380,8 @@ static void format_cpu_max(const struct policy_plan *plan, char *buf, size_t siz
                          plan->cpu_period_us ? plan->cpu_period_us : POLICY_CPU_PERIOD_US);
 }
 
-static struct policy_write *add_write(struct policy_write out[], size_t *n,
-                                      const char *controller, const char *file)
+static struct policy_write *add_write(struct policy_write out[], size_t *n, const char *controller,
+                                      const char *file)
 {
         struct policy_write *w = &out[(*n)++];
 
@@ -450,7 +444,7 @@ json_t *policy_plan_to_json(const struct policy_plan *plan)
         size_t n = policy_plan_writes(plan, writes);
         json_t *root = json_object(), *cpu = json_object(), *memory = json_object(),
                *pids = json_object(), *io = json_object(), *clamped = json_array();
-        static const char *const protection_names[] = { "low", "min", "none" };
+        static const char *const protection_names[] = {"low", "min", "none"};
         bool ok = true;
 
         /* the written values, by file; null when the file is not written */
@@ -490,8 +484,8 @@ json_t *policy_plan_to_json(const struct policy_plan *plan)
         put(memory, "limit_bytes", json_u64(plan->memory_limit_bytes), &ok);
         put(memory, "protection",
             json_string((unsigned)plan->protection < ELEMENTSOF(protection_names)
-                                ? protection_names[plan->protection]
-                                : "none"),
+                            ? protection_names[plan->protection]
+                            : "none"),
             &ok);
         put(memory, "max", json_string(memory_max ? memory_max : ""), &ok);
         if (protect)
@@ -534,11 +528,11 @@ uint64_t policy_agent_threshold_bytes(const struct policy_agent *agent,
         case POLICY_AGENT_THRESHOLD_REQUEST:
         case POLICY_AGENT_THRESHOLD_LIMIT:
                 base = agent->threshold == POLICY_AGENT_THRESHOLD_LIMIT
-                               ? plan->memory_limit_bytes
-                               : plan->memory_request_bytes;
+                           ? plan->memory_limit_bytes
+                           : plan->memory_request_bytes;
                 bytes = policy_floor_u64((plan->agent_spill_fraction > 0.0
-                                                  ? plan->agent_spill_fraction
-                                                  : agent->threshold_fraction) *
+                                              ? plan->agent_spill_fraction
+                                              : agent->threshold_fraction) *
                                          (double)base);
                 if (bytes > base)
                         bytes = base;
@@ -553,7 +547,7 @@ void policy_utilization(const struct policy_plan *plan, double cpu_seconds, doub
                         double peak_bytes, struct policy_utilization *ret)
 {
         double cores = (double)plan->cpu_request_millicores / 1000.0;
-        struct policy_utilization u = { NAN, NAN, NAN };
+        struct policy_utilization u = {NAN, NAN, NAN};
 
         if (isfinite(cpu_seconds) && isfinite(wall_seconds) && wall_seconds > 0 && cores > 0)
                 u.cpu = cpu_seconds / (cores * wall_seconds);

@@ -25,7 +25,7 @@
  * formatted text are replaced so the message stays on one line. Returns -error.
  */
 int policy_error_set(struct policy_error *err, int error, const char *format, ...)
-        __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /*
  * The JVM options entrypoint.sh takes from SPARK_JAVA_OPT_* lines of envp, in its order,

@@ -13,26 +13,26 @@
 #include "policy-internal.h"
 #include "util.h"
 
-#define POLICY_FILE_SIZE_MAX (1024 * 1024)
-#define OVERCOMMIT_MAX       64.0
-#define OVERHEAD_FACTOR_MAX  10.0
-#define PIDS_MAX_LIMIT       UINT64_C(4194304) /* the kernel's PID_MAX_LIMIT */
-#define IO_WEIGHT_MAX        10000
-#define GRACE_SECONDS_MAX    3600
-#define VALUE_TEXT_MAX       60
-#define PATH_DEPTH_MAX       8
-#define AGENT_RECORDS_MAX    UINT64_C(2147483647) /* Spark reads the threshold as an int */
-#define AGENT_COOLDOWN_MAX   UINT64_C(86400000)
-#define AGENT_MAX_SPILLS_MAX UINT64_C(2147483647)
-#define AGENT_PSI_MS_MIN     UINT64_C(500) /* the kernel's shortest PSI window */
-#define AGENT_PSI_MS_MAX     UINT64_C(10000) /* and its longest */
-#define JAVA_LONG_MAX        UINT64_C(9223372036854775807)
+#define POLICY_FILE_SIZE_MAX     (1024 * 1024)
+#define OVERCOMMIT_MAX           64.0
+#define OVERHEAD_FACTOR_MAX      10.0
+#define PIDS_MAX_LIMIT           UINT64_C(4194304) /* the kernel's PID_MAX_LIMIT */
+#define IO_WEIGHT_MAX            10000
+#define GRACE_SECONDS_MAX        3600
+#define VALUE_TEXT_MAX           60
+#define PATH_DEPTH_MAX           8
+#define AGENT_RECORDS_MAX        UINT64_C(2147483647) /* Spark reads the threshold as an int */
+#define AGENT_COOLDOWN_MAX       UINT64_C(86400000)
+#define AGENT_MAX_SPILLS_MAX     UINT64_C(2147483647)
+#define AGENT_PSI_MS_MIN         UINT64_C(500)   /* the kernel's shortest PSI window */
+#define AGENT_PSI_MS_MAX         UINT64_C(10000) /* and its longest */
+#define JAVA_LONG_MAX            UINT64_C(9223372036854775807)
 #define ROLLING_GRACE_DEFAULT    UINT64_C(600)
 #define ROLLING_GRACE_MAX        UINT64_C(86400)
 #define ROLLING_COOLDOWN_DEFAULT UINT64_C(300)
 #define ROLLING_COOLDOWN_MAX     UINT64_C(86400)
 #define ROLLING_WINDOW_DEFAULT   UINT64_C(60)
-#define ROLLING_WINDOW_MAX       UINT64_C(3600) /* measure/rolling.c keeps this much history */
+#define ROLLING_WINDOW_MAX       UINT64_C(3600)     /* measure/rolling.c keeps this much history */
 #define ROLLING_AGE_MAX          UINT64_C(31536000) /* a year */
 #define ROLLING_EVENTS_MAX       UINT64_C(4294967295)
 #define ROLLING_SPILLS_MAX       UINT64_C(2147483647)
@@ -45,15 +45,15 @@ static const struct {
         enum policy_override bit;
         const char *name;
 } override_names[] = {
-        { POLICY_OVERRIDE_MILLICORES, "millicores" },
-        { POLICY_OVERRIDE_CORES, "cores" },
-        { POLICY_OVERRIDE_MEMORY, "memory" },
-        { POLICY_OVERRIDE_BURST_RATIO, "burst_ratio" },
-        { POLICY_OVERRIDE_CGROUP_PARENT, "cgroup_parent" },
-        { POLICY_OVERRIDE_FAIL_MODE, "fail_mode" },
-        { POLICY_OVERRIDE_AGENT, "agent" },
-        { POLICY_OVERRIDE_GRACE, "grace" },
-        { POLICY_OVERRIDE_NAME, "name" },
+    {POLICY_OVERRIDE_MILLICORES, "millicores"},
+    {POLICY_OVERRIDE_CORES, "cores"},
+    {POLICY_OVERRIDE_MEMORY, "memory"},
+    {POLICY_OVERRIDE_BURST_RATIO, "burst_ratio"},
+    {POLICY_OVERRIDE_CGROUP_PARENT, "cgroup_parent"},
+    {POLICY_OVERRIDE_FAIL_MODE, "fail_mode"},
+    {POLICY_OVERRIDE_AGENT, "agent"},
+    {POLICY_OVERRIDE_GRACE, "grace"},
+    {POLICY_OVERRIDE_NAME, "name"},
 };
 
 #define OVERRIDES_ALL                                                                              \
@@ -83,81 +83,85 @@ int policy_error_set(struct policy_error *err, int error, const char *format, ..
 void policy_init_defaults(struct policy *p)
 {
         *p = (struct policy){
-                .version = POLICY_SCHEMA_VERSION,
-                .cgroup_parent = "sparkshim",
-                .cpu_unlimited = false,
-                .overcommit = 2.0,
-                .millicores_min = 1,
-                .millicores_max = 256000,
-                .burst_ratio_default = 0.0,
-                .burst_ratio_max = 1.0,
-                .protection = POLICY_PROTECTION_LOW,
-                .memory_high_enabled = false,
-                .memory_high_factor = 0.9,
-                .overhead_min_bytes = 384 * POLICY_MIB,
-                .overhead_factor = 0.10,
-                .memory_limit_max = 0,
-                .pids_max = 0,
-                .io_weight = 0,
-                .overrides = OVERRIDES_ALL,
-                .out_of_bounds = POLICY_BOUNDS_REJECT,
-                .fail_mode = POLICY_FAIL_CLOSED,
-                .grace_seconds = 10,
-                .report_path = "",
-                .report_interval_seconds = 10,
-                .agent = {
-                        .enabled = false,
-                        .path = "",
-                        .injection = POLICY_AGENT_INJECT_AUTO,
-                        .threshold = POLICY_AGENT_THRESHOLD_REQUEST,
-                        .threshold_fraction = 1.0,
-                        .cooldown_ms = 500,
-                        .max_spills = 32,
-                        .psi_window_ms = 1000,
-                        .log = POLICY_AGENT_LOG_WARN,
+            .version = POLICY_SCHEMA_VERSION,
+            .cgroup_parent = "sparkshim",
+            .cpu_unlimited = false,
+            .overcommit = 2.0,
+            .millicores_min = 1,
+            .millicores_max = 256000,
+            .burst_ratio_default = 0.0,
+            .burst_ratio_max = 1.0,
+            .protection = POLICY_PROTECTION_LOW,
+            .memory_high_enabled = false,
+            .memory_high_factor = 0.9,
+            .overhead_min_bytes = 384 * POLICY_MIB,
+            .overhead_factor = 0.10,
+            .memory_limit_max = 0,
+            .pids_max = 0,
+            .io_weight = 0,
+            .overrides = OVERRIDES_ALL,
+            .out_of_bounds = POLICY_BOUNDS_REJECT,
+            .fail_mode = POLICY_FAIL_CLOSED,
+            .grace_seconds = 10,
+            .report_path = "",
+            .report_interval_seconds = 10,
+            .agent =
+                {
+                    .enabled = false,
+                    .path = "",
+                    .injection = POLICY_AGENT_INJECT_AUTO,
+                    .threshold = POLICY_AGENT_THRESHOLD_REQUEST,
+                    .threshold_fraction = 1.0,
+                    .cooldown_ms = 500,
+                    .max_spills = 32,
+                    .psi_window_ms = 1000,
+                    .log = POLICY_AGENT_LOG_WARN,
                 },
-                .tuner = {
-                        .db = "/var/lib/sparkshim/history.db",
-                        .job_key = "spark.app.name",
-                        .history_runs = 20,
-                        .failure_bound = 0.1,
-                        .runtime_allowance = 1.5,
-                        .runtime_target = 1.1,
-                        .cpu_target = 0.85,
-                        .memory_target = 0.7,
-                        .seed = 1,
-                        .heap_min = 512 * POLICY_MIB,
-                        .heap_max = 64 * 1024 * POLICY_MIB,
-                        .overhead_max = 16 * 1024 * POLICY_MIB,
-                        .spill_fraction_min = 0.5,
-                        .spill_fraction_max = 1.0,
-                        .partitions_min = 1,
-                        .partitions_max = 100000,
-                        .apply = POLICY_APPLY_SHOW,
-                        .service = {
-                                .period_seconds = 300,
-                                .publish_dir = "/var/lib/sparkshim/published",
-                                .expiry_seconds = 7 * 24 * 3600,
+            .tuner =
+                {
+                    .db = "/var/lib/sparkshim/history.db",
+                    .job_key = "spark.app.name",
+                    .history_runs = 20,
+                    .failure_bound = 0.1,
+                    .runtime_allowance = 1.5,
+                    .runtime_target = 1.1,
+                    .cpu_target = 0.85,
+                    .memory_target = 0.7,
+                    .seed = 1,
+                    .heap_min = 512 * POLICY_MIB,
+                    .heap_max = 64 * 1024 * POLICY_MIB,
+                    .overhead_max = 16 * 1024 * POLICY_MIB,
+                    .spill_fraction_min = 0.5,
+                    .spill_fraction_max = 1.0,
+                    .partitions_min = 1,
+                    .partitions_max = 100000,
+                    .apply = POLICY_APPLY_SHOW,
+                    .service =
+                        {
+                            .period_seconds = 300,
+                            .publish_dir = "/var/lib/sparkshim/published",
+                            .expiry_seconds = 7 * 24 * 3600,
                         },
                 },
-                .rolling = {
-                        .enabled = false,
-                        .grace_seconds = ROLLING_GRACE_DEFAULT,
-                        .disk_write_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
-                        .age_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
-                        .memory_high_window_seconds = ROLLING_WINDOW_DEFAULT,
-                        .memory_high_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
-                        .pressure_window_seconds = ROLLING_WINDOW_DEFAULT,
-                        .pressure_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
-                        .spills_window_seconds = ROLLING_WINDOW_DEFAULT,
-                        .spills_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
+            .rolling =
+                {
+                    .enabled = false,
+                    .grace_seconds = ROLLING_GRACE_DEFAULT,
+                    .disk_write_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
+                    .age_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
+                    .memory_high_window_seconds = ROLLING_WINDOW_DEFAULT,
+                    .memory_high_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
+                    .pressure_window_seconds = ROLLING_WINDOW_DEFAULT,
+                    .pressure_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
+                    .spills_window_seconds = ROLLING_WINDOW_DEFAULT,
+                    .spills_cooldown_seconds = ROLLING_COOLDOWN_DEFAULT,
                 },
         };
 }
 
 const char *policy_agent_log_name(enum policy_agent_log level)
 {
-        static const char *const names[] = { "error", "warn", "info", "debug" };
+        static const char *const names[] = {"error", "warn", "info", "debug"};
 
         return (unsigned)level < ELEMENTSOF(names) ? names[level] : "warn";
 }
@@ -170,18 +174,16 @@ const char *policy_override_name(enum policy_override o)
         return NULL;
 }
 
-int policy_check_override(const struct policy *p, enum policy_override o,
-                          enum policy_source source, const char *origin,
-                          struct policy_error *err)
+int policy_check_override(const struct policy *p, enum policy_override o, enum policy_source source,
+                          const char *origin, struct policy_error *err)
 {
         const char *name = policy_override_name(o);
 
         if (source < POLICY_SOURCE_COMMAND || (p->overrides & (unsigned)o))
                 return 0;
-        return policy_error_set(err, EPERM,
-                                "%s: set by the user, but the policy does not allow overriding %s",
-                                origin && origin[0] ? origin : policy_source_name(source),
-                                name ? name : "it");
+        return policy_error_set(
+            err, EPERM, "%s: set by the user, but the policy does not allow overriding %s",
+            origin && origin[0] ? origin : policy_source_name(source), name ? name : "it");
 }
 
 static bool is_cgroup_name_char(char c)
@@ -238,13 +240,13 @@ struct parser {
 static void push_key(struct parser *ps, const char *key)
 {
         assert(ps->depth < PATH_DEPTH_MAX);
-        ps->path[ps->depth++] = (struct policy_json_step){ .key = key };
+        ps->path[ps->depth++] = (struct policy_json_step){.key = key};
 }
 
 static void push_index(struct parser *ps, size_t index)
 {
         assert(ps->depth < PATH_DEPTH_MAX);
-        ps->path[ps->depth++] = (struct policy_json_step){ .key = NULL, .index = index };
+        ps->path[ps->depth++] = (struct policy_json_step){.key = NULL, .index = index};
 }
 
 static void pop(struct parser *ps)
@@ -253,8 +255,7 @@ static void pop(struct parser *ps)
         ps->depth--;
 }
 
-static void format_path(const struct policy_json_step *path, size_t depth, char *buf,
-                        size_t size)
+static void format_path(const struct policy_json_step *path, size_t depth, char *buf, size_t size)
 {
         size_t used = 0;
 
@@ -286,7 +287,7 @@ static bool locate(const struct parser *ps, bool want_key, struct policy_json_lo
                 if (d == 0)
                         break;
         }
-        *ret = (struct policy_json_locus){ .line = 1, .column = 1 };
+        *ret = (struct policy_json_locus){.line = 1, .column = 1};
         return false;
 }
 
@@ -334,15 +335,14 @@ static int fail_value(struct parser *ps, const char *problem, const char *allowe
         else
                 snprintf(value, sizeof(value), "(value)");
         return policy_error_set(ps->err, EINVAL, "%s:%u:%u: %s: %s %s; allowed: %s",
-                                source_name(ps), l.line, l.column, path, value, problem,
-                                allowed);
+                                source_name(ps), l.line, l.column, path, value, problem, allowed);
 }
 
 /* fail_value() for a value that may hold a secret: the value is not shown */
 static int fail_value_hidden(struct parser *ps, const char *shown, const char *problem,
                              const char *allowed)
 {
-        struct policy_json_locus l = { 0 };
+        struct policy_json_locus l = {0};
         char path[256];
 
         format_path(ps->path, ps->depth, path, sizeof(path));
@@ -376,8 +376,7 @@ static int fail_missing(struct parser *ps, const char *key, const char *allowed)
                                 source_name(ps), l.line, l.column, path, allowed);
 }
 
-static void join_names(const char *const names[], size_t n, bool quoted, char *buf,
-                       size_t size)
+static void join_names(const char *const names[], size_t n, bool quoted, char *buf, size_t size)
 {
         size_t used = 0;
 
@@ -396,7 +395,8 @@ static int check_keys(struct parser *ps, json_t *obj, const char *const names[],
         const char *key;
         json_t *v;
 
-        json_object_foreach (obj, key, v) {
+        json_object_foreach(obj, key, v)
+        {
                 bool known = false;
                 char allowed[256];
                 int r;
@@ -443,8 +443,8 @@ static int section(struct parser *ps, json_t *obj, const char *key, const char *
 
 /* Field helpers: 0 when absent, 1 when present and valid (stored), or -EINVAL. */
 
-static int field_uint(struct parser *ps, json_t *obj, const char *key, uint64_t min,
-                      uint64_t max, uint64_t *ret)
+static int field_uint(struct parser *ps, json_t *obj, const char *key, uint64_t min, uint64_t max,
+                      uint64_t *ret)
 {
         json_t *v = json_object_get(obj, key);
         char allowed[96];
@@ -516,8 +516,8 @@ static int field_size(struct parser *ps, json_t *obj, const char *key, uint64_t 
 }
 
 /* A string among names; *ret is its index. */
-static int field_choice(struct parser *ps, json_t *obj, const char *key,
-                        const char *const names[], size_t n, int *ret)
+static int field_choice(struct parser *ps, json_t *obj, const char *key, const char *const names[],
+                        size_t n, int *ret)
 {
         json_t *v = json_object_get(obj, key);
         char allowed[128];
@@ -560,10 +560,10 @@ static int parse_version(struct parser *ps, json_t *root)
 
 static int parse_cgroup(struct parser *ps, json_t *root, struct policy *p)
 {
-        static const char *const keys[] = { "parent" };
+        static const char *const keys[] = {"parent"};
         static const char allowed[] =
-                "a relative path below the cgroup2 mount of components [A-Za-z0-9_.-]+, "
-                "none \".\" or \"..\"";
+            "a relative path below the cgroup2 mount of components [A-Za-z0-9_.-]+, "
+            "none \".\" or \"..\"";
         json_t *obj, *v;
         int r;
 
@@ -592,8 +592,8 @@ static int parse_cgroup(struct parser *ps, json_t *root, struct policy *p)
 
 static int parse_cpu(struct parser *ps, json_t *root, struct policy *p)
 {
-        static const char *const keys[] = { "overcommit", "millicores" };
-        static const char *const mkeys[] = { "min", "max" };
+        static const char *const keys[] = {"overcommit", "millicores"};
+        static const char *const mkeys[] = {"min", "max"};
         static const char overcommit_allowed[] = "a number >= 1 and <= 64, or \"unlimited\"";
         json_t *obj, *millicores, *v;
         char allowed[128];
@@ -660,11 +660,11 @@ out:
 
 static int parse_memory(struct parser *ps, json_t *root, struct policy *p)
 {
-        static const char *const keys[] = { "burst_ratio", "protection", "high_factor",
-                                            "overhead", "limit_max" };
-        static const char *const burst_keys[] = { "default", "max" };
-        static const char *const overhead_keys[] = { "min", "factor" };
-        static const char *const protections[] = { "low", "min", "none" };
+        static const char *const keys[] = {"burst_ratio", "protection", "high_factor", "overhead",
+                                           "limit_max"};
+        static const char *const burst_keys[] = {"default", "max"};
+        static const char *const overhead_keys[] = {"min", "factor"};
+        static const char *const protections[] = {"low", "min", "none"};
         static const char high_allowed[] = "a number >= 0 and <= 1, null or false";
         json_t *obj, *sub, *v;
         int r, has_default, protection;
@@ -680,9 +680,8 @@ static int parse_memory(struct parser *ps, json_t *root, struct policy *p)
         if (sub) {
                 push_key(ps, "burst_ratio");
                 r = field_number(ps, sub, "max", 0.0, 1.0, &p->burst_ratio_max);
-                has_default = r < 0 ? r
-                                    : field_number(ps, sub, "default", 0.0, 1.0,
-                                                   &p->burst_ratio_default);
+                has_default =
+                    r < 0 ? r : field_number(ps, sub, "default", 0.0, 1.0, &p->burst_ratio_default);
                 if (r >= 0 && has_default < 0)
                         r = has_default;
                 if (r >= 0 && p->burst_ratio_default > p->burst_ratio_max) {
@@ -699,8 +698,7 @@ static int parse_memory(struct parser *ps, json_t *root, struct policy *p)
                         goto out;
         }
 
-        r = field_choice(ps, obj, "protection", protections, ELEMENTSOF(protections),
-                         &protection);
+        r = field_choice(ps, obj, "protection", protections, ELEMENTSOF(protections), &protection);
         if (r < 0)
                 goto out;
         if (r > 0)
@@ -761,7 +759,8 @@ static int parse_overrides(struct parser *ps, json_t *root, struct policy *p)
                 r = fail_value(ps, "is not an array", allowed);
                 goto out;
         }
-        json_array_foreach (v, i, e) {
+        json_array_foreach(v, i, e)
+        {
                 bool found = false;
 
                 for (size_t k = 0; k < ELEMENTSOF(override_names) && json_is_string(e); k++)
@@ -793,14 +792,14 @@ static int report_path(struct parser *ps, json_t *obj, const char *key, enum rep
                        char *dest, size_t size)
 {
         static const char *const allowed[] = {
-                [REPORT_PATH_PLAIN] = "an absolute path, or \"\" for none",
-                [REPORT_PATH_TEMPLATE] = "an absolute path whose file name may hold {app_id}, "
-                                         "{executor_id}, {name}, or \"\" for none",
-                [REPORT_PATH_PROMETHEUS] = "an absolute path of a *.prom file whose name may hold "
-                                           "{app_id}, {executor_id}, {name}, or \"\" for none",
+            [REPORT_PATH_PLAIN] = "an absolute path, or \"\" for none",
+            [REPORT_PATH_TEMPLATE] = "an absolute path whose file name may hold {app_id}, "
+                                     "{executor_id}, {name}, or \"\" for none",
+            [REPORT_PATH_PROMETHEUS] = "an absolute path of a *.prom file whose name may hold "
+                                       "{app_id}, {executor_id}, {name}, or \"\" for none",
         };
         json_t *v = json_object_get(obj, key);
-        struct policy_error terr = { 0 };
+        struct policy_error terr = {0};
         int r = 0;
 
         if (!v)
@@ -824,9 +823,9 @@ static int report_path(struct parser *ps, json_t *obj, const char *key, enum rep
 
 static int parse_report(struct parser *ps, json_t *root, struct policy *p)
 {
-        static const char *const keys[] = { "path", "socket", "prometheus_path",
-                                            "interval_seconds", "sink_failure" };
-        static const char *const sink_failures[] = { "warn", "refuse" };
+        static const char *const keys[] = {"path", "socket", "prometheus_path", "interval_seconds",
+                                           "sink_failure"};
+        static const char *const sink_failures[] = {"warn", "refuse"};
         uint64_t interval = p->report_interval_seconds;
         int choice = -1;
         json_t *obj;
@@ -836,18 +835,21 @@ static int parse_report(struct parser *ps, json_t *root, struct policy *p)
         if (r <= 0)
                 return r;
         push_key(ps, "report");
-        r = report_path(ps, obj, "path", REPORT_PATH_TEMPLATE, p->report_path, sizeof(p->report_path));
+        r = report_path(ps, obj, "path", REPORT_PATH_TEMPLATE, p->report_path,
+                        sizeof(p->report_path));
         if (r >= 0)
-                r = report_path(ps, obj, "socket", REPORT_PATH_PLAIN, p->report_socket, sizeof(p->report_socket));
+                r = report_path(ps, obj, "socket", REPORT_PATH_PLAIN, p->report_socket,
+                                sizeof(p->report_socket));
         if (r >= 0)
-                r = report_path(ps, obj, "prometheus_path", REPORT_PATH_PROMETHEUS, p->report_prometheus,
-                                sizeof(p->report_prometheus));
+                r = report_path(ps, obj, "prometheus_path", REPORT_PATH_PROMETHEUS,
+                                p->report_prometheus, sizeof(p->report_prometheus));
         if (r >= 0)
                 r = field_uint(ps, obj, "interval_seconds", 1, 3600, &interval);
         if (r >= 0)
                 p->report_interval_seconds = (unsigned)interval;
         if (r >= 0)
-                r = field_choice(ps, obj, "sink_failure", sink_failures, ELEMENTSOF(sink_failures), &choice);
+                r = field_choice(ps, obj, "sink_failure", sink_failures, ELEMENTSOF(sink_failures),
+                                 &choice);
         if (r > 0)
                 p->report_sink_failure = (enum policy_sink_failure)choice;
         pop(ps);
@@ -888,11 +890,11 @@ static bool agent_path_valid(const char *s)
 
 static int agent_threshold(struct parser *ps, json_t *obj, struct policy_agent *a)
 {
-        static const char *const keys[] = { "fraction", "of" };
-        static const char *const bases[] = { "request", "limit" };
+        static const char *const keys[] = {"fraction", "of"};
+        static const char *const bases[] = {"request", "limit"};
         static const char allowed[] =
-                "a size (bytes, or a string such as \"6g\"), an object "
-                "{\"fraction\": F, \"of\": \"request\" or \"limit\"} with F > 0 and <= 1, or null";
+            "a size (bytes, or a string such as \"6g\"), an object "
+            "{\"fraction\": F, \"of\": \"request\" or \"limit\"} with F > 0 and <= 1, or null";
         json_t *v = json_object_get(obj, "threshold"), *f;
         int r = 0, base = 0;
 
@@ -956,17 +958,16 @@ static int agent_threshold(struct parser *ps, json_t *obj, struct policy_agent *
 
 static int parse_agent(struct parser *ps, json_t *root, struct policy *p)
 {
-        static const char *const keys[] = { "enabled",        "path",        "injection",
-                                            "force_bytes",    "periodic_bytes", "allow_bytes",
-                                            "allow_fraction", "records",     "threshold",
-                                            "cooldown_ms",    "min_spill",   "max_spills",
-                                            "psi_stall_ms",   "psi_window_ms", "heap_threshold",
-                                            "log" };
-        static const char *const injections[] = { "auto", "agentpath", "java_tool_options" };
-        static const char *const levels[] = { "error", "warn", "info", "debug" };
+        static const char *const keys[] = {
+            "enabled",        "path",          "injection",      "force_bytes",
+            "periodic_bytes", "allow_bytes",   "allow_fraction", "records",
+            "threshold",      "cooldown_ms",   "min_spill",      "max_spills",
+            "psi_stall_ms",   "psi_window_ms", "heap_threshold", "log"};
+        static const char *const injections[] = {"auto", "agentpath", "java_tool_options"};
+        static const char *const levels[] = {"error", "warn", "info", "debug"};
         static const char path_allowed[] =
-                "an absolute path without blanks, quotes, '\\', ',' or '=', or \"\" for the "
-                "installed agent";
+            "an absolute path without blanks, quotes, '\\', ',' or '=', or \"\" for the "
+            "installed agent";
         struct policy_agent a = p->agent;
         json_t *obj, *v;
         int r, choice;
@@ -1058,8 +1059,8 @@ out:
 /* "java": what the java personality of a `sparkshim java-home` does with an executor. */
 static int parse_java(struct parser *ps, json_t *root, struct policy *p)
 {
-        static const char *const keys[] = { "executors" };
-        static const char *const modes[] = { "run", "exec" };
+        static const char *const keys[] = {"executors"};
+        static const char *const modes[] = {"run", "exec"};
         json_t *obj;
         int r, choice = -1;
 
@@ -1090,7 +1091,7 @@ static bool is_property_name(const char *s)
 static int tuner_range(struct parser *ps, json_t *obj, const char *key, bool sizes, uint64_t lo,
                        uint64_t hi, uint64_t *min, uint64_t *max)
 {
-        static const char *const range_keys[] = { "min", "max" };
+        static const char *const range_keys[] = {"min", "max"};
         json_t *sub;
         int r;
 
@@ -1100,11 +1101,11 @@ static int tuner_range(struct parser *ps, json_t *obj, const char *key, bool siz
         push_key(ps, key);
         r = sizes ? field_size(ps, sub, "min", min) : field_uint(ps, sub, "min", lo, hi, min);
         if (r >= 0)
-                r = sizes ? field_size(ps, sub, "max", max) : field_uint(ps, sub, "max", lo, hi, max);
+                r = sizes ? field_size(ps, sub, "max", max)
+                          : field_uint(ps, sub, "max", lo, hi, max);
         if (r >= 0 && *min > *max) {
                 push_key(ps, json_object_get(sub, "max") ? "max" : "min");
-                r = fail_value(ps, "is out of range",
-                               "min <= max");
+                r = fail_value(ps, "is out of range", "min <= max");
                 pop(ps);
         }
         pop(ps);
@@ -1127,7 +1128,7 @@ static bool is_clean_dir(const char *s)
 }
 
 static const char dir_allowed[] =
-        "an absolute path of a directory, without \".\" or \"..\" components or control characters";
+    "an absolute path of a directory, without \".\" or \"..\" components or control characters";
 
 static int field_dir(struct parser *ps, json_t *v, char *dest, size_t size)
 {
@@ -1161,7 +1162,8 @@ static int field_dirs(struct parser *ps, json_t *obj, const char *key,
                 r = fail_value(ps, json_is_array(v) ? "has too many entries" : "is not an array",
                                allowed);
         else
-                json_array_foreach (v, i, e) {
+                json_array_foreach(v, i, e)
+                {
                         push_index(ps, i);
                         r = field_dir(ps, e, dest[i], POLICY_SERVICE_PATH_MAX);
                         pop(ps);
@@ -1191,8 +1193,9 @@ static int field_history_servers(struct parser *ps, json_t *obj, struct policy_t
 
         if (!v)
                 return 0;
-        snprintf(allowed, sizeof(allowed), "an array of at most %d objects with \"url\" and "
-                                           "\"owner\"",
+        snprintf(allowed, sizeof(allowed),
+                 "an array of at most %d objects with \"url\" and "
+                 "\"owner\"",
                  POLICY_HISTORY_SERVERS_MAX);
         push_key(ps, "history_servers");
         if (!json_is_array(v) || json_array_size(v) > POLICY_HISTORY_SERVERS_MAX) {
@@ -1200,7 +1203,8 @@ static int field_history_servers(struct parser *ps, json_t *obj, struct policy_t
                                allowed);
                 goto out;
         }
-        json_array_foreach (v, i, e) {
+        json_array_foreach(v, i, e)
+        {
                 struct policy_history_server *hs = &svc->history_servers[i];
                 const char *url, *owner_s;
                 json_t *owner;
@@ -1265,8 +1269,8 @@ out:
 /* "tuner.service": what `sparkshim tune-service` collects and where it publishes. */
 static int parse_tuner_service(struct parser *ps, json_t *tuner, struct policy_tuner *t)
 {
-        static const char *const keys[] = { "reports", "eventlogs", "history_servers",
-                                            "period_seconds", "publish_dir", "expiry_seconds" };
+        static const char *const keys[] = {"reports",        "eventlogs",   "history_servers",
+                                           "period_seconds", "publish_dir", "expiry_seconds"};
         json_t *obj, *v;
         uint64_t u;
         int r;
@@ -1276,8 +1280,8 @@ static int parse_tuner_service(struct parser *ps, json_t *tuner, struct policy_t
                 return r;
         push_key(ps, "service");
         if ((r = field_dirs(ps, obj, "reports", t->service.reports, &t->service.n_reports)) < 0 ||
-            (r = field_dirs(ps, obj, "eventlogs", t->service.eventlogs,
-                            &t->service.n_eventlogs)) < 0 ||
+            (r = field_dirs(ps, obj, "eventlogs", t->service.eventlogs, &t->service.n_eventlogs)) <
+                0 ||
             (r = field_history_servers(ps, obj, &t->service)) < 0)
                 goto out;
         if ((r = field_uint(ps, obj, "period_seconds", 10, 86400, &u)) < 0)
@@ -1304,18 +1308,28 @@ out:
 /* "tuner": the history store and the bounds of `sparkshim tune` (sparkshim-tune(1)). */
 static int parse_tuner(struct parser *ps, json_t *root, struct policy *p)
 {
-        static const char *const keys[] = { "db",          "job_key",       "history_runs",
-                                            "failure_bound", "runtime_allowance", "runtime_target",
-                                            "cpu_target",
-                                            "memory_target", "seed",         "heap",
-                                            "overhead_max", "spill_fraction", "partitions",
-                                            "apply", "service" };
-        static const char *const fraction_keys[] = { "min", "max" };
-        static const char *const apply_names[] = { "off", "show", "safe", "explore" };
+        static const char *const keys[] = {"db",
+                                           "job_key",
+                                           "history_runs",
+                                           "failure_bound",
+                                           "runtime_allowance",
+                                           "runtime_target",
+                                           "cpu_target",
+                                           "memory_target",
+                                           "seed",
+                                           "heap",
+                                           "overhead_max",
+                                           "spill_fraction",
+                                           "partitions",
+                                           "apply",
+                                           "service"};
+        static const char *const fraction_keys[] = {"min", "max"};
+        static const char *const apply_names[] = {"off", "show", "safe", "explore"};
         int apply = -1;
-        static const char db_allowed[] = "an absolute path of a SQLite file, or a postgresql:// URL";
+        static const char db_allowed[] =
+            "an absolute path of a SQLite file, or a postgresql:// URL";
         static const char key_allowed[] =
-                "a Spark property name: a letter, then letters, digits, '.', '_', '-'";
+            "a Spark property name: a letter, then letters, digits, '.', '_', '-'";
         struct policy_tuner t = p->tuner;
         json_t *obj, *v, *sub;
         uint64_t u;
@@ -1342,8 +1356,9 @@ static int parse_tuner(struct parser *ps, json_t *root, struct policy *p)
                                                        "is neither an absolute path nor a "
                                                        "PostgreSQL URL",
                                                        db_allowed)
-                                   : fail_value(ps, "is neither an absolute path nor a "
-                                                    "PostgreSQL URL",
+                                   : fail_value(ps,
+                                                "is neither an absolute path nor a "
+                                                "PostgreSQL URL",
                                                 db_allowed);
                 else if (strlen(s) >= sizeof(t.db))
                         r = secret ? fail_value_hidden(ps, "(a URL, not shown)", "is too long",
@@ -1373,7 +1388,8 @@ static int parse_tuner(struct parser *ps, json_t *root, struct policy *p)
         if (r > 0)
                 t.history_runs = (unsigned)u;
         if ((r = field_number(ps, obj, "failure_bound", 0.001, 0.999, &t.failure_bound)) < 0 ||
-            (r = field_number(ps, obj, "runtime_allowance", 1.0, 100.0, &t.runtime_allowance)) < 0 ||
+            (r = field_number(ps, obj, "runtime_allowance", 1.0, 100.0, &t.runtime_allowance)) <
+                0 ||
             (r = field_number(ps, obj, "runtime_target", 1.0, 100.0, &t.runtime_target)) < 0 ||
             (r = field_number(ps, obj, "cpu_target", 0.05, 1.0, &t.cpu_target)) < 0 ||
             (r = field_number(ps, obj, "memory_target", 0.05, 1.0, &t.memory_target)) < 0 ||
@@ -1455,15 +1471,15 @@ static int rolling_required(struct parser *ps, json_t *obj, const char *key, con
 /* "rolling": executor rolling through Spark's decommission (docs/rolling.md). */
 static int parse_rolling(struct parser *ps, json_t *root, struct policy *p)
 {
-        static const char *const keys[] = { "grace_seconds", "min_age_seconds", "disk_write",
-                                            "age", "memory_high", "memory_pressure", "spills" };
-        static const char *const disk_keys[] = { "bytes", "cooldown_seconds" };
-        static const char *const age_keys[] = { "seconds", "cooldown_seconds" };
-        static const char *const high_keys[] = { "events", "window_seconds", "cooldown_seconds" };
-        static const char *const pressure_keys[] = { "some_percent", "full_percent",
-                                                     "window_seconds", "cooldown_seconds" };
-        static const char *const spill_keys[] = { "ineffective", "fraction", "window_seconds",
-                                                  "cooldown_seconds" };
+        static const char *const keys[] = {"grace_seconds", "min_age_seconds", "disk_write", "age",
+                                           "memory_high",   "memory_pressure", "spills"};
+        static const char *const disk_keys[] = {"bytes", "cooldown_seconds"};
+        static const char *const age_keys[] = {"seconds", "cooldown_seconds"};
+        static const char *const high_keys[] = {"events", "window_seconds", "cooldown_seconds"};
+        static const char *const pressure_keys[] = {"some_percent", "full_percent",
+                                                    "window_seconds", "cooldown_seconds"};
+        static const char *const spill_keys[] = {"ineffective", "fraction", "window_seconds",
+                                                 "cooldown_seconds"};
         static const char bytes_allowed[] = "a size > 0: " SIZE_ALLOWED;
         struct policy_rolling g = p->rolling;
         json_t *obj, *sub;
@@ -1501,7 +1517,8 @@ static int parse_rolling(struct parser *ps, json_t *root, struct policy *p)
         r = section(ps, obj, "age", age_keys, ELEMENTSOF(age_keys), &sub);
         if (r > 0) {
                 push_key(ps, "age");
-                snprintf(allowed, sizeof(allowed), "an integer >= 1 and <= %" PRIu64, ROLLING_AGE_MAX);
+                snprintf(allowed, sizeof(allowed), "an integer >= 1 and <= %" PRIu64,
+                         ROLLING_AGE_MAX);
                 r = rolling_required(ps, sub, "seconds", allowed);
                 if (r >= 0)
                         r = field_uint(ps, sub, "seconds", 1, ROLLING_AGE_MAX, &g.age_seconds);
@@ -1579,16 +1596,15 @@ out:
 
 static int parse_root(struct parser *ps, json_t *root, struct policy *p)
 {
-        static const char *const keys[] = { "version",   "cgroup",        "cpu",
-                                            "memory",    "pids",          "io",
-                                            "overrides", "out_of_bounds", "fail_mode",
-                                            "grace_seconds", "report", "agent", "java",
-                                            "kubernetes", "tuner", "rolling" };
-        static const char *const pids_keys[] = { "max" };
-        static const char *const kubernetes_keys[] = { "init" };
-        static const char *const io_keys[] = { "weight" };
-        static const char *const bounds[] = { "reject", "clamp" };
-        static const char *const fail_modes[] = { "closed", "open" };
+        static const char *const keys[] = {
+            "version",   "cgroup",        "cpu",       "memory",        "pids",   "io",
+            "overrides", "out_of_bounds", "fail_mode", "grace_seconds", "report", "agent",
+            "java",      "kubernetes",    "tuner",     "rolling"};
+        static const char *const pids_keys[] = {"max"};
+        static const char *const kubernetes_keys[] = {"init"};
+        static const char *const io_keys[] = {"weight"};
+        static const char *const bounds[] = {"reject", "clamp"};
+        static const char *const fail_modes[] = {"closed", "open"};
         json_t *sub;
         uint64_t u;
         int r, choice;
@@ -1688,9 +1704,7 @@ static int parse_root(struct parser *ps, json_t *root, struct policy *p)
 int policy_parse(const char *text, size_t len, const char *source, struct policy *ret,
                  struct policy_error *err)
 {
-        struct parser ps = {
-                .text = text, .len = len, .source = source, .err = err, .depth = 0
-        };
+        struct parser ps = {.text = text, .len = len, .source = source, .err = err, .depth = 0};
         struct policy p;
         json_error_t jerr;
         json_t *root;
@@ -1751,8 +1765,7 @@ int policy_load_file(const char *path, bool check_owner, struct policy *ret,
                 return policy_error_set(err, EPERM,
                                         "%s: owned by uid %u and mode %04o; the policy must be "
                                         "owned by root and not writable by group or others",
-                                        path, (unsigned)st.st_uid,
-                                        (unsigned)(st.st_mode & 07777));
+                                        path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
         if (st.st_size > POLICY_FILE_SIZE_MAX)
                 return policy_error_set(err, EFBIG,
                                         "%s: %jd bytes is too large; allowed: up to 1 MiB", path,
@@ -1774,8 +1787,8 @@ int policy_load_file(const char *path, bool check_owner, struct policy *ret,
                         break;
                 len += (size_t)n;
                 if (len > POLICY_FILE_SIZE_MAX)
-                        return policy_error_set(err, EFBIG,
-                                                "%s: too large; allowed: up to 1 MiB", path);
+                        return policy_error_set(err, EFBIG, "%s: too large; allowed: up to 1 MiB",
+                                                path);
         }
         return policy_parse(buf, len, path, ret, err);
 }

@@ -22,8 +22,8 @@
 
 /* like json_error_t: fixed size, caller-owned */
 struct policy_error {
-        int error;                           /* positive errno */
-        char text[POLICY_ERROR_TEXT_MAX];    /* one line, no trailing newline */
+        int error;                        /* positive errno */
+        char text[POLICY_ERROR_TEXT_MAX]; /* one line, no trailing newline */
 };
 
 enum policy_protection {
@@ -50,15 +50,15 @@ enum policy_out_of_bounds {
 
 /* Values a user (flags, environment, the wrapped command) may set; bit set = allowed. */
 enum policy_override {
-        POLICY_OVERRIDE_MILLICORES    = 1u << 0, /* millicores, request/limit cores */
-        POLICY_OVERRIDE_CORES         = 1u << 1, /* task concurrency (--cores) */
-        POLICY_OVERRIDE_MEMORY        = 1u << 2, /* heap, overhead, offheap, pyspark */
-        POLICY_OVERRIDE_BURST_RATIO   = 1u << 3,
+        POLICY_OVERRIDE_MILLICORES = 1u << 0, /* millicores, request/limit cores */
+        POLICY_OVERRIDE_CORES = 1u << 1,      /* task concurrency (--cores) */
+        POLICY_OVERRIDE_MEMORY = 1u << 2,     /* heap, overhead, offheap, pyspark */
+        POLICY_OVERRIDE_BURST_RATIO = 1u << 3,
         POLICY_OVERRIDE_CGROUP_PARENT = 1u << 4,
-        POLICY_OVERRIDE_FAIL_MODE     = 1u << 5,
-        POLICY_OVERRIDE_AGENT         = 1u << 6, /* agent on/off and its library (--agent...) */
-        POLICY_OVERRIDE_GRACE         = 1u << 7, /* a grace period longer than the policy's */
-        POLICY_OVERRIDE_NAME          = 1u << 8, /* the executor's cgroup name (--name) */
+        POLICY_OVERRIDE_FAIL_MODE = 1u << 5,
+        POLICY_OVERRIDE_AGENT = 1u << 6, /* agent on/off and its library (--agent...) */
+        POLICY_OVERRIDE_GRACE = 1u << 7, /* a grace period longer than the policy's */
+        POLICY_OVERRIDE_NAME = 1u << 8,  /* the executor's cgroup name (--name) */
 };
 
 /* How `sparkshim run` puts the JVMTI agent into the executor JVM. */
@@ -88,24 +88,24 @@ enum policy_agent_log {
  * Sizes in bytes; 0 turns a mode off.
  */
 struct policy_agent {
-        bool enabled;                /* default false */
-        char path[POLICY_PATH_MAX];  /* "" = the installed agent (SPARKSHIM_AGENT_PATH) */
+        bool enabled;                          /* default false */
+        char path[POLICY_PATH_MAX];            /* "" = the installed agent (SPARKSHIM_AGENT_PATH) */
         enum policy_agent_injection injection; /* default auto */
-        uint64_t force_bytes;        /* force-bytes */
-        uint64_t periodic_bytes;     /* periodic */
-        uint64_t allow_bytes;        /* allow-bytes, needs a threshold */
-        double allow_fraction;       /* allow-fraction in (0,1], needs a threshold; 0 = off */
-        uint64_t records;            /* records (Spark's count threshold), 1..2^31-1 */
+        uint64_t force_bytes;                  /* force-bytes */
+        uint64_t periodic_bytes;               /* periodic */
+        uint64_t allow_bytes;                  /* allow-bytes, needs a threshold */
+        double allow_fraction; /* allow-fraction in (0,1], needs a threshold; 0 = off */
+        uint64_t records;      /* records (Spark's count threshold), 1..2^31-1 */
         enum policy_agent_threshold threshold; /* default: 1.0 x the request */
-        uint64_t threshold_bytes;    /* POLICY_AGENT_THRESHOLD_BYTES */
-        double threshold_fraction;   /* REQUEST / LIMIT, in (0,1] */
-        uint64_t cooldown_ms;        /* default 500 */
-        uint64_t min_spill_bytes;    /* default 0 */
-        uint64_t max_spills;         /* forced spills per task, default 32; 0 = no cap */
-        uint64_t psi_stall_ms;       /* psi-stall-ms, 0 = no PSI source; <= psi_window_ms */
-        uint64_t psi_window_ms;      /* psi-window-ms, 500..10000, default 1000 */
-        double heap_threshold;       /* heap-threshold in (0,1]; 0 = no heap source */
-        enum policy_agent_log log;   /* default warn */
+        uint64_t threshold_bytes;              /* POLICY_AGENT_THRESHOLD_BYTES */
+        double threshold_fraction;             /* REQUEST / LIMIT, in (0,1] */
+        uint64_t cooldown_ms;                  /* default 500 */
+        uint64_t min_spill_bytes;              /* default 0 */
+        uint64_t max_spills;                   /* forced spills per task, default 32; 0 = no cap */
+        uint64_t psi_stall_ms;     /* psi-stall-ms, 0 = no PSI source; <= psi_window_ms */
+        uint64_t psi_window_ms;    /* psi-window-ms, 500..10000, default 1000 */
+        double heap_threshold;     /* heap-threshold in (0,1]; 0 = no heap source */
+        enum policy_agent_log log; /* default warn */
 };
 
 /* What the java personality (a `sparkshim java-home`'s bin/java) does with an executor. */
@@ -153,21 +153,21 @@ struct policy_tuner_service {
         size_t n_eventlogs;
         unsigned period_seconds;                   /* between passes; default 300 */
         char publish_dir[POLICY_SERVICE_PATH_MAX]; /* default /var/lib/sparkshim/published */
-        unsigned expiry_seconds; /* a published file's life; default 7 days */
+        unsigned expiry_seconds;                   /* a published file's life; default 7 days */
 };
 
 struct policy_tuner {
-        char db[POLICY_PATH_MAX];  /* absolute SQLite path or postgresql:// URL */
-        char job_key[256];         /* Spark property naming the job; default spark.app.name */
-        unsigned history_runs;     /* newest runs read per job, 1..1000; default 20 */
-        double failure_bound;      /* stage 2 proposes P(failure) below it, (0,1); default 0.1 */
-        double runtime_allowance;  /* failure past this x the first good run's time; default 1.5 */
-        double runtime_target;     /* the rules keep runs within this x the best; default 1.1 */
-        double cpu_target;         /* utilisation the rules aim at, (0,1]; default 0.85 */
-        double memory_target;      /* (0,1]; default 0.7 */
-        uint64_t seed;             /* stage 2's random stream; default 1 */
-        uint64_t heap_min, heap_max;   /* bytes; default 512 MiB (Spark: >= 450 MiB), 64 GiB */
-        uint64_t overhead_max;         /* bytes; default 16 GiB */
+        char db[POLICY_PATH_MAX]; /* absolute SQLite path or postgresql:// URL */
+        char job_key[256];        /* Spark property naming the job; default spark.app.name */
+        unsigned history_runs;    /* newest runs read per job, 1..1000; default 20 */
+        double failure_bound;     /* stage 2 proposes P(failure) below it, (0,1); default 0.1 */
+        double runtime_allowance; /* failure past this x the first good run's time; default 1.5 */
+        double runtime_target;    /* the rules keep runs within this x the best; default 1.1 */
+        double cpu_target;        /* utilisation the rules aim at, (0,1]; default 0.85 */
+        double memory_target;     /* (0,1]; default 0.7 */
+        uint64_t seed;            /* stage 2's random stream; default 1 */
+        uint64_t heap_min, heap_max; /* bytes; default 512 MiB (Spark: >= 450 MiB), 64 GiB */
+        uint64_t overhead_max;       /* bytes; default 16 GiB */
         double spill_fraction_min, spill_fraction_max; /* default 0.5, 1 */
         uint64_t partitions_min, partitions_max;       /* default 1, 100000 */
         enum policy_tuner_apply apply;                 /* default show */
@@ -182,14 +182,14 @@ struct policy_tuner {
  * firing could not decommission the executor). No trigger at all (the default) = rolling off.
  */
 struct policy_rolling {
-        bool enabled;                /* at least one trigger is set */
-        uint64_t grace_seconds;      /* SIGPWR -> TERM; 1..86400, default 600 */
-        uint64_t min_age_seconds;    /* no trigger fires earlier; default 0 */
+        bool enabled;             /* at least one trigger is set */
+        uint64_t grace_seconds;   /* SIGPWR -> TERM; 1..86400, default 600 */
+        uint64_t min_age_seconds; /* no trigger fires earlier; default 0 */
         /* disk_write: bytes written to local disk since the executor started */
-        uint64_t disk_write_bytes;   /* 0 = off */
+        uint64_t disk_write_bytes; /* 0 = off */
         uint64_t disk_write_cooldown_seconds;
         /* age: seconds since the executor started */
-        uint64_t age_seconds;        /* 0 = off */
+        uint64_t age_seconds; /* 0 = off */
         uint64_t age_cooldown_seconds;
         /* memory_high: memory.events "high" grew by at least events within window_seconds */
         uint64_t memory_high_events; /* 0 = off */
@@ -201,8 +201,8 @@ struct policy_rolling {
         uint64_t pressure_window_seconds;
         uint64_t pressure_cooldown_seconds;
         /* spills: the agent's forced spills that released nothing (empty + failed) */
-        uint64_t spills_ineffective;  /* 0 = off: at least this many within window_seconds */
-        double spills_fraction;       /* and at least this share of the forced ones; [0,1] */
+        uint64_t spills_ineffective; /* 0 = off: at least this many within window_seconds */
+        double spills_fraction;      /* and at least this share of the forced ones; [0,1] */
         uint64_t spills_window_seconds;
         uint64_t spills_cooldown_seconds;
 };
@@ -225,11 +225,11 @@ struct policy {
         double burst_ratio_default; /* default 0 */
         double burst_ratio_max;     /* in [0,1], default 1 */
         enum policy_protection protection;
-        bool memory_high_enabled;     /* default false */
-        double memory_high_factor;    /* in [0,1], default 0.9 */
-        uint64_t overhead_min_bytes;  /* default 384 MiB */
-        double overhead_factor;       /* default 0.10 */
-        uint64_t memory_limit_max;    /* bytes; 0 = no bound */
+        bool memory_high_enabled;    /* default false */
+        double memory_high_factor;   /* in [0,1], default 0.9 */
+        uint64_t overhead_min_bytes; /* default 384 MiB */
+        double overhead_factor;      /* default 0.10 */
+        uint64_t memory_limit_max;   /* bytes; 0 = no bound */
 
         /* others; 0 = not written */
         uint64_t pids_max;
@@ -240,10 +240,10 @@ struct policy {
         enum policy_fail_mode fail_mode;
         unsigned grace_seconds; /* TERM -> cgroup.kill; default 10 */
 
-        char report_path[POLICY_PATH_MAX];       /* JSON lines file; "" = none */
-        char report_socket[POLICY_PATH_MAX];     /* unix socket to send them to; "" = none */
-        char report_prometheus[POLICY_PATH_MAX]; /* text-exposition file; "" = none */
-        unsigned report_interval_seconds;        /* samples; default 10, 1..3600 */
+        char report_path[POLICY_PATH_MAX];            /* JSON lines file; "" = none */
+        char report_socket[POLICY_PATH_MAX];          /* unix socket to send them to; "" = none */
+        char report_prometheus[POLICY_PATH_MAX];      /* text-exposition file; "" = none */
+        unsigned report_interval_seconds;             /* samples; default 10, 1..3600 */
         enum policy_sink_failure report_sink_failure; /* default warn */
 
         struct policy_agent agent;
@@ -338,9 +338,8 @@ const char *policy_source_name(enum policy_source s); /* "default", "command", "
  * -EPERM with err "<origin>: set by the user, but the policy does not allow overriding <name>".
  * For the shim's own flags (--cgroup-parent, --fail-mode).
  */
-int policy_check_override(const struct policy *p, enum policy_override o,
-                          enum policy_source source, const char *origin,
-                          struct policy_error *err);
+int policy_check_override(const struct policy *p, enum policy_override o, enum policy_source source,
+                          const char *origin, struct policy_error *err);
 
 struct policy_u64_input {
         uint64_t value;
@@ -427,8 +426,7 @@ int policy_inputs_check(const struct policy_inputs *in, struct policy_error *err
  * SPARKSHIM_BURST_RATIO from envp (NULL-terminated), stored with POLICY_SOURCE_ENV. Sizes use
  * Spark byte strings with MiB as the default unit; millicores accept "500m"/"0.5" forms.
  */
-int policy_inputs_from_env(struct policy_inputs *in, char *const envp[],
-                           struct policy_error *err);
+int policy_inputs_from_env(struct policy_inputs *in, char *const envp[], struct policy_error *err);
 
 /* ---------------------------------------------------------------------------------- */
 /* The plan                                                                            */
@@ -441,8 +439,8 @@ struct policy_plan {
         uint64_t cpu_request_millicores;
         uint64_t cpu_limit_millicores; /* 0 when unlimited */
         bool cpu_unlimited;
-        uint64_t cpu_shares;  /* max(2, request x 1024 / 1000) */
-        uint64_t cpu_weight;  /* policy_shares_to_weight(cpu_shares) */
+        uint64_t cpu_shares;   /* max(2, request x 1024 / 1000) */
+        uint64_t cpu_weight;   /* policy_shares_to_weight(cpu_shares) */
         uint64_t cpu_quota_us; /* 0 when unlimited */
         uint64_t cpu_period_us;
 
@@ -455,7 +453,7 @@ struct policy_plan {
         uint64_t memory_limit_bytes;   /* heap + offheap + pyspark + overhead = memory.max */
         uint64_t memory_request_bytes; /* heap + offheap + pyspark + overhead x (1 - ratio) */
         enum policy_protection protection;
-        uint64_t memory_high_bytes; /* 0 = not written */
+        uint64_t memory_high_bytes;  /* 0 = not written */
         double agent_spill_fraction; /* the user's agent threshold fraction; 0 = the policy's */
 
         uint64_t pids_max;  /* 0 = not written */
@@ -602,8 +600,8 @@ void policy_template_escape(const char *value, char *buf, size_t size);
  * escaped (policy_template_escape) and a '_' in front when it would start with '.' or be
  * empty. Returns 0, or -EINVAL (policy_template_check) / -ENAMETOOLONG with err.
  */
-int policy_template_expand(const char *template, const struct policy_template_values *v,
-                           char *buf, size_t size, struct policy_error *err);
+int policy_template_expand(const char *template, const struct policy_template_values *v, char *buf,
+                           size_t size, struct policy_error *err);
 
 /* ---------------------------------------------------------------------------------- */
 /* Spark's decommission settings on the command line (decommission.c)                  */
@@ -689,13 +687,13 @@ struct policy_submit_setting {
 /* What a spark-submit command line sets. policy_submit_init() before use,
  * policy_submit_free() after; not thread-safe. */
 struct policy_submit {
-        bool submission;                      /* false: --help, --version, --kill, --status,
-                                               * --usage-error, or no primary resource */
-        int resource;                         /* the primary resource's index in argv; else argc */
-        const char *resource_arg;             /* it (points into argv); NULL without */
-        const char *main_class;               /* --class's value (points into argv); NULL */
-        const char *properties_file;          /* the last --properties-file: points into argv */
-        const char **extra_properties_files;  /* --extra-properties-file: point into argv */
+        bool submission;                     /* false: --help, --version, --kill, --status,
+                                              * --usage-error, or no primary resource */
+        int resource;                        /* the primary resource's index in argv; else argc */
+        const char *resource_arg;            /* it (points into argv); NULL without */
+        const char *main_class;              /* --class's value (points into argv); NULL */
+        const char *properties_file;         /* the last --properties-file: points into argv */
+        const char **extra_properties_files; /* --extra-properties-file: point into argv */
         size_t n_extra_properties_files;
         struct policy_submit_setting *settings;
         size_t n_settings, allocated_settings;

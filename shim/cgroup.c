@@ -56,7 +56,7 @@ static int dir_magic(const char *path, long *ret)
 
 int shim_cgroup_detect(const char *root, struct shim_cgroup_host *ret)
 {
-        struct shim_cgroup_host h = { .layout = SHIM_CGROUP_NONE };
+        struct shim_cgroup_host h = {.layout = SHIM_CGROUP_NONE};
         char unified[sizeof(h.mount)];
         long magic = 0; /* -O3 (the release build) cannot see dir_magic() set it */
         int r;
@@ -156,8 +156,7 @@ static bool word_in(const char *list, const char *word, size_t wlen)
 }
 
 /* The words of needed ("+cpu +memory") that are absent from the file's list. */
-static int missing_from(int dirfd, const char *file, const char *needed, char *missing,
-                        size_t size)
+static int missing_from(int dirfd, const char *file, const char *needed, char *missing, size_t size)
 {
         char have[512];
         ssize_t r;
@@ -345,7 +344,8 @@ static void sweep_leftovers(int parent_fd, const char *parent_path)
 
                 if (de->d_type != DT_DIR || de->d_name[0] == '.')
                         continue;
-                leaf = openat(dirfd(d), de->d_name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                leaf =
+                    openat(dirfd(d), de->d_name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 if (leaf < 0 || leaf_owner(leaf, &pid) != OWNER_DEAD)
                         continue;
                 /* no waiting here: a leftover still emptying goes at the next start */
@@ -379,23 +379,26 @@ static int try_leaf(int parent_fd, const char *parent_path, const char *name, ch
         old = openat(parent_fd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         switch (old < 0 ? OWNER_NONE : leaf_owner(old, &pid)) {
         case OWNER_ALIVE:
-                snprintf(why, size, "is in use by sparkshim pid %d (another executor with the same name)",
+                snprintf(why, size,
+                         "is in use by sparkshim pid %d (another executor with the same name)",
                          (int)pid);
                 return LEAF_TAKEN;
         case OWNER_NONE:
-                snprintf(why, size, "already exists and was not created by sparkshim; it is left alone");
+                snprintf(why, size,
+                         "already exists and was not created by sparkshim; it is left alone");
                 return LEAF_TAKEN;
         case OWNER_DEAD:
                 break;
         }
         r = remove_leftover(parent_fd, name, old, 1000);
         if (r < 0)
-                return shim_error_set(err, r, "cgroup %s/%s, left by sparkshim pid %d, cannot be removed: %s",
-                                      parent_path, name, (int)pid, strerror(-r));
+                return shim_error_set(
+                    err, r, "cgroup %s/%s, left by sparkshim pid %d, cannot be removed: %s",
+                    parent_path, name, (int)pid, strerror(-r));
         log_info("removed %s/%s, left by sparkshim pid %d", parent_path, name, (int)pid);
         if (mkdirat(parent_fd, name, 0755) < 0)
-                return shim_error_set(err, errno, "cannot create cgroup %s/%s: %s", parent_path, name,
-                                      strerror(errno));
+                return shim_error_set(err, errno, "cannot create cgroup %s/%s: %s", parent_path,
+                                      name, strerror(errno));
         return 0;
 }
 
@@ -430,17 +433,19 @@ static int make_leaf(int parent_fd, const char *parent_path, const char *name, b
         /* an open file description of its own: closing it (on return) drops the lock */
         lock = openat(parent_fd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         if (lock < 0)
-                return shim_error_set(err, errno, "cannot open %s: %s", parent_path, strerror(errno));
+                return shim_error_set(err, errno, "cannot open %s: %s", parent_path,
+                                      strerror(errno));
         while (flock(lock, LOCK_EX) < 0)
                 if (errno != EINTR)
-                        return shim_error_set(err, errno, "cannot lock %s: %s", parent_path, strerror(errno));
+                        return shim_error_set(err, errno, "cannot lock %s: %s", parent_path,
+                                              strerror(errno));
         sweep_leftovers(parent_fd, parent_path);
 
         snprintf(chosen, sizeof(chosen), "%s", name);
         r = try_leaf(parent_fd, parent_path, chosen, why, sizeof(why), err);
         if (r == LEAF_TAKEN && !rename_taken)
-                return shim_error_set(err, EEXIST, "cgroup %s/%s %s (choose another --name)", parent_path,
-                                      name, why);
+                return shim_error_set(err, EEXIST, "cgroup %s/%s %s (choose another --name)",
+                                      parent_path, name, why);
         for (unsigned tries = 0; r == LEAF_TAKEN && tries < 8; tries++) {
                 char again[sizeof(why)];
 
@@ -455,8 +460,8 @@ static int make_leaf(int parent_fd, const char *parent_path, const char *name, b
         if (r < 0)
                 return r;
         if (strcmp(chosen, name) != 0)
-                log_warn("cgroup %s/%s %s: this executor's cgroup is %s/%s instead", parent_path, name,
-                         why, parent_path, chosen);
+                log_warn("cgroup %s/%s %s: this executor's cgroup is %s/%s instead", parent_path,
+                         name, why, parent_path, chosen);
         fd = openat(parent_fd, chosen, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0) {
                 r = -errno;
@@ -467,7 +472,8 @@ static int make_leaf(int parent_fd, const char *parent_path, const char *name, b
         r = owner_mark(fd);
         if (r < 0)
                 /* without the mark the leaf is only never removed by another shim */
-                log_debug("cannot mark %s/%s as this shim's: %s", parent_path, chosen, strerror(-r));
+                log_debug("cannot mark %s/%s as this shim's: %s", parent_path, chosen,
+                          strerror(-r));
         snprintf(ret_name, name_size, "%s", chosen);
         *ret_fd = fd;
         fd = -1;
@@ -513,16 +519,17 @@ static int open_mount(const struct shim_cgroup_host *host, const struct policy_w
         snprintf(cg->mount, sizeof(cg->mount), "%s", host->mount);
         cg->mount_fd = open(host->mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (cg->mount_fd < 0)
-                return shim_error_set(err, errno, "cannot open %s: %s", host->mount, strerror(errno));
+                return shim_error_set(err, errno, "cannot open %s: %s", host->mount,
+                                      strerror(errno));
         r = check_cgroup2(cg->mount_fd, host->mount, err);
         if (r < 0)
                 return r;
         return check_available(cg->mount_fd, host->mount, needed, err);
 }
 
-int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *parent, const char *name,
-                           const struct policy_write *w, size_t n, struct shim_cgroup *ret,
-                           struct shim_error *err)
+int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *parent,
+                           const char *name, const struct policy_write *w, size_t n,
+                           struct shim_cgroup *ret, struct shim_error *err)
 {
         struct shim_cgroup cg = SHIM_CGROUP_INIT;
         char needed[128], path[sizeof(cg.path)];
@@ -530,7 +537,8 @@ int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *pare
         char *save = NULL;
         int r;
 
-        if (host->layout == SHIM_CGROUP_NONE || host->layout == SHIM_CGROUP_LEGACY || !host->mount[0])
+        if (host->layout == SHIM_CGROUP_NONE || host->layout == SHIM_CGROUP_LEGACY ||
+            !host->mount[0])
                 return shim_error_set(err, EOPNOTSUPP, "no cgroup v2 hierarchy (layout: %s)",
                                       shim_cgroup_layout_name(host->layout));
         if (!shim_cgroup_name_valid(name))
@@ -567,12 +575,14 @@ int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *pare
                 if (r < 0)
                         goto fail;
                 if (mkdirat(cg.parent_fd, comp, 0755) < 0 && errno != EEXIST) {
-                        r = shim_error_set(err, errno, "cannot create cgroup %s/%s: %s", path, comp, strerror(errno));
+                        r = shim_error_set(err, errno, "cannot create cgroup %s/%s: %s", path, comp,
+                                           strerror(errno));
                         goto fail;
                 }
                 next = openat(cg.parent_fd, comp, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 if (next < 0) {
-                        r = shim_error_set(err, errno, "cannot open cgroup %s/%s: %s", path, comp, strerror(errno));
+                        r = shim_error_set(err, errno, "cannot open cgroup %s/%s: %s", path, comp,
+                                           strerror(errno));
                         goto fail;
                 }
                 close(cg.parent_fd);
@@ -596,7 +606,8 @@ fail:
         return r;
 }
 
-/* Call fn for each pid of a complete line ("123\n") of text; a last line without '\n' is not one. */
+/* Call fn for each pid of a complete line ("123\n") of text; a last line without '\n' is not one.
+ */
 static int for_each_pid(char *text, int (*fn)(const char *pid, void *data), void *data)
 {
         for (char *line = text, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
@@ -640,7 +651,7 @@ static int move_to_init(const char *line, void *data)
 static int evacuate_root(int mount_fd, int init_fd, const char *mount, struct shim_error *err)
 {
         for (int round = 0; round < 16; round++) {
-                struct evacuation e = { .init_fd = init_fd, .mount = mount, .err = err };
+                struct evacuation e = {.init_fd = init_fd, .mount = mount, .err = err};
                 _cleanup_free_ char *procs = NULL;
                 ssize_t len;
                 int r;
@@ -724,25 +735,30 @@ int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size)
         int r;
 
         if (n < 0 || sscanf(link, "cgroup:[%llu]", &ino) != 1) {
-                snprintf(detail, size,
-                         "cannot read /proc/self/ns/cgroup (%s): the kernel has no cgroup namespaces "
-                         "(Linux 4.6 or later needed)",
-                         n < 0 ? strerror(errno) : link);
+                snprintf(
+                    detail, size,
+                    "cannot read /proc/self/ns/cgroup (%s): the kernel has no cgroup namespaces "
+                    "(Linux 4.6 or later needed)",
+                    n < 0 ? strerror(errno) : link);
                 return -EOPNOTSUPP;
         }
         r = own_cgroup_path(path, sizeof(path));
         if (ino == CGROUP_NS_INIT_INO) {
-                snprintf(detail, size,
-                         "this is the host's cgroup namespace (%s), /proc/self/cgroup shows 0::%s: init mode "
-                         "would change the node's own cgroups: fix: a private cgroup namespace for the "
-                         "container (an unprivileged pod on a cgroup v2 node gets one from containerd and "
-                         "CRI-O; a privileged pod never does; docker run --cgroupns=private)",
-                         link, r == 0 ? path : "(none)");
+                snprintf(
+                    detail, size,
+                    "this is the host's cgroup namespace (%s), /proc/self/cgroup shows 0::%s: init "
+                    "mode "
+                    "would change the node's own cgroups: fix: a private cgroup namespace for the "
+                    "container (an unprivileged pod on a cgroup v2 node gets one from containerd "
+                    "and "
+                    "CRI-O; a privileged pod never does; docker run --cgroupns=private)",
+                    link, r == 0 ? path : "(none)");
                 return -EPERM;
         }
         if (r < 0) {
                 snprintf(detail, size,
-                         "own cgroup namespace %s, but /proc/self/cgroup has no cgroup v2 line (0::): no "
+                         "own cgroup namespace %s, but /proc/self/cgroup has no cgroup v2 line "
+                         "(0::): no "
                          "cgroup2 hierarchy on this kernel's host",
                          link);
                 return -EOPNOTSUPP;
@@ -750,18 +766,22 @@ int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size)
         r = mount_root(mount, root, sizeof(root));
         if (r < 0) {
                 snprintf(detail, size,
-                         "own cgroup namespace %s, but /proc/self/mountinfo shows no cgroup2 mount at %s "
+                         "own cgroup namespace %s, but /proc/self/mountinfo shows no cgroup2 mount "
+                         "at %s "
                          "(%s): what the mount shows cannot be told",
                          link, mount, strerror(-r));
                 return -EOPNOTSUPP;
         }
         if (strcmp(root, "/") != 0) {
-                snprintf(detail, size,
-                         "own cgroup namespace %s, but the cgroup2 mount at %s shows %s of it, not its root "
-                         "(a bind mount of another hierarchy, as some runtimes give privileged containers): "
-                         "fix: a cgroup2 mount made in the container's namespace (what runtimes do for "
-                         "unprivileged containers, made writable as sparkshim-k8s(7) says)",
-                         link, mount, root);
+                snprintf(
+                    detail, size,
+                    "own cgroup namespace %s, but the cgroup2 mount at %s shows %s of it, not its "
+                    "root "
+                    "(a bind mount of another hierarchy, as some runtimes give privileged "
+                    "containers): "
+                    "fix: a cgroup2 mount made in the container's namespace (what runtimes do for "
+                    "unprivileged containers, made writable as sparkshim-k8s(7) says)",
+                    link, mount, root);
                 return -EPERM;
         }
         /* every cgroup but the hierarchy's own root has cgroup.events */
@@ -771,20 +791,25 @@ int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size)
                 snprintf(events, sizeof(events), "%s/cgroup.events", mount);
                 if (access(events, F_OK) < 0 && errno == ENOENT) {
                         snprintf(detail, size,
-                                 "own cgroup namespace %s, but its root is the hierarchy's own root (%s has "
-                                 "no cgroup.events): the namespace was made in the node's root cgroup, and "
-                                 "init mode would move the node's processes: fix: a container in a cgroup of "
+                                 "own cgroup namespace %s, but its root is the hierarchy's own "
+                                 "root (%s has "
+                                 "no cgroup.events): the namespace was made in the node's root "
+                                 "cgroup, and "
+                                 "init mode would move the node's processes: fix: a container in a "
+                                 "cgroup of "
                                  "its own, with a cgroup namespace rooted there",
                                  link, mount);
                         return -EPERM;
                 }
         }
         if (strcmp(path, "/") != 0) {
-                snprintf(detail, size,
-                         "own cgroup namespace %s, but this process is at 0::%s, not at its root (where "
-                         "kubectl exec lands): init mode must be the container's command (its PID 1), not "
-                         "run through nsenter, exec or a wrapper that moved it",
-                         link, path);
+                snprintf(
+                    detail, size,
+                    "own cgroup namespace %s, but this process is at 0::%s, not at its root (where "
+                    "kubectl exec lands): init mode must be the container's command (its PID 1), "
+                    "not "
+                    "run through nsenter, exec or a wrapper that moved it",
+                    link, path);
                 return 1;
         }
         snprintf(detail, size, "own cgroup namespace %s, this process at 0::/ (its root)", link);
@@ -822,12 +847,14 @@ int shim_cgroup_setup_init(const struct shim_cgroup_host *host, const char *name
         if (r < 0)
                 goto fail;
         if (mkdirat(cg.mount_fd, "init", 0755) < 0 && errno != EEXIST) {
-                r = shim_error_set(err, errno, "cannot create cgroup %s/init: %s", host->mount, strerror(errno));
+                r = shim_error_set(err, errno, "cannot create cgroup %s/init: %s", host->mount,
+                                   strerror(errno));
                 goto fail;
         }
         init_fd = openat(cg.mount_fd, "init", O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (init_fd < 0) {
-                r = shim_error_set(err, errno, "cannot open cgroup %s/init: %s", host->mount, strerror(errno));
+                r = shim_error_set(err, errno, "cannot open cgroup %s/init: %s", host->mount,
+                                   strerror(errno));
                 goto fail;
         }
         r = evacuate_root(cg.mount_fd, init_fd, host->mount, err);
@@ -897,7 +924,7 @@ static int wait_empty(const struct shim_cgroup *cg, int timeout_ms)
         if (fd < 0)
                 return -errno;
         for (;;) {
-                struct pollfd p = { .fd = fd, .events = POLLPRI };
+                struct pollfd p = {.fd = fd, .events = POLLPRI};
                 uint64_t now, left_ms;
                 int r;
 
@@ -945,18 +972,19 @@ int shim_cgroup_destroy(struct shim_cgroup *cg)
 
 int shim_cgroup_memory_events(const struct shim_cgroup *cg, struct shim_memory_events *ret)
 {
-        struct shim_memory_events e = { 0 };
+        struct shim_memory_events e = {0};
         struct {
                 const char *key;
                 uint64_t *value;
         } keys[] = {
-                { "low", &e.low }, { "high", &e.high }, { "max", &e.max },
-                { "oom", &e.oom }, { "oom_kill", &e.oom_kill },
+            {"low", &e.low}, {"high", &e.high},         {"max", &e.max},
+            {"oom", &e.oom}, {"oom_kill", &e.oom_kill},
         };
         int r;
 
         for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
-                r = util_read_keyed_u64_at(cg->leaf_fd, "memory.events", keys[i].key, keys[i].value);
+                r = util_read_keyed_u64_at(cg->leaf_fd, "memory.events", keys[i].key,
+                                           keys[i].value);
                 if (r < 0)
                         return r;
         }

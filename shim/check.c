@@ -28,10 +28,10 @@ struct checker {
 };
 
 static void row(struct checker *c, const char *check, enum result result, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static void row(struct checker *c, const char *check, enum result result, const char *fmt, ...)
 {
-        static const char *const names[] = { "ok", "info", "warn", "FAIL" };
+        static const char *const names[] = {"ok", "info", "warn", "FAIL"};
         char detail[512];
         va_list ap;
 
@@ -41,7 +41,8 @@ static void row(struct checker *c, const char *check, enum result result, const 
         printf("%-22s %-6s %s\n", check, names[result], detail);
         if (result == RESULT_FAIL) {
                 if (c->can_enforce)
-                        snprintf(c->first_failure, sizeof(c->first_failure), "%s: %s", check, detail);
+                        snprintf(c->first_failure, sizeof(c->first_failure), "%s: %s", check,
+                                 detail);
                 c->can_enforce = false;
         }
 }
@@ -81,17 +82,18 @@ static void missing_controllers(const char *root, const char *have, const char *
                 snprintf(pattern, sizeof(pattern), " %s ", needed[i]);
                 if (strstr(padded, pattern))
                         continue;
-                snprintf(missing + strlen(missing), msize - strlen(missing), "%s%s", missing[0] ? " " : "",
-                         needed[i]);
+                snprintf(missing + strlen(missing), msize - strlen(missing), "%s%s",
+                         missing[0] ? " " : "", needed[i]);
                 if (bound_to_v1(root, needed[i], where, sizeof(where)))
-                        snprintf(v1 + strlen(v1), vsize - strlen(v1), "%s%s", v1[0] ? ", " : "", where);
+                        snprintf(v1 + strlen(v1), vsize - strlen(v1), "%s%s", v1[0] ? ", " : "",
+                                 where);
         }
 }
 
 static void check_controllers(struct checker *c, const char *root,
                               const struct shim_cgroup_host *host, const struct policy *p)
 {
-        const char *needed[4] = { "cpu", "memory" };
+        const char *needed[4] = {"cpu", "memory"};
         size_t nneeded = 2;
         char have[512], missing[256] = "", v1[512] = "";
         _cleanup_close_ int fd = -1;
@@ -114,8 +116,8 @@ static void check_controllers(struct checker *c, const char *root,
         }
         missing_controllers(root, have, needed, nneeded, missing, sizeof(missing), v1, sizeof(v1));
         if (!missing[0])
-                row(c, "controllers", RESULT_OK, "%s/cgroup.controllers has what the plan needs: %s",
-                    host->mount, have);
+                row(c, "controllers", RESULT_OK,
+                    "%s/cgroup.controllers has what the plan needs: %s", host->mount, have);
         else if (v1[0])
                 row(c, "controllers", RESULT_FAIL,
                     "%s/cgroup.controllers lacks %s (has '%s'): bound to cgroup v1 at %s; boot "
@@ -150,7 +152,8 @@ static void check_parent(struct checker *c, const struct shim_cgroup_host *host,
                         exists = false;
         }
         if (access(existing, W_OK) < 0)
-                row(c, "parent cgroup", RESULT_FAIL, "%s is not writable: %s", existing, strerror(errno));
+                row(c, "parent cgroup", RESULT_FAIL, "%s is not writable: %s", existing,
+                    strerror(errno));
         else if (exists)
                 row(c, "parent cgroup", RESULT_OK, "%s exists and is writable", path);
         else
@@ -174,7 +177,8 @@ static void check_java(struct checker *c)
                 p += l + (p[l] == ':');
         }
         if (!java[0] || !realpath(java, real)) {
-                row(c, "JDK", RESULT_WARN, "no java in JAVA_HOME or PATH (needed by executors, not by the shim)");
+                row(c, "JDK", RESULT_WARN,
+                    "no java in JAVA_HOME or PATH (needed by executors, not by the shim)");
                 return;
         }
         /* <home>/bin/java -> <home>/release has JAVA_VERSION="17.0.15" */
@@ -213,8 +217,8 @@ static void check_agent(struct checker *c, const struct policy *p)
                 row(c, "JVM agent", p->fail_mode == POLICY_FAIL_CLOSED ? RESULT_FAIL : RESULT_WARN,
                     "%s: %s; run %s", path, why,
                     p->fail_mode == POLICY_FAIL_CLOSED
-                            ? "refuses to start (fail_mode closed)"
-                            : "runs executors without it (fail_mode open)");
+                        ? "refuses to start (fail_mode closed)"
+                        : "runs executors without it (fail_mode open)");
 }
 
 /*
@@ -234,18 +238,21 @@ static int file_writable(const char *path, char *why, size_t size)
                 if (S_ISLNK(st.st_mode))
                         return snprintf(why, size, "refused: a symlink"), -EPERM;
                 if (!S_ISREG(st.st_mode) || st.st_nlink > 1 || st.st_uid != geteuid())
-                        return snprintf(why, size, "refused: not a regular file of uid %u with one link",
-                                        (unsigned)geteuid()), -EPERM;
+                        return snprintf(why, size,
+                                        "refused: not a regular file of uid %u with one link",
+                                        (unsigned)geteuid()),
+                               -EPERM;
         }
         if (faccessat(dirfd, ".", W_OK, 0) < 0)
-                return snprintf(why, size, "its directory is not writable: %s", strerror(errno)), -errno;
+                return snprintf(why, size, "its directory is not writable: %s", strerror(errno)),
+                       -errno;
         return 0;
 }
 
 /* Does a listener take a connection at path (without waiting)? */
 static int socket_connectable(const char *path, char *why, size_t size)
 {
-        struct sockaddr_un addr = { .sun_family = AF_UNIX };
+        struct sockaddr_un addr = {.sun_family = AF_UNIX};
         _cleanup_close_ int fd = -1;
 
         if (strlen(path) >= sizeof(addr.sun_path))
@@ -260,8 +267,8 @@ static int socket_connectable(const char *path, char *why, size_t size)
         return 0;
 }
 
-static void check_sink(struct checker *c, const struct policy *p, const char *check, const char *path,
-                       int (*test)(const char *, char *, size_t))
+static void check_sink(struct checker *c, const struct policy *p, const char *check,
+                       const char *path, int (*test)(const char *, char *, size_t))
 {
         bool refuse = p->report_sink_failure == POLICY_SINK_REFUSE;
         char why[512] = "";
@@ -294,13 +301,13 @@ static void check_sinks(struct checker *c, const struct policy *p)
 /* ------------------------------------------------------------ init mode in a container */
 
 struct init_checker {
-        bool required;      /* check --init: a missing requirement fails the check */
+        bool required; /* check --init: a missing requirement fails the check */
         unsigned missing;
-        char names[256];    /* the missing requirements' names */
+        char names[256]; /* the missing requirements' names */
 };
 
 static void init_row(struct init_checker *c, const char *check, bool ok, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static void init_row(struct init_checker *c, const char *check, bool ok, const char *fmt, ...)
 {
         char detail[768];
@@ -314,7 +321,8 @@ static void init_row(struct init_checker *c, const char *check, bool ok, const c
         if (ok)
                 return;
         c->missing++;
-        snprintf(c->names + used, sizeof(c->names) - used, "%s%s", used ? ", " : "", check + strlen("init: "));
+        snprintf(c->names + used, sizeof(c->names) - used, "%s%s", used ? ", " : "",
+                 check + strlen("init: "));
 }
 
 static void check_init_namespace(struct init_checker *c, const char *mount)
@@ -325,10 +333,10 @@ static void check_init_namespace(struct init_checker *c, const char *mount)
         init_row(c, "init: cgroup namespace", r >= 0, "%s", detail);
 }
 
-static void check_init(struct init_checker *c, const char *root, const struct shim_cgroup_host *host,
-                       const struct policy *p)
+static void check_init(struct init_checker *c, const char *root,
+                       const struct shim_cgroup_host *host, const struct policy *p)
 {
-        const char *needed[4] = { "cpu", "memory" }, *mount = host->mount;
+        const char *needed[4] = {"cpu", "memory"}, *mount = host->mount;
         char have[512] = "", missing[64] = "", v1[512] = "";
         size_t nneeded = 2;
         _cleanup_close_ int fd = -1;
@@ -337,25 +345,31 @@ static void check_init(struct init_checker *c, const char *root, const struct sh
         ssize_t n;
 
         printf("%-22s %-6s %s\n", "init: policy", "info",
-               p->kubernetes_init ? "kubernetes.init is true: the feature step makes `sparkshim run --init` "
-                                    "the executor container's command"
-                                  : "kubernetes.init is false: pods run sparkshim only if their command says so");
+               p->kubernetes_init
+                   ? "kubernetes.init is true: the feature step makes `sparkshim run --init` "
+                     "the executor container's command"
+                   : "kubernetes.init is false: pods run sparkshim only if their command says so");
         if (host->layout == SHIM_CGROUP_UNIFIED)
                 init_row(c, "init: cgroup2 mount", true, "cgroup2 is mounted at %s", root);
         else if (host->layout == SHIM_CGROUP_HYBRID)
                 init_row(c, "init: cgroup2 mount", false,
-                         "%s holds cgroup v1 hierarchies, cgroup2 is at %s (a hybrid host): init mode needs "
-                         "cgroup2 at %s: fix: a cgroup v2 node (boot with systemd.unified_cgroup_hierarchy=1 "
+                         "%s holds cgroup v1 hierarchies, cgroup2 is at %s (a hybrid host): init "
+                         "mode needs "
+                         "cgroup2 at %s: fix: a cgroup v2 node (boot with "
+                         "systemd.unified_cgroup_hierarchy=1 "
                          "or cgroup_no_v1=all)",
                          root, mount, root);
         else if (host->layout == SHIM_CGROUP_LEGACY)
                 init_row(c, "init: cgroup2 mount", false,
                          "%s holds only cgroup v1 hierarchies: fix: a cgroup v2 node (boot with "
-                         "systemd.unified_cgroup_hierarchy=1 or cgroup_no_v1=all)", root);
+                         "systemd.unified_cgroup_hierarchy=1 or cgroup_no_v1=all)",
+                         root);
         else
                 init_row(c, "init: cgroup2 mount", false,
-                         "no cgroup file system at %s: fix: mount cgroup2 there (container runtimes do, on "
-                         "cgroup v2 nodes)", root);
+                         "no cgroup file system at %s: fix: mount cgroup2 there (container "
+                         "runtimes do, on "
+                         "cgroup v2 nodes)",
+                         root);
         if (!mount[0])
                 return;
         if (host->layout != SHIM_CGROUP_UNIFIED)
@@ -364,15 +378,20 @@ static void check_init(struct init_checker *c, const char *root, const struct sh
 
         /* a writable mount */
         if (statvfs(mount, &vfs) < 0)
-                init_row(c, "init: writable mount", false, "cannot inspect %s: %s", mount, strerror(errno));
+                init_row(c, "init: writable mount", false, "cannot inspect %s: %s", mount,
+                         strerror(errno));
         else if ((rdonly = vfs.f_flag & ST_RDONLY))
-                init_row(c, "init: writable mount", false,
-                         "%s is mounted read-only (as runtimes mount it in unprivileged containers): fix: a "
-                         "writable cgroup mount without privileged (a privileged pod gets no cgroup "
-                         "namespace): containerd >= 2.1's cgroup_writable = true in the runtime handler's "
-                         "table, beside runtime_type; CRI-O's io.kubernetes.cri-o.cgroup2-mount-hierarchy-rw "
-                         "annotation, allowed by the handler (sparkshim-k8s(7))",
-                         mount);
+                init_row(
+                    c, "init: writable mount", false,
+                    "%s is mounted read-only (as runtimes mount it in unprivileged containers): "
+                    "fix: a "
+                    "writable cgroup mount without privileged (a privileged pod gets no cgroup "
+                    "namespace): containerd >= 2.1's cgroup_writable = true in the runtime "
+                    "handler's "
+                    "table, beside runtime_type; CRI-O's "
+                    "io.kubernetes.cri-o.cgroup2-mount-hierarchy-rw "
+                    "annotation, allowed by the handler (sparkshim-k8s(7))",
+                    mount);
         else
                 init_row(c, "init: writable mount", true, "%s is mounted read-write", mount);
 
@@ -386,60 +405,71 @@ static void check_init(struct init_checker *c, const char *root, const struct sh
         fd = open(mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         n = fd < 0 ? -errno : util_read_at(fd, "cgroup.controllers", have, sizeof(have));
         if (n < 0) {
-                init_row(c, "init: controllers", false, "cannot read %s/cgroup.controllers: %s", mount,
-                         strerror((int)-n));
+                init_row(c, "init: controllers", false, "cannot read %s/cgroup.controllers: %s",
+                         mount, strerror((int)-n));
         } else {
                 have[strcspn(have, "\n")] = '\0';
-                missing_controllers(root, have, needed, nneeded, missing, sizeof(missing), v1, sizeof(v1));
+                missing_controllers(root, have, needed, nneeded, missing, sizeof(missing), v1,
+                                    sizeof(v1));
                 if (!missing[0])
-                        init_row(c, "init: controllers", true, "%s/cgroup.controllers has %s", mount, have);
+                        init_row(c, "init: controllers", true, "%s/cgroup.controllers has %s",
+                                 mount, have);
                 else if (v1[0])
                         init_row(c, "init: controllers", false,
-                                 "%s/cgroup.controllers lacks %s (has '%s'): bound to cgroup v1 at %s: fix: a "
-                                 "cgroup v2 node", mount, missing, have, v1);
+                                 "%s/cgroup.controllers lacks %s (has '%s'): bound to cgroup v1 at "
+                                 "%s: fix: a "
+                                 "cgroup v2 node",
+                                 mount, missing, have, v1);
                 else
                         init_row(c, "init: controllers", false,
-                                 "%s/cgroup.controllers lacks %s (has '%s'): not delegated to the container: "
-                                 "fix: the parent's cgroup.subtree_control must enable them (the kubelet and "
-                                 "systemd's Delegate=yes do)", mount, missing, have);
+                                 "%s/cgroup.controllers lacks %s (has '%s'): not delegated to the "
+                                 "container: "
+                                 "fix: the parent's cgroup.subtree_control must enable them (the "
+                                 "kubelet and "
+                                 "systemd's Delegate=yes do)",
+                                 mount, missing, have);
         }
 
         /* writable by this uid: create cgroups, move processes, enable controllers */
         {
-                static const char *const files[] = { ".", "cgroup.procs", "cgroup.subtree_control" };
+                static const char *const files[] = {".", "cgroup.procs", "cgroup.subtree_control"};
                 char denied[256] = "";
                 int error = 0;
 
                 for (size_t i = 0; fd >= 0 && i < ELEMENTSOF(files); i++)
                         if (faccessat(fd, files[i], W_OK, AT_EACCESS) < 0) {
                                 error = error ? error : errno;
-                                snprintf(denied + strlen(denied), sizeof(denied) - strlen(denied), "%s%s",
-                                         denied[0] ? ", " : "", i == 0 ? "the directory" : files[i]);
+                                snprintf(denied + strlen(denied), sizeof(denied) - strlen(denied),
+                                         "%s%s", denied[0] ? ", " : "",
+                                         i == 0 ? "the directory" : files[i]);
                         }
                 if (fd < 0)
                         init_row(c, "init: writable by uid", false, "cannot open %s", mount);
                 else if (!denied[0])
                         init_row(c, "init: writable by uid", true,
                                  "uid %u may create cgroups in %s and write its cgroup.procs and "
-                                 "cgroup.subtree_control", (unsigned)geteuid(), mount);
+                                 "cgroup.subtree_control",
+                                 (unsigned)geteuid(), mount);
                 else if (error == EROFS || rdonly)
                         init_row(c, "init: writable by uid", false,
-                                 "%s: %s not writable: the mount is read-only (above)", mount, denied);
+                                 "%s: %s not writable: the mount is read-only (above)", mount,
+                                 denied);
                 else
-                        init_row(c, "init: writable by uid", false,
-                                 "%s: %s not writable by uid %u (%s): fix: run sparkshim as root in the "
-                                 "container (runAsUser: 0), or delegate the cgroup to this uid (systemd "
-                                 "Delegate=yes chowns it)",
-                                 mount, denied, (unsigned)geteuid(), strerror(error));
+                        init_row(
+                            c, "init: writable by uid", false,
+                            "%s: %s not writable by uid %u (%s): fix: run sparkshim as root in the "
+                            "container (runAsUser: 0), or delegate the cgroup to this uid (systemd "
+                            "Delegate=yes chowns it)",
+                            mount, denied, (unsigned)geteuid(), strerror(error));
         }
 }
 
 int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root, bool init)
 {
-        struct checker c = { .can_enforce = true };
-        struct init_checker ic = { .required = init };
-        struct shim_cgroup_host host = { 0 };
-        struct policy_error perr = { 0 };
+        struct checker c = {.can_enforce = true};
+        struct init_checker ic = {.required = init};
+        struct shim_cgroup_host host = {0};
+        struct policy_error perr = {0};
         struct policy p;
         int r;
 
@@ -459,7 +489,8 @@ int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup
 
         r = shim_cgroup_detect(cgroup_root, &host);
         if (r < 0)
-                row(&c, "cgroup v2", RESULT_FAIL, "cannot inspect %s: %s", cgroup_root, strerror(-r));
+                row(&c, "cgroup v2", RESULT_FAIL, "cannot inspect %s: %s", cgroup_root,
+                    strerror(-r));
         else if (host.layout == SHIM_CGROUP_UNIFIED)
                 row(&c, "cgroup v2", RESULT_OK, "unified hierarchy at %s", host.mount);
         else if (host.layout == SHIM_CGROUP_HYBRID)
@@ -486,15 +517,18 @@ int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup
                 check_init(&ic, cgroup_root, &host, &p);
 
         if (ic.missing)
-                printf("\nsparkshim run --init (a container's command) cannot set up its cgroups here: "
+                printf("\nsparkshim run --init (a container's command) cannot set up its cgroups "
+                       "here: "
                        "%u requirement%s missing: %s.\n",
                        ic.missing, ic.missing == 1 ? "" : "s", ic.names);
         else if (r >= 0)
-                printf("\nsparkshim run --init (a container's command) can set up its cgroups here.\n");
+                printf("\nsparkshim run --init (a container's command) can set up its cgroups "
+                       "here.\n");
         if (init && (ic.missing || r < 0))
                 return 1;
         if (c.refused_sink[0]) {
-                printf("\nsparkshim run refuses to start on this host: %s (report.sink_failure refuse, exit 125).\n",
+                printf("\nsparkshim run refuses to start on this host: %s (report.sink_failure "
+                       "refuse, exit 125).\n",
                        c.refused_sink);
                 return 1;
         }

@@ -16,7 +16,6 @@
 #include "inject.h"
 #include "util.h"
 
-
 static const char *base_name(const char *path)
 {
         const char *slash = strrchr(path, '/');
@@ -145,11 +144,10 @@ static const char *env_value(char *const envp[], const char *name)
 }
 
 int shim_agent_find_loaded(const char *agent_path, char *const argv[], char *const envp[],
-                           char *ret_where, size_t where_size, char *ret_stats,
-                           size_t stats_size)
+                           char *ret_where, size_t where_size, char *ret_stats, size_t stats_size)
 {
-        static const char *const variables[] = { "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS",
-                                                  "_JAVA_OPTIONS" };
+        static const char *const variables[] = {"JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS",
+                                                "_JAVA_OPTIONS"};
         const char *options;
 
         for (size_t i = 1; argv && argv[0] && argv[i]; i++) {
@@ -247,7 +245,7 @@ static void append_fraction(struct appender *a, const char *key, double v)
 int shim_agent_options(const struct shim_agent_params *p, char *buf, size_t size)
 {
         const struct policy_agent *agent = p->agent;
-        struct appender a = { .buf = buf, .size = size };
+        struct appender a = {.buf = buf, .size = size};
 
         if (size == 0)
                 return -ENAMETOOLONG;

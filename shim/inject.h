@@ -41,8 +41,7 @@ int shim_agent_choose_method(enum policy_agent_injection injection, const char *
  * "" when none: a path the user chose, which a root caller must not open) filled, or 0.
  */
 int shim_agent_find_loaded(const char *agent_path, char *const argv[], char *const envp[],
-                           char *ret_where, size_t where_size, char *ret_stats,
-                           size_t stats_size);
+                           char *ret_where, size_t where_size, char *ret_stats, size_t stats_size);
 
 /* Can the agent take s as a path value (absolute, no ',' no blanks, no quotes)? */
 bool shim_agent_option_path_ok(const char *s);
@@ -53,8 +52,8 @@ struct shim_agent_params {
         uint64_t threshold_bytes; /* policy_agent_threshold_bytes(); 0 = none */
         uint64_t limit_bytes;     /* the plan's, passed as limit= / request= (0 = omitted) */
         uint64_t request_bytes;
-        const char *cgroup_dir;   /* the executor's cgroup directory; NULL = omitted */
-        const char *stats_path;   /* NULL = no statistics */
+        const char *cgroup_dir; /* the executor's cgroup directory; NULL = omitted */
+        const char *stats_path; /* NULL = no statistics */
         unsigned stats_interval_seconds;
 };
 
@@ -76,6 +75,3 @@ char **shim_agent_argv(char *const argv[], const char *arg);
  * appended after one blank, so that options already there are kept. malloc'd; NULL on ENOMEM.
  */
 char *shim_agent_java_tool_options(const char *existing, const char *arg);
-
-
-

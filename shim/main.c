@@ -40,13 +40,13 @@ struct options {
         const char *report_file, *report_socket, *prometheus;
         long report_interval; /* -1 = policy */
         bool report_stdout, no_bpf, no_taskstats;
-        const char *probe_root; /* sparkshim-test only: SPARKSHIM_PROBE_ROOT */
-        bool json, all;                /* report */
-        const char *jdk;               /* java-home */
-        const char *probe_cgroup;      /* probe */
+        const char *probe_root;   /* sparkshim-test only: SPARKSHIM_PROBE_ROOT */
+        bool json, all;           /* report */
+        const char *jdk;          /* java-home */
+        const char *probe_cgroup; /* probe */
         long probe_pid;
         unsigned probe_interval, probe_count;
-        int agent;                     /* -1: policy, 0: --no-agent, 1: --agent */
+        int agent; /* -1: policy, 0: --no-agent, 1: --agent */
         const char *agent_origin;
         const char *agent_path;
         const char *agent_path_origin;
@@ -94,107 +94,113 @@ enum {
 };
 
 static const struct option long_options[] = {
-        { "policy", required_argument, NULL, OPT_POLICY },
-        { "name", required_argument, NULL, OPT_NAME },
-        { "cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT },
-        { "cores", required_argument, NULL, OPT_CORES },
-        { "millicores", required_argument, NULL, OPT_MILLICORES },
-        { "limit-millicores", required_argument, NULL, OPT_LIMIT_MILLICORES },
-        { "memory", required_argument, NULL, OPT_MEMORY },
-        { "memory-overhead", required_argument, NULL, OPT_OVERHEAD },
-        { "offheap", required_argument, NULL, OPT_OFFHEAP },
-        { "pyspark-memory", required_argument, NULL, OPT_PYSPARK },
-        { "burst-ratio", required_argument, NULL, OPT_BURST },
-        { "init", no_argument, NULL, OPT_INIT },
-        { "fail-mode", required_argument, NULL, OPT_FAIL_MODE },
-        { "grace", required_argument, NULL, OPT_GRACE },
-        { "signal-group", no_argument, NULL, OPT_SIGNAL_GROUP },
-        { "format", required_argument, NULL, OPT_FORMAT },
-        { "report", required_argument, NULL, OPT_REPORT },
-        { "report-socket", required_argument, NULL, OPT_REPORT_SOCKET },
-        { "report-stdout", no_argument, NULL, OPT_REPORT_STDOUT },
-        { "report-interval", required_argument, NULL, OPT_REPORT_INTERVAL },
-        { "prometheus", required_argument, NULL, OPT_PROMETHEUS },
-        { "no-bpf", no_argument, NULL, OPT_NO_BPF },
-        { "no-taskstats", no_argument, NULL, OPT_NO_TASKSTATS },
-        { "json", no_argument, NULL, OPT_JSON },
-        { "all", no_argument, NULL, OPT_ALL },
-        { "cgroup", required_argument, NULL, OPT_CGROUP },
-        { "pid", required_argument, NULL, OPT_PID },
-        { "interval", required_argument, NULL, OPT_INTERVAL },
-        { "count", required_argument, NULL, OPT_COUNT },
-        { "agent", no_argument, NULL, OPT_AGENT },
-        { "no-agent", no_argument, NULL, OPT_NO_AGENT },
-        { "agent-path", required_argument, NULL, OPT_AGENT_PATH },
-        { "jdk", required_argument, NULL, OPT_JDK },
-        { "verbose", no_argument, NULL, 'v' },
-        { "quiet", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, OPT_VERSION },
-        { NULL, 0, NULL, 0 },
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT},
+    {"cores", required_argument, NULL, OPT_CORES},
+    {"millicores", required_argument, NULL, OPT_MILLICORES},
+    {"limit-millicores", required_argument, NULL, OPT_LIMIT_MILLICORES},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"memory-overhead", required_argument, NULL, OPT_OVERHEAD},
+    {"offheap", required_argument, NULL, OPT_OFFHEAP},
+    {"pyspark-memory", required_argument, NULL, OPT_PYSPARK},
+    {"burst-ratio", required_argument, NULL, OPT_BURST},
+    {"init", no_argument, NULL, OPT_INIT},
+    {"fail-mode", required_argument, NULL, OPT_FAIL_MODE},
+    {"grace", required_argument, NULL, OPT_GRACE},
+    {"signal-group", no_argument, NULL, OPT_SIGNAL_GROUP},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"report", required_argument, NULL, OPT_REPORT},
+    {"report-socket", required_argument, NULL, OPT_REPORT_SOCKET},
+    {"report-stdout", no_argument, NULL, OPT_REPORT_STDOUT},
+    {"report-interval", required_argument, NULL, OPT_REPORT_INTERVAL},
+    {"prometheus", required_argument, NULL, OPT_PROMETHEUS},
+    {"no-bpf", no_argument, NULL, OPT_NO_BPF},
+    {"no-taskstats", no_argument, NULL, OPT_NO_TASKSTATS},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"all", no_argument, NULL, OPT_ALL},
+    {"cgroup", required_argument, NULL, OPT_CGROUP},
+    {"pid", required_argument, NULL, OPT_PID},
+    {"interval", required_argument, NULL, OPT_INTERVAL},
+    {"count", required_argument, NULL, OPT_COUNT},
+    {"agent", no_argument, NULL, OPT_AGENT},
+    {"no-agent", no_argument, NULL, OPT_NO_AGENT},
+    {"agent-path", required_argument, NULL, OPT_AGENT_PATH},
+    {"jdk", required_argument, NULL, OPT_JDK},
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
 };
 
 static void usage(FILE *f)
 {
-        fputs("Usage: sparkshim run [OPTIONS] -- COMMAND [ARGS...]\n"
-              "       sparkshim plan [OPTIONS] [--format json|cgroup|k8s] [-- COMMAND...]\n"
-              "       sparkshim check [--policy FILE] [--init]\n"
-              "       sparkshim report [--json] [--all] FILE...\n"
-              "       sparkshim probe (--cgroup PATH | --pid PID) [--interval S] [--count N] [--no-bpf]\n"
-              "       sparkshim java-home --jdk JDK_DIR [--policy FILE] DIR\n"
-              "       DIR/bin/java ARGS...   (the java personality: an executor as by run, else the JDK's java)\n"
-              "       sparkshim ingest [--db DB] [--job KEY] FILE...   (the tuner: sparkshim-tune(1))\n"
-              "       sparkshim tune --job KEY [--db DB] [--format conf|properties|json]\n"
-              "       sparkshim report --job KEY [--db DB] [--json]\n"
-              "       sparkshim tune-service [--once [--force]] [--policy FILE]   (the fleet loop)\n"
-              "\n"
-              "Enforce a Spark executor's CPU (millicores) and memory (memoryBurst) plan\n"
-              "through cgroup v2, as its launch wrapper or as its container's PID 1.\n"
-              "\n"
-              "Options:\n"
-              "  --policy FILE          cluster policy (default " SPARKSHIM_DEFAULT_POLICY "); java-home:\n"
-              "                         the policy of the home's executors\n"
-              "  --name NAME            executor cgroup name (default from --app-id/--executor-id)\n"
-              "  --cgroup-parent PATH   parent cgroup below the cgroup2 mount\n"
-              "  --cores N              task concurrency (spark.executor.cores)\n"
-              "  --millicores M         CPU request: millicores (500, 500m) or cores (0.5)\n"
-              "  --limit-millicores M   CPU limit, same forms (default request x overcommit)\n"
-              "  --memory SIZE          executor heap (Spark size, MiB when no suffix)\n"
-              "  --memory-overhead SIZE memory overhead (MiB when no suffix)\n"
-              "  --offheap SIZE         off-heap memory, enables it (bytes when no suffix)\n"
-              "  --pyspark-memory SIZE  Python worker memory (MiB when no suffix)\n"
-              "  --burst-ratio R        memoryBurst ratio in [0,1]: overhead request x (1 - R)\n"
-              "  --init                 init mode: set up the namespace's cgroup root (implied as PID 1)\n"
-              "  --fail-mode MODE       closed (refuse to run) or open (run unenforced)\n"
-              "  --grace SECONDS        after TERM, wait this long before killing the cgroup\n"
-              "  --signal-group         forward signals to the command's process group\n"
-              "  --format FMT           plan output: json (default), cgroup or k8s\n"
-              "  --report FILE          append the run's reports (JSON lines) to FILE, whose name\n"
-              "                         may hold {app_id}, {executor_id}, {name}\n"
-              "  --report-socket PATH   send them to a unix stream socket too\n"
-              "  --report-stdout        write them to standard output too\n"
-              "  --report-interval S    seconds between sample lines (policy default 10)\n"
-              "  --prometheus FILE      a Prometheus textfile (*.prom, same fields) kept up to date\n"
-              "                         while the executor runs, removed when it ends\n"
-              "  --no-bpf               measure without the eBPF probes\n"
-              "  --no-taskstats         measure without taskstats\n"
-              "  --agent, --no-agent    inject the JVMTI spill agent into the executor JVM, or not\n"
-              "  --agent-path FILE      the agent library (default " SPARKSHIM_AGENT_PATH ")\n"
-              "  --json, --all          report: re-emit the reports as JSON lines; include samples\n"
-              "  --cgroup PATH, --pid PID  probe: the cgroup v2 directory, or a process's cgroup\n"
-              "  --jdk JDK_DIR          java-home: the JDK that DIR mirrors, but for bin/java\n"
-              "  --interval S, --count N   probe: seconds between samples (default 1); stop after N\n"
-              "  -v, --verbose          more log output (repeat for debug)\n"
-              "  -q, --quiet            errors only\n"
-              "  -h, --help             this text\n"
-              "      --version          print the version\n"
-              "\n"
-              "Exit status: the command's, 128+N when it was killed by signal N, 126 when it\n"
-              "cannot be executed, 127 when it is not found; the shim's own failures: 120 usage,\n"
-              "121 policy, 122 settings rejected by the policy, 123 the cgroup or the JVM agent\n"
-              "could not be set up (fail mode closed), 124 internal error, 125 report sink\n"
-              "unusable. See sparkshim(1).\n",
-              f);
+        fputs(
+            "Usage: sparkshim run [OPTIONS] -- COMMAND [ARGS...]\n"
+            "       sparkshim plan [OPTIONS] [--format json|cgroup|k8s] [-- COMMAND...]\n"
+            "       sparkshim check [--policy FILE] [--init]\n"
+            "       sparkshim report [--json] [--all] FILE...\n"
+            "       sparkshim probe (--cgroup PATH | --pid PID) [--interval S] [--count N] "
+            "[--no-bpf]\n"
+            "       sparkshim java-home --jdk JDK_DIR [--policy FILE] DIR\n"
+            "       DIR/bin/java ARGS...   (the java personality: an executor as by run, else the "
+            "JDK's java)\n"
+            "       sparkshim ingest [--db DB] [--job KEY] FILE...   (the tuner: "
+            "sparkshim-tune(1))\n"
+            "       sparkshim tune --job KEY [--db DB] [--format conf|properties|json]\n"
+            "       sparkshim report --job KEY [--db DB] [--json]\n"
+            "       sparkshim tune-service [--once [--force]] [--policy FILE]   (the fleet loop)\n"
+            "\n"
+            "Enforce a Spark executor's CPU (millicores) and memory (memoryBurst) plan\n"
+            "through cgroup v2, as its launch wrapper or as its container's PID 1.\n"
+            "\n"
+            "Options:\n"
+            "  --policy FILE          cluster policy (default " SPARKSHIM_DEFAULT_POLICY
+            "); java-home:\n"
+            "                         the policy of the home's executors\n"
+            "  --name NAME            executor cgroup name (default from --app-id/--executor-id)\n"
+            "  --cgroup-parent PATH   parent cgroup below the cgroup2 mount\n"
+            "  --cores N              task concurrency (spark.executor.cores)\n"
+            "  --millicores M         CPU request: millicores (500, 500m) or cores (0.5)\n"
+            "  --limit-millicores M   CPU limit, same forms (default request x overcommit)\n"
+            "  --memory SIZE          executor heap (Spark size, MiB when no suffix)\n"
+            "  --memory-overhead SIZE memory overhead (MiB when no suffix)\n"
+            "  --offheap SIZE         off-heap memory, enables it (bytes when no suffix)\n"
+            "  --pyspark-memory SIZE  Python worker memory (MiB when no suffix)\n"
+            "  --burst-ratio R        memoryBurst ratio in [0,1]: overhead request x (1 - R)\n"
+            "  --init                 init mode: set up the namespace's cgroup root (implied as "
+            "PID 1)\n"
+            "  --fail-mode MODE       closed (refuse to run) or open (run unenforced)\n"
+            "  --grace SECONDS        after TERM, wait this long before killing the cgroup\n"
+            "  --signal-group         forward signals to the command's process group\n"
+            "  --format FMT           plan output: json (default), cgroup or k8s\n"
+            "  --report FILE          append the run's reports (JSON lines) to FILE, whose name\n"
+            "                         may hold {app_id}, {executor_id}, {name}\n"
+            "  --report-socket PATH   send them to a unix stream socket too\n"
+            "  --report-stdout        write them to standard output too\n"
+            "  --report-interval S    seconds between sample lines (policy default 10)\n"
+            "  --prometheus FILE      a Prometheus textfile (*.prom, same fields) kept up to date\n"
+            "                         while the executor runs, removed when it ends\n"
+            "  --no-bpf               measure without the eBPF probes\n"
+            "  --no-taskstats         measure without taskstats\n"
+            "  --agent, --no-agent    inject the JVMTI spill agent into the executor JVM, or not\n"
+            "  --agent-path FILE      the agent library (default " SPARKSHIM_AGENT_PATH ")\n"
+            "  --json, --all          report: re-emit the reports as JSON lines; include samples\n"
+            "  --cgroup PATH, --pid PID  probe: the cgroup v2 directory, or a process's cgroup\n"
+            "  --jdk JDK_DIR          java-home: the JDK that DIR mirrors, but for bin/java\n"
+            "  --interval S, --count N   probe: seconds between samples (default 1); stop after N\n"
+            "  -v, --verbose          more log output (repeat for debug)\n"
+            "  -q, --quiet            errors only\n"
+            "  -h, --help             this text\n"
+            "      --version          print the version\n"
+            "\n"
+            "Exit status: the command's, 128+N when it was killed by signal N, 126 when it\n"
+            "cannot be executed, 127 when it is not found; the shim's own failures: 120 usage,\n"
+            "121 policy, 122 settings rejected by the policy, 123 the cgroup or the JVM agent\n"
+            "could not be set up (fail mode closed), 124 internal error, 125 report sink\n"
+            "unusable. See sparkshim(1).\n",
+            f);
 }
 
 static _Noreturn void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -216,7 +222,8 @@ static uint64_t parse_millicores(const char *flag, const char *s)
 
         if (policy_parse_millicores(s, &v) < 0 || v == 0)
                 die(SHIM_EXIT_USAGE,
-                    "%s: '%s' is not a CPU amount; allowed: millicores >= 1 as 500 or 500m, or cores as 0.5",
+                    "%s: '%s' is not a CPU amount; allowed: millicores >= 1 as 500 or 500m, or "
+                    "cores as 0.5",
                     flag, s);
         return v;
 }
@@ -227,7 +234,8 @@ static uint64_t parse_size(const char *flag, const char *s, enum policy_unit uni
 
         if (policy_parse_spark_bytes(s, unit, &v) < 0)
                 die(SHIM_EXIT_USAGE,
-                    "%s: '%s' is not a size; allowed: digits with an optional suffix b, k, m, g, t, p (%s when none)",
+                    "%s: '%s' is not a size; allowed: digits with an optional suffix b, k, m, g, "
+                    "t, p (%s when none)",
                     flag, s, unit == POLICY_UNIT_MIB ? "MiB" : "bytes");
         return v;
 }
@@ -247,8 +255,8 @@ static bool plan_option(int c, struct policy_inputs *in)
         switch (c) {
         case OPT_CORES:
                 if (util_parse_u64(optarg, &u) < 0 || u == 0 || u > 4096)
-                        die(SHIM_EXIT_USAGE, "--cores: '%s' is not a core count; allowed: 1 to 4096",
-                            optarg);
+                        die(SHIM_EXIT_USAGE,
+                            "--cores: '%s' is not a core count; allowed: 1 to 4096", optarg);
                 policy_input_set_u64(&in->cores, u, POLICY_SOURCE_FLAG, "--cores");
                 break;
         case OPT_MILLICORES:
@@ -261,7 +269,8 @@ static bool plan_option(int c, struct policy_inputs *in)
                                      POLICY_SOURCE_FLAG, "--limit-millicores");
                 break;
         case OPT_MEMORY:
-                policy_input_set_u64(&in->heap_bytes, parse_size("--memory", optarg, POLICY_UNIT_MIB),
+                policy_input_set_u64(&in->heap_bytes,
+                                     parse_size("--memory", optarg, POLICY_UNIT_MIB),
                                      POLICY_SOURCE_FLAG, "--memory");
                 break;
         case OPT_OVERHEAD:
@@ -309,7 +318,9 @@ static bool report_option(int c, struct options *o)
                 break;
         case OPT_REPORT_INTERVAL:
                 if (util_parse_u64(optarg, &u) < 0 || u < 1 || u > 3600)
-                        die(SHIM_EXIT_USAGE, "--report-interval: '%s' is not a number of seconds; allowed: 1 to 3600",
+                        die(SHIM_EXIT_USAGE,
+                            "--report-interval: '%s' is not a number of seconds; allowed: 1 to "
+                            "3600",
                             optarg);
                 o->report_interval = (long)u;
                 break;
@@ -338,21 +349,23 @@ static bool report_option(int c, struct options *o)
                 break;
         case OPT_INTERVAL:
                 if (util_parse_u64(optarg, &u) < 0 || u < 1 || u > 3600)
-                        die(SHIM_EXIT_USAGE, "--interval: '%s' is not a number of seconds; allowed: 1 to 3600",
+                        die(SHIM_EXIT_USAGE,
+                            "--interval: '%s' is not a number of seconds; allowed: 1 to 3600",
                             optarg);
                 o->probe_interval = (unsigned)u;
                 break;
         case OPT_COUNT:
                 if (util_parse_u64(optarg, &u) < 0 || u > 1000000)
-                        die(SHIM_EXIT_USAGE, "--count: '%s' is not a count; allowed: 0 (until the end) to 1000000",
+                        die(SHIM_EXIT_USAGE,
+                            "--count: '%s' is not a count; allowed: 0 (until the end) to 1000000",
                             optarg);
                 o->probe_count = (unsigned)u;
                 break;
         case OPT_FORMAT:
                 if (strcmp(optarg, "json") != 0 && strcmp(optarg, "cgroup") != 0 &&
                     strcmp(optarg, "k8s") != 0)
-                        die(SHIM_EXIT_USAGE, "--format: '%s' is not a format; allowed: json, cgroup, k8s",
-                            optarg);
+                        die(SHIM_EXIT_USAGE,
+                            "--format: '%s' is not a format; allowed: json, cgroup, k8s", optarg);
                 o->format = optarg;
                 break;
         default:
@@ -393,7 +406,8 @@ static void parse_options(int argc, char **argv, struct options *o)
                         break;
                 case OPT_GRACE:
                         if (util_parse_u64(optarg, &u) < 0 || u > 3600)
-                                die(SHIM_EXIT_USAGE, "--grace: '%s' is not a number of seconds; allowed: 0 to 3600",
+                                die(SHIM_EXIT_USAGE,
+                                    "--grace: '%s' is not a number of seconds; allowed: 0 to 3600",
                                     optarg);
                         o->grace = (long)u;
                         o->grace_origin = "--grace";
@@ -426,11 +440,14 @@ static void parse_options(int argc, char **argv, struct options *o)
                         printf("sparkshim %s\n", SPARKSHIM_VERSION);
                         exit(0);
                 case ':':
-                        die(SHIM_EXIT_USAGE, "%s: needs a value; see sparkshim --help", argv[optind - 1]);
+                        die(SHIM_EXIT_USAGE, "%s: needs a value; see sparkshim --help",
+                            argv[optind - 1]);
                 default:
                         if (optopt)
-                                die(SHIM_EXIT_USAGE, "-%c: unknown option; see sparkshim --help", optopt);
-                        die(SHIM_EXIT_USAGE, "%s: unknown option; see sparkshim --help", argv[optind - 1]);
+                                die(SHIM_EXIT_USAGE, "-%c: unknown option; see sparkshim --help",
+                                    optopt);
+                        die(SHIM_EXIT_USAGE, "%s: unknown option; see sparkshim --help",
+                            argv[optind - 1]);
                 }
         }
 }
@@ -446,8 +463,9 @@ static void apply_environment(struct options *o)
          * built-in default choose it. The environment is the job user's (docs/security.md).
          */
         if (getenv_nonempty("SPARKSHIM_POLICY"))
-                log_warn("SPARKSHIM_POLICY is not read: the policy is chosen by --policy only; using %s",
-                         o->policy_path);
+                log_warn(
+                    "SPARKSHIM_POLICY is not read: the policy is chosen by --policy only; using %s",
+                    o->policy_path);
         if (!o->name && (v = getenv_nonempty("SPARKSHIM_NAME"))) {
                 o->name = v;
                 o->name_origin = "SPARKSHIM_NAME";
@@ -462,13 +480,16 @@ static void apply_environment(struct options *o)
         }
         if (o->grace < 0 && (v = getenv_nonempty("SPARKSHIM_GRACE"))) {
                 if (util_parse_u64(v, &u) < 0 || u > 3600)
-                        die(SHIM_EXIT_USAGE, "SPARKSHIM_GRACE: '%s' is not a number of seconds; allowed: 0 to 3600", v);
+                        die(SHIM_EXIT_USAGE,
+                            "SPARKSHIM_GRACE: '%s' is not a number of seconds; allowed: 0 to 3600",
+                            v);
                 o->grace = (long)u;
                 o->grace_origin = "SPARKSHIM_GRACE";
         }
         if (o->agent < 0 && (v = getenv_nonempty("SPARKSHIM_AGENT"))) {
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
-                        die(SHIM_EXIT_USAGE, "SPARKSHIM_AGENT: '%s' is not a switch; allowed: on, off", v);
+                        die(SHIM_EXIT_USAGE,
+                            "SPARKSHIM_AGENT: '%s' is not a switch; allowed: on, off", v);
                 o->agent = strcmp(v, "on") == 0;
                 o->agent_origin = "SPARKSHIM_AGENT";
         }
@@ -488,7 +509,7 @@ static void apply_environment(struct options *o)
 
 static void load_policy(const struct options *o, struct policy *p)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         int r;
 
         policy_init_defaults(p);
@@ -505,7 +526,7 @@ static void load_policy(const struct options *o, struct policy *p)
 /* Apply the shim-level overrides (fail mode, cgroup parent) that the policy must allow. */
 static void apply_overrides(const struct options *o, struct policy *p)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         enum policy_source source;
 
         if (o->fail_mode) {
@@ -518,8 +539,8 @@ static void apply_overrides(const struct options *o, struct policy *p)
                         die(SHIM_EXIT_USAGE, "%s: '%s' is not a fail mode; allowed: open, closed",
                             o->fail_mode_origin, o->fail_mode);
                 source = o->fail_mode_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
-                if (m != p->fail_mode &&
-                    policy_check_override(p, POLICY_OVERRIDE_FAIL_MODE, source, o->fail_mode_origin, &err) < 0)
+                if (m != p->fail_mode && policy_check_override(p, POLICY_OVERRIDE_FAIL_MODE, source,
+                                                               o->fail_mode_origin, &err) < 0)
                         die(SHIM_EXIT_PLAN, "%s", err.text);
                 p->fail_mode = m;
         }
@@ -528,7 +549,8 @@ static void apply_overrides(const struct options *o, struct policy *p)
 
                 if (policy_normalize_cgroup_path(o->cgroup_parent, parent, sizeof(parent)) < 0)
                         die(SHIM_EXIT_USAGE,
-                            "%s: '%s' is not a cgroup path; allowed: components of [A-Za-z0-9_.-], none '.' or '..'",
+                            "%s: '%s' is not a cgroup path; allowed: components of [A-Za-z0-9_.-], "
+                            "none '.' or '..'",
                             o->cgroup_parent_origin, o->cgroup_parent);
                 source = o->cgroup_parent_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
                 if (strcmp(parent, p->cgroup_parent) != 0 &&
@@ -538,23 +560,28 @@ static void apply_overrides(const struct options *o, struct policy *p)
                 snprintf(p->cgroup_parent, sizeof(p->cgroup_parent), "%s", parent);
         }
         if (o->name) {
-                /* whatever the name, a taken leaf is never shared (make_leaf): this gates the choice */
+                /* whatever the name, a taken leaf is never shared (make_leaf): this gates the
+                 * choice */
                 source = o->name_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
-                if (policy_check_override(p, POLICY_OVERRIDE_NAME, source, o->name_origin, &err) < 0)
+                if (policy_check_override(p, POLICY_OVERRIDE_NAME, source, o->name_origin, &err) <
+                    0)
                         die(SHIM_EXIT_PLAN, "%s", err.text);
         }
         if (o->grace >= 0) {
-                /* a shorter grace only hurts the executor's own shutdown; a longer one holds the node */
+                /* a shorter grace only hurts the executor's own shutdown; a longer one holds the
+                 * node */
                 source = o->grace_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
                 if ((unsigned)o->grace > p->grace_seconds &&
-                    policy_check_override(p, POLICY_OVERRIDE_GRACE, source, o->grace_origin, &err) < 0)
+                    policy_check_override(p, POLICY_OVERRIDE_GRACE, source, o->grace_origin, &err) <
+                        0)
                         die(SHIM_EXIT_PLAN, "%s", err.text);
                 p->grace_seconds = (unsigned)o->grace;
         }
         if (o->agent >= 0) {
                 source = o->agent_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
                 if ((o->agent == 1) != p->agent.enabled &&
-                    policy_check_override(p, POLICY_OVERRIDE_AGENT, source, o->agent_origin, &err) < 0)
+                    policy_check_override(p, POLICY_OVERRIDE_AGENT, source, o->agent_origin, &err) <
+                        0)
                         die(SHIM_EXIT_PLAN, "%s", err.text);
                 p->agent.enabled = o->agent == 1;
         }
@@ -565,12 +592,14 @@ static void apply_overrides(const struct options *o, struct policy *p)
                 if (!shim_agent_option_path_ok(o->agent_path) || strchr(o->agent_path, '=') ||
                     strlen(o->agent_path) >= sizeof(p->agent.path))
                         die(SHIM_EXIT_USAGE,
-                            "%s: '%s' is not a usable agent path; allowed: an absolute path without blanks, "
+                            "%s: '%s' is not a usable agent path; allowed: an absolute path "
+                            "without blanks, "
                             "quotes, '\\', ',' or '='",
                             o->agent_path_origin, o->agent_path);
                 source = o->agent_path_origin[0] == '-' ? POLICY_SOURCE_FLAG : POLICY_SOURCE_ENV;
                 if (strcmp(o->agent_path, current) != 0 &&
-                    policy_check_override(p, POLICY_OVERRIDE_AGENT, source, o->agent_path_origin, &err) < 0)
+                    policy_check_override(p, POLICY_OVERRIDE_AGENT, source, o->agent_path_origin,
+                                          &err) < 0)
                         die(SHIM_EXIT_PLAN, "%s", err.text);
                 snprintf(p->agent.path, sizeof(p->agent.path), "%s", o->agent_path);
         }
@@ -579,7 +608,7 @@ static void apply_overrides(const struct options *o, struct policy *p)
 static void compute_plan(struct options *o, const struct policy *p, int argc, char **cmd,
                          struct policy_plan *plan)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
 
         if (policy_inputs_from_spark_env(&o->inputs, environ, &err) < 0)
                 die(SHIM_EXIT_USAGE, "%s", err.text);
@@ -606,7 +635,9 @@ static void executor_name(const struct options *o, bool init_mode, char *buf, si
 
         if (o->name) {
                 if (!shim_cgroup_name_valid(o->name))
-                        die(SHIM_EXIT_USAGE, "%s: '%.200s' is not a valid cgroup name; allowed: 1-100 of [A-Za-z0-9_.-], not '.' or '..'",
+                        die(SHIM_EXIT_USAGE,
+                            "%s: '%.200s' is not a valid cgroup name; allowed: 1-100 of "
+                            "[A-Za-z0-9_.-], not '.' or '..'",
                             o->name_origin, o->name);
                 shim_cgroup_escape_name(o->name, buf, size);
                 return;
@@ -623,7 +654,8 @@ static void executor_name(const struct options *o, bool init_mode, char *buf, si
         if (len > 100)
                 name[len = 100] = '\0';
         for (size_t i = 0; i < len; i++)
-                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", name[i]))
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-",
+                            name[i]))
                         name[i] = '_';
         if (!shim_cgroup_name_valid(name))
                 snprintf(name, sizeof(name), "executor-%d", (int)getpid());
@@ -657,10 +689,10 @@ static int print_plan(const struct options *o, const struct policy *policy,
                 uint64_t threshold = policy_agent_threshold_bytes(a, plan);
                 json_t *j = policy_plan_to_json(plan);
                 json_t *cg = json_pack("{s:s, s:s}", "parent", parent, "name", name);
-                json_t *agent = json_pack("{s:b, s:s, s:o}", "enabled", a->enabled, "path",
-                                          a->path[0] ? a->path : SPARKSHIM_AGENT_PATH,
-                                          "threshold_bytes",
-                                          threshold ? json_integer((json_int_t)threshold) : json_null());
+                json_t *agent =
+                    json_pack("{s:b, s:s, s:o}", "enabled", a->enabled, "path",
+                              a->path[0] ? a->path : SPARKSHIM_AGENT_PATH, "threshold_bytes",
+                              threshold ? json_integer((json_int_t)threshold) : json_null());
                 char *text;
 
                 json_t *k8s = json_pack("{s:b}", "init", policy->kubernetes_init);
@@ -718,8 +750,8 @@ static bool setup_cgroup(const struct options *o, const struct policy *policy, b
                          const char *command, bool measuring, struct shim_cgroup *cg, char *reason,
                          size_t size)
 {
-        struct shim_cgroup_host host = { 0 };
-        struct shim_error err = { 0 };
+        struct shim_cgroup_host host = {0};
+        struct shim_error err = {0};
         int r;
 
         r = shim_cgroup_detect(o->cgroup_root, &host);
@@ -737,9 +769,11 @@ static bool setup_cgroup(const struct options *o, const struct policy *policy, b
         log_warn("not enforcing the plan: %s; running %s unconstrained (fail_mode open)", err.text,
                  command);
         /* still measure in a leaf of our own where the hierarchy allows one */
-        if (measuring && (host.layout == SHIM_CGROUP_UNIFIED || host.layout == SHIM_CGROUP_HYBRID)) {
+        if (measuring &&
+            (host.layout == SHIM_CGROUP_UNIFIED || host.layout == SHIM_CGROUP_HYBRID)) {
                 r = init_mode ? shim_cgroup_setup_init(&host, name, NULL, 0, cg, &err)
-                              : shim_cgroup_setup_wrap(&host, policy->cgroup_parent, name, NULL, 0, cg, &err);
+                              : shim_cgroup_setup_wrap(&host, policy->cgroup_parent, name, NULL, 0,
+                                                       cg, &err);
                 if (r >= 0)
                         log_info("measuring %s in %s (no limits)", command, cg->path);
                 else
@@ -772,7 +806,7 @@ static void prepare_agent(const struct options *o, const struct policy *p, char 
         char problem[256];
         int r;
 
-        *run = (struct shim_agent_run){ .enabled = a->enabled };
+        *run = (struct shim_agent_run){.enabled = a->enabled};
         if (!a->enabled) {
                 snprintf(run->reason, sizeof(run->reason), "disabled by %s",
                          o->agent == 0 ? o->agent_origin : "the policy (agent.enabled is false)");
@@ -780,19 +814,22 @@ static void prepare_agent(const struct options *o, const struct policy *p, char 
         }
         snprintf(run->path, sizeof(run->path), "%s", a->path[0] ? a->path : SPARKSHIM_AGENT_PATH);
 
-        r = shim_agent_find_loaded(run->path, cmd, environ, where, sizeof(where), stats, sizeof(stats));
+        r = shim_agent_find_loaded(run->path, cmd, environ, where, sizeof(where), stats,
+                                   sizeof(stats));
         if (r < 0)
                 die(SHIM_EXIT_INTERNAL, "out of memory");
         if (r > 0) {
-                struct policy_error perr = { 0 };
+                struct policy_error perr = {0};
 
                 /*
                  * The command loads the policy's agent with options of its own: a user value
                  * like any other. Two copies would both hook the same methods, so it is that
                  * one or none. Its statistics file is the user's choice: root does not read it.
                  */
-                if (policy_check_override(p, POLICY_OVERRIDE_AGENT, POLICY_SOURCE_COMMAND, where, &perr) < 0)
-                        die(SHIM_EXIT_PLAN, "%s (the command loads the JVM agent itself)", perr.text);
+                if (policy_check_override(p, POLICY_OVERRIDE_AGENT, POLICY_SOURCE_COMMAND, where,
+                                          &perr) < 0)
+                        die(SHIM_EXIT_PLAN, "%s (the command loads the JVM agent itself)",
+                            perr.text);
                 snprintf(run->reason, sizeof(run->reason),
                          "the command loads the agent already (%s); not injected a second time, "
                          "its statistics not read",
@@ -810,7 +847,8 @@ static void prepare_agent(const struct options *o, const struct policy *p, char 
                 return;
         }
         /* root loads it into the JVM: only root may be able to change it (docs/security.md) */
-        if (util_trusted_file(run->path, resolved, sizeof(resolved), problem, sizeof(problem)) < 0) {
+        if (util_trusted_file(run->path, resolved, sizeof(resolved), problem, sizeof(problem)) <
+            0) {
                 snprintf(why, sizeof(why),
                          "agent library %s: %s; allowed: a regular file owned by root and not "
                          "writable by group or others, in directories likewise",
@@ -820,7 +858,8 @@ static void prepare_agent(const struct options *o, const struct policy *p, char 
         }
         /* the JVM loads exactly the file that was checked */
         if (!shim_agent_option_path_ok(resolved) || strchr(resolved, '=')) {
-                snprintf(why, sizeof(why), "agent library %s resolves to %s, which -agentpath: cannot carry",
+                snprintf(why, sizeof(why),
+                         "agent library %s resolves to %s, which -agentpath: cannot carry",
                          run->path, resolved);
                 agent_unusable(p, run, why);
                 return;
@@ -840,7 +879,9 @@ static int private_dir_base(char *buf, size_t size, char *why, size_t why_size)
         struct stat st;
 
         if (geteuid() != 0) {
-                snprintf(buf, size, "%s", tmp && shim_agent_option_path_ok(tmp) && strlen(tmp) < 1024 ? tmp : "/tmp");
+                snprintf(buf, size, "%s",
+                         tmp && shim_agent_option_path_ok(tmp) && strlen(tmp) < 1024 ? tmp
+                                                                                     : "/tmp");
                 return 0;
         }
         if (mkdir(SPARKSHIM_RUNDIR, 0711) < 0 && errno != EEXIST) {
@@ -849,7 +890,8 @@ static int private_dir_base(char *buf, size_t size, char *why, size_t why_size)
         }
         if (lstat(SPARKSHIM_RUNDIR, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
             (st.st_mode & (S_IWGRP | S_IWOTH))) {
-                snprintf(why, why_size, "%s is not a directory that only root can change", SPARKSHIM_RUNDIR);
+                snprintf(why, why_size, "%s is not a directory that only root can change",
+                         SPARKSHIM_RUNDIR);
                 return -EPERM;
         }
         snprintf(buf, size, "%s", SPARKSHIM_RUNDIR);
@@ -893,8 +935,8 @@ static void sweep_private_dirs(const char *base)
                 char path[POLICY_PATH_MAX];
                 int pid;
 
-                if (sscanf(de->d_name, "agent.%d.", &pid) != 1 || pid <= 0 ||
-                    kill(pid, 0) == 0 || errno != ESRCH)
+                if (sscanf(de->d_name, "agent.%d.", &pid) != 1 || pid <= 0 || kill(pid, 0) == 0 ||
+                    errno != ESRCH)
                         continue;
                 snprintf(path, sizeof(path), "%s/%s", base, de->d_name);
                 remove_private_dir(path);
@@ -954,15 +996,18 @@ static char **inject_agent(const struct policy *p, const struct policy_plan *pla
                 if (shim_agent_option_path_ok(cg->path))
                         cgroup_dir = cg->path;
                 else
-                        log_warn("JVM agent: cgroup %s cannot be passed to the agent (',' or blanks); "
-                                 "it reads the JVM's own anonymous memory instead",
-                                 cg->path);
+                        log_warn(
+                            "JVM agent: cgroup %s cannot be passed to the agent (',' or blanks); "
+                            "it reads the JVM's own anonymous memory instead",
+                            cg->path);
         }
         if (measuring) {
                 char why[512];
 
                 if (make_private_dir(dir, dir_size, why, sizeof(why)) < 0) {
-                        log_warn("JVM agent: no directory for its statistics: %s; the report has none", why);
+                        log_warn(
+                            "JVM agent: no directory for its statistics: %s; the report has none",
+                            why);
                         dir[0] = '\0';
                 } else {
                         snprintf(stats, sizeof(stats), "%s/stats.jsonl", dir);
@@ -979,16 +1024,17 @@ static char **inject_agent(const struct policy *p, const struct policy_plan *pla
                 log_warn("JVM agent: threshold %" PRIu64 " bytes is above the memory limit %" PRIu64
                          " bytes: it is never reached",
                          run->threshold_bytes, plan->memory_limit_bytes);
-        r = shim_agent_options(&(struct shim_agent_params){
-                                       .agent = a,
-                                       .threshold_bytes = run->threshold_bytes,
-                                       .limit_bytes = plan->memory_limit_bytes,
-                                       .request_bytes = plan->memory_request_bytes,
-                                       .cgroup_dir = cgroup_dir,
-                                       .stats_path = stats[0] ? stats : NULL,
-                                       .stats_interval_seconds = interval,
-                               },
-                               run->options, sizeof(run->options));
+        r = shim_agent_options(
+            &(struct shim_agent_params){
+                .agent = a,
+                .threshold_bytes = run->threshold_bytes,
+                .limit_bytes = plan->memory_limit_bytes,
+                .request_bytes = plan->memory_request_bytes,
+                .cgroup_dir = cgroup_dir,
+                .stats_path = stats[0] ? stats : NULL,
+                .stats_interval_seconds = interval,
+            },
+            run->options, sizeof(run->options));
         if (r < 0 || asprintf(&arg, "-agentpath:%s=%s", run->path, run->options) < 0) {
                 arg = NULL;
                 snprintf(run->reason, sizeof(run->reason), "cannot build the agent's options: %s",
@@ -1005,15 +1051,14 @@ static char **inject_agent(const struct policy *p, const struct policy_plan *pla
         } else {
                 value = shim_agent_java_tool_options(getenv(SHIM_AGENT_ENV), arg);
                 if (!value || setenv(SHIM_AGENT_ENV, value, 1) < 0) {
-                        snprintf(run->reason, sizeof(run->reason), "cannot set %s: %s", SHIM_AGENT_ENV,
-                                 strerror(value ? errno : ENOMEM));
+                        snprintf(run->reason, sizeof(run->reason), "cannot set %s: %s",
+                                 SHIM_AGENT_ENV, strerror(value ? errno : ENOMEM));
                         goto fail;
                 }
         }
         run->injected = true;
-        log_info("JVM agent: %s -agentpath:%s=%s", run->method == SHIM_AGENT_METHOD_AGENTPATH
-                                                           ? "command line"
-                                                           : SHIM_AGENT_ENV,
+        log_info("JVM agent: %s -agentpath:%s=%s",
+                 run->method == SHIM_AGENT_METHOD_AGENTPATH ? "command line" : SHIM_AGENT_ENV,
                  run->path, run->options);
         return argv;
 fail:
@@ -1026,7 +1071,8 @@ fail:
                 log_error("cannot inject the JVM agent: %s (fail_mode closed)", run->reason);
                 return NULL;
         }
-        log_warn("not injecting the JVM agent: %s; running without it (fail_mode open)", run->reason);
+        log_warn("not injecting the JVM agent: %s; running without it (fail_mode open)",
+                 run->reason);
         return cmd;
 }
 
@@ -1042,39 +1088,44 @@ static struct shim_monitor *open_monitor(const struct options *o, const struct p
         const char *report_socket = nonempty(o->report_socket, policy->report_socket);
         const char *prometheus = nonempty(o->prometheus, policy->report_prometheus);
         struct shim_monitor *monitor = NULL;
-        struct shim_error err = { 0 };
-        struct policy_error perr = { 0 };
+        struct shim_error err = {0};
+        struct policy_error perr = {0};
         int r;
 
         /* the policy's templates were checked when it was loaded, the flags' are now */
         if (o->report_file && policy_template_check(o->report_file, false, &perr) < 0)
-                die(SHIM_EXIT_USAGE, "--report: '%.200s' %s; allowed: a path whose file name may hold {app_id}, {executor_id}, {name}",
+                die(SHIM_EXIT_USAGE,
+                    "--report: '%.200s' %s; allowed: a path whose file name may hold {app_id}, "
+                    "{executor_id}, {name}",
                     o->report_file, perr.text);
         if (o->prometheus && policy_template_check(o->prometheus, true, &perr) < 0)
-                die(SHIM_EXIT_USAGE, "--prometheus: '%.200s' %s; allowed: a path of a *.prom file whose name may hold {app_id}, {executor_id}, {name}",
+                die(SHIM_EXIT_USAGE,
+                    "--prometheus: '%.200s' %s; allowed: a path of a *.prom file whose name may "
+                    "hold {app_id}, {executor_id}, {name}",
                     o->prometheus, perr.text);
         /* with nowhere to report, measuring would only cost the launch time */
         *ret_measuring = report_file || report_socket || prometheus || o->report_stdout ||
                          policy->rolling.enabled; /* rolling decides on what is measured */
-        *ret_interval = o->report_interval > 0 ? (unsigned)o->report_interval
-                                               : policy->report_interval_seconds;
-        r = shim_monitor_open(&(struct shim_monitor_config){
-                                      .file = report_file,
-                                      .socket = report_socket,
-                                      .prometheus = prometheus,
-                                      .to_stdout = o->report_stdout,
-                                      .interval_seconds = *ret_interval,
-                                      .use_bpf = !o->no_bpf,
-                                      .probe_root = o->probe_root,
-                                      .use_taskstats = !o->no_taskstats,
-                                      .sink_failure_refuse = policy->report_sink_failure == POLICY_SINK_REFUSE,
-                                      .own_thread = true,
-                                      .names = { .app_id = o->inputs.app_id,
-                                                 .executor_id = o->inputs.executor_id,
-                                                 .name = name },
-                                      .rolling = policy->rolling,
-                              },
-                              &monitor, &err);
+        *ret_interval =
+            o->report_interval > 0 ? (unsigned)o->report_interval : policy->report_interval_seconds;
+        r = shim_monitor_open(
+            &(struct shim_monitor_config){
+                .file = report_file,
+                .socket = report_socket,
+                .prometheus = prometheus,
+                .to_stdout = o->report_stdout,
+                .interval_seconds = *ret_interval,
+                .use_bpf = !o->no_bpf,
+                .probe_root = o->probe_root,
+                .use_taskstats = !o->no_taskstats,
+                .sink_failure_refuse = policy->report_sink_failure == POLICY_SINK_REFUSE,
+                .own_thread = true,
+                .names = {.app_id = o->inputs.app_id,
+                          .executor_id = o->inputs.executor_id,
+                          .name = name},
+                .rolling = policy->rolling,
+            },
+            &monitor, &err);
         if (r < 0)
                 die(SHIM_EXIT_REPORT, "%s", err.text);
         return monitor;
@@ -1097,7 +1148,7 @@ static int oom_status(const struct shim_memory_events *ev, int code, const char 
 static void end_run(struct shim_monitor *monitor, int code, const struct shim_memory_events *ev,
                     struct shim_cgroup *cg, const char *agent_dir)
 {
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
         int r;
 
         if (shim_monitor_finish(monitor, code, ev, &err) < 0)
@@ -1118,13 +1169,15 @@ static int cmd_run(struct options *o, int argc, char **cmd)
 {
         struct shim_cgroup cg = SHIM_CGROUP_INIT;
         struct policy_write w[POLICY_WRITES_MAX];
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
         struct shim_monitor *monitor = NULL;
         struct shim_memory_events ev;
         struct policy_plan plan;
         struct policy policy;
-        char name[POLICY_NAME_MAX], reason[SHIM_ERROR_TEXT_MAX] = "", agent_dir[POLICY_PATH_MAX] = "";
-        bool pid1 = getpid() == 1, init_mode = o->init || pid1, enforced, have_events = false, measuring;
+        char name[POLICY_NAME_MAX], reason[SHIM_ERROR_TEXT_MAX] = "",
+                                    agent_dir[POLICY_PATH_MAX] = "";
+        bool pid1 = getpid() == 1, init_mode = o->init || pid1, enforced, have_events = false,
+             measuring;
         static struct shim_agent_run agent; /* 19 KiB: not on the stack */
         char **argv;
         unsigned interval;
@@ -1132,7 +1185,8 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         int code, r;
 
         if (argc == 0)
-                die(SHIM_EXIT_USAGE, "run: no command given; usage: sparkshim run [OPTIONS] -- COMMAND [ARGS...]");
+                die(SHIM_EXIT_USAGE,
+                    "run: no command given; usage: sparkshim run [OPTIONS] -- COMMAND [ARGS...]");
         load_policy(o, &policy);
         apply_overrides(o, &policy);
         compute_plan(o, &policy, argc, cmd, &plan);
@@ -1146,8 +1200,9 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         if (r < 0)
                 die(SHIM_EXIT_INTERNAL, "cannot block signals: %s", strerror(-r));
         if (!pid1 && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-                log_warn("cannot become a subreaper: %s; orphans of the executor are reaped by init",
-                         strerror(errno));
+                log_warn(
+                    "cannot become a subreaper: %s; orphans of the executor are reaped by init",
+                    strerror(errno));
 
         enforced = setup_cgroup(o, &policy, init_mode, name, w, n, cmd[0], measuring, &cg, reason,
                                 sizeof(reason));
@@ -1168,12 +1223,12 @@ static int cmd_run(struct options *o, int argc, char **cmd)
                 return SHIM_EXIT_CGROUP;
         }
         if (measuring) {
-                struct shim_monitor_identity id = { .app_id = o->inputs.app_id,
-                                                    .executor_id = o->inputs.executor_id,
-                                                    .name = name,
-                                                    .command = cmd[0],
-                                                    .argv = argv,
-                                                    .mode = init_mode ? "init" : "wrap" };
+                struct shim_monitor_identity id = {.app_id = o->inputs.app_id,
+                                                   .executor_id = o->inputs.executor_id,
+                                                   .name = name,
+                                                   .command = cmd[0],
+                                                   .argv = argv,
+                                                   .mode = init_mode ? "init" : "wrap"};
                 if (shim_monitor_set_agent(monitor, &agent) < 0)
                         log_warn("out of memory: the reports have no agent section");
                 shim_monitor_start(monitor, &id, &plan, enforced, reason, cg.leaf_fd,
@@ -1181,18 +1236,19 @@ static int cmd_run(struct options *o, int argc, char **cmd)
         }
 
         memset(&err, 0, sizeof(err));
-        code = shim_supervise(&(struct shim_supervise_opts){
-                                      .argv = argv,
-                                      .cgroup_fd = cg.leaf_fd,
-                                      .signal_group = o->signal_group,
-                                      .grace_seconds = policy.grace_seconds,
-                                      .cgroup = cg.leaf_fd >= 0 ? &cg : NULL,
-                                      /* the monitor samples and writes in its own thread */
-                                      .on_start = monitor_started,
-                                      .on_rolling_term = monitor_rolling_term,
-                                      .data = monitor,
-                              },
-                              &err);
+        code = shim_supervise(
+            &(struct shim_supervise_opts){
+                .argv = argv,
+                .cgroup_fd = cg.leaf_fd,
+                .signal_group = o->signal_group,
+                .grace_seconds = policy.grace_seconds,
+                .cgroup = cg.leaf_fd >= 0 ? &cg : NULL,
+                /* the monitor samples and writes in its own thread */
+                .on_start = monitor_started,
+                .on_rolling_term = monitor_rolling_term,
+                .data = monitor,
+            },
+            &err);
         if (code < 0) {
                 log_error("%s", err.text);
                 code = err.error == ENOMEM || !enforced ? SHIM_EXIT_INTERNAL : SHIM_EXIT_CGROUP;
@@ -1241,7 +1297,7 @@ static bool is_java(const char *argv0)
 static int java_personality(struct options *o, int argc, char **argv)
 {
         char real[PATH_MAX], home_policy[PATH_MAX];
-        struct shim_error err = { 0 };
+        struct shim_error err = {0};
         struct policy policy;
 
         shim_log_set_level(SHIM_LOG_WARN);
@@ -1261,12 +1317,14 @@ static int java_personality(struct options *o, int argc, char **argv)
                 load_policy(o, &policy);
                 if (policy.java_executors == POLICY_JAVA_RUN)
                         return cmd_run(o, argc, argv);
-                log_info("java: policy %s has java.executors \"exec\": the executor runs as the JDK's java",
+                log_info("java: policy %s has java.executors \"exec\": the executor runs as the "
+                         "JDK's java",
                          o->policy_path);
         } else {
                 const char *main_class;
 
-                /* spark-submit's JVM: the job's published settings (PUBLISHED SETTINGS AT SUBMIT) */
+                /* spark-submit's JVM: the job's published settings (PUBLISHED SETTINGS AT SUBMIT)
+                 */
                 if (policy_java_main_class(argc, argv, &main_class) == POLICY_JAVA_MAIN_CLASS &&
                     strcmp(main_class, POLICY_SUBMIT_CLASS) == 0)
                         for (int i = 1; i < argc; i++)
@@ -1307,11 +1365,11 @@ static int exec_tuner(char **argv)
 int main(int argc, char **argv)
 {
         struct options o = {
-                .policy_path = SPARKSHIM_DEFAULT_POLICY,
-                .cgroup_root = "/sys/fs/cgroup",
-                .grace = -1,
-                .report_interval = -1,
-                .agent = -1,
+            .policy_path = SPARKSHIM_DEFAULT_POLICY,
+            .cgroup_root = "/sys/fs/cgroup",
+            .grace = -1,
+            .report_interval = -1,
+            .agent = -1,
         };
         const char *command;
 
@@ -1330,24 +1388,28 @@ int main(int argc, char **argv)
                 return SHIM_EXIT_USAGE;
         }
         if (strcmp(command, "ingest") == 0 || strcmp(command, "tune") == 0 ||
-            strcmp(command, "tune-service") == 0 || (strcmp(command, "report") == 0 && wants_history(argc, argv)))
+            strcmp(command, "tune-service") == 0 ||
+            (strcmp(command, "report") == 0 && wants_history(argc, argv)))
                 return exec_tuner(argv);
         {
-                static const char *const commands[] = { "run", "plan", "check", "report", "probe", "java-home",
-                                                        "ingest", "tune", "tune-service" };
+                static const char *const commands[] = {"run",    "plan",  "check",
+                                                       "report", "probe", "java-home",
+                                                       "ingest", "tune",  "tune-service"};
                 bool known = false;
 
                 for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                         known = known || strcmp(command, commands[i]) == 0;
                 if (!known) {
-                        log_error("'%s' is not a command; allowed: run, plan, check, report, probe, java-home, ingest, tune, tune-service (see sparkshim --help)",
-                                  command);
+                        log_error(
+                            "'%s' is not a command; allowed: run, plan, check, report, probe, "
+                            "java-home, ingest, tune, tune-service (see sparkshim --help)",
+                            command);
                         return SHIM_EXIT_USAGE;
                 }
         }
         optind = 2;
         parse_options(argc, argv, &o);
-        shim_log_set_level(o.verbosity < 0 ? SHIM_LOG_ERROR
+        shim_log_set_level(o.verbosity < 0    ? SHIM_LOG_ERROR
                            : o.verbosity == 0 ? SHIM_LOG_WARN
                            : o.verbosity == 1 ? SHIM_LOG_INFO
                                               : SHIM_LOG_DEBUG);
@@ -1366,29 +1428,34 @@ int main(int argc, char **argv)
                 return shim_cmd_report(argc - optind, argv + optind, o.json, o.all);
         if (strcmp(command, "probe") == 0) {
                 if (!o.probe_cgroup == !o.probe_pid)
-                        die(SHIM_EXIT_USAGE, "probe: give exactly one of --cgroup PATH and --pid PID");
+                        die(SHIM_EXIT_USAGE,
+                            "probe: give exactly one of --cgroup PATH and --pid PID");
                 return shim_cmd_probe(o.probe_cgroup, (pid_t)o.probe_pid, o.cgroup_root,
-                                      o.probe_interval ? o.probe_interval : 1, o.probe_count, !o.no_bpf);
+                                      o.probe_interval ? o.probe_interval : 1, o.probe_count,
+                                      !o.no_bpf);
         }
         if (strcmp(command, "java-home") == 0) {
-                struct shim_error err = { 0 };
+                struct shim_error err = {0};
                 char policy_path[PATH_MAX];
                 struct policy policy;
 
                 if (!o.jdk || argc - optind != 1)
-                        die(SHIM_EXIT_USAGE, "java-home: give --jdk JDK_DIR and one DIR; see sparkshim --help");
+                        die(SHIM_EXIT_USAGE,
+                            "java-home: give --jdk JDK_DIR and one DIR; see sparkshim --help");
                 if (o.policy_explicit) {
-                        /* the home's executors will load it as run --policy does: refuse now what they would */
+                        /* the home's executors will load it as run --policy does: refuse now what
+                         * they would */
                         load_policy(&o, &policy);
                         if (!realpath(o.policy_path, policy_path))
                                 die(SHIM_EXIT_POLICY, "java-home: --policy %s: %s", o.policy_path,
                                     strerror(errno));
                 }
-                if (shim_java_home(o.jdk, o.policy_explicit ? policy_path : NULL, argv[optind], &err) < 0)
+                if (shim_java_home(o.jdk, o.policy_explicit ? policy_path : NULL, argv[optind],
+                                   &err) < 0)
                         die(err.error == EINVAL || err.error == EEXIST || err.error == ENOENT ||
-                                            err.error == EPERM
-                                    ? SHIM_EXIT_USAGE
-                                                                                              : SHIM_EXIT_INTERNAL,
+                                    err.error == EPERM
+                                ? SHIM_EXIT_USAGE
+                                : SHIM_EXIT_INTERNAL,
                             "java-home: %s", err.text);
                 return 0;
         }

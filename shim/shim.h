@@ -17,15 +17,18 @@
 /* ---- cgroup v2 backend (cgroup.c) ---- */
 
 struct shim_cgroup {
-        int mount_fd;       /* cgroup2 mount root */
-        int leaf_fd;        /* the executor's cgroup */
-        int parent_fd;      /* its parent */
+        int mount_fd;  /* cgroup2 mount root */
+        int leaf_fd;   /* the executor's cgroup */
+        int parent_fd; /* its parent */
         char leaf_name[POLICY_NAME_MAX];
-        char path[4096];    /* leaf path relative to the mount, for messages and reports */
+        char path[4096]; /* leaf path relative to the mount, for messages and reports */
         char mount[256];
 };
 
-#define SHIM_CGROUP_INIT { .mount_fd = -1, .leaf_fd = -1, .parent_fd = -1 }
+#define SHIM_CGROUP_INIT                                                                           \
+        {                                                                                          \
+                .mount_fd = -1, .leaf_fd = -1, .parent_fd = -1                                     \
+        }
 
 /* The controllers the plan's writes need, as a space-separated "+cpu +memory" list. */
 void shim_cgroup_needed_controllers(const struct policy_write *w, size_t n, char *buf, size_t size);
@@ -44,9 +47,9 @@ void shim_cgroup_needed_controllers(const struct policy_write *w, size_t n, char
  */
 int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size);
 
-int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *parent, const char *name,
-                           const struct policy_write *w, size_t n, struct shim_cgroup *ret,
-                           struct shim_error *err);
+int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *parent,
+                           const char *name, const struct policy_write *w, size_t n,
+                           struct shim_cgroup *ret, struct shim_error *err);
 
 /*
  * Init mode: the shim is alone in the root of its cgroup namespace. Move itself into
@@ -79,11 +82,11 @@ bool shim_cgroup_name_valid(const char *name);
 /* ---- process supervision (supervise.c) ---- */
 
 struct shim_supervise_opts {
-        char *const *argv;      /* the command */
-        int cgroup_fd;          /* leaf to start it in, -1 for none */
-        bool signal_group;      /* forward signals to the child's process group */
-        unsigned grace_seconds; /* TERM -> wait -> cgroup.kill */
-        const struct shim_cgroup *cgroup; /* NULL when not enforced */
+        char *const *argv;                       /* the command */
+        int cgroup_fd;                           /* leaf to start it in, -1 for none */
+        bool signal_group;                       /* forward signals to the child's process group */
+        unsigned grace_seconds;                  /* TERM -> wait -> cgroup.kill */
+        const struct shim_cgroup *cgroup;        /* NULL when not enforced */
         void (*on_start)(void *data, pid_t pid); /* the command started */
         void (*on_tick)(void *data);             /* about once a second */
         /*
@@ -123,8 +126,8 @@ int shim_java_home(const char *jdk, const char *policy, const char *dir, struct 
  * the build's default). As root the home must be root's and the JDK's java a trusted file;
  * a build with test hooks is refused. Returns 0 or -errno with err set.
  */
-int shim_java_locate(const char *argv0, char *real, size_t size, char *policy,
-                     size_t policy_size, struct shim_error *err);
+int shim_java_locate(const char *argv0, char *real, size_t size, char *policy, size_t policy_size,
+                     struct shim_error *err);
 
 /*
  * The java personality at spark-submit (shim/submit.c): argv (argv[class_index] is the class

@@ -21,7 +21,7 @@ static sigset_t original_mask;
 static struct sigaction original_ttin, original_ttou;
 
 /* Signals passed on to the executor. */
-static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
 /* Signals that start the grace period after which the cgroup is killed. */
 static bool starts_grace(int sig)
@@ -39,7 +39,8 @@ static bool is_forwarded(int sig)
 
 int shim_signals_block(void)
 {
-        static const int synchronous[] = { SIGFPE, SIGILL, SIGSEGV, SIGBUS, SIGABRT, SIGTRAP, SIGSYS };
+        static const int synchronous[] = {SIGFPE,  SIGILL,  SIGSEGV, SIGBUS,
+                                          SIGABRT, SIGTRAP, SIGSYS};
         sigset_t all;
 
         sigfillset(&all);
@@ -48,8 +49,8 @@ int shim_signals_block(void)
         if (sigprocmask(SIG_SETMASK, &all, &original_mask) < 0)
                 return -errno;
         /* a shim in a terminal's background group must not be stopped by reads/writes */
-        if (sigaction(SIGTTIN, &(struct sigaction){ .sa_handler = SIG_IGN }, &original_ttin) < 0 ||
-            sigaction(SIGTTOU, &(struct sigaction){ .sa_handler = SIG_IGN }, &original_ttou) < 0)
+        if (sigaction(SIGTTIN, &(struct sigaction){.sa_handler = SIG_IGN}, &original_ttin) < 0 ||
+            sigaction(SIGTTOU, &(struct sigaction){.sa_handler = SIG_IGN}, &original_ttou) < 0)
                 return -errno;
         return 0;
 }
@@ -63,7 +64,7 @@ struct spawn_failure {
 
 static _Noreturn void child_fail(int fd, int stage, int error, int code)
 {
-        struct spawn_failure f = { .stage = stage, .error = error };
+        struct spawn_failure f = {.stage = stage, .error = error};
         ssize_t n = write(fd, &f, sizeof(f));
 
         (void)n;
@@ -98,15 +99,16 @@ static _Noreturn void child_exec(const struct shim_supervise_opts *o, bool attac
                         child_fail(errfd, STAGE_ATTACH, -r, SHIM_EXIT_CGROUP);
         }
         execvp(o->argv[0], o->argv);
-        child_fail(errfd, STAGE_EXEC, errno, errno == ENOENT ? SHIM_EXIT_NOT_FOUND : SHIM_EXIT_CANNOT_RUN);
+        child_fail(errfd, STAGE_EXEC, errno,
+                   errno == ENOENT ? SHIM_EXIT_NOT_FOUND : SHIM_EXIT_CANNOT_RUN);
 }
 
 static pid_t clone_into_cgroup(int cgroup_fd)
 {
         struct clone_args args = {
-                .flags = CLONE_INTO_CGROUP,
-                .exit_signal = SIGCHLD,
-                .cgroup = (uint64_t)cgroup_fd,
+            .flags = CLONE_INTO_CGROUP,
+            .exit_signal = SIGCHLD,
+            .cgroup = (uint64_t)cgroup_fd,
         };
 
         return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
@@ -134,7 +136,8 @@ static pid_t spawn(const struct shim_supervise_opts *o, int *ret_stage, struct s
         if (o->cgroup_fd >= 0) {
                 pid = clone_into_cgroup(o->cgroup_fd);
                 if (pid < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
-                        log_debug("clone3(CLONE_INTO_CGROUP) unavailable (%s); fork + attach", strerror(errno));
+                        log_debug("clone3(CLONE_INTO_CGROUP) unavailable (%s); fork + attach",
+                                  strerror(errno));
                         attach = true;
                         pid = fork();
                 }
@@ -142,7 +145,8 @@ static pid_t spawn(const struct shim_supervise_opts *o, int *ret_stage, struct s
                 pid = fork();
         }
         if (pid < 0)
-                return shim_error_set(err, errno, "cannot start %s: fork: %s", o->argv[0], strerror(errno));
+                return shim_error_set(err, errno, "cannot start %s: fork: %s", o->argv[0],
+                                      strerror(errno));
         if (pid == 0) {
                 util_closep(&rd);
                 child_exec(o, attach, wr, shim);
@@ -164,8 +168,7 @@ static pid_t spawn(const struct shim_supervise_opts *o, int *ret_stage, struct s
         if (f.stage == STAGE_ATTACH)
                 return shim_error_set(err, f.error, "cannot move %s into its cgroup: %s",
                                       o->argv[0], strerror(f.error));
-        return shim_error_set(err, f.error, "cannot execute %s: %s", o->argv[0],
-                              strerror(f.error));
+        return shim_error_set(err, f.error, "cannot execute %s: %s", o->argv[0], strerror(f.error));
 }
 
 static int status_to_code(int status)
@@ -198,8 +201,8 @@ int shim_supervise(const struct shim_supervise_opts *o, struct shim_error *err)
         sigfillset(&wait_set);
         for (;;) {
                 /* poll faster while a grace period runs, to notice an empty cgroup */
-                struct timespec timeout = { .tv_sec = grace_deadline ? 0 : 1,
-                                            .tv_nsec = grace_deadline ? 50000000 : 0 };
+                struct timespec timeout = {.tv_sec = grace_deadline ? 0 : 1,
+                                           .tv_nsec = grace_deadline ? 50000000 : 0};
                 siginfo_t info;
                 int sig, status;
                 pid_t pid;
@@ -210,7 +213,8 @@ int shim_supervise(const struct shim_supervise_opts *o, struct shim_error *err)
                 if (sig > 0 && is_forwarded(sig) && !child_done) {
                         log_debug("forwarding signal %d to %d", sig, (int)child);
                         if (kill(o->signal_group ? -child : child, sig) < 0 && errno != ESRCH)
-                                log_warn("cannot forward signal %d to %d: %s", sig, (int)child, strerror(errno));
+                                log_warn("cannot forward signal %d to %d: %s", sig, (int)child,
+                                         strerror(errno));
                 }
                 if (sig > 0 && starts_grace(sig) && !grace_deadline)
                         grace_deadline = util_now_ns() + (uint64_t)o->grace_seconds * 1000000000ULL;
@@ -218,7 +222,8 @@ int shim_supervise(const struct shim_supervise_opts *o, struct shim_error *err)
                 if (o->on_tick)
                         o->on_tick(o->data);
                 /* rolling's TERM: what a TERM received does, unless one already did */
-                if (o->on_rolling_term && !child_done && o->on_rolling_term(o->data) && !grace_deadline) {
+                if (o->on_rolling_term && !child_done && o->on_rolling_term(o->data) &&
+                    !grace_deadline) {
                         log_debug("rolling: TERM to %d", (int)child);
                         if (kill(o->signal_group ? -child : child, SIGTERM) < 0 && errno != ESRCH)
                                 log_warn("cannot send TERM to %d: %s", (int)child, strerror(errno));
@@ -235,7 +240,8 @@ int shim_supervise(const struct shim_supervise_opts *o, struct shim_error *err)
                 if (child_done) {
                         /* after TERM the executor's other processes get the rest of the grace */
                         if (!grace_deadline || killed || !o->cgroup ||
-                            shim_cgroup_populated(o->cgroup) <= 0 || util_now_ns() >= grace_deadline)
+                            shim_cgroup_populated(o->cgroup) <= 0 ||
+                            util_now_ns() >= grace_deadline)
                                 return code;
                         continue;
                 }

@@ -37,7 +37,8 @@ int main(int argc, char **argv)
         fclose(f);
         r = jva_class_edit(in, len, &hooks, edits, results, 4, &out, &out_len);
         for (int i = 0; i < 4; i++)
-                printf("%s: %s\n", edits[i].method, results[i].status ? results[i].reason : "edited");
+                printf("%s: %s\n", edits[i].method,
+                       results[i].status ? results[i].reason : "edited");
         if (r != 4)
                 return 1;
         f = fopen(argv[2], "wb");

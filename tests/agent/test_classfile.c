@@ -121,8 +121,8 @@ Test(classfile, refuses_what_it_cannot_edit_and_says_why)
 
 Test(classfile, a_call_inside_a_switch_arm_is_found)
 {
-        static const struct jva_edit edit = {JVA_EDIT_REPLACE_CALL, "pick", "(I)I", "grant",
-                                             "grant", "(J)J"};
+        static const struct jva_edit edit = {
+            JVA_EDIT_REPLACE_CALL, "pick", "(I)I", "grant", "grant", "(J)J"};
         size_t len, out_len;
         uint8_t *in = read_fixture(&len), *out = NULL;
         struct jva_edit_result result;
@@ -136,8 +136,8 @@ Test(classfile, a_call_inside_a_switch_arm_is_found)
 /* Spark's Spillable: only a call replaced, so no wrapper methods are added (defect 12) */
 Test(classfile, only_call_replacements_copy_no_null_buffer)
 {
-        static const struct jva_edit edit = {JVA_EDIT_REPLACE_CALL, "maybe", "(Ljava/lang/Object;J)Z",
-                                             "grant", "grant", "(J)J"};
+        static const struct jva_edit edit = {
+            JVA_EDIT_REPLACE_CALL, "maybe", "(Ljava/lang/Object;J)Z", "grant", "grant", "(J)J"};
         size_t len, out_len = 0;
         uint8_t *in = read_fixture(&len), *out = NULL;
         struct jva_edit_result result;
@@ -251,7 +251,7 @@ Test(classfile, builds_the_hook_class)
         };
         /* its natives are not editable methods: parse it back through the editor */
         static const struct jva_edit edit = {JVA_EDIT_CALL, "page", "(Ljava/lang/Object;J)Z",
-                                             "h", NULL, NULL};
+                                             "h",           NULL,   NULL};
         uint8_t *bytes = NULL, *out = NULL;
         size_t len = 0, out_len;
         struct jva_edit_result result;

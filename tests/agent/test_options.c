@@ -212,8 +212,7 @@ static const struct invalid_case invalid_cases[] = {
      "allow-fraction=0.5: applies under pressure only and no pressure source is given; "
      "allowed: allow-fraction together with threshold=, psi-stall-ms= or heap-threshold="},
     {"psi-stall-ms=0", "psi-stall-ms=0: out of range; allowed: an integer from 1 to 10000"},
-    {"psi-window-ms=100",
-     "psi-window-ms=100: out of range; allowed: an integer from 500 to 10000"},
+    {"psi-window-ms=100", "psi-window-ms=100: out of range; allowed: an integer from 500 to 10000"},
     {"psi-stall-ms=600,psi-window-ms=500",
      "psi-stall-ms=600: longer than the window psi-window-ms=500; allowed: a stall at most the "
      "window"},
@@ -466,10 +465,11 @@ Test(stats, pressure_sources)
         buf[n] = '\0';
         fclose(f);
         unlink(path);
-        cr_expect(strstr(buf, "\"episodes\":2,\"psi\":{\"path\":\"/sys/fs/cgroup/x/memory.pressure\","
-                              "\"trigger\":true,\"stall_us\":200000,\"window_us\":2000000,"
-                              "\"events\":3,\"over\":true},\"heap\":{\"after_gc_bytes\":600,"
-                              "\"peak_after_gc_bytes\":700,\"max_bytes\":1024,"
-                              "\"threshold_bytes\":512,\"crossings\":1,\"over\":true}}\n"),
+        cr_expect(strstr(buf,
+                         "\"episodes\":2,\"psi\":{\"path\":\"/sys/fs/cgroup/x/memory.pressure\","
+                         "\"trigger\":true,\"stall_us\":200000,\"window_us\":2000000,"
+                         "\"events\":3,\"over\":true},\"heap\":{\"after_gc_bytes\":600,"
+                         "\"peak_after_gc_bytes\":700,\"max_bytes\":1024,"
+                         "\"threshold_bytes\":512,\"crossings\":1,\"over\":true}}\n"),
                   "%s", buf);
 }

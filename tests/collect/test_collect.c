@@ -22,8 +22,8 @@
 #include "collect.h"
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
-#define CASES_MAX 64
-#define NAME_MAX_ 256
+#define CASES_MAX     64
+#define NAME_MAX_     256
 
 static void fixture_path(const char *rel, char *buf, size_t size)
 {
@@ -115,35 +115,57 @@ struct field {
         size_t offset;
 };
 
-#define U(s, f) { #f, K_U64, offsetof(struct s, f) }
-#define D(s, f) { #f, K_DOUBLE, offsetof(struct s, f) }
-#define B(s, f) { #f, K_BOOL, offsetof(struct s, f) }
+#define U(s, f)                                                                                    \
+        {                                                                                          \
+#f, K_U64, offsetof(struct s, f)                                                   \
+        }
+#define D(s, f)                                                                                    \
+        {                                                                                          \
+#f, K_DOUBLE, offsetof(struct s, f)                                                \
+        }
+#define B(s, f)                                                                                    \
+        {                                                                                          \
+#f, K_BOOL, offsetof(struct s, f)                                                  \
+        }
 #define PSI(p)                                                                                     \
         D(collect_cgroup, p.some_avg10), D(collect_cgroup, p.some_avg60),                          \
-                D(collect_cgroup, p.some_avg300), U(collect_cgroup, p.some_total_us),              \
-                D(collect_cgroup, p.full_avg10), D(collect_cgroup, p.full_avg60),                  \
-                D(collect_cgroup, p.full_avg300), U(collect_cgroup, p.full_total_us)
+            D(collect_cgroup, p.some_avg300), U(collect_cgroup, p.some_total_us),                  \
+            D(collect_cgroup, p.full_avg10), D(collect_cgroup, p.full_avg60),                      \
+            D(collect_cgroup, p.full_avg300), U(collect_cgroup, p.full_total_us)
 
 static const struct field cgroup_fields[] = {
-        U(collect_cgroup, cpu_usage_us),     U(collect_cgroup, cpu_user_us),
-        U(collect_cgroup, cpu_system_us),    U(collect_cgroup, cpu_nr_periods),
-        U(collect_cgroup, cpu_nr_throttled), U(collect_cgroup, cpu_throttled_us),
-        U(collect_cgroup, memory_current),   U(collect_cgroup, memory_peak),
-        U(collect_cgroup, memory_anon),      U(collect_cgroup, memory_file),
-        U(collect_cgroup, events_low),       U(collect_cgroup, events_high),
-        U(collect_cgroup, events_max),       U(collect_cgroup, events_oom),
-        U(collect_cgroup, events_oom_kill),  U(collect_cgroup, io_rbytes),
-        U(collect_cgroup, io_wbytes),        U(collect_cgroup, io_rios),
-        U(collect_cgroup, io_wios),          PSI(psi_cpu),
-        PSI(psi_memory),                     PSI(psi_io),
-        B(collect_cgroup, has_cpu),          B(collect_cgroup, has_memory),
-        B(collect_cgroup, has_io),           B(collect_cgroup, has_psi),
+    U(collect_cgroup, cpu_usage_us),
+    U(collect_cgroup, cpu_user_us),
+    U(collect_cgroup, cpu_system_us),
+    U(collect_cgroup, cpu_nr_periods),
+    U(collect_cgroup, cpu_nr_throttled),
+    U(collect_cgroup, cpu_throttled_us),
+    U(collect_cgroup, memory_current),
+    U(collect_cgroup, memory_peak),
+    U(collect_cgroup, memory_anon),
+    U(collect_cgroup, memory_file),
+    U(collect_cgroup, events_low),
+    U(collect_cgroup, events_high),
+    U(collect_cgroup, events_max),
+    U(collect_cgroup, events_oom),
+    U(collect_cgroup, events_oom_kill),
+    U(collect_cgroup, io_rbytes),
+    U(collect_cgroup, io_wbytes),
+    U(collect_cgroup, io_rios),
+    U(collect_cgroup, io_wios),
+    PSI(psi_cpu),
+    PSI(psi_memory),
+    PSI(psi_io),
+    B(collect_cgroup, has_cpu),
+    B(collect_cgroup, has_memory),
+    B(collect_cgroup, has_io),
+    B(collect_cgroup, has_psi),
 };
 
 static const struct field procs_fields[] = {
-        U(collect_procs, read_bytes), U(collect_procs, write_bytes), U(collect_procs, rchar),
-        U(collect_procs, wchar),      U(collect_procs, vm_rss),      U(collect_procs, vm_hwm),
-        U(collect_procs, threads),
+    U(collect_procs, read_bytes), U(collect_procs, write_bytes), U(collect_procs, rchar),
+    U(collect_procs, wchar),      U(collect_procs, vm_rss),      U(collect_procs, vm_hwm),
+    U(collect_procs, threads),
 };
 
 /*
@@ -154,7 +176,7 @@ static void check_expect(const char *path, const void *got, const struct field *
                          size_t nfields, const char *extra_name, uint64_t extra_value)
 {
         char *text = read_text(path), *save = NULL;
-        bool seen[64] = { false }, seen_extra = extra_name == NULL;
+        bool seen[64] = {false}, seen_extra = extra_name == NULL;
 
         cr_assert(text, "missing %s", path);
         cr_assert(nfields <= ELEMENTSOF(seen));
@@ -179,8 +201,8 @@ static void check_expect(const char *path, const void *got, const struct field *
                 switch (fields[i].kind) {
                 case K_U64: {
                         uint64_t v = *(const uint64_t *)((const char *)got + fields[i].offset);
-                        uint64_t want = strcmp(value, "unset") == 0 ? COLLECT_UNSET
-                                                                    : strtoull(value, NULL, 10);
+                        uint64_t want =
+                            strcmp(value, "unset") == 0 ? COLLECT_UNSET : strtoull(value, NULL, 10);
                         cr_expect(v == want, "%s: %s is %" PRIu64 ", expected %s", path, line, v,
                                   value);
                         break;
@@ -238,7 +260,7 @@ Test(collect, cgroup_cases)
         for (size_t i = 0; i < n; i++) {
                 char rel[NAME_MAX_ + 32], dir[4096], expect[4200];
                 struct collect_cgroup c;
-                struct collect_error err = { 0 };
+                struct collect_error err = {0};
                 int fd, r;
 
                 snprintf(rel, sizeof(rel), "cgroup/%s", names[i]);
@@ -261,7 +283,7 @@ Test(collect, cgroup_invalid_cases)
         for (size_t i = 0; i < n; i++) {
                 char rel[NAME_MAX_ + 32], dir[4096], expect[4200];
                 struct collect_cgroup c, untouched;
-                struct collect_error err = { 0 };
+                struct collect_error err = {0};
                 int fd, r;
 
                 snprintf(rel, sizeof(rel), "cgroup-invalid/%s", names[i]);
@@ -289,7 +311,7 @@ Test(collect, procs_cases)
         for (size_t i = 0; i < n; i++) {
                 char rel[NAME_MAX_ + 32], dir[4096], path[4200];
                 struct collect_procs p;
-                struct collect_error err = { 0 };
+                struct collect_error err = {0};
                 int cgroup_fd, proc_fd, r;
 
                 snprintf(rel, sizeof(rel), "procs/%s", names[i]);
@@ -315,7 +337,7 @@ Test(collect, procs_invalid_cases)
         for (size_t i = 0; i < n; i++) {
                 char rel[NAME_MAX_ + 32], dir[4096], path[4200];
                 struct collect_procs p, untouched;
-                struct collect_error err = { 0 };
+                struct collect_error err = {0};
                 int cgroup_fd, proc_fd, r;
 
                 snprintf(rel, sizeof(rel), "procs-invalid/%s", names[i]);
@@ -342,7 +364,7 @@ Test(collect, removed_directory)
         char dir[] = "/tmp/collect-removed.XXXXXX";
         struct collect_cgroup c;
         struct collect_procs p;
-        struct collect_error err = { 0 };
+        struct collect_error err = {0};
         int fd, r;
 
         cr_assert(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
@@ -359,7 +381,7 @@ Test(collect, bad_fd)
 {
         struct collect_cgroup c;
         struct collect_procs p;
-        struct collect_error err = { 0 };
+        struct collect_error err = {0};
 
         cr_expect(collect_cgroup_read(-1, &c, &err) == -EBADF);
         cr_expect(err.error == EBADF, "err.error %d", err.error);
@@ -391,7 +413,7 @@ Test(collect, io_stat_many_devices)
 {
         char dir[] = "/tmp/collect-io.XXXXXX";
         struct collect_cgroup c;
-        struct collect_error err = { 0 };
+        struct collect_error err = {0};
         char *text;
         size_t size = 0, len = 0;
         FILE *f;
@@ -411,8 +433,8 @@ Test(collect, io_stat_many_devices)
         cr_assert(r == 0, "%d %s", r, err.text);
         cr_expect(c.io_rbytes == 299 * 300 / 2, "io_rbytes %" PRIu64, c.io_rbytes);
         cr_expect(c.io_wbytes == 299 * 300, "io_wbytes %" PRIu64, c.io_wbytes);
-        cr_expect(c.io_rios == 300 && c.io_wios == 600, "rios %" PRIu64 " wios %" PRIu64,
-                  c.io_rios, c.io_wios);
+        cr_expect(c.io_rios == 300 && c.io_wios == 600, "rios %" PRIu64 " wios %" PRIu64, c.io_rios,
+                  c.io_wios);
         free(text);
 
         f = open_memstream(&text, &size);
@@ -437,7 +459,7 @@ Test(collect, procs_of_this_process)
 {
         char line[4096], path[4200];
         struct collect_procs p;
-        struct collect_error err = { 0 };
+        struct collect_error err = {0};
         FILE *f = fopen("/proc/self/cgroup", "re");
         bool found = false;
         int fd, r;

@@ -38,17 +38,17 @@
 #include "collect.h"
 #include "util.h"
 
-#define TOLERANCE      0.05
+#define TOLERANCE 0.05
 /*
  * ac_utime/ac_stime are tick samples; /proc/<pid>/stat scales them to the scheduler's
  * runtime. On this shared 2-vCPU host a CPU hog is over-sampled (tasks woken at the tick
  * run between ticks): +0..5.5% measured for a 1 s burn. Those figures must agree within
  * 5% through cpu_run_virtual_total; the tick figures are held to 10% and logged.
  */
-#define CHILD_CPU_NS   1000000000ULL
-#define THREAD_CPU_NS  500000000ULL
-#define WRITE_TOTAL    (32u << 20)
-#define WRITE_CHUNK    (1u << 20)
+#define CHILD_CPU_NS  1000000000ULL
+#define THREAD_CPU_NS 500000000ULL
+#define WRITE_TOTAL   (32u << 20)
+#define WRITE_CHUNK   (1u << 20)
 /* large enough that the kernel's per-CPU rss counter slack (~128 KiB a CPU) is noise */
 #define TOUCH_BYTES    (64u << 20)
 #define DELAYACCT_PATH "/proc/sys/kernel/task_delayacct"
@@ -60,7 +60,7 @@ static struct {
         int delayacct_fd;
         char delayacct_old[16];
         unsigned failures;
-} state = { .child = -1, .delayacct_fd = -1 };
+} state = {.child = -1, .delayacct_fd = -1};
 
 /* atexit and fatal signals: nothing of ours may survive the test */
 static void cleanup(void)
@@ -155,8 +155,8 @@ static void note_ticks(const char *what, double got, double want)
 {
         double diff = want != 0 ? (got - want) / want : (got == 0 ? 0 : INFINITY);
 
-        printf("note: %-44s %14.3f vs %14.3f s     (%+.2f%%, tick-sampled: not asserted)\n", what, got,
-               want, 100 * diff);
+        printf("note: %-44s %14.3f vs %14.3f s     (%+.2f%%, tick-sampled: not asserted)\n", what,
+               got, want, 100 * diff);
 }
 
 static uint64_t cpu_ns(clockid_t clock)
@@ -220,8 +220,8 @@ static uint64_t proc_keyed(pid_t pid, const char *file, const char *key)
                 fatal("%s: %s", name, strerror((int)-n));
         for (char *line = buf; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
                 if (strncmp(line, key, keylen) == 0 && line[keylen] == ':')
-                        return strtoull(line + keylen + 1 + strspn(line + keylen + 1, " \t"),
-                                        NULL, 10);
+                        return strtoull(line + keylen + 1 + strspn(line + keylen + 1, " \t"), NULL,
+                                        10);
         fatal("%s: no %s", name, key);
 }
 
@@ -311,11 +311,11 @@ static void *long_thread(void *arg)
 static void drain_until(struct collect_taskstats *ts, const pid_t *pids, size_t npids,
                         struct collect_taskstats_totals *totals, int want, int timeout_ms)
 {
-        struct collect_error err = { 0 };
+        struct collect_error err = {0};
         int taken = 0;
 
         for (int waited = 0; taken < want && waited <= timeout_ms; waited += 100) {
-                struct pollfd pfd = { .fd = collect_taskstats_fd(ts), .events = POLLIN };
+                struct pollfd pfd = {.fd = collect_taskstats_fd(ts), .events = POLLIN};
                 int r = collect_taskstats_drain_exits(ts, pids, npids, totals, &err);
 
                 if (r < 0)
@@ -342,8 +342,8 @@ static void add_cpu(struct collect_taskstats_totals *sum,
  */
 static void test_threads(struct collect_taskstats *ts)
 {
-        struct collect_taskstats_totals live = { 0 }, exited = { 0 }, sum = { 0 };
-        struct collect_error err = { 0 };
+        struct collect_taskstats_totals live = {0}, exited = {0}, sum = {0};
+        struct collect_error err = {0};
         pid_t self = getpid();
         pthread_t a, b;
         double proc, exec;
@@ -375,8 +375,7 @@ static void test_threads(struct collect_taskstats *ts)
         printf("  /proc/self/stat cpu %.3f s, CLOCK_PROCESS_CPUTIME_ID %.3f s\n", proc, exec);
         add_cpu(&sum, &live);
         add_cpu(&sum, &exited);
-        note_ticks("CPU ticks: live query + exits vs /proc/self/stat", ts_cpu_seconds(&sum),
-                    proc);
+        note_ticks("CPU ticks: live query + exits vs /proc/self/stat", ts_cpu_seconds(&sum), proc);
         if (sum.cpu_run_virtual_ns > 0) {
                 check_close("CPU exec: live query + exits vs process clock",
                             sum.cpu_run_virtual_ns / 1e9, exec, "s");
@@ -437,7 +436,7 @@ static void child_main(int go, int ready, int hold, const char *path)
 
 static const char *cgroup2_root(void)
 {
-        static const char *const roots[] = { "/sys/fs/cgroup/unified", "/sys/fs/cgroup" };
+        static const char *const roots[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
         struct statfs sfs;
 
         for (size_t i = 0; i < ELEMENTSOF(roots); i++)
@@ -450,17 +449,17 @@ static void print_cgroup(const char *what, const struct collect_cgroup *c)
 {
         printf("  %s: cpu %s usage %" PRIu64 " us user %" PRIu64 " system %" PRIu64
                "; memory %s; io %s; psi %s cpu some total %" PRIu64 " full total %" PRIu64 "\n",
-               what, c->has_cpu ? "yes" : "no", c->cpu_usage_us, c->cpu_user_us,
-               c->cpu_system_us, c->has_memory ? "yes" : "no", c->has_io ? "yes" : "no",
-               c->has_psi ? "yes" : "no", c->psi_cpu.some_total_us, c->psi_cpu.full_total_us);
+               what, c->has_cpu ? "yes" : "no", c->cpu_usage_us, c->cpu_user_us, c->cpu_system_us,
+               c->has_memory ? "yes" : "no", c->has_io ? "yes" : "no", c->has_psi ? "yes" : "no",
+               c->psi_cpu.some_total_us, c->psi_cpu.full_total_us);
 }
 
 static void test_child(struct collect_taskstats *ts, const char *disk_dir)
 {
-        struct collect_taskstats_totals query = { 0 }, exited = { 0 }, none = { 0 };
+        struct collect_taskstats_totals query = {0}, exited = {0}, none = {0};
         struct collect_cgroup before, after;
         struct collect_procs procs;
-        struct collect_error err = { 0 };
+        struct collect_error err = {0};
         int go[2], ready[2], hold[2], leaf_fd = -1, r;
         const char *root = cgroup2_root();
         char pid_text[32], direct = 0;
@@ -507,13 +506,12 @@ static void test_child(struct collect_taskstats *ts, const char *disk_dir)
                 snprintf(pid_text, sizeof(pid_text), "%d", (int)state.child);
                 r = util_write_at(leaf_fd, "cgroup.procs", pid_text);
                 if (r < 0)
-                        fatal("moving %d into %s: %s", (int)state.child, state.leaf,
-                              strerror(-r));
+                        fatal("moving %d into %s: %s", (int)state.child, state.leaf, strerror(-r));
         }
         if (write(go[1], "g", 1) != 1)
                 fatal("starting the child: %s", strerror(errno));
         {
-                struct pollfd pfd = { .fd = ready[0], .events = POLLIN };
+                struct pollfd pfd = {.fd = ready[0], .events = POLLIN};
                 if (poll(&pfd, 1, 120000) != 1 || read(ready[0], &direct, 1) != 1)
                         fatal("the child did not get ready (see its exit status)");
         }
@@ -533,8 +531,7 @@ static void test_child(struct collect_taskstats *ts, const char *disk_dir)
               query.tasks);
         check_close("query CPU (exec) vs /proc/<pid>/stat", query.cpu_run_virtual_ns / 1e9,
                     proc_cpu, "s");
-        note_ticks("query CPU (utime+stime) vs /proc/<pid>/stat", ts_cpu_seconds(&query),
-                    proc_cpu);
+        note_ticks("query CPU (utime+stime) vs /proc/<pid>/stat", ts_cpu_seconds(&query), proc_cpu);
         check_close("query CPU (exec) vs /proc/<pid>/schedstat", query.cpu_run_virtual_ns / 1e9,
                     proc_exec, "s");
         check_close("query write_bytes vs /proc/<pid>/io", (double)query.write_bytes,
@@ -605,10 +602,10 @@ static void test_child(struct collect_taskstats *ts, const char *disk_dir)
         drain_until(ts, &state.child, 1, &exited, 1, 5000);
         state.child = -1;
         print_totals("exit record", &exited);
-        check_close("exit record CPU (exec) vs last /proc reading",
-                    exited.cpu_run_virtual_ns / 1e9, proc_cpu, "s");
+        check_close("exit record CPU (exec) vs last /proc reading", exited.cpu_run_virtual_ns / 1e9,
+                    proc_cpu, "s");
         note_ticks("exit record CPU (utime+stime) vs last /proc", ts_cpu_seconds(&exited),
-                    proc_cpu);
+                   proc_cpu);
         check_close("exit record write_bytes vs last /proc", (double)exited.write_bytes,
                     (double)proc_write, "B");
         check(exited.hiwater_rss_bytes > 0, "exit record hiwater_rss %" PRIu64 " > 0",
@@ -634,9 +631,9 @@ static void test_child(struct collect_taskstats *ts, const char *disk_dir)
 
 int main(void)
 {
-        static const char *const disks[] = { "/var/tmp", "." };
+        static const char *const disks[] = {"/var/tmp", "."};
         struct collect_taskstats *ts;
-        struct collect_error err = { 0 };
+        struct collect_error err = {0};
         unsigned char leaky_before[128], leaky_after[128];
         const char *disk = NULL;
         int fd;

@@ -27,21 +27,22 @@ Test(inject, java_launcher_and_method)
                 const char *argv0;
                 bool java;
         } cases[] = {
-                { "java", true },
-                { "/usr/lib/jvm/java-17-openjdk-amd64/bin/java", true },
-                { "./java", true },
-                { "javac", false },
-                { "/usr/bin/java8", false },
-                { "/opt/entrypoint.sh", false },
-                { "/usr/lib/jvm/java/bin/", false },
-                { "", false },
+            {"java", true},
+            {"/usr/lib/jvm/java-17-openjdk-amd64/bin/java", true},
+            {"./java", true},
+            {"javac", false},
+            {"/usr/bin/java8", false},
+            {"/opt/entrypoint.sh", false},
+            {"/usr/lib/jvm/java/bin/", false},
+            {"", false},
         };
         enum shim_agent_method m;
         int r;
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 cr_expect_eq(shim_agent_is_java_launcher(cases[i].argv0), cases[i].java,
-                             "is_java_launcher(\"%s\") should be %d", cases[i].argv0, cases[i].java);
+                             "is_java_launcher(\"%s\") should be %d", cases[i].argv0,
+                             cases[i].java);
                 r = shim_agent_choose_method(POLICY_AGENT_INJECT_AUTO, cases[i].argv0, &m);
                 cr_expect_eq(r, 0, "auto for %s: rc %d", cases[i].argv0, r);
                 cr_expect_eq(m,
@@ -51,7 +52,8 @@ Test(inject, java_launcher_and_method)
                 r = shim_agent_choose_method(POLICY_AGENT_INJECT_AGENTPATH, cases[i].argv0, &m);
                 cr_expect_eq(r, cases[i].java ? 0 : -EINVAL, "agentpath for %s: rc %d",
                              cases[i].argv0, r);
-                r = shim_agent_choose_method(POLICY_AGENT_INJECT_JAVA_TOOL_OPTIONS, cases[i].argv0, &m);
+                r = shim_agent_choose_method(POLICY_AGENT_INJECT_JAVA_TOOL_OPTIONS, cases[i].argv0,
+                                             &m);
                 cr_expect(r == 0 && m == SHIM_AGENT_METHOD_JAVA_TOOL_OPTIONS,
                           "java_tool_options for %s: rc %d method %d", cases[i].argv0, r, (int)m);
         }
@@ -69,7 +71,7 @@ Test(inject, options_every_mode_parsed_by_the_agent)
 {
         struct policy p;
         struct jva_options parsed;
-        struct jva_error jerr = { 0 };
+        struct jva_error jerr = {0};
         char buf[SHIM_AGENT_OPTIONS_MAX];
         int r;
 
@@ -83,16 +85,17 @@ Test(inject, options_every_mode_parsed_by_the_agent)
         p.agent.min_spill_bytes = 64 * MiB;
         p.agent.max_spills = 100;
         p.agent.log = POLICY_AGENT_LOG_INFO;
-        r = shim_agent_options(&(struct shim_agent_params){
-                                       .agent = &p.agent,
-                                       .threshold_bytes = 4509401088,
-                                       .limit_bytes = 4723834880,
-                                       .request_bytes = 4509401088,
-                                       .cgroup_dir = "/sys/fs/cgroup/sparkshim/app-1",
-                                       .stats_path = "/tmp/sparkshim-agent.abc/stats.jsonl",
-                                       .stats_interval_seconds = 15,
-                               },
-                               buf, sizeof(buf));
+        r = shim_agent_options(
+            &(struct shim_agent_params){
+                .agent = &p.agent,
+                .threshold_bytes = 4509401088,
+                .limit_bytes = 4723834880,
+                .request_bytes = 4509401088,
+                .cgroup_dir = "/sys/fs/cgroup/sparkshim/app-1",
+                .stats_path = "/tmp/sparkshim-agent.abc/stats.jsonl",
+                .stats_interval_seconds = 15,
+            },
+            buf, sizeof(buf));
         cr_assert_eq(r, 0, "rc %d", r);
         cr_expect_str_eq(buf,
                          "force-bytes=1073741824,periodic=536870912,allow-bytes=268435456,"
@@ -103,16 +106,17 @@ Test(inject, options_every_mode_parsed_by_the_agent)
                          "options \"%s\"", buf);
 
         /* the agent refuses a cgroup= that does not exist: point it at one that does */
-        r = shim_agent_options(&(struct shim_agent_params){
-                                       .agent = &p.agent,
-                                       .threshold_bytes = 4509401088,
-                                       .limit_bytes = 4723834880,
-                                       .request_bytes = 4509401088,
-                                       .cgroup_dir = "/tmp",
-                                       .stats_path = "/tmp/sparkshim-agent.abc/stats.jsonl",
-                                       .stats_interval_seconds = 15,
-                               },
-                               buf, sizeof(buf));
+        r = shim_agent_options(
+            &(struct shim_agent_params){
+                .agent = &p.agent,
+                .threshold_bytes = 4509401088,
+                .limit_bytes = 4723834880,
+                .request_bytes = 4509401088,
+                .cgroup_dir = "/tmp",
+                .stats_path = "/tmp/sparkshim-agent.abc/stats.jsonl",
+                .stats_interval_seconds = 15,
+            },
+            buf, sizeof(buf));
         cr_assert_eq(r, 0, "rc %d", r);
         r = jva_options_parse(buf, &parsed, &jerr);
         cr_assert_eq(r, 0, "the agent refuses \"%s\": %s", buf, jerr.message);
@@ -142,79 +146,88 @@ Test(inject, options_minimal)
 {
         struct policy p;
         struct jva_options parsed;
-        struct jva_error jerr = { 0 };
+        struct jva_error jerr = {0};
         char buf[512];
         int r;
 
         policy_init_defaults(&p);
         p.agent.enabled = true;
-        r = shim_agent_options(&(struct shim_agent_params){ .agent = &p.agent }, buf, sizeof(buf));
+        r = shim_agent_options(&(struct shim_agent_params){.agent = &p.agent}, buf, sizeof(buf));
         cr_assert_eq(r, 0, "rc %d", r);
         cr_expect_str_eq(buf, "cooldown-ms=500,max-spills=32,log=warn", "options \"%s\"", buf);
         cr_expect_eq(jva_options_parse(buf, &parsed, &jerr), 0, "agent: %s", jerr.message);
 
         /* a fraction always has its decimal point, which the agent requires */
         p.agent.allow_fraction = 1.0;
-        r = shim_agent_options(&(struct shim_agent_params){ .agent = &p.agent, .threshold_bytes = 1 },
+        r = shim_agent_options(&(struct shim_agent_params){.agent = &p.agent, .threshold_bytes = 1},
                                buf, sizeof(buf));
         cr_assert_eq(r, 0, "rc %d", r);
         cr_expect(strstr(buf, "allow-fraction=1.0,") != NULL, "1.0 written as \"%s\"", buf);
         cr_expect_eq(jva_options_parse(buf, &parsed, &jerr), 0, "agent: %s", jerr.message);
         p.agent.allow_fraction = 0.123456;
-        r = shim_agent_options(&(struct shim_agent_params){ .agent = &p.agent, .threshold_bytes = 1 },
+        r = shim_agent_options(&(struct shim_agent_params){.agent = &p.agent, .threshold_bytes = 1},
                                buf, sizeof(buf));
-        cr_expect(r == 0 && strstr(buf, "allow-fraction=0.123456,") != NULL, "0.123456 as \"%s\"", buf);
+        cr_expect(r == 0 && strstr(buf, "allow-fraction=0.123456,") != NULL, "0.123456 as \"%s\"",
+                  buf);
 
         /* the plan's request never exceeds its limit; if it did, neither is passed */
         p.agent.allow_fraction = 0;
-        r = shim_agent_options(&(struct shim_agent_params){ .agent = &p.agent, .limit_bytes = 10,
-                                                            .request_bytes = 20 },
-                               buf, sizeof(buf));
+        r = shim_agent_options(
+            &(struct shim_agent_params){.agent = &p.agent, .limit_bytes = 10, .request_bytes = 20},
+            buf, sizeof(buf));
         cr_expect(r == 0 && !strstr(buf, "limit=") && !strstr(buf, "request="), "\"%s\"", buf);
 }
 
 Test(inject, options_refused)
 {
-        static const char *const bad_paths[] = { "relative/stats.jsonl", "/tmp/a,b", "/tmp/a b",
-                                                 "/tmp/a\"b", "/tmp/a'b", "/tmp/a\\b", "" };
+        static const char *const bad_paths[] = {"relative/stats.jsonl",
+                                                "/tmp/a,b",
+                                                "/tmp/a b",
+                                                "/tmp/a\"b",
+                                                "/tmp/a'b",
+                                                "/tmp/a\\b",
+                                                ""};
         struct policy p;
         char buf[64];
         int r;
 
         policy_init_defaults(&p);
         for (size_t i = 0; i < sizeof(bad_paths) / sizeof(bad_paths[0]); i++) {
-                r = shim_agent_options(&(struct shim_agent_params){ .agent = &p.agent,
-                                                                    .stats_path = bad_paths[i] },
-                                       buf, sizeof(buf));
+                r = shim_agent_options(
+                    &(struct shim_agent_params){.agent = &p.agent, .stats_path = bad_paths[i]}, buf,
+                    sizeof(buf));
                 cr_expect_eq(r, -EINVAL, "stats=%s: rc %d", bad_paths[i], r);
-                r = shim_agent_options(&(struct shim_agent_params){ .agent = &p.agent,
-                                                                    .cgroup_dir = bad_paths[i] },
-                                       buf, sizeof(buf));
+                r = shim_agent_options(
+                    &(struct shim_agent_params){.agent = &p.agent, .cgroup_dir = bad_paths[i]}, buf,
+                    sizeof(buf));
                 cr_expect_eq(r, -EINVAL, "cgroup=%s: rc %d", bad_paths[i], r);
                 cr_expect(!shim_agent_option_path_ok(bad_paths[i]), "%s accepted", bad_paths[i]);
         }
-        r = shim_agent_options(&(struct shim_agent_params){
-                                       .agent = &p.agent,
-                                       .stats_path = "/a/very/long/path/that/does/not/fit/in/sixty-four/bytes.jsonl" },
-                               buf, sizeof(buf));
+        r = shim_agent_options(
+            &(struct shim_agent_params){
+                .agent = &p.agent,
+                .stats_path = "/a/very/long/path/that/does/not/fit/in/sixty-four/bytes.jsonl"},
+            buf, sizeof(buf));
         cr_expect_eq(r, -ENAMETOOLONG, "rc %d", r);
         cr_expect_str_eq(buf, "", "a cut string is not left behind: \"%s\"", buf);
 }
 
 Test(inject, agentpath_goes_right_after_java)
 {
-        char *argv[] = { "/usr/bin/java", "-Xmx1g", "-cp", "x.jar", "Main", "--cores", "4", NULL };
+        char *argv[] = {"/usr/bin/java", "-Xmx1g", "-cp", "x.jar", "Main", "--cores", "4", NULL};
         const char *arg = "-agentpath:/usr/lib/sparkshim/libsparkshim-agent.so=log=warn";
         char **out = shim_agent_argv(argv, arg);
-        const char *want[] = { "/usr/bin/java", arg, "-Xmx1g", "-cp", "x.jar", "Main", "--cores", "4" };
+        const char *want[] = {"/usr/bin/java", arg,    "-Xmx1g",  "-cp",
+                              "x.jar",         "Main", "--cores", "4"};
 
         cr_assert_not_null(out, "out of memory");
         for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-                cr_expect_str_eq(out[i], want[i], "argv[%zu] \"%s\", expected \"%s\"", i, out[i], want[i]);
+                cr_expect_str_eq(out[i], want[i], "argv[%zu] \"%s\", expected \"%s\"", i, out[i],
+                                 want[i]);
         cr_expect_null(out[8], "argv is not NULL-terminated");
         free(out);
 
-        char *alone[] = { "java", NULL };
+        char *alone[] = {"java", NULL};
         out = shim_agent_argv(alone, arg);
         cr_assert_not_null(out, "out of memory");
         cr_expect(strcmp(out[0], "java") == 0 && out[1] == arg && out[2] == NULL,
@@ -227,20 +240,21 @@ Test(inject, java_tool_options_appended)
         static const struct {
                 const char *existing, *want;
         } cases[] = {
-                { NULL, "-agentpath:/a.so=x=1" },
-                { "", "-agentpath:/a.so=x=1" },
-                { "   ", "-agentpath:/a.so=x=1" },
-                { "-Dfoo=bar", "-Dfoo=bar -agentpath:/a.so=x=1" },
-                { "-Dfoo=bar ", "-Dfoo=bar -agentpath:/a.so=x=1" },
-                { "-Xss1m -agentpath:/opt/jmx.so", "-Xss1m -agentpath:/opt/jmx.so -agentpath:/a.so=x=1" },
-                { "-Dq=\"a b\"", "-Dq=\"a b\" -agentpath:/a.so=x=1" },
+            {NULL, "-agentpath:/a.so=x=1"},
+            {"", "-agentpath:/a.so=x=1"},
+            {"   ", "-agentpath:/a.so=x=1"},
+            {"-Dfoo=bar", "-Dfoo=bar -agentpath:/a.so=x=1"},
+            {"-Dfoo=bar ", "-Dfoo=bar -agentpath:/a.so=x=1"},
+            {"-Xss1m -agentpath:/opt/jmx.so", "-Xss1m -agentpath:/opt/jmx.so -agentpath:/a.so=x=1"},
+            {"-Dq=\"a b\"", "-Dq=\"a b\" -agentpath:/a.so=x=1"},
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 char *v = shim_agent_java_tool_options(cases[i].existing, "-agentpath:/a.so=x=1");
                 cr_assert_not_null(v, "out of memory");
                 cr_expect_str_eq(v, cases[i].want, "\"%s\" + agent gave \"%s\", expected \"%s\"",
-                                 cases[i].existing ? cases[i].existing : "(unset)", v, cases[i].want);
+                                 cases[i].existing ? cases[i].existing : "(unset)", v,
+                                 cases[i].want);
                 free(v);
         }
 }
@@ -271,33 +285,35 @@ Test(inject, an_agent_already_loaded_is_found)
 
         make_file(dir, "libsparkshim-agent.so", ours, sizeof(ours));
         {
-                char *argv[] = { "java", "-Xmx1g", arg, "Main", NULL };
-                snprintf(arg, sizeof(arg), "-agentpath:%s=force-bytes=8m,stats=/tmp/s.jsonl,log=info", ours);
+                char *argv[] = {"java", "-Xmx1g", arg, "Main", NULL};
+                snprintf(arg, sizeof(arg),
+                         "-agentpath:%s=force-bytes=8m,stats=/tmp/s.jsonl,log=info", ours);
                 r = find(ours, argv, NULL, where, stats);
                 cr_expect_eq(r, 1, "argv: rc %d", r);
                 cr_expect_str_eq(where, "argv[2]", "where %s", where);
                 cr_expect_str_eq(stats, "/tmp/s.jsonl", "stats %s", stats);
         }
         {
-                char *argv[] = { "java", "Main", NULL };
-                char *envp[] = { "PATH=/bin", env, NULL };
-                snprintf(env, sizeof(env), "JAVA_TOOL_OPTIONS=-Xss1m \"-agentpath:%s=stats=/x/y.jsonl\" -Dz=1", ours);
+                char *argv[] = {"java", "Main", NULL};
+                char *envp[] = {"PATH=/bin", env, NULL};
+                snprintf(env, sizeof(env),
+                         "JAVA_TOOL_OPTIONS=-Xss1m \"-agentpath:%s=stats=/x/y.jsonl\" -Dz=1", ours);
                 r = find(ours, argv, envp, where, stats);
                 cr_expect(r == 1 && strcmp(where, "JAVA_TOOL_OPTIONS") == 0 &&
-                                  strcmp(stats, "/x/y.jsonl") == 0,
+                              strcmp(stats, "/x/y.jsonl") == 0,
                           "JAVA_TOOL_OPTIONS, quoted: rc %d where %s stats %s", r, where, stats);
         }
         {
-                char *argv[] = { "/opt/entrypoint.sh", "executor", NULL };
-                char *envp[] = { "SPARK_JAVA_OPT_0=-Dspark.app.id=a", env, NULL };
+                char *argv[] = {"/opt/entrypoint.sh", "executor", NULL};
+                char *envp[] = {"SPARK_JAVA_OPT_0=-Dspark.app.id=a", env, NULL};
                 snprintf(env, sizeof(env), "SPARK_JAVA_OPT_1=-agentpath:%s=log=warn", ours);
                 r = find(ours, argv, envp, where, stats);
                 cr_expect(r == 1 && strcmp(where, "SPARK_JAVA_OPT_1") == 0,
                           "SPARK_JAVA_OPT_1: rc %d where %s", r, where);
         }
         {
-                char *argv[] = { "java", "Main", NULL };
-                char *envp[] = { env, NULL };
+                char *argv[] = {"java", "Main", NULL};
+                char *envp[] = {env, NULL};
                 snprintf(env, sizeof(env), "JDK_JAVA_OPTIONS=-agentpath:%s", ours);
                 r = find(ours, argv, envp, where, stats);
                 cr_expect(r == 1 && strcmp(where, "JDK_JAVA_OPTIONS") == 0,
@@ -319,18 +335,19 @@ Test(inject, only_the_policys_file_is_the_agent)
         make_file(dir, "libsparkshim-agent.so", ours, sizeof(ours));
         make_file(other_dir, "libsparkshim-agent.so", other, sizeof(other));
         {
-                char *argv[] = { "java", arg, "Main", NULL };
+                char *argv[] = {"java", arg, "Main", NULL};
                 snprintf(arg, sizeof(arg), "-agentpath:%s=log=info", other);
                 r = find(ours, argv, NULL, where, stats);
                 cr_expect_eq(r, 0, "a look-alike at %s counted as the agent (%s)", other, where);
         }
         {
-                char *argv[] = { "java", "-agentlib:sparkshim-agent", "Main", NULL };
+                char *argv[] = {"java", "-agentlib:sparkshim-agent", "Main", NULL};
                 r = find(ours, argv, NULL, where, stats);
                 cr_expect_eq(r, 0, "-agentlib:sparkshim-agent counted as the agent");
         }
         {
-                char *argv[] = { "java", "-agentpath:/nonexistent/libsparkshim-agent.so", "Main", NULL };
+                char *argv[] = {"java", "-agentpath:/nonexistent/libsparkshim-agent.so", "Main",
+                                NULL};
                 r = find(ours, argv, NULL, where, stats);
                 cr_expect_eq(r, 0, "a missing file counted as the agent");
         }
@@ -340,12 +357,17 @@ Test(inject, other_agents_are_not_ours)
 {
         const char *ours = "/usr/lib/sparkshim/libsparkshim-agent.so";
         char where[64] = "", stats[256] = "";
-        char *argv[] = { "java", "-agentpath:/opt/jmx/libjmxagent.so=port=9000",
-                         "-agentlib:jdwp=transport=dt_socket", "-javaagent:/opt/x.jar",
-                         "-Dlibsparkshim-agent.so=1", "Main", NULL };
-        char *envp[] = { "JAVA_TOOL_OPTIONS=-agentpath:/opt/async-profiler/libasyncProfiler.so=start",
-                         "_JAVA_OPTIONS=-Xmx1g", "SPARK_JAVA_OPT_0=-Dx=libsparkshim-agent.so",
-                         "NOT_JAVA_OPTIONS=-agentpath:/usr/lib/sparkshim/libsparkshim-agent.so", NULL };
+        char *argv[] = {"java",
+                        "-agentpath:/opt/jmx/libjmxagent.so=port=9000",
+                        "-agentlib:jdwp=transport=dt_socket",
+                        "-javaagent:/opt/x.jar",
+                        "-Dlibsparkshim-agent.so=1",
+                        "Main",
+                        NULL};
+        char *envp[] = {
+            "JAVA_TOOL_OPTIONS=-agentpath:/opt/async-profiler/libasyncProfiler.so=start",
+            "_JAVA_OPTIONS=-Xmx1g", "SPARK_JAVA_OPT_0=-Dx=libsparkshim-agent.so",
+            "NOT_JAVA_OPTIONS=-agentpath:/usr/lib/sparkshim/libsparkshim-agent.so", NULL};
         int r;
 
         r = find(ours, argv, envp, where, stats);
@@ -368,9 +390,10 @@ Test(inject, the_same_file_under_another_name)
         cr_assert_eq(symlink(lib, link), 0, "symlink");
         snprintf(arg, sizeof(arg), "-agentpath:%s=log=info", link);
         {
-                char *argv[] = { "java", arg, "Main", NULL };
+                char *argv[] = {"java", arg, "Main", NULL};
                 r = find(lib, argv, NULL, where, stats);
-                cr_expect(r == 1 && strcmp(where, "argv[1]") == 0, "symlink to the same file: rc %d", r);
+                cr_expect(r == 1 && strcmp(where, "argv[1]") == 0,
+                          "symlink to the same file: rc %d", r);
         }
         unlink(link);
         unlink(lib);
@@ -382,13 +405,13 @@ Test(inject, the_same_file_under_another_name)
 static json_t *report_for(const char *fixture, bool injected)
 {
         struct shim_agent_run run = {
-                .enabled = true,
-                .injected = injected,
-                .method = injected ? SHIM_AGENT_METHOD_AGENTPATH : SHIM_AGENT_METHOD_NONE,
-                .path = "/usr/lib/sparkshim/libsparkshim-agent.so",
-                .options = "force-bytes=8388608,log=warn",
-                .threshold_bytes = 4509401088,
-                .threshold_of = "request",
+            .enabled = true,
+            .injected = injected,
+            .method = injected ? SHIM_AGENT_METHOD_AGENTPATH : SHIM_AGENT_METHOD_NONE,
+            .path = "/usr/lib/sparkshim/libsparkshim-agent.so",
+            .options = "force-bytes=8388608,log=warn",
+            .threshold_bytes = 4509401088,
+            .threshold_of = "request",
         };
         json_t *j;
 
@@ -436,16 +459,19 @@ Test(inject, stats_merged)
         cr_expect_str_eq(json_string_value(json_object_get(op, "state")), "off", "hook state");
         cr_expect_str_eq(json_string_value(json_object_get(op, "reason")), "class never loaded",
                          "hook reason");
-        cr_expect(json_is_null(json_object_get(json_array_get(json_object_get(j, "hooks"), 0), "reason")),
-                  "an on hook has a reason");
+        cr_expect(
+            json_is_null(json_object_get(json_array_get(json_object_get(j, "hooks"), 0), "reason")),
+            "an on hook has a reason");
 
         cr_expect_eq(int_at(j, "pressure", "crossings"), 2, "crossings");
-        cr_expect_eq(int_at(j, "pressure", "execution_memory_bytes"), 2147483648, "execution memory");
+        cr_expect_eq(int_at(j, "pressure", "execution_memory_bytes"), 2147483648,
+                     "execution memory");
 
         ops = json_object_get(j, "operators");
         cr_assert_eq(json_array_size(ops), 2, "%zu operators", json_array_size(ops));
         op = json_array_get(ops, 0);
-        cr_expect_str_eq(json_string_value(json_object_get(op, "operator")), "UnsafeExternalSorter", "name");
+        cr_expect_str_eq(json_string_value(json_object_get(op, "operator")), "UnsafeExternalSorter",
+                         "name");
         cr_expect_eq(int_at(op, "forced_spills", NULL), 12, "forced");
         cr_expect_eq(int_at(op, "forced_by", "force_bytes"), 9, "by force_bytes");
         cr_expect_eq(int_at(op, "forced_by", "periodic"), 1, "by periodic");
@@ -455,8 +481,10 @@ Test(inject, stats_merged)
         cr_expect_eq(int_at(op, "capped", NULL), 5, "capped");
         cr_expect(json_is_null(json_object_get(json_array_get(ops, 1), "capped")),
                   "capped of a record without it");
-        cr_expect(fabs(json_real_value(json_object_get(op, "spill_seconds")) - 2.5) < 1e-9, "spill s");
-        cr_expect(fabs(json_real_value(json_object_get(op, "spill_max_seconds")) - 0.4) < 1e-9, "spill max");
+        cr_expect(fabs(json_real_value(json_object_get(op, "spill_seconds")) - 2.5) < 1e-9,
+                  "spill s");
+        cr_expect(fabs(json_real_value(json_object_get(op, "spill_max_seconds")) - 0.4) < 1e-9,
+                  "spill max");
         cr_expect(fabs(json_real_value(json_object_get(op, "reaction_max_seconds")) - 0.045) < 1e-9,
                   "reaction max");
 
@@ -468,7 +496,8 @@ Test(inject, stats_merged)
         cr_expect_eq(int_at(t, "released_bytes", NULL), 1610612736 + 100663296, "total released");
         cr_expect_eq(int_at(t, "reactions", NULL), 5, "total reactions");
         cr_expect_eq(int_at(t, "capped", NULL), 5, "total capped");
-        cr_expect(fabs(json_real_value(json_object_get(t, "reaction_seconds")) - 0.09) < 1e-9, "reaction s");
+        cr_expect(fabs(json_real_value(json_object_get(t, "reaction_seconds")) - 0.09) < 1e-9,
+                  "reaction s");
         cr_expect(fabs(json_real_value(json_object_get(t, "reaction_max_seconds")) - 0.045) < 1e-9,
                   "reaction max");
         json_decref(j);
@@ -484,8 +513,9 @@ Test(inject, stats_of_an_older_agent_and_unknown_records)
                   "a snapshot from before exit says final false");
         op = json_array_get(json_object_get(j, "operators"), 0);
         cr_expect(json_is_null(json_object_get(op, "denials")), "denials of an agent without them");
-        cr_expect(json_is_null(json_object_get(json_object_get(j, "pressure"), "execution_memory_bytes")),
-                  "execution memory of an agent without it");
+        cr_expect(
+            json_is_null(json_object_get(json_object_get(j, "pressure"), "execution_memory_bytes")),
+            "execution memory of an agent without it");
         cr_expect_eq(int_at(j, "totals", "forced_spills"), 0, "no spills");
         json_decref(j);
 }
@@ -505,22 +535,24 @@ Test(inject, stats_partial_missing_empty)
 
         j = report_for("agent-stats/bad-fields.jsonl", true);
         cr_expect_str_eq(string_at(j, "stats", "status"), "partial", "status");
-        cr_expect(strstr(string_at(j, "stats", "error"), "bad-fields.jsonl:2: a record with missing or malformed fields") != NULL,
+        cr_expect(strstr(string_at(j, "stats", "error"),
+                         "bad-fields.jsonl:2: a record with missing or malformed fields") != NULL,
                   "error \"%s\"", string_at(j, "stats", "error"));
         cr_expect_eq(int_at(j, "stats", "invalid_lines"), 2, "invalid lines");
-        cr_expect_eq(json_array_size(json_object_get(j, "operators")), 0, "a malformed operator is dropped");
+        cr_expect_eq(json_array_size(json_object_get(j, "operators")), 0,
+                     "a malformed operator is dropped");
         json_decref(j);
 
         j = report_for("agent-stats/no-agent-record.jsonl", true);
         cr_expect_str_eq(string_at(j, "stats", "status"), "partial", "status");
-        cr_expect(strstr(string_at(j, "stats", "error"), "no \"agent\" record") != NULL, "error \"%s\"",
-                  string_at(j, "stats", "error"));
+        cr_expect(strstr(string_at(j, "stats", "error"), "no \"agent\" record") != NULL,
+                  "error \"%s\"", string_at(j, "stats", "error"));
         json_decref(j);
 
         j = report_for("agent-stats/empty.jsonl", true);
         cr_expect_str_eq(string_at(j, "stats", "status"), "partial", "status");
-        cr_expect(strstr(string_at(j, "stats", "error"), "empty.jsonl: empty") != NULL, "error \"%s\"",
-                  string_at(j, "stats", "error"));
+        cr_expect(strstr(string_at(j, "stats", "error"), "empty.jsonl: empty") != NULL,
+                  "error \"%s\"", string_at(j, "stats", "error"));
         json_decref(j);
 
         j = report_for("agent-stats/does-not-exist.jsonl", true);
@@ -540,22 +572,25 @@ Test(inject, stats_partial_missing_empty)
 
 Test(inject, not_injected)
 {
-        struct shim_agent_run run = { .enabled = false, .reason = "disabled by --no-agent" };
+        struct shim_agent_run run = {.enabled = false, .reason = "disabled by --no-agent"};
         json_t *j = shim_agent_report_json(&run);
 
         cr_assert_not_null(j, "no JSON");
         cr_expect(json_is_false(json_object_get(j, "enabled")), "enabled");
         cr_expect(json_is_false(json_object_get(j, "injected")), "injected");
-        cr_expect_str_eq(json_string_value(json_object_get(j, "reason")), "disabled by --no-agent", "reason");
-        cr_expect(json_is_null(json_object_get(j, "method")) && json_is_null(json_object_get(j, "options")) &&
-                          json_is_null(json_object_get(j, "threshold_bytes")),
+        cr_expect_str_eq(json_string_value(json_object_get(j, "reason")), "disabled by --no-agent",
+                         "reason");
+        cr_expect(json_is_null(json_object_get(j, "method")) &&
+                      json_is_null(json_object_get(j, "options")) &&
+                      json_is_null(json_object_get(j, "threshold_bytes")),
                   "method, options and threshold of an agent not injected");
         cr_expect_str_eq(string_at(j, "stats", "status"), "none", "status");
         cr_expect(json_is_null(json_object_get(j, "totals")), "totals");
         json_decref(j);
 }
 
-/* ---------------------------------------------------------------- untrusted statistics (defect 9) */
+/* ---------------------------------------------------------------- untrusted statistics (defect 9)
+ */
 
 /* The statistics file is written by the job's code and read by root: it is hostile input. */
 
@@ -590,8 +625,8 @@ static void write_stats(const char *name, const char *text)
 /* The report's agent object for the statistics file stats_dir/name. */
 static json_t *report_of(const char *name)
 {
-        struct shim_agent_run run = { .enabled = true, .injected = true,
-                                      .method = SHIM_AGENT_METHOD_AGENTPATH };
+        struct shim_agent_run run = {
+            .enabled = true, .injected = true, .method = SHIM_AGENT_METHOD_AGENTPATH};
         json_t *j;
 
         snprintf(run.stats_path, sizeof(run.stats_path), "%s/%s", stats_dir, name);
@@ -602,9 +637,9 @@ static json_t *report_of(const char *name)
 
 #define AGENT_LINE "{\"record\":\"agent\",\"version\":\"0.1.0\",\"pid\":7,\"final\":true}\n"
 #define OPERATOR_LINE(name, forced)                                                                \
-        "{\"record\":\"operator\",\"operator\":\"" name "\",\"calls\":1,\"requested_bytes\":1,"      \
-        "\"forced_spills\":" forced ",\"forced_by\":{\"force-bytes\":1},\"empty_spills\":0,"         \
-        "\"failed_spills\":0,\"released_bytes\":1,\"spill_ns_total\":1,\"spill_ns_max\":1,"          \
+        "{\"record\":\"operator\",\"operator\":\"" name "\",\"calls\":1,\"requested_bytes\":1,"    \
+        "\"forced_spills\":" forced ",\"forced_by\":{\"force-bytes\":1},\"empty_spills\":0,"       \
+        "\"failed_spills\":0,\"released_bytes\":1,\"spill_ns_total\":1,\"spill_ns_max\":1,"        \
         "\"reactions\":0,\"reaction_ns_total\":0,\"reaction_ns_max\":0}\n"
 
 Test(inject, stats_totals_never_overflow)
@@ -614,14 +649,15 @@ Test(inject, stats_totals_never_overflow)
         stats_dir_make();
         /* UBSan: signed overflow; the report said forced_spills -2 */
         write_stats("stats.jsonl", AGENT_LINE OPERATOR_LINE("A", "9223372036854775807")
-                                           OPERATOR_LINE("B", "9223372036854775807"));
+                                       OPERATOR_LINE("B", "9223372036854775807"));
         j = report_of("stats.jsonl");
         cr_expect(int_at(j, "totals", "forced_spills") >= 0, "total forced_spills %lld",
                   (long long)int_at(j, "totals", "forced_spills"));
         cr_expect_eq(int_at(j, "totals", "forced_spills"), INT64_MAX, "the first operator counts");
         cr_expect_eq(int_at(j, "totals", "operators"), 1, "the operator that overflows is refused");
         cr_expect_str_eq(string_at(j, "stats", "status"), "partial", "status");
-        cr_expect(strstr(string_at(j, "stats", "error"), "stats.jsonl:3: a record with missing or malformed fields"),
+        cr_expect(strstr(string_at(j, "stats", "error"),
+                         "stats.jsonl:3: a record with missing or malformed fields"),
                   "error \"%s\"", string_at(j, "stats", "error"));
         json_decref(j);
         stats_dir_remove();
@@ -648,7 +684,8 @@ Test(inject, stats_symlinks_not_followed)
         snprintf(link_dir, sizeof(link_dir), "%s/dir", stats_dir);
         cr_assert_eq(symlink(target, link_dir), 0, "symlink");
         j = report_of("dir/ok.jsonl");
-        cr_expect_str_eq(string_at(j, "stats", "status"), "unreadable", "read through a symlinked directory");
+        cr_expect_str_eq(string_at(j, "stats", "status"), "unreadable",
+                         "read through a symlinked directory");
         json_decref(j);
         stats_dir_remove();
 }
@@ -656,7 +693,7 @@ Test(inject, stats_symlinks_not_followed)
 Test(inject, stats_fifo_device_and_directory_refused, .timeout = 20)
 {
         char path[256];
-        struct shim_agent_run run = { .enabled = true, .stats_path = "/dev/null" };
+        struct shim_agent_run run = {.enabled = true, .stats_path = "/dev/null"};
         json_t *j;
 
         stats_dir_make();
@@ -703,39 +740,39 @@ Test(inject, stats_size_limit)
 Test(inject, stats_fields_bounded_and_typed)
 {
         static const char *const bad[] = {
-                "{\"record\":\"agent\",\"pid\":-1}",
-                "{\"record\":\"agent\",\"pid\":\"7\"}",
-                "{\"record\":\"agent\",\"pid\":7,\"final\":1}",
-                "{\"record\":\"agent\",\"pid\":7,\"version\":\"a\\nb\"}",
-                "{\"record\":\"hook\",\"hook\":\"h\",\"state\":\"on\",\"reason\":7}",
-                "{\"record\":\"hook\",\"hook\":\"\",\"state\":\"on\"}",
-                "{\"record\":\"hook\",\"hook\":\"h\\u001b[2J\",\"state\":\"on\"}",
-                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
-                "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":-1,\"under_pressure\":false,"
-                "\"read_errors\":0}",
-                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
-                "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
-                "\"read_errors\":0,\"execution_memory_bytes\":-5}",
-                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
-                "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
-                "\"read_errors\":0,\"psi\":{\"path\":\"/p\",\"trigger\":\"yes\",\"stall_us\":1,"
-                "\"window_us\":1,\"events\":0,\"over\":false}}",
-                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
-                "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
-                "\"read_errors\":0,\"heap\":{\"after_gc_bytes\":-1,\"peak_after_gc_bytes\":1,"
-                "\"max_bytes\":1,\"threshold_bytes\":1,\"crossings\":0,\"over\":false}}",
-                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
-                "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
-                "\"read_errors\":0,\"anon_over\":1}",
-                OPERATOR_LINE("A", "-1"),
-                OPERATOR_LINE("A", "1.5"),
-                OPERATOR_LINE("A", "\"3\""),
-                OPERATOR_LINE("", "1"),
-                "{\"record\":\"operator\",\"operator\":\"A\",\"calls\":1,\"requested_bytes\":1,"
-                "\"forced_spills\":1,\"forced_by\":{\"force-bytes\":\"1\"},\"empty_spills\":0,"
-                "\"failed_spills\":0,\"released_bytes\":1,\"spill_ns_total\":1,\"spill_ns_max\":1,"
-                "\"reactions\":0,\"reaction_ns_total\":0,\"reaction_ns_max\":0}",
-                "{\"record\":\"operator\",\"operator\":\"A\",\"calls\":99999999999999999999}",
+            "{\"record\":\"agent\",\"pid\":-1}",
+            "{\"record\":\"agent\",\"pid\":\"7\"}",
+            "{\"record\":\"agent\",\"pid\":7,\"final\":1}",
+            "{\"record\":\"agent\",\"pid\":7,\"version\":\"a\\nb\"}",
+            "{\"record\":\"hook\",\"hook\":\"h\",\"state\":\"on\",\"reason\":7}",
+            "{\"record\":\"hook\",\"hook\":\"\",\"state\":\"on\"}",
+            "{\"record\":\"hook\",\"hook\":\"h\\u001b[2J\",\"state\":\"on\"}",
+            "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+            "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":-1,\"under_pressure\":false,"
+            "\"read_errors\":0}",
+            "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+            "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
+            "\"read_errors\":0,\"execution_memory_bytes\":-5}",
+            "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+            "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
+            "\"read_errors\":0,\"psi\":{\"path\":\"/p\",\"trigger\":\"yes\",\"stall_us\":1,"
+            "\"window_us\":1,\"events\":0,\"over\":false}}",
+            "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+            "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
+            "\"read_errors\":0,\"heap\":{\"after_gc_bytes\":-1,\"peak_after_gc_bytes\":1,"
+            "\"max_bytes\":1,\"threshold_bytes\":1,\"crossings\":0,\"over\":false}}",
+            "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+            "\"peak_anon_bytes\":1,\"threshold_bytes\":1,\"crossings\":1,\"under_pressure\":false,"
+            "\"read_errors\":0,\"anon_over\":1}",
+            OPERATOR_LINE("A", "-1"),
+            OPERATOR_LINE("A", "1.5"),
+            OPERATOR_LINE("A", "\"3\""),
+            OPERATOR_LINE("", "1"),
+            "{\"record\":\"operator\",\"operator\":\"A\",\"calls\":1,\"requested_bytes\":1,"
+            "\"forced_spills\":1,\"forced_by\":{\"force-bytes\":\"1\"},\"empty_spills\":0,"
+            "\"failed_spills\":0,\"released_bytes\":1,\"spill_ns_total\":1,\"spill_ns_max\":1,"
+            "\"reactions\":0,\"reaction_ns_total\":0,\"reaction_ns_max\":0}",
+            "{\"record\":\"operator\",\"operator\":\"A\",\"calls\":99999999999999999999}",
         };
         char line[1024];
 
@@ -745,9 +782,10 @@ Test(inject, stats_fields_bounded_and_typed)
                 snprintf(line, sizeof(line), AGENT_LINE "%s\n", bad[i]);
                 j = shim_agent_stats_parse(line, strlen(line), "s.jsonl");
                 cr_assert_not_null(j);
-                cr_expect_eq(int_at(j, "stats", "invalid_lines"), 1, "case %zu accepted: %s", i, bad[i]);
-                cr_expect(strstr(string_at(j, "stats", "error"), "s.jsonl:2: "), "case %zu: error \"%s\"",
-                          i, string_at(j, "stats", "error"));
+                cr_expect_eq(int_at(j, "stats", "invalid_lines"), 1, "case %zu accepted: %s", i,
+                             bad[i]);
+                cr_expect(strstr(string_at(j, "stats", "error"), "s.jsonl:2: "),
+                          "case %zu: error \"%s\"", i, string_at(j, "stats", "error"));
                 cr_expect_eq(json_array_size(json_object_get(j, "operators")), 0, "case %zu", i);
                 json_decref(j);
         }
@@ -764,7 +802,8 @@ Test(inject, stats_fields_bounded_and_typed)
                 snprintf(text + n, 600, "%s", strstr(line, "\",\"calls\""));
                 {
                         char *full = NULL;
-                        cr_assert(asprintf(&full, "{\"record\":\"operator\",\"operator\":\"%s", text) > 0);
+                        cr_assert(asprintf(&full, "{\"record\":\"operator\",\"operator\":\"%s",
+                                           text) > 0);
                         j = shim_agent_stats_parse(full, strlen(full), "s.jsonl");
                         free(full);
                 }
@@ -787,8 +826,9 @@ Test(inject, stats_parse_from_buffer)
         j = shim_agent_stats_parse(text, len, path);
         cr_assert_not_null(j);
         from_file = report_for("agent-stats/ok.jsonl", true);
-        cr_expect(json_equal(json_object_get(j, "operators"), json_object_get(from_file, "operators")),
-                  "operators differ between buffer and file");
+        cr_expect(
+            json_equal(json_object_get(j, "operators"), json_object_get(from_file, "operators")),
+            "operators differ between buffer and file");
         cr_expect(json_equal(json_object_get(j, "totals"), json_object_get(from_file, "totals")),
                   "totals differ");
         cr_expect_str_eq(string_at(j, "stats", "status"), "ok", "status");
@@ -797,7 +837,8 @@ Test(inject, stats_parse_from_buffer)
 
         /* a NUL byte inside a line makes the line invalid, not a shorter line */
         {
-                static const char nul[] = "{\"record\":\"agent\",\"pid\":7}\n{\"record\":\"hook\",\"hook\":\"h\",\"state\":\"on\"}\0garbage\n";
+                static const char nul[] = "{\"record\":\"agent\",\"pid\":7}\n{\"record\":\"hook\","
+                                          "\"hook\":\"h\",\"state\":\"on\"}\0garbage\n";
                 j = shim_agent_stats_parse(nul, sizeof(nul) - 1, NULL);
                 cr_assert_not_null(j);
                 cr_expect_eq(int_at(j, "stats", "invalid_lines"), 1, "a NUL byte");
@@ -813,22 +854,23 @@ Test(inject, stats_parse_from_buffer)
 /* The agent's other pressure sources pass, checked, into the report (sparkshim-report(5)). */
 Test(inject, stats_pressure_sources)
 {
-        static const char text[] =
-                AGENT_LINE
-                "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
-                "\"peak_anon_bytes\":2,\"threshold_bytes\":3,\"crossings\":4,\"under_pressure\":true,"
-                "\"read_errors\":0,\"execution_memory_bytes\":5,\"anon_over\":true,\"episodes\":2,"
-                "\"psi\":{\"path\":\"/p\",\"trigger\":true,\"stall_us\":150000,\"window_us\":1000000,"
-                "\"events\":4,\"over\":false,\"extra\":\"dropped\"},\"heap\":null}\n";
+        static const char text[] = AGENT_LINE
+            "{\"record\":\"pressure\",\"source\":\"cgroup\",\"path\":\"/x\",\"anon_bytes\":1,"
+            "\"peak_anon_bytes\":2,\"threshold_bytes\":3,\"crossings\":4,\"under_pressure\":true,"
+            "\"read_errors\":0,\"execution_memory_bytes\":5,\"anon_over\":true,\"episodes\":2,"
+            "\"psi\":{\"path\":\"/p\",\"trigger\":true,\"stall_us\":150000,\"window_us\":1000000,"
+            "\"events\":4,\"over\":false,\"extra\":\"dropped\"},\"heap\":null}\n";
         json_t *j = shim_agent_stats_parse(text, strlen(text), "s.jsonl"), *p;
 
         cr_assert_not_null(j);
-        cr_expect_str_eq(string_at(j, "stats", "status"), "ok", "%s", string_at(j, "stats", "error"));
+        cr_expect_str_eq(string_at(j, "stats", "status"), "ok", "%s",
+                         string_at(j, "stats", "error"));
         p = json_object_get(j, "pressure");
         cr_expect(json_is_true(json_object_get(p, "anon_over")), "anon_over");
         cr_expect_eq(int_at(p, "episodes", NULL), 2, "episodes");
         cr_expect_eq(int_at(p, "psi", "events"), 4, "psi events");
-        cr_expect_null(json_object_get(json_object_get(p, "psi"), "extra"), "an unknown member copied");
+        cr_expect_null(json_object_get(json_object_get(p, "psi"), "extra"),
+                       "an unknown member copied");
         cr_expect(json_is_null(json_object_get(p, "heap")), "heap");
         json_decref(j);
 }

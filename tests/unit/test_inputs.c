@@ -12,8 +12,8 @@
 #include "policy.h"
 #include "test_helpers.h"
 
-#define MiB (UINT64_C(1) << 20)
-#define GiB (UINT64_C(1) << 30)
+#define MiB      (UINT64_C(1) << 20)
+#define GiB      (UINT64_C(1) << 30)
 #define ARGV_MAX 256
 #ifndef ELEMENTSOF
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
@@ -27,12 +27,21 @@ static const struct {
         enum input_kind kind;
         size_t offset;
 } inputs[] = {
-#define U(n) { #n, I_U64, offsetof(struct policy_inputs, n) }
-#define D(n) { #n, I_DOUBLE, offsetof(struct policy_inputs, n) }
-#define B(n) { #n, I_BOOL, offsetof(struct policy_inputs, n) }
-        U(cores),         U(millicores),    U(limit_millicores), U(heap_bytes),
-        U(overhead_bytes), D(overhead_factor), B(offheap_enabled), U(offheap_bytes),
-        U(pyspark_bytes), D(burst_ratio),
+#define U(n)                                                                                       \
+        {                                                                                          \
+#n, I_U64, offsetof(struct policy_inputs, n)                                       \
+        }
+#define D(n)                                                                                       \
+        {                                                                                          \
+#n, I_DOUBLE, offsetof(struct policy_inputs, n)                                    \
+        }
+#define B(n)                                                                                       \
+        {                                                                                          \
+#n, I_BOOL, offsetof(struct policy_inputs, n)                                      \
+        }
+    U(cores),          U(millicores),      U(limit_millicores), U(heap_bytes),
+    U(overhead_bytes), D(overhead_factor), B(offheap_enabled),  U(offheap_bytes),
+    U(pyspark_bytes),  D(burst_ratio),
 #undef U
 #undef D
 #undef B
@@ -83,9 +92,9 @@ static void input_text(const struct policy_inputs *in, size_t i, char *buf, size
  */
 static void check_expect(const char *name, const struct policy_inputs *in, char *expect)
 {
-        bool named[sizeof(inputs) / sizeof(inputs[0])] = { false };
+        bool named[sizeof(inputs) / sizeof(inputs[0])] = {false};
         struct policy_write writes[POLICY_WRITES_MAX];
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy_plan plan;
         struct policy p;
         size_t nwrites = 0, wi = 0;
@@ -108,8 +117,9 @@ static void check_expect(const char *name, const struct policy_inputs *in, char 
                 value = eq + 1;
 
                 if (strncmp(key, "write.", 6) == 0) {
-                        cr_expect(wi < nwrites, "%s: expected write %s=%s, but the plan has only %zu",
-                                  name, key + 6, value, nwrites);
+                        cr_expect(wi < nwrites,
+                                  "%s: expected write %s=%s, but the plan has only %zu", name,
+                                  key + 6, value, nwrites);
                         if (wi < nwrites) {
                                 cr_expect_str_eq(writes[wi].file, key + 6,
                                                  "%s: write %zu is %s, expected %s", name, wi,
@@ -157,9 +167,10 @@ static void check_expect(const char *name, const struct policy_inputs *in, char 
                         named[i] = true;
                         if (inputs[i].kind == I_DOUBLE) {
                                 double want = strtod(value, NULL);
-                                double got = ((const struct policy_double_input *)((const char *)in +
-                                                                                   inputs[i].offset))
-                                                     ->value;
+                                double got =
+                                    ((const struct policy_double_input *)((const char *)in +
+                                                                          inputs[i].offset))
+                                        ->value;
                                 cr_expect(fabs(got - want) < 1e-12, "%s: %s is %.17g, expected %s",
                                           name, inputs[i].name, got, value);
                         } else {
@@ -199,7 +210,7 @@ Test(inputs, command_fixtures)
         cr_assert_geq(n, 3, "only %zu command fixtures in %s", n, dir);
         for (size_t i = 0; i < n; i++) {
                 char path[8192], expect_path[8192];
-                struct policy_error err = { 0 };
+                struct policy_error err = {0};
                 struct policy_inputs in;
                 struct argv_file a;
                 char *expect;
@@ -232,7 +243,7 @@ Test(inputs, invalid_command_fixtures)
         cr_assert_geq(n, 10, "only %zu invalid command fixtures in %s", n, dir);
         for (size_t i = 0; i < n; i++) {
                 char path[8192], err_path[8192];
-                struct policy_error err = { 0 };
+                struct policy_error err = {0};
                 struct policy_inputs in, before;
                 struct argv_file a;
                 char *want;
@@ -263,12 +274,15 @@ Test(inputs, invalid_command_fixtures)
 
 Test(inputs, command_basics)
 {
-        char *only_program[] = { "java", NULL };
-        char *unknown[] = { "java", "-D", "-Dspark.executor.memoryx=1", "-Dfoo", "-Xms1g",
-                            "-X", "--coresx", "4", "-XX:+UseG1GC", NULL };
-        char *last_wins[] = { "java", "-Xmx1g", "-Xmx2g", "B", "--cores", "2", "--cores=5",
-                              "--executor-id", "a", "--executor-id=b", NULL };
-        struct policy_error err = { 0 };
+        char *only_program[] = {"java", NULL};
+        char *unknown[] = {"java",     "-D",     "-Dspark.executor.memoryx=1",
+                           "-Dfoo",    "-Xms1g", "-X",
+                           "--coresx", "4",      "-XX:+UseG1GC",
+                           NULL};
+        char *last_wins[] = {"java", "-Xmx1g",    "-Xmx2g",        "B", "--cores",
+                             "2",    "--cores=5", "--executor-id", "a", "--executor-id=b",
+                             NULL};
+        struct policy_error err = {0};
         struct policy_inputs in;
         int r;
 
@@ -282,7 +296,7 @@ Test(inputs, command_basics)
 
         /* argv[0] is the program, never an option */
         {
-                char *prog[] = { "-Xmx1g", NULL };
+                char *prog[] = {"-Xmx1g", NULL};
                 r = policy_inputs_from_command(&in, 1, prog, &err);
                 cr_expect_eq(r, 0, "rc %d", r);
                 cr_expect_eq(in.heap_bytes.source, POLICY_SOURCE_NONE, "argv[0] was read");
@@ -304,9 +318,9 @@ Test(inputs, command_basics)
 
 Test(inputs, spark_memory_only_without_xmx)
 {
-        char *argv[] = { "java", "-Dspark.executor.memory=3g", "-Dspark.executor.cores=6",
-                         "-Dspark.kubernetes.executor.request.cores=0.25", NULL };
-        struct policy_error err = { 0 };
+        char *argv[] = {"java", "-Dspark.executor.memory=3g", "-Dspark.executor.cores=6",
+                        "-Dspark.kubernetes.executor.request.cores=0.25", NULL};
+        struct policy_error err = {0};
         struct policy_inputs in;
         int r;
 
@@ -323,19 +337,19 @@ Test(inputs, spark_memory_only_without_xmx)
 
 Test(inputs, environment)
 {
-        char *env[] = { "PATH=/usr/bin",
-                        "SPARKSHIM_CORES=3",
-                        "SPARKSHIM_MILLICORES=0.75",
-                        "SPARKSHIM_LIMIT_MILLICORES=2500",
-                        "SPARKSHIM_MEMORY=6g",
-                        "SPARKSHIM_MEMORY_OVERHEAD=700",
-                        "SPARKSHIM_OFFHEAP=1g",
-                        "SPARKSHIM_PYSPARK_MEMORY=512",
-                        "SPARKSHIM_BURST_RATIO=0.3",
-                        "SPARKSHIM_CORES=9", /* the first one counts, as getenv */
-                        "SPARKSHIM_MEMORYX=1",
-                        NULL };
-        struct policy_error err = { 0 };
+        char *env[] = {"PATH=/usr/bin",
+                       "SPARKSHIM_CORES=3",
+                       "SPARKSHIM_MILLICORES=0.75",
+                       "SPARKSHIM_LIMIT_MILLICORES=2500",
+                       "SPARKSHIM_MEMORY=6g",
+                       "SPARKSHIM_MEMORY_OVERHEAD=700",
+                       "SPARKSHIM_OFFHEAP=1g",
+                       "SPARKSHIM_PYSPARK_MEMORY=512",
+                       "SPARKSHIM_BURST_RATIO=0.3",
+                       "SPARKSHIM_CORES=9", /* the first one counts, as getenv */
+                       "SPARKSHIM_MEMORYX=1",
+                       NULL};
+        struct policy_error err = {0};
         struct policy_inputs in;
         int r;
 
@@ -360,10 +374,10 @@ Test(inputs, environment)
 
 Test(inputs, environment_edge_cases)
 {
-        char *empty[] = { "SPARKSHIM_MEMORY=", "SPARKSHIM_OFFHEAP=0", NULL };
-        char *bad[] = { "SPARKSHIM_CORES=2", "SPARKSHIM_MEMORY=4x", NULL };
-        char *bad_ratio[] = { "SPARKSHIM_BURST_RATIO=2", NULL };
-        struct policy_error err = { 0 };
+        char *empty[] = {"SPARKSHIM_MEMORY=", "SPARKSHIM_OFFHEAP=0", NULL};
+        char *bad[] = {"SPARKSHIM_CORES=2", "SPARKSHIM_MEMORY=4x", NULL};
+        char *bad_ratio[] = {"SPARKSHIM_BURST_RATIO=2", NULL};
+        struct policy_error err = {0};
         struct policy_inputs in, before;
         int r;
 
@@ -396,14 +410,15 @@ Test(inputs, environment_edge_cases)
 
 Test(inputs, setters_respect_sources)
 {
-        struct policy_u64_input u = { 0 };
-        struct policy_double_input d = { 0 };
-        struct policy_bool_input b = { 0 };
+        struct policy_u64_input u = {0};
+        struct policy_double_input d = {0};
+        struct policy_bool_input b = {0};
         char long_origin[100];
 
         policy_input_set_u64(&u, 1, POLICY_SOURCE_ENV, "SPARKSHIM_CORES");
         policy_input_set_u64(&u, 2, POLICY_SOURCE_COMMAND, "--cores");
-        cr_expect_eq(u.value, 1, "a command value does not replace an env value: %" PRIu64, u.value);
+        cr_expect_eq(u.value, 1, "a command value does not replace an env value: %" PRIu64,
+                     u.value);
         policy_input_set_u64(&u, 3, POLICY_SOURCE_ENV, "SPARKSHIM_CORES");
         cr_expect_eq(u.value, 3, "the same source replaces: %" PRIu64, u.value);
         policy_input_set_u64(&u, 4, POLICY_SOURCE_FLAG, "--cores");
@@ -433,10 +448,10 @@ Test(inputs, setters_respect_sources)
 /* flag > env > command > policy, whatever order the sources are read in */
 Test(inputs, precedence_between_sources)
 {
-        char *argv[] = { "java", "-Xmx1g", "-Dspark.executor.memoryBurst.ratio=0.2", "B",
-                         "--cores", "2", NULL };
-        char *env[] = { "SPARKSHIM_BURST_RATIO=0.3", "SPARKSHIM_MEMORY=2g", NULL };
-        struct policy_error err = { 0 };
+        char *argv[] = {"java", "-Xmx1g", "-Dspark.executor.memoryBurst.ratio=0.2", "B", "--cores",
+                        "2",    NULL};
+        char *env[] = {"SPARKSHIM_BURST_RATIO=0.3", "SPARKSHIM_MEMORY=2g", NULL};
+        struct policy_error err = {0};
 
         for (int order = 0; order < 2; order++) {
                 struct policy_inputs in;
@@ -471,27 +486,29 @@ Test(inputs, precedence_between_sources)
 Test(inputs, spark_pod_environment)
 {
         char *envp[] = {
-                "SPARK_DRIVER_URL=spark://CoarseGrainedScheduler@spark-pi-driver-svc.default.svc:7078",
-                "SPARK_EXECUTOR_CORES=2",
-                "SPARK_EXECUTOR_MEMORY=2048m",
-                "SPARK_APPLICATION_ID=spark-5e0c2a6b9e2d4a8c9f6e1d2c3b4a5968",
-                "SPARK_EXECUTOR_ID=4",
-                "SPARK_JAVA_OPT_1=-Dspark.executor.memoryBurst.ratio=0.25",
-                "SPARK_JAVA_OPT_0=-Dspark.executor.millicores=750",
-                "SPARK_JAVA_OPT_2=-Dspark.driver.port=7078",
-                NULL,
+            "SPARK_DRIVER_URL=spark://CoarseGrainedScheduler@spark-pi-driver-svc.default.svc:7078",
+            "SPARK_EXECUTOR_CORES=2",
+            "SPARK_EXECUTOR_MEMORY=2048m",
+            "SPARK_APPLICATION_ID=spark-5e0c2a6b9e2d4a8c9f6e1d2c3b4a5968",
+            "SPARK_EXECUTOR_ID=4",
+            "SPARK_JAVA_OPT_1=-Dspark.executor.memoryBurst.ratio=0.25",
+            "SPARK_JAVA_OPT_0=-Dspark.executor.millicores=750",
+            "SPARK_JAVA_OPT_2=-Dspark.driver.port=7078",
+            NULL,
         };
         struct policy_inputs in;
-        struct policy_error err = { 0 };
-        char *cmd[] = { "/opt/entrypoint.sh", "executor", NULL };
+        struct policy_error err = {0};
+        char *cmd[] = {"/opt/entrypoint.sh", "executor", NULL};
 
         policy_inputs_init(&in);
         cr_assert_eq(policy_inputs_from_spark_env(&in, envp, &err), 0, "error: %s", err.text);
         cr_assert_eq(policy_inputs_from_command(&in, 2, cmd, &err), 0, "error: %s", err.text);
-        cr_assert_eq(in.heap_bytes.value, 2048ULL << 20, "heap %llu", (unsigned long long)in.heap_bytes.value);
+        cr_assert_eq(in.heap_bytes.value, 2048ULL << 20, "heap %llu",
+                     (unsigned long long)in.heap_bytes.value);
         cr_assert_eq(in.heap_bytes.source, POLICY_SOURCE_COMMAND);
         cr_assert_eq(in.cores.value, 2, "cores %llu", (unsigned long long)in.cores.value);
-        cr_assert_eq(in.millicores.value, 750, "millicores %llu", (unsigned long long)in.millicores.value);
+        cr_assert_eq(in.millicores.value, 750, "millicores %llu",
+                     (unsigned long long)in.millicores.value);
         cr_assert_float_eq(in.burst_ratio.value, 0.25, 1e-9);
         cr_assert_str_eq(in.app_id, "spark-5e0c2a6b9e2d4a8c9f6e1d2c3b4a5968");
         cr_assert_str_eq(in.executor_id, "4");
@@ -499,24 +516,25 @@ Test(inputs, spark_pod_environment)
 
 Test(inputs, spark_pod_environment_loses_to_the_command)
 {
-        char *envp[] = { "SPARK_EXECUTOR_MEMORY=2048m", "SPARK_EXECUTOR_CORES=2", NULL };
-        char *cmd[] = { "java", "-Xmx1g", "--cores", "3", NULL };
+        char *envp[] = {"SPARK_EXECUTOR_MEMORY=2048m", "SPARK_EXECUTOR_CORES=2", NULL};
+        char *cmd[] = {"java", "-Xmx1g", "--cores", "3", NULL};
         struct policy_inputs in;
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
 
         policy_inputs_init(&in);
         cr_assert_eq(policy_inputs_from_spark_env(&in, envp, &err), 0, "error: %s", err.text);
         cr_assert_eq(policy_inputs_from_command(&in, 4, cmd, &err), 0, "error: %s", err.text);
-        cr_assert_eq(in.heap_bytes.value, 1ULL << 30, "heap %llu", (unsigned long long)in.heap_bytes.value);
+        cr_assert_eq(in.heap_bytes.value, 1ULL << 30, "heap %llu",
+                     (unsigned long long)in.heap_bytes.value);
         cr_assert_eq(in.cores.value, 3, "cores %llu", (unsigned long long)in.cores.value);
 }
 
 Test(inputs, spark_pod_environment_errors_name_it)
 {
-        char *envp[] = { "SPARK_EXECUTOR_MEMORY=2048x", NULL };
-        char *none[] = { "PATH=/usr/bin", "SPARK_EXECUTOR_MEMORY=", NULL };
+        char *envp[] = {"SPARK_EXECUTOR_MEMORY=2048x", NULL};
+        char *none[] = {"PATH=/usr/bin", "SPARK_EXECUTOR_MEMORY=", NULL};
         struct policy_inputs in;
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
 
         policy_inputs_init(&in);
         cr_assert_eq(policy_inputs_from_spark_env(&in, envp, &err), -EINVAL);
@@ -534,15 +552,24 @@ Test(inputs, spark_pod_environment_errors_name_it)
 Test(inputs, spark_java_opts_in_entrypoint_order)
 {
         char *envp[] = {
-                "SPARK_JAVA_OPT_2=-Xmx2g",   "SPARK_JAVA_OPT_10=-Xmx10g",
-                "SPARK_JAVA_OPT_x=-Xmx7g",   "SPARK_JAVA_OPT_1=-Xmx1g",
-                "SPARK_JAVA_OPT_01=-Xmx3g",  "FOO=a\nSPARK_JAVA_OPT_5=-Xmx5g",
-                "BAR=x SPARK_JAVA_OPT_ y",   "SPARK_JAVA_OPT_-3=-Xmx33g",
-                "SPARK_JAVA_OPT_1.5=-Xmx15g", "SPARK_JAVA_OPT_007=-Xmx77g",
-                "PATH=/usr/bin",             NULL,
+            "SPARK_JAVA_OPT_2=-Xmx2g",
+            "SPARK_JAVA_OPT_10=-Xmx10g",
+            "SPARK_JAVA_OPT_x=-Xmx7g",
+            "SPARK_JAVA_OPT_1=-Xmx1g",
+            "SPARK_JAVA_OPT_01=-Xmx3g",
+            "FOO=a\nSPARK_JAVA_OPT_5=-Xmx5g",
+            "BAR=x SPARK_JAVA_OPT_ y",
+            "SPARK_JAVA_OPT_-3=-Xmx33g",
+            "SPARK_JAVA_OPT_1.5=-Xmx15g",
+            "SPARK_JAVA_OPT_007=-Xmx77g",
+            "PATH=/usr/bin",
+            NULL,
         };
-        const char *want[] = { "-Xmx33g", "x SPARK_JAVA_OPT_ y", "-Xmx7g", "-Xmx3g", "-Xmx1g",
-                               "-Xmx15g", "-Xmx2g", "-Xmx5g", "-Xmx77g", "-Xmx10g" };
+        const char *want[] = {"-Xmx33g", "x SPARK_JAVA_OPT_ y",
+                              "-Xmx7g",  "-Xmx3g",
+                              "-Xmx1g",  "-Xmx15g",
+                              "-Xmx2g",  "-Xmx5g",
+                              "-Xmx77g", "-Xmx10g"};
         char **opts = NULL, *storage = NULL;
         ssize_t n = policy_spark_java_opts(envp, &opts, &storage);
 
@@ -561,7 +588,7 @@ Test(inputs, spark_java_opts_duplicate_indexes)
         static char names[N][N + 32];
         char *envp[N + 2];
         struct policy_inputs in;
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
 
         for (int i = 0; i < N; i++) {
                 /* SPARK_JAVA_OPT_0, _00, _000, ...: all index 0 */
@@ -583,10 +610,10 @@ Test(inputs, spark_java_opts_duplicate_indexes)
 /* Issue 11, defect 11: a flag or SPARKSHIM_MEMORY heap that is not the JVM's own -Xmx. */
 Test(inputs, heap_conflicts_with_the_jvm)
 {
-        char *cmd[] = { "java", "-Xmx8g", "Main", NULL };
-        char *envp[] = { "SPARKSHIM_MEMORY=2g", NULL };
+        char *cmd[] = {"java", "-Xmx8g", "Main", NULL};
+        char *envp[] = {"SPARKSHIM_MEMORY=2g", NULL};
         struct policy_inputs in;
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
 
         policy_inputs_init(&in);
         cr_assert_eq(policy_inputs_check(&in, &err), -EINVAL);
@@ -597,8 +624,9 @@ Test(inputs, heap_conflicts_with_the_jvm)
         cr_assert_eq(policy_inputs_from_command(&in, 3, cmd, &err), 0, "error: %s", err.text);
         cr_assert_eq(in.heap_bytes.value, 4 * GiB, "the flag keeps its precedence");
         cr_assert_eq(policy_inputs_check(&in, &err), -EINVAL);
-        cr_assert(strstr(err.text, "--memory: 4294967296 bytes of heap, but the JVM will use 8589934592"),
-                  "text: %s", err.text);
+        cr_assert(
+            strstr(err.text, "--memory: 4294967296 bytes of heap, but the JVM will use 8589934592"),
+            "text: %s", err.text);
 
         policy_inputs_init(&in);
         cr_assert_eq(policy_inputs_from_command(&in, 3, cmd, &err), 0, "error: %s", err.text);
@@ -615,11 +643,10 @@ Test(inputs, heap_conflicts_with_the_jvm)
 /* the agent's threshold fraction that `sparkshim tune` recommends, as a -D of the command */
 Test(inputs, spill_fraction_from_the_command)
 {
-        char *argv[] = { "java", "-Xmx1g", "-Dspark.executor.sparkshim.spillFraction=0.75", "B",
-                         NULL };
-        char *bad[] = { "java", "-Xmx1g", "-Dspark.executor.sparkshim.spillFraction=1.5", "B",
-                        NULL };
-        struct policy_error err = { 0 };
+        char *argv[] = {"java", "-Xmx1g", "-Dspark.executor.sparkshim.spillFraction=0.75", "B",
+                        NULL};
+        char *bad[] = {"java", "-Xmx1g", "-Dspark.executor.sparkshim.spillFraction=1.5", "B", NULL};
+        struct policy_error err = {0};
         struct policy_inputs in;
 
         policy_inputs_init(&in);
@@ -637,9 +664,9 @@ Test(inputs, spill_fraction_from_the_command)
 
 Test(inputs, spill_fraction_from_the_environment)
 {
-        char *env[] = { "SPARKSHIM_SPILL_FRACTION=0.6", NULL };
-        char *bad[] = { "SPARKSHIM_SPILL_FRACTION=2", NULL };
-        struct policy_error err = { 0 };
+        char *env[] = {"SPARKSHIM_SPILL_FRACTION=0.6", NULL};
+        char *bad[] = {"SPARKSHIM_SPILL_FRACTION=2", NULL};
+        struct policy_error err = {0};
         struct policy_inputs in;
 
         policy_inputs_init(&in);

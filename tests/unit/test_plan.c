@@ -21,7 +21,7 @@ static void inputs_with_heap(struct policy_inputs *in, uint64_t heap)
 
 static struct policy_plan compute_ok(const struct policy *p, const struct policy_inputs *in)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy_plan plan;
         int r;
 
@@ -49,16 +49,25 @@ Test(plan, shares_to_weight_fixed_points)
         static const struct {
                 uint64_t shares, weight;
         } cases[] = {
-                { 0, 0 },       { 1, 1 },         { 2, 1 },          { 1024, 100 },
-                { 262144, 10000 }, { 262145, 10000 }, { UINT64_MAX, 10000 },
-                /* the formula evaluated independently (Python math.log2/ceil) */
-                { 3, 2 },       { 512, 59 },      { 2048, 174 },     { 4096, 303 },
+            {0, 0},
+            {1, 1},
+            {2, 1},
+            {1024, 100},
+            {262144, 10000},
+            {262145, 10000},
+            {UINT64_MAX, 10000},
+            /* the formula evaluated independently (Python math.log2/ceil) */
+            {3, 2},
+            {512, 59},
+            {2048, 174},
+            {4096, 303},
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 uint64_t w = policy_shares_to_weight(cases[i].shares);
-                cr_expect_eq(w, cases[i].weight, "shares %" PRIu64 " -> weight %" PRIu64
-                             ", expected %" PRIu64, cases[i].shares, w, cases[i].weight);
+                cr_expect_eq(w, cases[i].weight,
+                             "shares %" PRIu64 " -> weight %" PRIu64 ", expected %" PRIu64,
+                             cases[i].shares, w, cases[i].weight);
         }
 }
 
@@ -68,10 +77,12 @@ Test(plan, shares_to_weight_monotonic)
 
         for (uint64_t s = 3; s <= 262144; s++) {
                 uint64_t w = policy_shares_to_weight(s);
-                cr_assert_geq(w, prev, "not monotonic: shares %" PRIu64 " -> %" PRIu64
-                              ", shares %" PRIu64 " -> %" PRIu64, s - 1, prev, s, w);
-                cr_assert(w >= 1 && w <= 10000, "shares %" PRIu64 " -> %" PRIu64 " out of [1, 10000]",
-                          s, w);
+                cr_assert_geq(w, prev,
+                              "not monotonic: shares %" PRIu64 " -> %" PRIu64 ", shares %" PRIu64
+                              " -> %" PRIu64,
+                              s - 1, prev, s, w);
+                cr_assert(w >= 1 && w <= 10000,
+                          "shares %" PRIu64 " -> %" PRIu64 " out of [1, 10000]", s, w);
                 prev = w;
         }
         cr_expect_eq(prev, 10000, "ends at %" PRIu64, prev);
@@ -192,7 +203,7 @@ Test(plan, cpu_defaults_from_cores)
 
 Test(plan, cpu_bounds_reject_or_clamp)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -216,8 +227,8 @@ Test(plan, cpu_bounds_reject_or_clamp)
         plan = compute_ok(&p, &in);
         cr_expect_eq(plan.cpu_request_millicores, 64000, "clamped to %" PRIu64,
                      plan.cpu_request_millicores);
-        cr_expect_str_eq(plan.clamped, "cpu.request_millicores: 100000 -> 64000",
-                         "clamped \"%s\"", plan.clamped);
+        cr_expect_str_eq(plan.clamped, "cpu.request_millicores: 100000 -> 64000", "clamped \"%s\"",
+                         plan.clamped);
 
         policy_input_set_u64(&in.millicores, 50, POLICY_SOURCE_FLAG, "--millicores");
         plan = compute_ok(&p, &in);
@@ -238,13 +249,14 @@ Test(plan, cpu_bounds_reject_or_clamp)
         policy_input_set_u64(&in.cores, 100, POLICY_SOURCE_ENV, "SPARKSHIM_CORES");
         r = policy_plan_compute(&p, &in, &plan, &err);
         cr_expect_eq(r, -EINVAL, "100 cores: rc %d", r);
-        cr_expect(strncmp(err.text, "SPARKSHIM_CORES: cpu.request_millicores 100000 millicores", 56) == 0,
-                  "error \"%s\"", err.text);
+        cr_expect(
+            strncmp(err.text, "SPARKSHIM_CORES: cpu.request_millicores 100000 millicores", 56) == 0,
+            "error \"%s\"", err.text);
 }
 
 Test(plan, cpu_explicit_limit)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -285,7 +297,7 @@ Test(plan, cpu_explicit_limit)
 
 Test(plan, overrides_not_allowed)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -369,25 +381,23 @@ struct memory_case {
  * (1 - ratio)): 409 MiB x 0.5 = 214433792 bytes.
  */
 static const struct memory_case memory_cases[] = {
-        { "ratio 0", 4096 * MiB, false, 0, 0, 0.0, 409 * MiB, 4505 * MiB, 4505 * MiB },
-        { "ratio 0.5", 4096 * MiB, false, 0, 0, 0.5, 409 * MiB, 4505 * MiB,
-          4096 * MiB + 214433792 },
-        { "ratio 1", 4096 * MiB, false, 0, 0, 1.0, 409 * MiB, 4505 * MiB, 4096 * MiB },
-        { "offheap, ratio 0", 4096 * MiB, true, 2048 * MiB, 512 * MiB, 0.0, 409 * MiB,
-          7065 * MiB, 7065 * MiB },
-        { "offheap, ratio 0.5", 4096 * MiB, true, 2048 * MiB, 512 * MiB, 0.5, 409 * MiB,
-          7065 * MiB, 6656 * MiB + 214433792 },
-        { "offheap, ratio 1", 4096 * MiB, true, 2048 * MiB, 512 * MiB, 1.0, 409 * MiB,
-          7065 * MiB, 6656 * MiB },
-        /* off-heap size without spark.memory.offHeap.enabled does not count */
-        { "offheap disabled", 4096 * MiB, false, 2048 * MiB, 0, 0.5, 409 * MiB, 4505 * MiB,
-          4096 * MiB + 214433792 },
-        /* small heaps get the 384 MiB minimum: 2048 x 0.1 = 204 < 384 */
-        { "minimum overhead", 2048 * MiB, false, 0, 0, 0.5, 384 * MiB, 2432 * MiB,
-          2240 * MiB },
-        /* heap not a whole MiB: Spark works in MiB, 10000 MiB + 1 byte -> 1000 MiB */
-        { "heap in bytes", 10000 * MiB + 1, false, 0, 0, 0.0, 1000 * MiB,
-          11000 * MiB + 1, 11000 * MiB + 1 },
+    {"ratio 0", 4096 * MiB, false, 0, 0, 0.0, 409 * MiB, 4505 * MiB, 4505 * MiB},
+    {"ratio 0.5", 4096 * MiB, false, 0, 0, 0.5, 409 * MiB, 4505 * MiB, 4096 * MiB + 214433792},
+    {"ratio 1", 4096 * MiB, false, 0, 0, 1.0, 409 * MiB, 4505 * MiB, 4096 * MiB},
+    {"offheap, ratio 0", 4096 * MiB, true, 2048 * MiB, 512 * MiB, 0.0, 409 * MiB, 7065 * MiB,
+     7065 * MiB},
+    {"offheap, ratio 0.5", 4096 * MiB, true, 2048 * MiB, 512 * MiB, 0.5, 409 * MiB, 7065 * MiB,
+     6656 * MiB + 214433792},
+    {"offheap, ratio 1", 4096 * MiB, true, 2048 * MiB, 512 * MiB, 1.0, 409 * MiB, 7065 * MiB,
+     6656 * MiB},
+    /* off-heap size without spark.memory.offHeap.enabled does not count */
+    {"offheap disabled", 4096 * MiB, false, 2048 * MiB, 0, 0.5, 409 * MiB, 4505 * MiB,
+     4096 * MiB + 214433792},
+    /* small heaps get the 384 MiB minimum: 2048 x 0.1 = 204 < 384 */
+    {"minimum overhead", 2048 * MiB, false, 0, 0, 0.5, 384 * MiB, 2432 * MiB, 2240 * MiB},
+    /* heap not a whole MiB: Spark works in MiB, 10000 MiB + 1 byte -> 1000 MiB */
+    {"heap in bytes", 10000 * MiB + 1, false, 0, 0, 0.0, 1000 * MiB, 11000 * MiB + 1,
+     11000 * MiB + 1},
 };
 
 Test(plan, memory_formulas)
@@ -422,10 +432,8 @@ Test(plan, memory_formulas)
                 cr_expect_eq(plan.memory_request_bytes, c->request,
                              "%s: request %" PRIu64 ", expected %" PRIu64, c->name,
                              plan.memory_request_bytes, c->request);
-                cr_expect_eq(plan.burst_ratio, c->ratio, "%s: ratio %g", c->name,
-                             plan.burst_ratio);
-                cr_expect_eq(plan.memory_high_bytes, 0, "%s: memory.high off by default",
-                             c->name);
+                cr_expect_eq(plan.burst_ratio, c->ratio, "%s: ratio %g", c->name, plan.burst_ratio);
+                cr_expect_eq(plan.memory_high_bytes, 0, "%s: memory.high off by default", c->name);
         }
 }
 
@@ -464,7 +472,7 @@ Test(plan, memory_overhead_sources)
 
 Test(plan, burst_ratio_bounds)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -540,7 +548,7 @@ Test(plan, memory_high_rounded_down_to_pages)
 
 Test(plan, memory_limit_max)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -570,7 +578,7 @@ Test(plan, memory_limit_max)
 
 Test(plan, missing_heap)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -593,11 +601,10 @@ Test(plan, missing_heap)
 
 Test(plan, writes_in_order)
 {
-        static const char *const files[] = { "cpu.max",     "cpu.weight", "memory.max",
-                                              "memory.min",  "memory.high", "pids.max",
-                                              "io.weight" };
-        static const char *const controllers[] = { "cpu", "cpu", "memory", "memory", "memory",
-                                                    "pids", "io" };
+        static const char *const files[] = {"cpu.max",     "cpu.weight", "memory.max", "memory.min",
+                                            "memory.high", "pids.max",   "io.weight"};
+        static const char *const controllers[] = {"cpu",    "cpu",  "memory", "memory",
+                                                  "memory", "pids", "io"};
         struct policy_write writes[POLICY_WRITES_MAX];
         struct policy_inputs in;
         struct policy_plan plan;
@@ -673,8 +680,7 @@ Test(plan, json)
         cr_expect_str_eq(json_string_value(json_object_get(cpu, "max")), "400000 100000",
                          "cpu max");
         cr_expect_str_eq(json_string_value(json_object_get(cpu, "weight")), "174", "cpu weight");
-        cr_expect_eq(json_integer_value(json_object_get(memory, "heap_bytes")), 2048 * MiB,
-                     "heap");
+        cr_expect_eq(json_integer_value(json_object_get(memory, "heap_bytes")), 2048 * MiB, "heap");
         cr_expect_eq(json_integer_value(json_object_get(memory, "overhead_bytes")), 384 * MiB,
                      "overhead");
         cr_expect_eq(json_integer_value(json_object_get(memory, "limit_bytes")), 2432 * MiB,
@@ -705,10 +711,10 @@ Test(plan, json)
 /* flag > env > command > policy, end to end */
 Test(plan, precedence)
 {
-        char *argv[] = { "java", "-Xmx4g", "-Dspark.executor.memoryBurst.ratio=0.2",
-                         "-Dspark.executor.millicores=1000", NULL };
-        char *env[] = { "SPARKSHIM_BURST_RATIO=0.3", "SPARKSHIM_MILLICORES=2000", NULL };
-        struct policy_error err = { 0 };
+        char *argv[] = {"java", "-Xmx4g", "-Dspark.executor.memoryBurst.ratio=0.2",
+                        "-Dspark.executor.millicores=1000", NULL};
+        char *env[] = {"SPARKSHIM_BURST_RATIO=0.3", "SPARKSHIM_MILLICORES=2000", NULL};
+        struct policy_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -750,7 +756,8 @@ Test(plan, precedence)
  * 4 GiB request: cpu 0.25, memory 0.5, objective 1 / 0.125 = 8. */
 Test(plan, utilization)
 {
-        struct policy_plan plan = { .cpu_request_millicores = 2000, .memory_request_bytes = 4ULL << 30 };
+        struct policy_plan plan = {.cpu_request_millicores = 2000,
+                                   .memory_request_bytes = 4ULL << 30};
         struct policy_utilization u;
 
         policy_utilization(&plan, 50.0, 100.0, (double)(2ULL << 30), &u);
@@ -759,11 +766,13 @@ Test(plan, utilization)
         cr_assert_float_eq(u.objective, 8.0, 1e-9, "objective %g", u.objective);
 
         policy_utilization(&plan, NAN, 100.0, (double)(2ULL << 30), &u);
-        cr_assert(isnan(u.cpu) && isnan(u.objective), "unknown CPU: cpu %g objective %g", u.cpu, u.objective);
+        cr_assert(isnan(u.cpu) && isnan(u.objective), "unknown CPU: cpu %g objective %g", u.cpu,
+                  u.objective);
         cr_assert_float_eq(u.memory, 0.5, 1e-12, "memory %g", u.memory);
 
         policy_utilization(&plan, 0.0, 100.0, (double)(2ULL << 30), &u);
-        cr_assert(u.cpu == 0 && isnan(u.objective), "idle: cpu %g objective %g", u.cpu, u.objective);
+        cr_assert(u.cpu == 0 && isnan(u.objective), "idle: cpu %g objective %g", u.cpu,
+                  u.objective);
 
         policy_utilization(&plan, 10.0, 0.0, NAN, &u);
         cr_assert(isnan(u.cpu) && isnan(u.memory), "no wall time, no peak: %g %g", u.cpu, u.memory);
@@ -802,8 +811,8 @@ Test(plan, agent_threshold_from_the_plan)
                      "0.9 x request = %" PRIu64, policy_agent_threshold_bytes(&p.agent, &plan));
         p.agent.threshold = POLICY_AGENT_THRESHOLD_LIMIT;
         cr_expect_eq(policy_agent_threshold_bytes(&p.agent, &plan),
-                     (uint64_t)(0.9 * (double)(4 * GiB + 409 * MiB)),
-                     "0.9 x limit = %" PRIu64, policy_agent_threshold_bytes(&p.agent, &plan));
+                     (uint64_t)(0.9 * (double)(4 * GiB + 409 * MiB)), "0.9 x limit = %" PRIu64,
+                     policy_agent_threshold_bytes(&p.agent, &plan));
         p.agent.threshold_fraction = 1.0;
         cr_expect_eq(policy_agent_threshold_bytes(&p.agent, &plan), plan.memory_limit_bytes,
                      "1.0 x limit = %" PRIu64, policy_agent_threshold_bytes(&p.agent, &plan));
@@ -828,7 +837,7 @@ Test(plan, agent_threshold_from_the_plan)
  * tuner.spill_fraction, only with the "agent" override, and only for fraction thresholds. */
 Test(plan, agent_spill_fraction)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;

@@ -26,91 +26,94 @@ static const struct {
         size_t offset;
         const char *const *enum_names;
 } fields[] = {
-#define FIELD(n, t) { #n, t, offsetof(struct policy, n), NULL }
-        FIELD(cgroup_parent, F_STRING),
-        FIELD(cpu_unlimited, F_BOOL),
-        FIELD(overcommit, F_DOUBLE),
-        FIELD(millicores_min, F_U64),
-        FIELD(millicores_max, F_U64),
-        FIELD(burst_ratio_default, F_DOUBLE),
-        FIELD(burst_ratio_max, F_DOUBLE),
-        { "protection", F_ENUM, offsetof(struct policy, protection),
-          (const char *const[]){ "low", "min", "none", NULL } },
-        FIELD(memory_high_enabled, F_BOOL),
-        FIELD(memory_high_factor, F_DOUBLE),
-        FIELD(overhead_min_bytes, F_U64),
-        FIELD(overhead_factor, F_DOUBLE),
-        FIELD(memory_limit_max, F_U64),
-        FIELD(pids_max, F_U64),
-        FIELD(io_weight, F_UNSIGNED),
-        FIELD(overrides, F_OVERRIDES),
-        { "out_of_bounds", F_ENUM, offsetof(struct policy, out_of_bounds),
-          (const char *const[]){ "reject", "clamp", NULL } },
-        { "fail_mode", F_ENUM, offsetof(struct policy, fail_mode),
-          (const char *const[]){ "closed", "open", NULL } },
-        FIELD(grace_seconds, F_UNSIGNED),
-        FIELD(report_path, F_STRING),
-        FIELD(report_socket, F_STRING),
-        FIELD(report_prometheus, F_STRING),
-        FIELD(report_interval_seconds, F_UNSIGNED),
-        { "report_sink_failure", F_ENUM, offsetof(struct policy, report_sink_failure),
-          (const char *const[]){ "warn", "refuse", NULL } },
-        FIELD(agent.enabled, F_BOOL),
-        FIELD(agent.path, F_STRING),
-        { "agent.injection", F_ENUM, offsetof(struct policy, agent.injection),
-          (const char *const[]){ "auto", "agentpath", "java_tool_options", NULL } },
-        FIELD(agent.force_bytes, F_U64),
-        FIELD(agent.periodic_bytes, F_U64),
-        FIELD(agent.allow_bytes, F_U64),
-        FIELD(agent.allow_fraction, F_DOUBLE),
-        FIELD(agent.records, F_U64),
-        { "agent.threshold", F_ENUM, offsetof(struct policy, agent.threshold),
-          (const char *const[]){ "none", "bytes", "request", "limit", NULL } },
-        FIELD(agent.threshold_bytes, F_U64),
-        FIELD(agent.threshold_fraction, F_DOUBLE),
-        FIELD(agent.cooldown_ms, F_U64),
-        FIELD(agent.min_spill_bytes, F_U64),
-        FIELD(agent.max_spills, F_U64),
-        FIELD(agent.psi_stall_ms, F_U64),
-        FIELD(agent.psi_window_ms, F_U64),
-        FIELD(agent.heap_threshold, F_DOUBLE),
-        { "agent.log", F_ENUM, offsetof(struct policy, agent.log),
-          (const char *const[]){ "error", "warn", "info", "debug", NULL } },
-        FIELD(kubernetes_init, F_BOOL),
-        FIELD(tuner.db, F_STRING),
-        FIELD(tuner.job_key, F_STRING),
-        FIELD(tuner.history_runs, F_UNSIGNED),
-        FIELD(tuner.failure_bound, F_DOUBLE),
-        FIELD(tuner.runtime_allowance, F_DOUBLE),
-        FIELD(tuner.runtime_target, F_DOUBLE),
-        FIELD(tuner.cpu_target, F_DOUBLE),
-        FIELD(tuner.memory_target, F_DOUBLE),
-        FIELD(tuner.seed, F_U64),
-        FIELD(tuner.heap_min, F_U64),
-        FIELD(tuner.heap_max, F_U64),
-        FIELD(tuner.overhead_max, F_U64),
-        FIELD(tuner.spill_fraction_min, F_DOUBLE),
-        FIELD(tuner.spill_fraction_max, F_DOUBLE),
-        FIELD(tuner.partitions_min, F_U64),
-        FIELD(tuner.partitions_max, F_U64),
-        FIELD(rolling.enabled, F_BOOL),
-        FIELD(rolling.grace_seconds, F_U64),
-        FIELD(rolling.min_age_seconds, F_U64),
-        FIELD(rolling.disk_write_bytes, F_U64),
-        FIELD(rolling.disk_write_cooldown_seconds, F_U64),
-        FIELD(rolling.age_seconds, F_U64),
-        FIELD(rolling.age_cooldown_seconds, F_U64),
-        FIELD(rolling.memory_high_events, F_U64),
-        FIELD(rolling.memory_high_window_seconds, F_U64),
-        FIELD(rolling.memory_high_cooldown_seconds, F_U64),
-        FIELD(rolling.pressure_some_percent, F_DOUBLE),
-        FIELD(rolling.pressure_full_percent, F_DOUBLE),
-        FIELD(rolling.pressure_window_seconds, F_U64),
-        FIELD(rolling.pressure_cooldown_seconds, F_U64),
-        FIELD(rolling.spills_ineffective, F_U64),
-        FIELD(rolling.spills_fraction, F_DOUBLE),
-        FIELD(rolling.spills_window_seconds, F_U64),
-        FIELD(rolling.spills_cooldown_seconds, F_U64),
+#define FIELD(n, t)                                                                                \
+        {                                                                                          \
+#n, t, offsetof(struct policy, n), NULL                                            \
+        }
+    FIELD(cgroup_parent, F_STRING),
+    FIELD(cpu_unlimited, F_BOOL),
+    FIELD(overcommit, F_DOUBLE),
+    FIELD(millicores_min, F_U64),
+    FIELD(millicores_max, F_U64),
+    FIELD(burst_ratio_default, F_DOUBLE),
+    FIELD(burst_ratio_max, F_DOUBLE),
+    {"protection", F_ENUM, offsetof(struct policy, protection),
+     (const char *const[]){"low", "min", "none", NULL}},
+    FIELD(memory_high_enabled, F_BOOL),
+    FIELD(memory_high_factor, F_DOUBLE),
+    FIELD(overhead_min_bytes, F_U64),
+    FIELD(overhead_factor, F_DOUBLE),
+    FIELD(memory_limit_max, F_U64),
+    FIELD(pids_max, F_U64),
+    FIELD(io_weight, F_UNSIGNED),
+    FIELD(overrides, F_OVERRIDES),
+    {"out_of_bounds", F_ENUM, offsetof(struct policy, out_of_bounds),
+     (const char *const[]){"reject", "clamp", NULL}},
+    {"fail_mode", F_ENUM, offsetof(struct policy, fail_mode),
+     (const char *const[]){"closed", "open", NULL}},
+    FIELD(grace_seconds, F_UNSIGNED),
+    FIELD(report_path, F_STRING),
+    FIELD(report_socket, F_STRING),
+    FIELD(report_prometheus, F_STRING),
+    FIELD(report_interval_seconds, F_UNSIGNED),
+    {"report_sink_failure", F_ENUM, offsetof(struct policy, report_sink_failure),
+     (const char *const[]){"warn", "refuse", NULL}},
+    FIELD(agent.enabled, F_BOOL),
+    FIELD(agent.path, F_STRING),
+    {"agent.injection", F_ENUM, offsetof(struct policy, agent.injection),
+     (const char *const[]){"auto", "agentpath", "java_tool_options", NULL}},
+    FIELD(agent.force_bytes, F_U64),
+    FIELD(agent.periodic_bytes, F_U64),
+    FIELD(agent.allow_bytes, F_U64),
+    FIELD(agent.allow_fraction, F_DOUBLE),
+    FIELD(agent.records, F_U64),
+    {"agent.threshold", F_ENUM, offsetof(struct policy, agent.threshold),
+     (const char *const[]){"none", "bytes", "request", "limit", NULL}},
+    FIELD(agent.threshold_bytes, F_U64),
+    FIELD(agent.threshold_fraction, F_DOUBLE),
+    FIELD(agent.cooldown_ms, F_U64),
+    FIELD(agent.min_spill_bytes, F_U64),
+    FIELD(agent.max_spills, F_U64),
+    FIELD(agent.psi_stall_ms, F_U64),
+    FIELD(agent.psi_window_ms, F_U64),
+    FIELD(agent.heap_threshold, F_DOUBLE),
+    {"agent.log", F_ENUM, offsetof(struct policy, agent.log),
+     (const char *const[]){"error", "warn", "info", "debug", NULL}},
+    FIELD(kubernetes_init, F_BOOL),
+    FIELD(tuner.db, F_STRING),
+    FIELD(tuner.job_key, F_STRING),
+    FIELD(tuner.history_runs, F_UNSIGNED),
+    FIELD(tuner.failure_bound, F_DOUBLE),
+    FIELD(tuner.runtime_allowance, F_DOUBLE),
+    FIELD(tuner.runtime_target, F_DOUBLE),
+    FIELD(tuner.cpu_target, F_DOUBLE),
+    FIELD(tuner.memory_target, F_DOUBLE),
+    FIELD(tuner.seed, F_U64),
+    FIELD(tuner.heap_min, F_U64),
+    FIELD(tuner.heap_max, F_U64),
+    FIELD(tuner.overhead_max, F_U64),
+    FIELD(tuner.spill_fraction_min, F_DOUBLE),
+    FIELD(tuner.spill_fraction_max, F_DOUBLE),
+    FIELD(tuner.partitions_min, F_U64),
+    FIELD(tuner.partitions_max, F_U64),
+    FIELD(rolling.enabled, F_BOOL),
+    FIELD(rolling.grace_seconds, F_U64),
+    FIELD(rolling.min_age_seconds, F_U64),
+    FIELD(rolling.disk_write_bytes, F_U64),
+    FIELD(rolling.disk_write_cooldown_seconds, F_U64),
+    FIELD(rolling.age_seconds, F_U64),
+    FIELD(rolling.age_cooldown_seconds, F_U64),
+    FIELD(rolling.memory_high_events, F_U64),
+    FIELD(rolling.memory_high_window_seconds, F_U64),
+    FIELD(rolling.memory_high_cooldown_seconds, F_U64),
+    FIELD(rolling.pressure_some_percent, F_DOUBLE),
+    FIELD(rolling.pressure_full_percent, F_DOUBLE),
+    FIELD(rolling.pressure_window_seconds, F_U64),
+    FIELD(rolling.pressure_cooldown_seconds, F_U64),
+    FIELD(rolling.spills_ineffective, F_U64),
+    FIELD(rolling.spills_fraction, F_DOUBLE),
+    FIELD(rolling.spills_window_seconds, F_U64),
+    FIELD(rolling.spills_cooldown_seconds, F_U64),
 #undef FIELD
 };
 
@@ -145,8 +148,8 @@ static void field_text(const struct policy *p, size_t i, char *buf, size_t size)
                 for (unsigned bit = 1; bit <= POLICY_OVERRIDE_NAME; bit <<= 1)
                         if (bits & bit)
                                 used += (size_t)snprintf(
-                                        buf + used, size - used, "%s%s", used ? "," : "",
-                                        policy_override_name((enum policy_override)bit));
+                                    buf + used, size - used, "%s%s", used ? "," : "",
+                                    policy_override_name((enum policy_override)bit));
                 break;
         }
         }
@@ -179,8 +182,7 @@ static void check_field(const struct policy *p, const char *file, const char *ke
 /* Field by field: struct padding makes memcmp() meaningless. */
 static void check_same_policy(const struct policy *a, const struct policy *b, const char *what)
 {
-        cr_expect_eq(a->version, b->version, "%s: version %u != %u", what, a->version,
-                     b->version);
+        cr_expect_eq(a->version, b->version, "%s: version %u != %u", what, a->version, b->version);
         for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
                 char x[POLICY_PATH_MAX + 1], y[POLICY_PATH_MAX + 1];
                 field_text(a, i, x, sizeof(x));
@@ -232,17 +234,22 @@ Test(policy, defaults)
         cr_expect_eq(p.fail_mode, POLICY_FAIL_CLOSED, "fail_mode %d", (int)p.fail_mode);
         cr_expect_eq(p.grace_seconds, 10, "grace %u", p.grace_seconds);
         cr_expect_str_eq(p.report_path, "", "report path %s", p.report_path);
-        cr_expect_eq(p.report_interval_seconds, 10, "report interval %u", p.report_interval_seconds);
-        cr_expect_eq(p.report_sink_failure, POLICY_SINK_WARN, "sink_failure %d", (int)p.report_sink_failure);
+        cr_expect_eq(p.report_interval_seconds, 10, "report interval %u",
+                     p.report_interval_seconds);
+        cr_expect_eq(p.report_sink_failure, POLICY_SINK_WARN, "sink_failure %d",
+                     (int)p.report_sink_failure);
         /* the agent: off, and when on, a threshold at the memory request */
         cr_expect(!p.agent.enabled, "agent on by default");
         cr_expect_str_eq(p.agent.path, "", "agent path %s", p.agent.path);
-        cr_expect_eq(p.agent.injection, POLICY_AGENT_INJECT_AUTO, "injection %d", (int)p.agent.injection);
+        cr_expect_eq(p.agent.injection, POLICY_AGENT_INJECT_AUTO, "injection %d",
+                     (int)p.agent.injection);
         cr_expect_eq(p.agent.threshold, POLICY_AGENT_THRESHOLD_REQUEST, "threshold %d",
                      (int)p.agent.threshold);
-        cr_expect_eq(p.agent.threshold_fraction, 1.0, "threshold fraction %g", p.agent.threshold_fraction);
-        cr_expect(p.agent.force_bytes == 0 && p.agent.periodic_bytes == 0 && p.agent.allow_bytes == 0 &&
-                          p.agent.allow_fraction == 0 && p.agent.records == 0,
+        cr_expect_eq(p.agent.threshold_fraction, 1.0, "threshold fraction %g",
+                     p.agent.threshold_fraction);
+        cr_expect(p.agent.force_bytes == 0 && p.agent.periodic_bytes == 0 &&
+                      p.agent.allow_bytes == 0 && p.agent.allow_fraction == 0 &&
+                      p.agent.records == 0,
                   "a spill mode is on by default");
         cr_expect_eq(p.agent.cooldown_ms, 500, "cooldown %" PRIu64, p.agent.cooldown_ms);
         cr_expect_eq(p.agent.min_spill_bytes, 0, "min spill %" PRIu64, p.agent.min_spill_bytes);
@@ -252,10 +259,11 @@ Test(policy, defaults)
         cr_expect(!p.kubernetes_init, "kubernetes.init on by default");
         /* rolling: off, and when a trigger is set, SIGPWR then TERM after 10 minutes */
         cr_expect(!p.rolling.enabled, "rolling on by default");
-        cr_expect_eq(p.rolling.grace_seconds, 600, "rolling grace %" PRIu64, p.rolling.grace_seconds);
+        cr_expect_eq(p.rolling.grace_seconds, 600, "rolling grace %" PRIu64,
+                     p.rolling.grace_seconds);
         cr_expect(p.rolling.disk_write_bytes == 0 && p.rolling.age_seconds == 0 &&
-                          p.rolling.memory_high_events == 0 && p.rolling.pressure_some_percent == 0 &&
-                          p.rolling.pressure_full_percent == 0 && p.rolling.spills_ineffective == 0,
+                      p.rolling.memory_high_events == 0 && p.rolling.pressure_some_percent == 0 &&
+                      p.rolling.pressure_full_percent == 0 && p.rolling.spills_ineffective == 0,
                   "a rolling trigger is on by default");
         cr_expect_eq(p.rolling.memory_high_window_seconds, 60, "window %" PRIu64,
                      p.rolling.memory_high_window_seconds);
@@ -273,7 +281,7 @@ Test(policy, valid_fixtures)
         cr_assert_geq(n, 6, "only %zu valid policy fixtures in %s", n, dir);
         for (size_t i = 0; i < n; i++) {
                 char path[8192], expect[8192];
-                struct policy_error err = { 0 };
+                struct policy_error err = {0};
                 struct policy p, q;
                 size_t len;
                 char *text;
@@ -311,7 +319,7 @@ Test(policy, invalid_fixtures)
         cr_assert_geq(n, 20, "only %zu invalid policy fixtures in %s", n, dir);
         for (size_t i = 0; i < n; i++) {
                 char path[8192], errpath[8192], prefix[8300];
-                struct policy_error err = { 0 };
+                struct policy_error err = {0};
                 struct policy p;
                 char *want;
                 int r;
@@ -346,7 +354,7 @@ Test(policy, example_in_conf_parses)
 {
         const char *dir = getenv("CONF_DIR");
         char path[4096], expect[4096];
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy p;
         int r;
 
@@ -362,7 +370,7 @@ Test(policy, example_in_conf_parses)
 Test(policy, string_source_and_length)
 {
         static const char text[] = "{\"version\": 1, \"cpu\": {\"overcommit\": 0}}";
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy p;
         int r;
 
@@ -384,15 +392,14 @@ Test(policy, string_source_and_length)
 Test(policy, key_control_characters_stay_on_one_line)
 {
         static const char text[] = "{\"version\": 1, \"a\\nb\": 1}";
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy p;
         int r;
 
         r = policy_parse(text, strlen(text), "t", &p, &err);
         cr_expect_eq(r, -EINVAL, "rc %d", r);
         cr_expect(strchr(err.text, '\n') == NULL, "newline in \"%s\"", err.text);
-        cr_expect(strstr(err.text, "t:1:16: a?b: unknown key") != NULL, "error \"%s\"",
-                  err.text);
+        cr_expect(strstr(err.text, "t:1:16: a?b: unknown key") != NULL, "error \"%s\"", err.text);
 }
 
 /* A temporary policy file with the given mode (and owner, when root can chown). */
@@ -411,11 +418,11 @@ static void make_policy_file(char path[64], mode_t mode)
 
 Test(policy, owner_check_rejects_group_or_world_writable)
 {
-        static const mode_t modes[] = { 0666, 0664, 0646, 0620, 0602 };
+        static const mode_t modes[] = {0666, 0664, 0646, 0620, 0602};
 
         for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
                 char path[64], want[256];
-                struct policy_error err = { 0 };
+                struct policy_error err = {0};
                 struct policy p;
                 int r;
 
@@ -423,15 +430,16 @@ Test(policy, owner_check_rejects_group_or_world_writable)
                 r = policy_load_file(path, true, &p, &err);
                 cr_expect_eq(r, -EPERM, "mode %04o: rc %d (%s)", (unsigned)modes[i], r, err.text);
                 cr_expect_eq(err.error, EPERM, "err.error %d", err.error);
-                snprintf(want, sizeof(want), "%s: owned by uid %u and mode %04o; the policy must be "
+                snprintf(want, sizeof(want),
+                         "%s: owned by uid %u and mode %04o; the policy must be "
                          "owned by root and not writable by group or others",
                          path, (unsigned)geteuid(), (unsigned)modes[i]);
                 cr_expect_str_eq(err.text, want, "error \"%s\", expected \"%s\"", err.text, want);
 
                 /* without the check the same file loads */
                 r = policy_load_file(path, false, &p, &err);
-                cr_expect_eq(r, 0, "mode %04o without the check: rc %d (%s)", (unsigned)modes[i],
-                             r, err.text);
+                cr_expect_eq(r, 0, "mode %04o without the check: rc %d (%s)", (unsigned)modes[i], r,
+                             err.text);
                 unlink(path);
         }
 }
@@ -439,7 +447,7 @@ Test(policy, owner_check_rejects_group_or_world_writable)
 Test(policy, owner_check_accepts_root_owned_0644)
 {
         char path[64];
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         struct policy p;
         int r;
 
@@ -460,16 +468,16 @@ Test(policy, owner_check_accepts_root_owned_0644)
 
 Test(policy, load_errors)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         char path[64], link[80], big[64];
         struct policy p;
         int r, fd;
 
         r = policy_load_file("/nonexistent/sparkshim/policy.json", false, &p, &err);
         cr_expect_eq(r, -ENOENT, "missing file: rc %d", r);
-        cr_expect_str_eq(err.text,
-                         "/nonexistent/sparkshim/policy.json: cannot open: No such file or directory",
-                         "error \"%s\"", err.text);
+        cr_expect_str_eq(
+            err.text, "/nonexistent/sparkshim/policy.json: cannot open: No such file or directory",
+            "error \"%s\"", err.text);
 
         /* symbolic links are not followed */
         make_policy_file(path, 0644);
@@ -520,22 +528,22 @@ Test(policy, cgroup_paths)
                 int rc;
                 const char *out;
         } cases[] = {
-                { "sparkshim", 0, "sparkshim" },
-                { "/sparkshim", 0, "sparkshim" },
-                { "//a/b//", 0, "a/b" },
-                { "a//b", -EINVAL, NULL }, /* only leading and trailing slashes go */
-                { "/kubepods.slice/spark-1_x/", 0, "kubepods.slice/spark-1_x" },
-                { "a/..b/c.", 0, "a/..b/c." },
-                { "", -EINVAL, NULL },
-                { "/", -EINVAL, NULL },
-                { "..", -EINVAL, NULL },
-                { "a/../b", -EINVAL, NULL },
-                { "./a", -EINVAL, NULL },
-                { "a/.", -EINVAL, NULL },
-                { "a b", -EINVAL, NULL },
-                { "a:b", -EINVAL, NULL },
-                { "a\\b", -EINVAL, NULL },
-                { "sp\xc3\xa4rk", -EINVAL, NULL },
+            {"sparkshim", 0, "sparkshim"},
+            {"/sparkshim", 0, "sparkshim"},
+            {"//a/b//", 0, "a/b"},
+            {"a//b", -EINVAL, NULL}, /* only leading and trailing slashes go */
+            {"/kubepods.slice/spark-1_x/", 0, "kubepods.slice/spark-1_x"},
+            {"a/..b/c.", 0, "a/..b/c."},
+            {"", -EINVAL, NULL},
+            {"/", -EINVAL, NULL},
+            {"..", -EINVAL, NULL},
+            {"a/../b", -EINVAL, NULL},
+            {"./a", -EINVAL, NULL},
+            {"a/.", -EINVAL, NULL},
+            {"a b", -EINVAL, NULL},
+            {"a:b", -EINVAL, NULL},
+            {"a\\b", -EINVAL, NULL},
+            {"sp\xc3\xa4rk", -EINVAL, NULL},
         };
         char out[POLICY_PATH_MAX], longname[300], small[8];
 
@@ -551,8 +559,8 @@ Test(policy, cgroup_paths)
         longname[256] = '\0';
         cr_expect_eq(policy_normalize_cgroup_path(longname, out, sizeof(out)), -ENAMETOOLONG,
                      "a 256-character component is too long");
-        cr_expect_eq(policy_normalize_cgroup_path("abcdefgh", small, sizeof(small)),
-                     -ENAMETOOLONG, "8 characters do not fit 8 bytes");
+        cr_expect_eq(policy_normalize_cgroup_path("abcdefgh", small, sizeof(small)), -ENAMETOOLONG,
+                     "8 characters do not fit 8 bytes");
         cr_expect_eq(policy_normalize_cgroup_path("/abcdefg/", small, sizeof(small)), 0,
                      "7 characters fit 8 bytes");
 }
@@ -560,7 +568,7 @@ Test(policy, cgroup_paths)
 Test(policy, overrides)
 {
         struct policy p;
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         int r;
 
         cr_expect_str_eq(policy_override_name(POLICY_OVERRIDE_CGROUP_PARENT), "cgroup_parent",
@@ -587,13 +595,12 @@ Test(policy, overrides)
 /* ---- report file name templates (policy/template.c) ---- */
 
 static const struct policy_template_values template_values = {
-        .app_id = "app-20261203-0001", .executor_id = "3", .name = "app-20261203-0001-3"
-};
+    .app_id = "app-20261203-0001", .executor_id = "3", .name = "app-20261203-0001-3"};
 
 static void expect_expansion(const char *template, const struct policy_template_values *v,
                              const char *want)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         char out[POLICY_PATH_MAX];
         int r = policy_template_expand(template, v, out, sizeof(out), &err);
 
@@ -620,23 +627,23 @@ Test(template, hostile_values_stay_one_file_name)
         static const struct {
                 const char *app_id, *want;
         } cases[] = {
-                { "../x", "/t/_.._x.prom" },         /* no '/', no leading '.' */
-                { "a/b", "/t/a_b.prom" },
-                { "..", "/t/_...prom" },
-                { ".", "/t/_..prom" },
-                { "", "/t/_.prom" },                 /* an empty name is refused: '_' */
-                { "a\nb\x01\x7f\xff", "/t/a_b___.prom" },
-                { "sp\xc3\xa4rk", "/t/sp__rk.prom" }, /* UTF-8 too: bytes of a file name only */
-                { "{name}", "/t/_name_.prom" },      /* a value is never expanded again */
+            {"../x", "/t/_.._x.prom"}, /* no '/', no leading '.' */
+            {"a/b", "/t/a_b.prom"},
+            {"..", "/t/_...prom"},
+            {".", "/t/_..prom"},
+            {"", "/t/_.prom"}, /* an empty name is refused: '_' */
+            {"a\nb\x01\x7f\xff", "/t/a_b___.prom"},
+            {"sp\xc3\xa4rk", "/t/sp__rk.prom"}, /* UTF-8 too: bytes of a file name only */
+            {"{name}", "/t/_name_.prom"},       /* a value is never expanded again */
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
                 expect_expansion("/t/{app_id}.prom",
-                                 &(struct policy_template_values){ .app_id = cases[i].app_id },
+                                 &(struct policy_template_values){.app_id = cases[i].app_id},
                                  cases[i].want);
         /* NULL values are unknown: "" */
-        expect_expansion("/t/x{app_id}{executor_id}{name}.prom", &(struct policy_template_values){ 0 },
-                         "/t/x.prom");
+        expect_expansion("/t/x{app_id}{executor_id}{name}.prom",
+                         &(struct policy_template_values){0}, "/t/x.prom");
 }
 
 Test(template, long_values_are_cut_with_a_hash)
@@ -656,7 +663,8 @@ Test(template, long_values_are_cut_with_a_hash)
         /* exactly the limit: kept whole */
         a[POLICY_TEMPLATE_FIELD_MAX] = '\0';
         policy_template_escape(a, ea, sizeof(ea));
-        cr_expect_str_eq(ea, a, "a value of %d bytes was changed: %s", POLICY_TEMPLATE_FIELD_MAX, ea);
+        cr_expect_str_eq(ea, a, "a value of %d bytes was changed: %s", POLICY_TEMPLATE_FIELD_MAX,
+                         ea);
         /* a small buffer is cut, never overrun */
         policy_template_escape("abcdef", ea, 4);
         cr_expect_str_eq(ea, "abc", "cut to '%s'", ea);
@@ -670,30 +678,31 @@ Test(template, bad_templates_are_refused)
                 int error;
                 const char *says;
         } cases[] = {
-                { "/t/{app_id}/x.prom", true, EINVAL, "in its directory part" },
-                { "/t{name}/x.jsonl", false, EINVAL, "in its directory part" },
-                { "/t/{nope}.prom", true, EINVAL, "'{nope}.prom', which is not a field" },
-                { "/t/x}.jsonl", false, EINVAL, "which is not a field" },
-                { "/t/{name.prom", true, EINVAL, "which is not a field" },
-                { "/t/x.txt", true, EINVAL, "does not end in .prom" },
-                { "/t/{name}.prom.tmp", true, EINVAL, "does not end in .prom" },
-                { "/t/.x.prom", true, EINVAL, "starting with '.'" },
-                { "/t/", false, EINVAL, "names a directory" },
-                { "/t/..", false, EINVAL, "names a directory" },
-                { "/t/{name}{name}{name}{name}.prom", true, ENAMETOOLONG, "may expand to 262 bytes" },
+            {"/t/{app_id}/x.prom", true, EINVAL, "in its directory part"},
+            {"/t{name}/x.jsonl", false, EINVAL, "in its directory part"},
+            {"/t/{nope}.prom", true, EINVAL, "'{nope}.prom', which is not a field"},
+            {"/t/x}.jsonl", false, EINVAL, "which is not a field"},
+            {"/t/{name.prom", true, EINVAL, "which is not a field"},
+            {"/t/x.txt", true, EINVAL, "does not end in .prom"},
+            {"/t/{name}.prom.tmp", true, EINVAL, "does not end in .prom"},
+            {"/t/.x.prom", true, EINVAL, "starting with '.'"},
+            {"/t/", false, EINVAL, "names a directory"},
+            {"/t/..", false, EINVAL, "names a directory"},
+            {"/t/{name}{name}{name}{name}.prom", true, ENAMETOOLONG, "may expand to 262 bytes"},
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                struct policy_error err = { 0 };
+                struct policy_error err = {0};
                 char out[POLICY_PATH_MAX];
                 int r = policy_template_check(cases[i].template, cases[i].prometheus, &err);
 
-                cr_expect_eq(r, -cases[i].error, "'%s': rc %d (%s)", cases[i].template, r, err.text);
+                cr_expect_eq(r, -cases[i].error, "'%s': rc %d (%s)", cases[i].template, r,
+                             err.text);
                 cr_expect(strstr(err.text, cases[i].says), "'%s': '%s' does not say '%s'",
                           cases[i].template, err.text, cases[i].says);
                 if (!cases[i].prometheus)
-                        cr_expect_lt(policy_template_expand(cases[i].template, &template_values, out,
-                                                            sizeof(out), &err),
+                        cr_expect_lt(policy_template_expand(cases[i].template, &template_values,
+                                                            out, sizeof(out), &err),
                                      0, "'%s' expanded to '%s'", cases[i].template, out);
         }
         cr_expect_eq(policy_template_check("/t/sparkshim-{name}.prom", true, NULL), 1);
@@ -704,7 +713,7 @@ Test(template, bad_templates_are_refused)
 
 Test(template, a_small_buffer_is_an_error)
 {
-        struct policy_error err = { 0 };
+        struct policy_error err = {0};
         char out[16];
 
         cr_expect_eq(policy_template_expand("/var/lib/x/{name}.prom", &template_values, out,

@@ -21,8 +21,8 @@ static int cpu_time;
 static int stop;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
-static int done;       /* threads that have spun their time */
-static int released;   /* set once the process was continued */
+static int done;     /* threads that have spun their time */
+static int released; /* set once the process was continued */
 
 static double now(void)
 {

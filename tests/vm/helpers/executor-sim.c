@@ -107,13 +107,17 @@ int main(int argc, char **argv)
         t1 = now();
         usage1 = keyed(cg, "cpu.stat", "usage_usec");
 
-        printf("executor-sim: cpu.max %s, cpu.weight %s\n", cgroup_file(cg, "cpu.max", a, sizeof(a)),
+        printf("executor-sim: cpu.max %s, cpu.weight %s\n",
+               cgroup_file(cg, "cpu.max", a, sizeof(a)),
                cgroup_file(cg, "cpu.weight", b, sizeof(b)));
-        printf("executor-sim: used %.2f CPUs over %.1f s with %d runnable threads; throttled %llu times for %.1f s\n",
+        printf("executor-sim: used %.2f CPUs over %.1f s with %d runnable threads; throttled %llu "
+               "times for %.1f s\n",
                (double)(usage1 - usage0) / 1e6 / (t1 - t0), t1 - t0, cores,
-               keyed(cg, "cpu.stat", "nr_throttled"), (double)keyed(cg, "cpu.stat", "throttled_usec") / 1e6);
+               keyed(cg, "cpu.stat", "nr_throttled"),
+               (double)keyed(cg, "cpu.stat", "throttled_usec") / 1e6);
         printf("executor-sim: memory.max %s, memory.high %s, memory.low %s\n",
-               cgroup_file(cg, "memory.max", a, sizeof(a)), cgroup_file(cg, "memory.high", b, sizeof(b)),
+               cgroup_file(cg, "memory.max", a, sizeof(a)),
+               cgroup_file(cg, "memory.high", b, sizeof(b)),
                cgroup_file(cg, "memory.low", c, sizeof(c)));
         printf("executor-sim: memory.peak %s bytes, memory.events high %llu max %llu\n",
                cgroup_file(cg, "memory.peak", a, sizeof(a)), keyed(cg, "memory.events", "high"),

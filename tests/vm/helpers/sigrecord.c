@@ -15,9 +15,13 @@ static volatile sig_atomic_t term;
 
 static void record(int sig)
 {
-        const char *name = sig == SIGTERM ? "TERM\n" : sig == SIGINT ? "INT\n"
-                           : sig == SIGHUP ? "HUP\n" : sig == SIGQUIT ? "QUIT\n"
-                           : sig == SIGUSR1 ? "USR1\n" : sig == SIGUSR2 ? "USR2\n" : "OTHER\n";
+        const char *name = sig == SIGTERM   ? "TERM\n"
+                           : sig == SIGINT  ? "INT\n"
+                           : sig == SIGHUP  ? "HUP\n"
+                           : sig == SIGQUIT ? "QUIT\n"
+                           : sig == SIGUSR1 ? "USR1\n"
+                           : sig == SIGUSR2 ? "USR2\n"
+                                            : "OTHER\n";
         ssize_t n = write(out, name, strlen(name));
         (void)n;
         if (sig == SIGTERM)
@@ -26,7 +30,7 @@ static void record(int sig)
 
 int main(int argc, char **argv)
 {
-        static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+        static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
         int ignore_term = argc == 3 && strcmp(argv[2], "ignore-term") == 0;
         struct sigaction sa;
 
