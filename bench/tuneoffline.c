@@ -146,7 +146,7 @@ static int load(const char *path, struct world *w)
                 return -errno;
         }
         while (r == 0 && getline(&line, &cap, f) > 0) {
-                struct shim_error err = {0};
+                struct util_error err = {0};
                 json_error_t jerr;
                 json_t *doc;
                 struct tuner_run run;
@@ -558,7 +558,7 @@ static int recommend(enum tuner_kind kind, struct tuner_run *hist, size_t n,
         struct tuner_run work[RUNS_MAX];
         struct tuner_recommendation rec;
         struct tuner_bo_recommend_options fixed = {.fixed = 1u << TUNER_P_CORES};
-        struct shim_error err = {0};
+        struct util_error err = {0};
         int r = -ENODATA;
 
         memcpy(work, hist, n * sizeof(hist[0]));

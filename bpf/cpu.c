@@ -77,19 +77,19 @@ static void set_autoload(struct bpf_object *obj, const char *name, bool on)
 static void cpu_close(void *opaque);
 
 static int cpu_open(const struct probe_config *cfg, void **ret, char *detail, size_t detail_size,
-                    char *why, size_t why_size)
+                    struct util_error *why)
 {
         struct cpu_part *part;
         int switch_args, err;
 
         switch_args = probe_tracepoint_nargs(cfg->vmlinux, "sched_switch");
         if (switch_args < 0) {
-                snprintf(why, why_size, "the kernel has no sched_switch tracepoint");
+                util_error_set(why, EOPNOTSUPP, "the kernel has no sched_switch tracepoint");
                 return -EOPNOTSUPP;
         }
         if (switch_args < 3) {
-                snprintf(why, why_size, "sched_switch passes %d arguments, expected 3 or 4",
-                         switch_args);
+                util_error_set(why, EOPNOTSUPP, "sched_switch passes %d arguments, expected 3 or 4",
+                               switch_args);
                 return -EOPNOTSUPP;
         }
 
@@ -103,13 +103,13 @@ static int cpu_open(const struct probe_config *cfg, void **ret, char *detail, si
         part->skel = part->variant->open(&part->obj);
         if (!part->skel) {
                 err = -errno;
-                probe_format_failure(why, why_size, "open", err);
+                probe_format_failure(why, "open", err);
                 cpu_close(part);
                 return err;
         }
         err = probe_share_maps(part->obj, "cpu_stats", cfg);
         if (err) {
-                probe_format_failure(why, why_size, "maps", err);
+                probe_format_failure(why, "maps", err);
                 goto fail;
         }
 
@@ -131,7 +131,7 @@ static int cpu_open(const struct probe_config *cfg, void **ret, char *detail, si
 
         err = part->variant->load(part->skel);
         if (err) {
-                probe_format_failure(why, why_size, "load", err);
+                probe_format_failure(why, "load", err);
                 goto fail;
         }
         *ret = part;

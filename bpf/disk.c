@@ -25,7 +25,7 @@ struct disk_part {
 };
 
 static int disk_open(const struct probe_config *cfg, void **ret, char *detail, size_t detail_size,
-                     char *why, size_t why_size)
+                     struct util_error *why)
 {
         struct disk_part *part;
         struct disk_bpf *skel;
@@ -35,9 +35,9 @@ static int disk_open(const struct probe_config *cfg, void **ret, char *detail, s
         /* the request-only shapes (one argument) date from 5.11; complete adds error, bytes */
         if (probe_tracepoint_nargs(cfg->vmlinux, "block_rq_issue") != 1 ||
             probe_tracepoint_nargs(cfg->vmlinux, "block_rq_complete") != 3) {
-                snprintf(why, why_size,
-                         "the kernel has no block_rq_issue(rq)/block_rq_complete(rq, error, "
-                         "nr_bytes) tracepoints (kernel < 5.11?)");
+                util_error_set(why, EOPNOTSUPP,
+                               "the kernel has no block_rq_issue(rq)/block_rq_complete(rq, error, "
+                               "nr_bytes) tracepoints (kernel < 5.11?)");
                 return -EOPNOTSUPP;
         }
         io_start =
@@ -51,14 +51,14 @@ static int disk_open(const struct probe_config *cfg, void **ret, char *detail, s
         skel = disk_bpf__open();
         if (!skel) {
                 err = -errno;
-                probe_format_failure(why, why_size, "open", err);
+                probe_format_failure(why, "open", err);
                 free(part);
                 return err;
         }
         skel->rodata->start_at_io_start = io_start;
         err = probe_share_maps(skel->obj, "disk_stats", cfg);
         if (err) {
-                probe_format_failure(why, why_size, "maps", err);
+                probe_format_failure(why, "maps", err);
                 goto fail;
         }
 
@@ -76,7 +76,7 @@ static int disk_open(const struct probe_config *cfg, void **ret, char *detail, s
 
         err = disk_bpf__load(skel);
         if (err) {
-                probe_format_failure(why, why_size, "load", err);
+                probe_format_failure(why, "load", err);
                 goto fail;
         }
         part->skel = skel;

@@ -57,7 +57,7 @@ static bool has_pair(const struct btf *vmlinux, const char *begin, const char *e
 }
 
 static int memory_open(const struct probe_config *cfg, void **ret, char *detail, size_t detail_size,
-                       char *why, size_t why_size)
+                       struct util_error *why)
 {
         struct memory_part *part;
         struct memory_bpf *skel;
@@ -86,9 +86,9 @@ static int memory_open(const struct probe_config *cfg, void **ret, char *detail,
         direct = has_pair(cfg->vmlinux, "mm_vmscan_direct_reclaim_begin",
                           "mm_vmscan_direct_reclaim_end");
         if (victim_args < 1 && !memcg && !direct) {
-                snprintf(why, why_size,
-                         "the kernel has neither a usable mark_victim nor the vmscan reclaim "
-                         "tracepoints");
+                util_error_set(why, EOPNOTSUPP,
+                               "the kernel has neither a usable mark_victim nor the vmscan reclaim "
+                               "tracepoints");
                 return -EOPNOTSUPP;
         }
 
@@ -98,7 +98,7 @@ static int memory_open(const struct probe_config *cfg, void **ret, char *detail,
         skel = memory_bpf__open();
         if (!skel) {
                 err = -errno;
-                probe_format_failure(why, why_size, "open", err);
+                probe_format_failure(why, "open", err);
                 free(part);
                 return err;
         }
@@ -106,7 +106,7 @@ static int memory_open(const struct probe_config *cfg, void **ret, char *detail,
         skel->rodata->ring_events = !cfg->node;
         err = probe_share_maps(skel->obj, "memory_stats", cfg);
         if (err) {
-                probe_format_failure(why, why_size, "maps", err);
+                probe_format_failure(why, "maps", err);
                 goto fail;
         }
 
@@ -127,7 +127,7 @@ static int memory_open(const struct probe_config *cfg, void **ret, char *detail,
 
         err = memory_bpf__load(skel);
         if (err) {
-                probe_format_failure(why, why_size, "load", err);
+                probe_format_failure(why, "load", err);
                 goto fail;
         }
         part->skel = skel;
@@ -135,7 +135,7 @@ static int memory_open(const struct probe_config *cfg, void **ret, char *detail,
             ring_buffer__new(bpf_map__fd(skel->maps.oom_events), handle_record, part, NULL);
         if (!part->events) {
                 err = -errno;
-                probe_format_failure(why, why_size, "ring buffer", err);
+                probe_format_failure(why, "ring buffer", err);
                 goto fail;
         }
         *ret = part;

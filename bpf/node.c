@@ -121,7 +121,7 @@ static bool is_bpffs(int fd)
  * longer (a shim stopped while it held it, or anyone who could open the directory) never
  * stops a shim's monitor.
  */
-static int lock_root(int fd, const char *root, struct probe_error *err)
+static int lock_root(int fd, const char *root, struct util_error *err)
 {
         struct timespec pause = {.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
         uint64_t end = util_now_ns() + (uint64_t)PROBE_NODE_LOCK_MS * 1000000u;
@@ -133,13 +133,13 @@ static int lock_root(int fd, const char *root, struct probe_error *err)
                         return 0;
                 r = -errno;
                 if (r != -EWOULDBLOCK && r != -EINTR) {
-                        probe_set_error(err, r, "locking %s: %s", root, strerror(-r));
+                        util_error_set(err, r, "locking %s: %s", root, strerror(-r));
                         return r;
                 }
                 if (util_now_ns() >= end) {
-                        probe_set_error(err, -ETIMEDOUT,
-                                        "another process held the lock on %s for %d ms", root,
-                                        PROBE_NODE_LOCK_MS);
+                        util_error_set(err, -ETIMEDOUT,
+                                       "another process held the lock on %s for %d ms", root,
+                                       PROBE_NODE_LOCK_MS);
                         return -ETIMEDOUT;
                 }
                 nanosleep(&pause, NULL);
@@ -154,14 +154,14 @@ static int lock_root(int fd, const char *root, struct probe_error *err)
  * without (the worst case, two shims mounting at once, gives two stacked instances, each
  * consistent: the shim that pinned in the lower one keeps a set of its own).
  */
-static int mount_bpffs(const char *parent, struct probe_error *err)
+static int mount_bpffs(const char *parent, struct util_error *err)
 {
         _cleanup_close_ int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         _cleanup_close_ int again = -1;
 
         if (fd < 0) {
-                probe_set_error(err, -EOPNOTSUPP, "no bpf filesystem: %s: %s", parent,
-                                strerror(errno));
+                util_error_set(err, -EOPNOTSUPP, "no bpf filesystem: %s: %s", parent,
+                               strerror(errno));
                 return -EOPNOTSUPP;
         }
         if (is_bpffs(fd))
@@ -171,16 +171,16 @@ static int mount_bpffs(const char *parent, struct probe_error *err)
         if (again >= 0 && is_bpffs(again))
                 return 0; /* another shim mounted it meanwhile */
         if (mount("bpf", parent, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0) {
-                probe_set_error(err, -EOPNOTSUPP,
-                                "no bpf filesystem on %s, and mounting one failed: %s", parent,
-                                strerror(errno));
+                util_error_set(err, -EOPNOTSUPP,
+                               "no bpf filesystem on %s, and mounting one failed: %s", parent,
+                               strerror(errno));
                 return -EOPNOTSUPP;
         }
         return 0;
 }
 
 /* Open root (creating it), refusing anything but a bpffs directory only root can use. */
-static int open_root(const char *root, struct probe_error *err)
+static int open_root(const char *root, struct util_error *err)
 {
         char parent[PROBE_PATH_MAX];
         char *slash;
@@ -188,9 +188,9 @@ static int open_root(const char *root, struct probe_error *err)
         int fd, r;
 
         if (!root || root[0] != '/' || strlen(root) >= sizeof(parent)) {
-                probe_set_error(err, -EINVAL,
-                                "the pin root must be an absolute path of under %d bytes",
-                                PROBE_PATH_MAX);
+                util_error_set(err, -EINVAL,
+                               "the pin root must be an absolute path of under %d bytes",
+                               PROBE_PATH_MAX);
                 return -EINVAL;
         }
         snprintf(parent, sizeof(parent), "%s", root);
@@ -206,27 +206,27 @@ static int open_root(const char *root, struct probe_error *err)
         }
         if (mkdir(root, 0700) < 0 && errno != EEXIST) {
                 r = -errno;
-                probe_set_error(err, r == -EACCES || r == -EPERM ? -EPERM : -EOPNOTSUPP,
-                                "creating %s: %s", root, strerror(-r));
+                util_error_set(err, r == -EACCES || r == -EPERM ? -EPERM : -EOPNOTSUPP,
+                               "creating %s: %s", root, strerror(-r));
                 return r == -EACCES || r == -EPERM ? -EPERM : -EOPNOTSUPP;
         }
         fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
                 r = -errno;
-                probe_set_error(err, -EPERM, "opening %s: %s", root, strerror(-r));
+                util_error_set(err, -EPERM, "opening %s: %s", root, strerror(-r));
                 return -EPERM;
         }
         if (!is_bpffs(fd)) {
                 close(fd);
-                probe_set_error(err, -EOPNOTSUPP, "%s is not in a bpf filesystem", root);
+                util_error_set(err, -EOPNOTSUPP, "%s is not in a bpf filesystem", root);
                 return -EOPNOTSUPP;
         }
         if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-                probe_set_error(err, -EPERM,
-                                "%s is owned by uid %u with mode %04o: the node's probe set "
-                                "needs a directory of uid %u with no rights for others",
-                                root, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
-                                (unsigned)geteuid());
+                util_error_set(err, -EPERM,
+                               "%s is owned by uid %u with mode %04o: the node's probe set "
+                               "needs a directory of uid %u with no rights for others",
+                               root, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+                               (unsigned)geteuid());
                 close(fd);
                 return -EPERM;
         }
@@ -276,7 +276,7 @@ static void unpin_set(int root_fd)
 }
 
 /* Load every kind this kernel supports with PROBE_NODE_MAX slots, and pin the set. */
-static int load_set(struct probe *p, struct probe_error *err)
+static int load_set(struct probe *p, struct util_error *err)
 {
         char path[PROBE_PATH_MAX + 64];
         int r;
@@ -284,7 +284,7 @@ static int load_set(struct probe *p, struct probe_error *err)
         unpin_set(p->node_root_fd); /* what a load that died half-way left */
         if (mkdirat(p->node_root_fd, PROBE_NODE_SET, 0700) < 0) {
                 r = -errno;
-                probe_set_error(err, r, "creating %s: %s", p->node_dir, strerror(-r));
+                util_error_set(err, r, "creating %s: %s", p->node_dir, strerror(-r));
                 return r;
         }
         r = probe_create_watch_maps(p, PROBE_NODE_MAX, err);
@@ -325,7 +325,7 @@ static int load_set(struct probe *p, struct probe_error *err)
         release_keep_root(p);
         return 0;
 pin_failed:
-        probe_set_error(err, r, "pinning %s: %s", path, strerror(-r));
+        util_error_set(err, r, "pinning %s: %s", path, strerror(-r));
 fail:
         release_keep_root(p);
         unpin_set(p->node_root_fd);
@@ -333,14 +333,14 @@ fail:
 }
 
 /* Open the pinned set: the watched map, each kind's counters and its programs' ids. */
-static int join_set(struct probe *p, struct probe_error *err)
+static int join_set(struct probe *p, struct util_error *err)
 {
         char path[PROBE_PATH_MAX + 64];
         int r;
 
         r = set_path(p, WATCHED_PIN, path, sizeof(path));
         if (r < 0) {
-                probe_set_error(err, r, "%s: path too long", p->node_dir);
+                util_error_set(err, r, "%s: path too long", p->node_dir);
                 return r;
         }
         p->watched_fd = bpf_obj_get(path);
@@ -348,7 +348,7 @@ static int join_set(struct probe *p, struct probe_error *err)
                 p->filter_fd = bpf_obj_get(path);
         if (p->watched_fd < 0 || p->filter_fd < 0) {
                 r = -errno;
-                probe_set_error(err, r, "opening %s: %s", path, strerror(-r));
+                util_error_set(err, r, "opening %s: %s", path, strerror(-r));
                 return r;
         }
         for (int k = 0; k < PROBE_KINDS_COUNT; k++) {
@@ -359,9 +359,9 @@ static int join_set(struct probe *p, struct probe_error *err)
                 snprintf(path, sizeof(path), "%s/%s_" STATS_SUFFIX, p->node_dir, kind);
                 st->stats_fd = bpf_obj_get(path);
                 if (st->stats_fd < 0) {
-                        snprintf(st->why, sizeof(st->why),
-                                 "not in the node's set (the shim that loaded it could not "
-                                 "load it)");
+                        util_error_set(&st->why, ENOENT,
+                                       "not in the node's set (the shim that loaded it could not "
+                                       "load it)");
                         continue;
                 }
                 for (size_t i = 0; i < PROBE_PROGRAMS_MAX; i++) {
@@ -386,7 +386,7 @@ static int join_set(struct probe *p, struct probe_error *err)
                 probe_detail_add(st->detail, sizeof(st->detail), "(node set " PROBE_NODE_SET ")");
         }
         if (probe_attached(p) == 0) {
-                probe_set_error(err, -EOPNOTSUPP, "%s holds no probe kind", p->node_dir);
+                util_error_set(err, -EOPNOTSUPP, "%s holds no probe kind", p->node_dir);
                 return -EOPNOTSUPP;
         }
         return 0;
@@ -460,7 +460,7 @@ static int zero_slot(struct probe *p, uint32_t slot)
         return 0;
 }
 
-static int register_cgroup(struct probe *p, uint64_t cgroup_id, struct probe_error *err)
+static int register_cgroup(struct probe *p, uint64_t cgroup_id, struct util_error *err)
 {
         bool used[PROBE_NODE_MAX] = {false};
         struct probe_watch w = {0};
@@ -471,15 +471,15 @@ static int register_cgroup(struct probe *p, uint64_t cgroup_id, struct probe_err
 
         r = owner_self(&self);
         if (r < 0) {
-                probe_set_error(err, r, "reading this process's start time: %s", strerror(-r));
+                util_error_set(err, r, "reading this process's start time: %s", strerror(-r));
                 return r;
         }
         r = sweep(p->watched_fd, &self, used);
         if (r < 0)
                 return r;
         if (bpf_map_lookup_elem(p->watched_fd, &cgroup_id, &w) == 0) {
-                probe_set_error(err, -EBUSY, "cgroup %llu is watched already (by pid %u)",
-                                (unsigned long long)cgroup_id, (unsigned)w.owner_pid);
+                util_error_set(err, -EBUSY, "cgroup %llu is watched already (by pid %u)",
+                               (unsigned long long)cgroup_id, (unsigned)w.owner_pid);
                 return -EBUSY;
         }
         /*
@@ -494,14 +494,14 @@ static int register_cgroup(struct probe *p, uint64_t cgroup_id, struct probe_err
                         break;
                 }
         if (slot == PROBE_NODE_MAX) {
-                probe_set_error(err, -ENOSPC,
-                                "the node's probe set watches %d cgroups already, its most",
-                                PROBE_NODE_MAX);
+                util_error_set(err, -ENOSPC,
+                               "the node's probe set watches %d cgroups already, its most",
+                               PROBE_NODE_MAX);
                 return -ENOSPC;
         }
         r = zero_slot(p, slot);
         if (r < 0) {
-                probe_set_error(err, r, "clearing slot %u: %s", (unsigned)slot, strerror(-r));
+                util_error_set(err, r, "clearing slot %u: %s", (unsigned)slot, strerror(-r));
                 return r;
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -514,33 +514,33 @@ static int register_cgroup(struct probe *p, uint64_t cgroup_id, struct probe_err
         };
         if (bpf_map_update_elem(p->watched_fd, &cgroup_id, &w, BPF_NOEXIST) < 0) {
                 r = -errno;
-                probe_set_error(err, r, "registering cgroup %llu: %s",
-                                (unsigned long long)cgroup_id, strerror(-r));
+                util_error_set(err, r, "registering cgroup %llu: %s", (unsigned long long)cgroup_id,
+                               strerror(-r));
                 return r;
         }
         r = probe_filter_rebuild(p->watched_fd, p->filter_fd);
         if (r < 0) {
                 bpf_map_delete_elem(p->watched_fd, &cgroup_id);
-                probe_set_error(err, r, "filling the filter of watched cgroups: %s", strerror(-r));
+                util_error_set(err, r, "filling the filter of watched cgroups: %s", strerror(-r));
                 return r;
         }
         p->node_watch = w;
         return 0;
 }
 
-struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct probe_error *err)
+struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct util_error *err)
 {
         struct owner self;
         struct probe *p;
         int r;
 
         if (cgroup_id == 0) {
-                probe_set_error(err, -EINVAL, "cgroup id 0 is not a cgroup");
+                util_error_set(err, -EINVAL, "cgroup id 0 is not a cgroup");
                 return NULL;
         }
         p = probe_alloc();
         if (!p) {
-                probe_set_error(err, -ENOMEM, "out of memory");
+                util_error_set(err, -ENOMEM, "out of memory");
                 return NULL;
         }
         p->node = true;
@@ -548,7 +548,7 @@ struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct probe
         p->n = 1;
         if ((size_t)snprintf(p->node_dir, sizeof(p->node_dir), "%s/%s", root ? root : "",
                              PROBE_NODE_SET) >= sizeof(p->node_dir)) {
-                probe_set_error(err, -ENAMETOOLONG, "the pin root %s is too long", root);
+                util_error_set(err, -ENAMETOOLONG, "the pin root %s is too long", root);
                 goto fail;
         }
         p->node_root_fd = open_root(root, err);
@@ -604,7 +604,7 @@ void probe_node_leave(struct probe *p)
 }
 
 int probe_node_list(const char *root, struct probe_node_entry *ret, size_t max,
-                    struct probe_error *err)
+                    struct util_error *err)
 {
         char path[PROBE_PATH_MAX + 64];
         _cleanup_close_ int fd = -1;
@@ -614,17 +614,17 @@ int probe_node_list(const char *root, struct probe_node_entry *ret, size_t max,
         int r;
 
         if (!root || (!ret && max > 0)) {
-                probe_set_error(err, -EINVAL, "no root");
+                util_error_set(err, -EINVAL, "no root");
                 return -EINVAL;
         }
         r = owner_self(&self);
         if (r < 0) {
-                probe_set_error(err, r, "reading this process's start time: %s", strerror(-r));
+                util_error_set(err, r, "reading this process's start time: %s", strerror(-r));
                 return r;
         }
         if (snprintf(path, sizeof(path), "%s/%s/" WATCHED_PIN, root, PROBE_NODE_SET) >=
             (int)sizeof(path)) {
-                probe_set_error(err, -ENAMETOOLONG, "%s: path too long", root);
+                util_error_set(err, -ENAMETOOLONG, "%s: path too long", root);
                 return -ENAMETOOLONG;
         }
         fd = bpf_obj_get(path);
@@ -632,7 +632,7 @@ int probe_node_list(const char *root, struct probe_node_entry *ret, size_t max,
                 if (errno == ENOENT)
                         return 0;
                 r = -errno;
-                probe_set_error(err, r, "opening %s: %s", path, strerror(-r));
+                util_error_set(err, r, "opening %s: %s", path, strerror(-r));
                 return r;
         }
         while (bpf_map_get_next_key(fd, prev, &next) == 0) {

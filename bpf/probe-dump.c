@@ -426,7 +426,7 @@ static int run_command(const struct options *o, const uint64_t *ids, struct snap
 static int list_node(const char *root)
 {
         struct probe_node_entry entries[PROBE_NODE_MAX];
-        struct probe_error perr = {0};
+        struct util_error perr = {0};
         int n = probe_node_list(root, entries, PROBE_NODE_MAX, &perr);
 
         if (n < 0) {
@@ -464,7 +464,7 @@ static void wait_seconds(double seconds)
 int main(int argc, char **argv)
 {
         struct options o = {0};
-        struct probe_error perr = {0};
+        struct util_error perr = {0};
         static uint64_t ids[MAX_DIRS];
         struct oom_list ooms;
         static struct snapshot snap;

@@ -45,7 +45,7 @@ struct probe_part_ops {
          * this kernel lacks what it needs).
          */
         int (*open)(const struct probe_config *cfg, void **ret, char *detail, size_t detail_size,
-                    char *why, size_t why_size);
+                    struct util_error *why);
         /* Add the counters of slot in the counter map stats_fd to *usage. */
         int (*read)(int stats_fd, unsigned slot, struct probe_usage *usage);
         struct bpf_object *(*object)(void *part);
@@ -72,7 +72,7 @@ struct probe_kind_state {
         uint32_t prog_ids[PROBE_PROGRAMS_MAX];      /* the attached programs */
         size_t nprogs;
         char detail[PROBE_DETAIL_MAX];
-        char why[PROBE_ERROR_TEXT_MAX];
+        struct util_error why; /* why the kind is not attached */
 };
 
 /*
@@ -101,22 +101,19 @@ struct probe *probe_alloc(void);
  * working. Returns how many kinds attached; with none, err says why (-EPERM when every
  * kind was refused for lack of privilege, else -EOPNOTSUPP).
  */
-int probe_load_kinds(struct probe *p, unsigned kinds, uint32_t slots, struct probe_error *err);
+int probe_load_kinds(struct probe *p, unsigned kinds, uint32_t slots, struct util_error *err);
 
 /*
  * Create the watched map (max_entries cgroups) and its filter into p. Returns 0 or -errno
  * with err set.
  */
-int probe_create_watch_maps(struct probe *p, uint32_t max_entries, struct probe_error *err);
+int probe_create_watch_maps(struct probe *p, uint32_t max_entries, struct util_error *err);
 
 /* Rebuild the filter from the watched map (after every change to it). Returns 0 or -errno. */
 int probe_filter_rebuild(int watched_fd, int filter_fd);
 
 /* Detach what this process attached and close every fd of p; p stays allocated. */
 void probe_release(struct probe *p);
-
-void probe_set_error(struct probe_error *err, int error, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* node.c: unregister p's cgroup from the node's set (and unpin it when p was the last). */
 void probe_node_leave(struct probe *p);
@@ -148,7 +145,7 @@ int probe_percpu_sum(int map_fd, uint32_t key, size_t value_size, uint64_t *sum)
 const char *probe_libbpf_warning(void);
 
 /* snprintf into why: "<what>: <strerror(-err)>[ (libbpf: <first warning>)]". */
-void probe_format_failure(char *why, size_t size, const char *what, int err);
+int probe_format_failure(struct util_error *why, const char *what, int err);
 
 /* Append " word" to a detail string (truncating). */
 void probe_detail_add(char *detail, size_t size, const char *word);

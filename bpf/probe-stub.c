@@ -18,18 +18,14 @@ void probe_set_test_hooks(bool on)
 {
 }
 
-static struct probe *fail(struct probe_error *err)
+static struct probe *fail(struct util_error *err)
 {
-        if (err) {
-                err->error = -EOPNOTSUPP;
-                snprintf(err->text, sizeof(err->text), "built without BPF: %s",
-                         SPARKSHIM_PROBE_STUB_REASON);
-        }
+        util_error_set(err, EOPNOTSUPP, "built without BPF: %s", SPARKSHIM_PROBE_STUB_REASON);
         return NULL;
 }
 
 struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
-                         struct probe_error *err)
+                         struct util_error *err)
 {
         return fail(err);
 }
@@ -71,7 +67,7 @@ int probe_program_stats(const struct probe *p, struct probe_program_stats *ret, 
         return -EOPNOTSUPP;
 }
 
-struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct probe_error *err)
+struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct util_error *err)
 {
         (void)root;
         (void)cgroup_id;
@@ -85,7 +81,7 @@ bool probe_is_node(const struct probe *p)
 }
 
 int probe_node_list(const char *root, struct probe_node_entry *ret, size_t max,
-                    struct probe_error *err)
+                    struct util_error *err)
 {
         (void)root;
         (void)ret;

@@ -35,7 +35,7 @@ const struct probe_part_ops *const probe_parts[PROBE_KINDS_COUNT] = {
 
 /* ---- libbpf messages: kept for error texts, never printed (libraries do not log) */
 
-static char libbpf_warning[PROBE_ERROR_TEXT_MAX];
+static char libbpf_warning[UTIL_ERROR_TEXT_MAX];
 static bool test_hooks;
 
 void probe_set_test_hooks(bool on)
@@ -54,7 +54,7 @@ static int capture_libbpf(enum libbpf_print_level level, const char *format, va_
 
 static int capture_libbpf(enum libbpf_print_level level, const char *format, va_list args)
 {
-        char line[PROBE_ERROR_TEXT_MAX];
+        char line[UTIL_ERROR_TEXT_MAX];
         size_t len;
 
         /* SPARKSHIM_PROBE_DEBUG=1: all of libbpf's output, verifier logs included, on stderr */
@@ -82,12 +82,12 @@ const char *probe_libbpf_warning(void)
         return libbpf_warning;
 }
 
-void probe_format_failure(char *why, size_t size, const char *what, int err)
+int probe_format_failure(struct util_error *why, const char *what, int err)
 {
         if (libbpf_warning[0])
-                snprintf(why, size, "%s: %s (libbpf: %s)", what, strerror(-err), libbpf_warning);
-        else
-                snprintf(why, size, "%s: %s", what, strerror(-err));
+                return util_error_set(why, err, "%s: %s (libbpf: %s)", what, strerror(-err),
+                                      libbpf_warning);
+        return util_error_set(why, err, "%s: %s", what, strerror(-err));
 }
 
 void probe_detail_add(char *detail, size_t size, const char *word)
@@ -170,18 +170,6 @@ int probe_percpu_sum(int map_fd, uint32_t key, size_t value_size, uint64_t *sum)
 
 /* ---- sets */
 
-void probe_set_error(struct probe_error *err, int error, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (!err)
-                return;
-        err->error = error;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof(err->text), fmt, ap);
-        va_end(ap);
-}
-
 static int kind_index(enum probe_kind kind)
 {
         switch (kind) {
@@ -227,7 +215,7 @@ int probe_share_maps(struct bpf_object *obj, const char *stats, const struct pro
         return bpf_map__set_max_entries(counters, cfg->slots);
 }
 
-int probe_create_watch_maps(struct probe *p, uint32_t max_entries, struct probe_error *err)
+int probe_create_watch_maps(struct probe *p, uint32_t max_entries, struct util_error *err)
 {
         int r;
 
@@ -238,8 +226,8 @@ int probe_create_watch_maps(struct probe *p, uint32_t max_entries, struct probe_
                                               sizeof(struct probe_filter), 1, NULL);
         if (p->watched_fd < 0 || p->filter_fd < 0) {
                 r = -errno;
-                probe_set_error(err, r == -EPERM || r == -EACCES ? -EPERM : r,
-                                "creating the map of watched cgroups: %s", strerror(-r));
+                util_error_set(err, r == -EPERM || r == -EACCES ? -EPERM : r,
+                               "creating the map of watched cgroups: %s", strerror(-r));
                 return r == -EACCES ? -EPERM : r;
         }
         return 0;
@@ -299,45 +287,44 @@ static int attach_kind(struct probe_kind_state *st, const struct probe_part_ops 
                 if (!bpf_program__autoload(prog))
                         continue;
                 if (st->nprogs == PROBE_PROGRAMS_MAX) {
-                        snprintf(st->why, sizeof(st->why), "more than %d programs",
-                                 PROBE_PROGRAMS_MAX);
-                        return -E2BIG;
+                        return util_error_set(&st->why, E2BIG, "more than %d programs",
+                                              PROBE_PROGRAMS_MAX);
                 }
                 link = bpf_program__attach(prog);
                 if (!link) {
                         err = -errno;
-                        probe_format_failure(st->why, sizeof(st->why), "attach", err);
+                        probe_format_failure(&st->why, "attach", err);
                         return err;
                 }
                 st->links[st->nprogs++] = link; /* release_kind destroys it from here on */
                 memset(&info, 0, sizeof(info));
                 if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) < 0) {
                         err = -errno;
-                        probe_format_failure(st->why, sizeof(st->why), "program info", err);
+                        probe_format_failure(&st->why, "program info", err);
                         return err;
                 }
                 st->prog_ids[st->nprogs - 1] = info.id;
         }
         stats = bpf_object__find_map_by_name(obj, ops->stats);
         if (!stats || bpf_map__fd(stats) < 0) {
-                probe_format_failure(st->why, sizeof(st->why), "find maps", -ENOENT);
+                probe_format_failure(&st->why, "find maps", -ENOENT);
                 return -ENOENT;
         }
         /* owned by p, whether the object or a pin holds the map */
         st->stats_fd = fcntl(bpf_map__fd(stats), F_DUPFD_CLOEXEC, 3);
         if (st->stats_fd < 0) {
                 err = -errno;
-                probe_format_failure(st->why, sizeof(st->why), "dup", err);
+                probe_format_failure(&st->why, "dup", err);
                 return err;
         }
         return 0;
 }
 
-int probe_load_kinds(struct probe *p, unsigned kinds, uint32_t slots, struct probe_error *err)
+int probe_load_kinds(struct probe *p, unsigned kinds, uint32_t slots, struct util_error *err)
 {
         struct probe_config cfg = {0};
         libbpf_print_fn_t previous_print;
-        char text[PROBE_ERROR_TEXT_MAX];
+        char text[UTIL_ERROR_TEXT_MAX];
         struct btf *vmlinux;
         const char *variant;
         bool all_eperm = true;
@@ -346,10 +333,10 @@ int probe_load_kinds(struct probe *p, unsigned kinds, uint32_t slots, struct pro
 
         if (access(VMLINUX_BTF, R_OK) < 0) {
                 r = -errno;
-                probe_set_error(err, r == -EACCES ? -EPERM : -ENOENT,
-                                "no kernel BTF at " VMLINUX_BTF " (%s): CO-RE probes need "
-                                "CONFIG_DEBUG_INFO_BTF",
-                                strerror(-r));
+                util_error_set(err, r == -EACCES ? -EPERM : -ENOENT,
+                               "no kernel BTF at " VMLINUX_BTF " (%s): CO-RE probes need "
+                               "CONFIG_DEBUG_INFO_BTF",
+                               strerror(-r));
                 return r == -EACCES ? -EPERM : -ENOENT;
         }
         libbpf_warning[0] = '\0';
@@ -357,9 +344,10 @@ int probe_load_kinds(struct probe *p, unsigned kinds, uint32_t slots, struct pro
         vmlinux = btf__load_vmlinux_btf();
         if (!vmlinux) {
                 r = -errno;
-                probe_format_failure(text, sizeof(text), "reading " VMLINUX_BTF, r);
+                probe_format_failure(err, "reading " VMLINUX_BTF, r);
                 r = r == -EACCES || r == -EPERM ? -EPERM : -ENOENT;
-                probe_set_error(err, r, "%s", text);
+                if (err)
+                        err->error = -r;
                 libbpf_set_print(previous_print);
                 return r;
         }
@@ -384,12 +372,11 @@ int probe_load_kinds(struct probe *p, unsigned kinds, uint32_t slots, struct pro
                 struct probe_kind_state *st = &p->kinds[k];
 
                 if (!(kinds & probe_parts[k]->kind)) {
-                        snprintf(st->why, sizeof(st->why), "not requested");
+                        util_error_set(&st->why, ENOENT, "not requested");
                         continue;
                 }
                 libbpf_warning[0] = '\0';
-                r = probe_parts[k]->open(&cfg, &st->part, st->detail, sizeof(st->detail), st->why,
-                                         sizeof(st->why));
+                r = probe_parts[k]->open(&cfg, &st->part, st->detail, sizeof(st->detail), &st->why);
                 if (r < 0)
                         st->part = NULL; /* a loader that fails frees what it opened */
                 else
@@ -412,10 +399,11 @@ int probe_load_kinds(struct probe *p, unsigned kinds, uint32_t slots, struct pro
         for (int k = 0; k < PROBE_KINDS_COUNT && len < sizeof(text); k++) {
                 if (!(kinds & probe_parts[k]->kind))
                         continue;
-                len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s: %s", len ? "; " : "",
-                                        probe_kind_name(probe_parts[k]->kind), p->kinds[k].why);
+                len +=
+                    (size_t)snprintf(text + len, sizeof(text) - len, "%s%s: %s", len ? "; " : "",
+                                     probe_kind_name(probe_parts[k]->kind), p->kinds[k].why.text);
         }
-        probe_set_error(err, all_eperm ? -EPERM : -EOPNOTSUPP, "%s", text);
+        util_error_set(err, all_eperm ? -EPERM : -EOPNOTSUPP, "%s", text);
         return all_eperm ? -EPERM : -EOPNOTSUPP;
 }
 
@@ -436,26 +424,26 @@ void probe_release(struct probe *p)
 
 /* ---- probe.h */
 
-static int check_ids(const uint64_t *cgroup_ids, size_t n, unsigned kinds, struct probe_error *err)
+static int check_ids(const uint64_t *cgroup_ids, size_t n, unsigned kinds, struct util_error *err)
 {
         if (!cgroup_ids || n == 0 || n > PROBE_CGROUPS_MAX) {
-                probe_set_error(err, -EINVAL, "watch 1 to %d cgroups, not %zu", PROBE_CGROUPS_MAX,
-                                cgroup_ids ? n : 0);
+                util_error_set(err, -EINVAL, "watch 1 to %d cgroups, not %zu", PROBE_CGROUPS_MAX,
+                               cgroup_ids ? n : 0);
                 return -EINVAL;
         }
         if (kinds == 0 || (kinds & ~(unsigned)PROBE_ALL)) {
-                probe_set_error(err, -EINVAL, "invalid probe kinds 0x%x", kinds);
+                util_error_set(err, -EINVAL, "invalid probe kinds 0x%x", kinds);
                 return -EINVAL;
         }
         for (size_t i = 0; i < n; i++) {
                 if (cgroup_ids[i] == 0) {
-                        probe_set_error(err, -EINVAL, "cgroup id 0 is not a cgroup");
+                        util_error_set(err, -EINVAL, "cgroup id 0 is not a cgroup");
                         return -EINVAL;
                 }
                 for (size_t j = 0; j < i; j++) {
                         if (cgroup_ids[j] == cgroup_ids[i]) {
-                                probe_set_error(err, -EINVAL, "cgroup id %llu given twice",
-                                                (unsigned long long)cgroup_ids[i]);
+                                util_error_set(err, -EINVAL, "cgroup id %llu given twice",
+                                               (unsigned long long)cgroup_ids[i]);
                                 return -EINVAL;
                         }
                 }
@@ -464,7 +452,7 @@ static int check_ids(const uint64_t *cgroup_ids, size_t n, unsigned kinds, struc
 }
 
 struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
-                         struct probe_error *err)
+                         struct util_error *err)
 {
         struct timespec now;
         struct probe *p;
@@ -475,7 +463,7 @@ struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
                 return NULL;
         p = probe_alloc();
         if (!p) {
-                probe_set_error(err, -ENOMEM, "out of memory");
+                util_error_set(err, -ENOMEM, "out of memory");
                 return NULL;
         }
         memcpy(p->ids, cgroup_ids, n * sizeof(*cgroup_ids));
@@ -491,14 +479,14 @@ struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
 
                 if (bpf_map_update_elem(p->watched_fd, &p->ids[i], &w, BPF_NOEXIST) < 0) {
                         r = -errno;
-                        probe_set_error(err, r, "watching cgroup %llu: %s",
-                                        (unsigned long long)p->ids[i], strerror(-r));
+                        util_error_set(err, r, "watching cgroup %llu: %s",
+                                       (unsigned long long)p->ids[i], strerror(-r));
                         goto fail;
                 }
         }
         r = probe_filter_rebuild(p->watched_fd, p->filter_fd);
         if (r < 0) {
-                probe_set_error(err, r, "filling the filter of watched cgroups: %s", strerror(-r));
+                util_error_set(err, r, "filling the filter of watched cgroups: %s", strerror(-r));
                 goto fail;
         }
         if (probe_load_kinds(p, kinds, (uint32_t)n, err) < 0)
@@ -528,7 +516,7 @@ const char *probe_missing_reason(const struct probe *p, enum probe_kind kind)
 
         if (!p || k < 0 || p->kinds[k].stats_fd >= 0)
                 return NULL;
-        return p->kinds[k].why;
+        return p->kinds[k].why.text;
 }
 
 const char *probe_kind_detail(const struct probe *p, enum probe_kind kind)

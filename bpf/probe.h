@@ -9,27 +9,23 @@
  * (cgroup v2 inode numbers) are set before load; aggregation is in per-CPU maps, read by
  * probe_read(); rare events (OOM kills) also go through a ring buffer.
  *
- * Library: no logging; int returns >= 0 or -errno with detail in struct probe_error.
+ * Library: no logging; int returns >= 0 or -errno with detail in struct util_error.
  * Not thread-safe: one probe set per thread.
  */
 #pragma once
+
+#include "error.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROBE_ERROR_TEXT_MAX 512
-#define PROBE_HIST_SLOTS     32   /* log2 buckets: slot i counts values in [2^i, 2^(i+1)) us */
-#define PROBE_CGROUPS_MAX    16   /* cgroups of one probe_open() */
-#define PROBE_NODE_MAX       1024 /* cgroups the node's set watches (probe_open_node) */
-#define PROBE_PATH_MAX       256
+#define PROBE_HIST_SLOTS  32   /* log2 buckets: slot i counts values in [2^i, 2^(i+1)) us */
+#define PROBE_CGROUPS_MAX 16   /* cgroups of one probe_open() */
+#define PROBE_NODE_MAX    1024 /* cgroups the node's set watches (probe_open_node) */
+#define PROBE_PATH_MAX    256
 /* Where sparkshim pins the node's set: one directory per build of the programs below it. */
 #define PROBE_NODE_ROOT "/sys/fs/bpf/sparkshim"
-
-struct probe_error {
-        int error;
-        char text[PROBE_ERROR_TEXT_MAX];
-};
 
 enum probe_kind {
         PROBE_CPU = 1u << 0,
@@ -83,7 +79,7 @@ void probe_set_test_hooks(bool on);
  * -EPERM (not root / no CAP_BPF), -ENOENT (no BTF), -EOPNOTSUPP (no probe kind attachable).
  */
 struct probe *probe_open(const uint64_t *cgroup_ids, size_t n, unsigned kinds,
-                         struct probe_error *err);
+                         struct util_error *err);
 
 /* Which kinds are attached (enum probe_kind bits), and why the others are not. */
 unsigned probe_attached(const struct probe *p);
@@ -104,7 +100,7 @@ int probe_read(struct probe *p, uint64_t cgroup_id, struct probe_usage *ret);
  * (PROBE_NODE_MAX cgroups watched), -EBUSY (a live shim watches cgroup_id), or probe_open's.
  */
 #define PROBE_NODE_LOCK_MS 5000
-struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct probe_error *err);
+struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct util_error *err);
 
 /* Is p a registration with the node's set (probe_open_node)? */
 bool probe_is_node(const struct probe *p);
@@ -122,7 +118,7 @@ struct probe_node_entry {
  * many there are (may exceed max), 0 when no set is pinned, or -errno with err set.
  */
 int probe_node_list(const char *root, struct probe_node_entry *ret, size_t max,
-                    struct probe_error *err);
+                    struct util_error *err);
 
 /* Detach and free; a node registration is removed (probe_open_node). NULL-safe. */
 void probe_close(struct probe *p);

@@ -63,19 +63,3 @@ void shim_log(enum shim_log_level level, const char *fmt, ...)
         fprintf(stderr, "%s\n", line);
         errno = saved;
 }
-
-int shim_error_set(struct shim_error *err, int error, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (error < 0)
-                error = -error;
-        if (err) {
-                err->error = error;
-                va_start(ap, fmt);
-                errno = error;
-                vsnprintf(err->text, sizeof(err->text), fmt, ap);
-                va_end(ap);
-        }
-        return -error;
-}

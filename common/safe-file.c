@@ -13,21 +13,7 @@
 
 #include "util.h"
 
-static int refuse(char *why, size_t size, int error, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int refuse(char *why, size_t size, int error, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (why && size) {
-                va_start(ap, fmt);
-                vsnprintf(why, size, fmt, ap);
-                va_end(ap);
-        }
-        return -error;
-}
-
-int util_open_dir_of(const char *path, const char **ret_name, char *why, size_t why_size)
+int util_open_dir_of(const char *path, const char **ret_name, struct util_error *why)
 {
         const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
         char dir[4096];
@@ -35,64 +21,64 @@ int util_open_dir_of(const char *path, const char **ret_name, char *why, size_t 
         int fd;
 
         if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-                return refuse(why, why_size, EISDIR, "names a directory, not a file");
+                return util_error_set(why, EISDIR, "names a directory, not a file");
         if (!slash)
                 snprintf(dir, sizeof(dir), ".");
         else if ((size_t)(slash - path) >= sizeof(dir))
-                return refuse(why, why_size, ENAMETOOLONG, "path too long");
+                return util_error_set(why, ENAMETOOLONG, "path too long");
         else
                 snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 && errno == ELOOP)
-                return refuse(why, why_size, EPERM, "refused: directory %s is a symlink", dir);
+                return util_error_set(why, EPERM, "refused: directory %s is a symlink", dir);
         if (fd < 0)
-                return refuse(why, why_size, errno, "directory %s: %s", dir, strerror(errno));
+                return util_error_set(why, errno, "directory %s: %s", dir, strerror(errno));
         if (fstat(fd, &st) < 0) {
                 int r = errno;
                 close(fd);
-                return refuse(why, why_size, r, "directory %s: %s", dir, strerror(r));
+                return util_error_set(why, r, "directory %s: %s", dir, strerror(r));
         }
         /* anyone who may rename entries here could swap a file root is about to write */
         if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
                 close(fd);
-                return refuse(why, why_size, EPERM,
-                              "refused: directory %s is writable by group or others (mode %04o) "
-                              "without the sticky bit",
-                              dir, (unsigned)(st.st_mode & 07777));
+                return util_error_set(
+                    why, EPERM,
+                    "refused: directory %s is writable by group or others (mode %04o) "
+                    "without the sticky bit",
+                    dir, (unsigned)(st.st_mode & 07777));
         }
         *ret_name = name;
         return fd;
 }
 
-int util_open_append_safe(const char *path, mode_t mode, char *why, size_t why_size)
+int util_open_append_safe(const char *path, mode_t mode, struct util_error *why)
 {
         _cleanup_close_ int dirfd = -1, fd = -1;
         const char *name;
         struct stat st;
         int r;
 
-        dirfd = util_open_dir_of(path, &name, why, why_size);
+        dirfd = util_open_dir_of(path, &name, why);
         if (dirfd < 0)
                 return dirfd;
         fd = openat(dirfd, name,
                     O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
                     mode);
         if (fd < 0 && errno == ELOOP)
-                return refuse(why, why_size, EPERM, "refused: a symlink");
+                return util_error_set(why, EPERM, "refused: a symlink");
         if (fd < 0)
-                return refuse(why, why_size, errno, "cannot open for appending: %s",
-                              strerror(errno));
+                return util_error_set(why, errno, "cannot open for appending: %s", strerror(errno));
         if (fstat(fd, &st) < 0)
-                return refuse(why, why_size, errno, "fstat: %s", strerror(errno));
+                return util_error_set(why, errno, "fstat: %s", strerror(errno));
         if (!S_ISREG(st.st_mode))
-                return refuse(why, why_size, EPERM, "refused: not a regular file");
+                return util_error_set(why, EPERM, "refused: not a regular file");
         if (st.st_nlink > 1)
-                return refuse(why, why_size, EPERM, "refused: %ju hard links",
-                              (uintmax_t)st.st_nlink);
+                return util_error_set(why, EPERM, "refused: %ju hard links",
+                                      (uintmax_t)st.st_nlink);
         if (st.st_uid != geteuid())
-                return refuse(why, why_size, EPERM,
-                              "refused: owned by uid %u, not by sparkshim (uid %u)",
-                              (unsigned)st.st_uid, (unsigned)geteuid());
+                return util_error_set(why, EPERM,
+                                      "refused: owned by uid %u, not by sparkshim (uid %u)",
+                                      (unsigned)st.st_uid, (unsigned)geteuid());
         r = fd;
         fd = -1;
         return r;
@@ -113,7 +99,7 @@ static int write_all(int fd, const char *p, size_t len)
 }
 
 int util_write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len,
-                              mode_t mode, struct stat *ret_st, char *why, size_t why_size)
+                              mode_t mode, struct stat *ret_st, struct util_error *why)
 {
         _cleanup_close_ int fd = -1;
         struct stat st = {0};
@@ -124,19 +110,19 @@ int util_write_file_atomic_at(int dirfd, const char *name, const void *data, siz
                 uint64_t suffix;
 
                 if (getrandom(&suffix, sizeof(suffix), 0) != (ssize_t)sizeof(suffix))
-                        return refuse(why, why_size, errno ? errno : EIO, "getrandom: %s",
-                                      strerror(errno));
+                        return util_error_set(why, errno ? errno : EIO, "getrandom: %s",
+                                              strerror(errno));
                 if (snprintf(tmp, sizeof(tmp), ".%s.%016" PRIx64 ".tmp", name, suffix) >=
                     (int)sizeof(tmp))
-                        return refuse(why, why_size, ENAMETOOLONG, "name too long");
+                        return util_error_set(why, ENAMETOOLONG, "name too long");
                 fd = openat(dirfd, tmp,
                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, mode);
                 if (fd < 0 && errno != EEXIST)
-                        return refuse(why, why_size, errno, "cannot create a temporary file: %s",
-                                      strerror(errno));
+                        return util_error_set(why, errno, "cannot create a temporary file: %s",
+                                              strerror(errno));
         }
         if (fd < 0)
-                return refuse(why, why_size, EEXIST, "no free temporary name");
+                return util_error_set(why, EEXIST, "no free temporary name");
         r = write_all(fd, data, len);
         if (r == 0 && ret_st && fstat(fd, &st) < 0)
                 r = -errno;
@@ -150,23 +136,23 @@ int util_write_file_atomic_at(int dirfd, const char *name, const void *data, siz
                 r = -errno;
         if (r < 0) {
                 unlinkat(dirfd, tmp, 0);
-                return refuse(why, why_size, -r, "%s", strerror(-r));
+                return util_error_set(why, -r, "%s", strerror(-r));
         }
         if (ret_st)
                 *ret_st = st;
         return 0;
 }
 
-int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, char *why,
-                           size_t why_size)
+int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                           struct util_error *why)
 {
         _cleanup_close_ int dirfd = -1;
         const char *name;
 
-        dirfd = util_open_dir_of(path, &name, why, why_size);
+        dirfd = util_open_dir_of(path, &name, why);
         if (dirfd < 0)
                 return dirfd;
-        return util_write_file_atomic_at(dirfd, name, data, len, mode, NULL, why, why_size);
+        return util_write_file_atomic_at(dirfd, name, data, len, mode, NULL, why);
 }
 
 int util_unlink_if_same(int dirfd, const char *name, const struct stat *st)

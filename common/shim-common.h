@@ -6,6 +6,8 @@
  */
 #pragma once
 
+#include "error.h"
+
 #include <stdarg.h>
 #include <stdint.h>
 
@@ -20,17 +22,6 @@ enum {
         SHIM_EXIT_CANNOT_RUN = 126, /* command found but not executable */
         SHIM_EXIT_NOT_FOUND = 127,  /* command not found */
 };
-
-#define SHIM_ERROR_TEXT_MAX 512
-
-struct shim_error {
-        int error;
-        char text[SHIM_ERROR_TEXT_MAX];
-};
-
-/* Fill err (if not NULL) with a formatted line and return -error. */
-int shim_error_set(struct shim_error *err, int error, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* the logger, for the modules that include this file (new code includes log.h itself) */
 #include "log.h"

@@ -27,7 +27,7 @@ static const char *file_type(mode_t mode)
                                 : "not a regular file";
 }
 
-int util_trusted_file(const char *path, char *resolved, size_t size, char *why, size_t why_size)
+int util_trusted_file(const char *path, char *resolved, size_t size, struct util_error *why)
 {
         char real[PATH_MAX];
         _cleanup_close_ int dir = -1;
@@ -35,26 +35,21 @@ int util_trusted_file(const char *path, char *resolved, size_t size, char *why, 
         char *component, *next;
 
         if (!path || path[0] != '/') {
-                snprintf(why, why_size, "not an absolute path");
-                return -EINVAL;
+                return util_error_set(why, EINVAL, "not an absolute path");
         }
         /* lstat and readlink only: nothing is opened */
         if (!realpath(path, real)) {
-                snprintf(why, why_size, "%s", strerror(errno));
-                return -errno;
+                return util_error_set(why, errno, "%s", strerror(errno));
         }
         if (strlen(real) >= size) {
-                snprintf(why, why_size, "path too long");
-                return -ENAMETOOLONG;
+                return util_error_set(why, ENAMETOOLONG, "path too long");
         }
         if (strcmp(real, "/") == 0) {
-                snprintf(why, why_size, "a directory");
-                return -EISDIR;
+                return util_error_set(why, EISDIR, "a directory");
         }
         dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dir < 0) {
-                snprintf(why, why_size, "/: %s", strerror(errno));
-                return -errno;
+                return util_error_set(why, errno, "/: %s", strerror(errno));
         }
         /* walk the resolved path: every directory, then the file, with O_PATH | O_NOFOLLOW */
         for (component = real + 1; component && *component; component = next) {
@@ -69,8 +64,7 @@ int util_trusted_file(const char *path, char *resolved, size_t size, char *why, 
                         int r = -errno;
                         if (fd >= 0)
                                 close(fd);
-                        snprintf(why, why_size, "%s", strerror(-r));
-                        return r;
+                        return util_error_set(why, r, "%s", strerror(-r));
                 }
                 close(dir);
                 dir = fd;
@@ -79,32 +73,28 @@ int util_trusted_file(const char *path, char *resolved, size_t size, char *why, 
                 if (next)
                         *next++ = '/';
                 if (!trusted_owner(st.st_uid)) {
-                        snprintf(why, why_size, "%s is owned by uid %u, not root", shown,
-                                 (unsigned)st.st_uid);
-                        return -EPERM;
+                        return util_error_set(why, EPERM, "%s is owned by uid %u, not root", shown,
+                                              (unsigned)st.st_uid);
                 }
                 if (next && S_ISDIR(st.st_mode)) {
                         /* a sticky directory keeps root's entries root's (as /tmp does) */
                         if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
-                                snprintf(why, why_size,
-                                         "directory %s is writable by group or others (mode %04o)",
-                                         shown, (unsigned)(st.st_mode & 07777));
-                                return -EPERM;
+                                return util_error_set(
+                                    why, EPERM,
+                                    "directory %s is writable by group or others (mode %04o)",
+                                    shown, (unsigned)(st.st_mode & 07777));
                         }
                         continue;
                 }
                 if (next) {
-                        snprintf(why, why_size, "%s is not a directory", shown);
-                        return -ENOTDIR;
+                        return util_error_set(why, ENOTDIR, "%s is not a directory", shown);
                 }
                 if (!S_ISREG(st.st_mode)) {
-                        snprintf(why, why_size, "%s", file_type(st.st_mode));
-                        return -EINVAL;
+                        return util_error_set(why, EINVAL, "%s", file_type(st.st_mode));
                 }
                 if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-                        snprintf(why, why_size, "writable by group or others (mode %04o)",
-                                 (unsigned)(st.st_mode & 07777));
-                        return -EPERM;
+                        return util_error_set(why, EPERM, "writable by group or others (mode %04o)",
+                                              (unsigned)(st.st_mode & 07777));
                 }
         }
         snprintf(resolved, size, "%s", real);

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "error.h"
+
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
 static inline void util_freep(void *p)
@@ -130,7 +132,7 @@ uint64_t util_now_ns(void);
  * opened, so a device node is refused before any driver sees an open. Returns 0 with the
  * resolved path in resolved, or -errno with the reason in why (one phrase, no path prefix).
  */
-int util_trusted_file(const char *path, char *resolved, size_t size, char *why, size_t why_size);
+int util_trusted_file(const char *path, char *resolved, size_t size, struct util_error *why);
 
 /*
  * Files root creates or appends to in directories others may write (report sinks): no
@@ -146,7 +148,7 @@ int util_trusted_file(const char *path, char *resolved, size_t size, char *why, 
  * calls; ret_name points at path's last component. Refused: a directory writable by group
  * or others without the sticky bit. Returns the fd or -errno.
  */
-int util_open_dir_of(const char *path, const char **ret_name, char *why, size_t why_size);
+int util_open_dir_of(const char *path, const char **ret_name, struct util_error *why);
 
 /*
  * Open path for appending (created with mode if absent) without following a symlink.
@@ -154,21 +156,21 @@ int util_open_dir_of(const char *path, const char **ret_name, char *why, size_t 
  * not owned by the effective uid, and the directory cases above. Returns the fd
  * (O_CLOEXEC | O_NONBLOCK) or -errno.
  */
-int util_open_append_safe(const char *path, mode_t mode, char *why, size_t why_size);
+int util_open_append_safe(const char *path, mode_t mode, struct util_error *why);
 
 /*
  * Replace path with data: written to an exclusive temporary file with a random name
  * (getrandom) in the same directory, then renamed over path. Returns 0 or -errno.
  */
-int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, char *why,
-                           size_t why_size);
+int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                           struct util_error *why);
 
 /*
  * The same in a directory already opened (util_open_dir_of): name is a file name. With
  * ret_st, the new file's stat (its device and inode, for util_unlink_if_same).
  */
 int util_write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len,
-                              mode_t mode, struct stat *ret_st, char *why, size_t why_size);
+                              mode_t mode, struct stat *ret_st, struct util_error *why);
 
 /*
  * Remove name from dirfd when it is still the file st describes (same device and inode),

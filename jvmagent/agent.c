@@ -1748,14 +1748,14 @@ static jint refuse(const char *message)
 
 static jint parse_options(const char *options)
 {
-        struct jva_error error;
-        char message[JVA_MESSAGE_MAX + JVA_PATH_MAX];
+        struct util_error error;
+        char message[UTIL_ERROR_TEXT_MAX + JVA_PATH_MAX];
         struct stat st;
         uint64_t anon;
         int r;
 
         if (jva_options_parse(options, &agent.options, &error) < 0)
-                return refuse(error.message);
+                return refuse(error.text);
         if (agent.options.cgroup[0]) {
                 const char *problem = NULL;
 

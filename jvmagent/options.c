@@ -165,30 +165,23 @@ static int parse_uint(const char *text, uint64_t max, uint64_t *ret_value)
         return 0;
 }
 
-__attribute__((format(printf, 5, 6))) static int fail(struct jva_error *ret_error, int error,
+__attribute__((format(printf, 5, 6))) static int fail(struct util_error *ret_error, int error,
                                                       const char *key, const char *value,
                                                       const char *format, ...)
 {
+        char what[UTIL_ERROR_TEXT_MAX];
         va_list ap;
-        int n;
 
-        if (ret_error) {
-                ret_error->error = -error;
-                n = snprintf(ret_error->message, sizeof(ret_error->message), "%s=%s: ", key, value);
-                if (n < 0 || (size_t)n >= sizeof(ret_error->message))
-                        n = 0;
-                va_start(ap, format);
-                vsnprintf(ret_error->message + n, sizeof(ret_error->message) - (size_t)n, format,
-                          ap);
-                va_end(ap);
-        }
-        return error;
+        va_start(ap, format);
+        vsnprintf(what, sizeof(what), format, ap);
+        va_end(ap);
+        return util_error_set(ret_error, error, "%s=%s: %s", key, value, what);
 }
 
 struct key {
         const char *name;
         int (*parse)(const struct key *key, const char *value, struct jva_options *options,
-                     struct jva_error *ret_error);
+                     struct util_error *ret_error);
         size_t offset; /* of the field in struct jva_options */
         uint64_t min, max;
         const char *allowed; /* for paths: what the value must name */
@@ -197,7 +190,7 @@ struct key {
 #define FIELD(options, key, type) ((type *)((char *)(options) + (key)->offset))
 
 static int parse_size_key(const struct key *key, const char *value, struct jva_options *options,
-                          struct jva_error *ret_error)
+                          struct util_error *ret_error)
 {
         uint64_t v;
         int r = jva_parse_bytes(value, &v);
@@ -214,7 +207,7 @@ static int parse_size_key(const struct key *key, const char *value, struct jva_o
 }
 
 static int parse_uint_key(const struct key *key, const char *value, struct jva_options *options,
-                          struct jva_error *ret_error)
+                          struct util_error *ret_error)
 {
         uint64_t v;
         int r = parse_uint(value, UINT64_MAX, &v);
@@ -232,7 +225,7 @@ static int parse_uint_key(const struct key *key, const char *value, struct jva_o
 }
 
 static int parse_fraction_key(const struct key *key, const char *value, struct jva_options *options,
-                              struct jva_error *ret_error)
+                              struct util_error *ret_error)
 {
         double v;
         bool point;
@@ -249,7 +242,7 @@ static int parse_fraction_key(const struct key *key, const char *value, struct j
 }
 
 static int parse_path_key(const struct key *key, const char *value, struct jva_options *options,
-                          struct jva_error *ret_error)
+                          struct util_error *ret_error)
 {
         char *field = FIELD(options, key, char);
 
@@ -264,7 +257,7 @@ static int parse_path_key(const struct key *key, const char *value, struct jva_o
 }
 
 static int parse_threshold_key(const struct key *key, const char *value,
-                               struct jva_options *options, struct jva_error *ret_error)
+                               struct jva_options *options, struct util_error *ret_error)
 {
         const char *allowed = "a byte size such as 6g, or a fraction of limit= (or request=) "
                               "with a decimal point, such as 0.9";
@@ -295,7 +288,7 @@ static int parse_threshold_key(const struct key *key, const char *value,
 }
 
 static int parse_log_key(const struct key *key, const char *value, struct jva_options *options,
-                         struct jva_error *ret_error)
+                         struct util_error *ret_error)
 {
         for (unsigned i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
                 if (strcmp(value, level_names[i]) == 0) {
@@ -348,7 +341,7 @@ static const char *given_value(const char *const given[N_KEYS], const char *name
 
 /* Checks that need several keys; values are quoted as given. */
 static int check_combination(struct jva_options *options, const char *const given[N_KEYS],
-                             struct jva_error *ret_error)
+                             struct util_error *ret_error)
 {
         if (options->limit_bytes && options->request_bytes &&
             options->request_bytes > options->limit_bytes)
@@ -387,7 +380,7 @@ static int check_combination(struct jva_options *options, const char *const give
 }
 
 int jva_options_parse(const char *text, struct jva_options *ret_options,
-                      struct jva_error *ret_error)
+                      struct util_error *ret_error)
 {
         const char *given[N_KEYS] = {0};
         char *copy, *item, *next;
@@ -396,7 +389,7 @@ int jva_options_parse(const char *text, struct jva_options *ret_options,
         jva_options_init(ret_options);
         if (ret_error) {
                 ret_error->error = 0;
-                ret_error->message[0] = '\0';
+                ret_error->text[0] = '\0';
         }
         if (!text || !*text)
                 return 0;

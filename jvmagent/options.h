@@ -6,11 +6,12 @@
  */
 #pragma once
 
+#include "error.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
-#define JVA_PATH_MAX    4096
-#define JVA_MESSAGE_MAX 512
+#define JVA_PATH_MAX 4096
 
 /* max-spills: each forced spill is one more file for the task to merge, and the merge of an
  * UnsafeExternalSorter holds about 3 MiB of buffers per file (docs/sparkshim-agent.7.md). */
@@ -25,10 +26,6 @@ enum jva_log_level {
 
 /* A failed parse: errno-style code and the one line the agent prints after
  * "sparkshim-agent: error: ", shaped "<key>=<value>: <problem>; allowed: <what>". */
-struct jva_error {
-        int error;
-        char message[JVA_MESSAGE_MAX];
-};
 
 /* Every size is in bytes; 0 means "not given" for the optional ones. */
 struct jva_options {
@@ -63,7 +60,7 @@ void jva_options_init(struct jva_options *options);
  * *ret_options is then unspecified. Keys may come in any order, each at most once.
  */
 int jva_options_parse(const char *text, struct jva_options *ret_options,
-                      struct jva_error *ret_error);
+                      struct util_error *ret_error);
 
 /*
  * A Spark byte string ("512", "64k", "8m", "1g", "2t", "1p"; b/kb/mb/gb/tb/pb too; case and

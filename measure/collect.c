@@ -22,33 +22,11 @@
 #define PROCS_LIST_START (16 * 1024)
 #define PROCS_LIST_MAX   (64 * 1024 * 1024)
 
-static int set_error(struct collect_error *err, int error, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int set_error(struct collect_error *err, int error, const char *format, ...)
-{
-        va_list ap;
-
-        if (error < 0)
-                error = -error;
-        if (!err)
-                return -error;
-        err->error = error;
-        va_start(ap, format);
-        vsnprintf(err->text, sizeof(err->text), format, ap);
-        va_end(ap);
-        /* one line, whatever a file contained */
-        for (char *c = err->text; *c; c++)
-                if ((unsigned char)*c < ' ' || *c == 0x7f)
-                        *c = '?';
-        return -error;
-}
-
-static int number_error(struct collect_error *err, int r, const char *name, unsigned line_no,
+static int number_error(struct util_error *err, int r, const char *name, unsigned line_no,
                         const char *value, const char *key)
 {
-        return set_error(err, r, "%s: line %u: '%s' is %s (%s)", name, line_no, value,
-                         r == -ERANGE ? "out of range" : "not a number", key);
+        return util_error_set(err, r, "%s: line %u: '%s' is %s (%s)", name, line_no, value,
+                              r == -ERANGE ? "out of range" : "not a number", key);
 }
 
 /* Cut the next line off *cursor; NULL at the end. */
@@ -72,14 +50,14 @@ static char *next_line(char **cursor)
  * file of a newer kernel), -errno with err set otherwise.
  */
 static int read_optional(int dirfd, const char *name, char *buf, size_t size,
-                         struct collect_error *err)
+                         struct util_error *err)
 {
         ssize_t n = util_read_at(dirfd, name, buf, size);
 
         if (n == -ENOENT)
                 return 0;
         if (n < 0)
-                return set_error(err, (int)n, "%s: %s", name, strerror((int)-n));
+                return util_error_set(err, (int)n, "%s: %s", name, strerror((int)-n));
         return 1;
 }
 
@@ -93,7 +71,7 @@ struct key_field {
  * shape; only the keys asked for are parsed, so keys of newer kernels do not break this.
  */
 static int parse_keyed(const char *name, char *text, const struct key_field *fields, size_t nfields,
-                       struct collect_error *err)
+                       struct util_error *err)
 {
         unsigned line_no = 0;
         char *cursor = text, *line;
@@ -106,8 +84,8 @@ static int parse_keyed(const char *name, char *text, const struct key_field *fie
                         continue;
                 space = strchr(line, ' ');
                 if (!space || space == line || !space[1])
-                        return set_error(err, -EINVAL, "%s: line %u: '%s' is not 'key value'", name,
-                                         line_no, line);
+                        return util_error_set(err, -EINVAL, "%s: line %u: '%s' is not 'key value'",
+                                              name, line_no, line);
                 *space = '\0';
                 for (size_t i = 0; i < nfields; i++) {
                         int r;
@@ -123,14 +101,13 @@ static int parse_keyed(const char *name, char *text, const struct key_field *fie
         return 0;
 }
 
-static int parse_single(const char *name, const char *text, uint64_t *ret,
-                        struct collect_error *err)
+static int parse_single(const char *name, const char *text, uint64_t *ret, struct util_error *err)
 {
         int r = util_parse_u64(text, ret);
 
         if (r < 0)
-                return set_error(err, r, "%s: '%s' is %s", name, text,
-                                 r == -ERANGE ? "out of range" : "not a number");
+                return util_error_set(err, r, "%s: '%s' is %s", name, text,
+                                      r == -ERANGE ? "out of range" : "not a number");
         return 0;
 }
 
@@ -153,7 +130,7 @@ static bool is_device(const char *s)
 }
 
 /* io.stat: "MAJ:MIN rbytes=.. wbytes=.. rios=.. wios=.. dbytes=.. dios=.." per device. */
-static int parse_io_stat(char *text, struct collect_cgroup *c, struct collect_error *err)
+static int parse_io_stat(char *text, struct collect_cgroup *c, struct util_error *err)
 {
         static const char *const name = "io.stat";
         uint64_t rbytes = 0, wbytes = 0, rios = 0, wios = 0, dbytes = 0, dios = 0;
@@ -168,9 +145,9 @@ static int parse_io_stat(char *text, struct collect_cgroup *c, struct collect_er
                         continue;
                 token = strtok_r(line, " ", &save);
                 if (!token || !is_device(token))
-                        return set_error(err, -EINVAL,
-                                         "%s: line %u: '%s' is not a device (MAJ:MIN)", name,
-                                         line_no, token ? token : "");
+                        return util_error_set(err, -EINVAL,
+                                              "%s: line %u: '%s' is not a device (MAJ:MIN)", name,
+                                              line_no, token ? token : "");
                 while ((token = strtok_r(NULL, " ", &save))) {
                         /* io.cost and io.latency add keys with non-integer values: skipped */
                         static const char *const keys[] = {"rbytes", "wbytes", "rios",
@@ -179,9 +156,9 @@ static int parse_io_stat(char *text, struct collect_cgroup *c, struct collect_er
                         char *equals = strchr(token, '=');
 
                         if (!equals || equals == token)
-                                return set_error(err, -EINVAL,
-                                                 "%s: line %u: '%s' is not 'key=value'", name,
-                                                 line_no, token);
+                                return util_error_set(err, -EINVAL,
+                                                      "%s: line %u: '%s' is not 'key=value'", name,
+                                                      line_no, token);
                         *equals = '\0';
                         for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
                                 uint64_t v;
@@ -194,9 +171,9 @@ static int parse_io_stat(char *text, struct collect_cgroup *c, struct collect_er
                                         return number_error(err, r, name, line_no, equals + 1,
                                                             token);
                                 if (__builtin_add_overflow(*sums[i], v, sums[i]))
-                                        return set_error(err, -ERANGE,
-                                                         "%s: line %u: the sum of %s overflows",
-                                                         name, line_no, token);
+                                        return util_error_set(
+                                            err, -ERANGE, "%s: line %u: the sum of %s overflows",
+                                            name, line_no, token);
                                 break;
                         }
                 }
@@ -217,7 +194,7 @@ static void psi_unset(struct collect_psi *p)
 
 /* "some avg10=0.00 avg60=0.00 avg300=0.00 total=0", then "full ..." (not always there). */
 static int parse_pressure(const char *name, char *text, struct collect_psi *ret,
-                          struct collect_error *err)
+                          struct util_error *err)
 {
         struct collect_psi p;
         bool have_some = false;
@@ -236,8 +213,9 @@ static int parse_pressure(const char *name, char *text, struct collect_psi *ret,
                         continue;
                 token = strtok_r(line, " ", &save);
                 if (!token || (strcmp(token, "some") != 0 && strcmp(token, "full") != 0))
-                        return set_error(err, -EINVAL, "%s: line %u: '%s' is not 'some' or 'full'",
-                                         name, line_no, token ? token : "");
+                        return util_error_set(err, -EINVAL,
+                                              "%s: line %u: '%s' is not 'some' or 'full'", name,
+                                              line_no, token ? token : "");
                 some = token[0] == 's';
                 while ((token = strtok_r(NULL, " ", &save))) {
                         char *equals = strchr(token, '=');
@@ -245,9 +223,9 @@ static int parse_pressure(const char *name, char *text, struct collect_psi *ret,
                         int r = 0;
 
                         if (!equals || equals == token)
-                                return set_error(err, -EINVAL,
-                                                 "%s: line %u: '%s' is not 'key=value'", name,
-                                                 line_no, token);
+                                return util_error_set(err, -EINVAL,
+                                                      "%s: line %u: '%s' is not 'key=value'", name,
+                                                      line_no, token);
                         *equals = '\0';
                         if (strcmp(token, "avg10") == 0)
                                 avg = &avg10;
@@ -265,9 +243,9 @@ static int parse_pressure(const char *name, char *text, struct collect_psi *ret,
                                 return number_error(err, r, name, line_no, equals + 1, token);
                 }
                 if (isnan(avg10) || isnan(avg60) || isnan(avg300) || total == COLLECT_UNSET)
-                        return set_error(err, -EINVAL,
-                                         "%s: line %u: lacks one of avg10, avg60, avg300, total",
-                                         name, line_no);
+                        return util_error_set(
+                            err, -EINVAL, "%s: line %u: lacks one of avg10, avg60, avg300, total",
+                            name, line_no);
                 if (some) {
                         have_some = true;
                         p.some_avg10 = avg10;
@@ -282,12 +260,12 @@ static int parse_pressure(const char *name, char *text, struct collect_psi *ret,
                 }
         }
         if (!have_some)
-                return set_error(err, -EINVAL, "%s: no 'some' line", name);
+                return util_error_set(err, -EINVAL, "%s: no 'some' line", name);
         *ret = p;
         return 0;
 }
 
-int collect_cgroup_read(int cgroup_fd, struct collect_cgroup *ret, struct collect_error *err)
+int collect_cgroup_read(int cgroup_fd, struct collect_cgroup *ret, struct util_error *err)
 {
         static const char *const pressure_files[] = {"cpu.pressure", "memory.pressure",
                                                      "io.pressure"};
@@ -331,7 +309,8 @@ int collect_cgroup_read(int cgroup_fd, struct collect_cgroup *ret, struct collec
         int r;
 
         if (cgroup_fd < 0)
-                return set_error(err, -EBADF, "cgroup directory fd %d is not valid", cgroup_fd);
+                return util_error_set(err, -EBADF, "cgroup directory fd %d is not valid",
+                                      cgroup_fd);
 
         r = read_optional(cgroup_fd, "cpu.stat", buf, sizeof(buf), err);
         if (r < 0)
@@ -393,9 +372,10 @@ int collect_cgroup_read(int cgroup_fd, struct collect_cgroup *ret, struct collec
 
         /* every cgroup v2 directory has cpu.stat and the pressure files: none means gone */
         if (!c.has_cpu && !c.has_memory && !c.has_io && !c.has_psi)
-                return set_error(err, -ENOENT,
-                                 "no cpu.stat, memory.*, io.stat or *.pressure: not a cgroup v2 "
-                                 "directory, or removed");
+                return util_error_set(
+                    err, -ENOENT,
+                    "no cpu.stat, memory.*, io.stat or *.pressure: not a cgroup v2 "
+                    "directory, or removed");
         *ret = c;
         return 0;
 }
@@ -410,7 +390,7 @@ static int compare_pids(const void *a, const void *b)
 }
 
 /* cgroup.procs as a sorted array without duplicates. */
-static int read_pids(int cgroup_fd, pid_t **ret, size_t *ret_count, struct collect_error *err)
+static int read_pids(int cgroup_fd, pid_t **ret, size_t *ret_count, struct util_error *err)
 {
         _cleanup_free_ char *buf = NULL;
         _cleanup_free_ pid_t *pids = NULL;
@@ -423,22 +403,22 @@ static int read_pids(int cgroup_fd, pid_t **ret, size_t *ret_count, struct colle
                 free(buf);
                 buf = malloc(size);
                 if (!buf)
-                        return set_error(err, -ENOMEM, "cgroup.procs: out of memory");
+                        return util_error_set(err, -ENOMEM, "cgroup.procs: out of memory");
                 n = util_read_at(cgroup_fd, "cgroup.procs", buf, size);
                 if (n != -EFBIG || size >= PROCS_LIST_MAX)
                         break;
                 size *= 2;
         }
         if (n == -ENOENT)
-                return set_error(err, -ENOENT, "cgroup.procs: no such file: cgroup removed?");
+                return util_error_set(err, -ENOENT, "cgroup.procs: no such file: cgroup removed?");
         if (n < 0)
-                return set_error(err, (int)n, "cgroup.procs: %s", strerror((int)-n));
+                return util_error_set(err, (int)n, "cgroup.procs: %s", strerror((int)-n));
 
         for (const char *c = buf; *c; c++)
                 lines += *c == '\n';
         pids = calloc(lines + 1, sizeof(*pids));
         if (!pids)
-                return set_error(err, -ENOMEM, "cgroup.procs: out of memory");
+                return util_error_set(err, -ENOMEM, "cgroup.procs: out of memory");
         cursor = buf;
         while ((line = next_line(&cursor))) {
                 int pid, r;
@@ -448,8 +428,9 @@ static int read_pids(int cgroup_fd, pid_t **ret, size_t *ret_count, struct colle
                         continue;
                 r = util_parse_int(line, &pid);
                 if (r < 0 || pid <= 0)
-                        return set_error(err, r < 0 ? r : -EINVAL,
-                                         "cgroup.procs: line %u: '%s' is not a pid", line_no, line);
+                        return util_error_set(err, r < 0 ? r : -EINVAL,
+                                              "cgroup.procs: line %u: '%s' is not a pid", line_no,
+                                              line);
                 pids[count++] = pid;
         }
         /* a process moved out and back in may be listed twice */
@@ -471,7 +452,7 @@ static bool is_gone(int r)
 }
 
 /* /proc/<pid>/io: "key: value" lines. */
-static int parse_proc_io(pid_t pid, char *text, struct collect_procs *p, struct collect_error *err)
+static int parse_proc_io(pid_t pid, char *text, struct collect_procs *p, struct util_error *err)
 {
         const struct key_field fields[] = {
             {"rchar", &p->rchar},
@@ -490,9 +471,9 @@ static int parse_proc_io(pid_t pid, char *text, struct collect_procs *p, struct 
                         continue;
                 colon = strstr(line, ": ");
                 if (!colon || colon == line)
-                        return set_error(err, -EINVAL,
-                                         "/proc/%d/io: line %u: '%s' is not 'key: value'", (int)pid,
-                                         line_no, line);
+                        return util_error_set(err, -EINVAL,
+                                              "/proc/%d/io: line %u: '%s' is not 'key: value'",
+                                              (int)pid, line_no, line);
                 *colon = '\0';
                 for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
                         int r;
@@ -501,10 +482,10 @@ static int parse_proc_io(pid_t pid, char *text, struct collect_procs *p, struct 
                                 continue;
                         r = util_parse_u64(colon + 2, fields[i].value);
                         if (r < 0)
-                                return set_error(err, r, "/proc/%d/io: line %u: '%s' is %s (%s)",
-                                                 (int)pid, line_no, colon + 2,
-                                                 r == -ERANGE ? "out of range" : "not a number",
-                                                 line);
+                                return util_error_set(
+                                    err, r, "/proc/%d/io: line %u: '%s' is %s (%s)", (int)pid,
+                                    line_no, colon + 2,
+                                    r == -ERANGE ? "out of range" : "not a number", line);
                         break;
                 }
         }
@@ -512,8 +493,7 @@ static int parse_proc_io(pid_t pid, char *text, struct collect_procs *p, struct 
 }
 
 /* /proc/<pid>/status: "VmRSS:\t    1234 kB", "VmHWM: ...", "Threads:\t3"; the rest is skipped. */
-static int parse_proc_status(pid_t pid, char *text, struct collect_procs *p,
-                             struct collect_error *err)
+static int parse_proc_status(pid_t pid, char *text, struct collect_procs *p, struct util_error *err)
 {
         unsigned line_no = 0;
         char *cursor = text, *line;
@@ -543,18 +523,18 @@ static int parse_proc_status(pid_t pid, char *text, struct collect_procs *p,
                 end = value + len;
                 if (kib) {
                         if (len < 3 || strcmp(end - 3, " kB") != 0)
-                                return set_error(err, -EINVAL,
-                                                 "/proc/%d/status: line %u: '%s' is not 'N kB'",
-                                                 (int)pid, line_no, value);
+                                return util_error_set(
+                                    err, -EINVAL, "/proc/%d/status: line %u: '%s' is not 'N kB'",
+                                    (int)pid, line_no, value);
                         end[-3] = '\0';
                 }
                 r = util_parse_u64(value, &v);
                 if (r == 0 && kib && __builtin_mul_overflow(v, 1024, &v))
                         r = -ERANGE;
                 if (r < 0)
-                        return set_error(err, r, "/proc/%d/status: line %u: '%s' is %s", (int)pid,
-                                         line_no, value,
-                                         r == -ERANGE ? "out of range" : "not a number");
+                        return util_error_set(err, r, "/proc/%d/status: line %u: '%s' is %s",
+                                              (int)pid, line_no, value,
+                                              r == -ERANGE ? "out of range" : "not a number");
                 *dst = v;
         }
         return 0;
@@ -566,7 +546,7 @@ static int add_u64(uint64_t *sum, uint64_t v)
 }
 
 int collect_procs_read_at(int cgroup_fd, int proc_fd, struct collect_procs *ret,
-                          struct collect_error *err)
+                          struct util_error *err)
 {
         _cleanup_free_ pid_t *pids = NULL;
         struct collect_procs sum = {0};
@@ -574,8 +554,8 @@ int collect_procs_read_at(int cgroup_fd, int proc_fd, struct collect_procs *ret,
         int r;
 
         if (cgroup_fd < 0 || proc_fd < 0)
-                return set_error(err, -EBADF, "invalid directory fd (cgroup %d, proc %d)",
-                                 cgroup_fd, proc_fd);
+                return util_error_set(err, -EBADF, "invalid directory fd (cgroup %d, proc %d)",
+                                      cgroup_fd, proc_fd);
         r = read_pids(cgroup_fd, &pids, &count, err);
         if (r < 0)
                 return r;
@@ -590,7 +570,7 @@ int collect_procs_read_at(int cgroup_fd, int proc_fd, struct collect_procs *ret,
                 if (is_gone((int)n))
                         continue;
                 if (n < 0)
-                        return set_error(err, (int)n, "/proc/%s: %s", name, strerror((int)-n));
+                        return util_error_set(err, (int)n, "/proc/%s: %s", name, strerror((int)-n));
                 r = parse_proc_io(pids[i], buf, &one, err);
                 if (r < 0)
                         return r;
@@ -600,7 +580,7 @@ int collect_procs_read_at(int cgroup_fd, int proc_fd, struct collect_procs *ret,
                 if (is_gone((int)n))
                         continue;
                 if (n < 0)
-                        return set_error(err, (int)n, "/proc/%s: %s", name, strerror((int)-n));
+                        return util_error_set(err, (int)n, "/proc/%s: %s", name, strerror((int)-n));
                 r = parse_proc_status(pids[i], buf, &one, err);
                 if (r < 0)
                         return r;
@@ -610,19 +590,20 @@ int collect_procs_read_at(int cgroup_fd, int proc_fd, struct collect_procs *ret,
                     add_u64(&sum.rchar, one.rchar) < 0 || add_u64(&sum.wchar, one.wchar) < 0 ||
                     add_u64(&sum.vm_rss, one.vm_rss) < 0 || add_u64(&sum.vm_hwm, one.vm_hwm) < 0 ||
                     add_u64(&sum.threads, one.threads) < 0)
-                        return set_error(err, -ERANGE, "/proc/%d: the sums overflow", (int)pids[i]);
+                        return util_error_set(err, -ERANGE, "/proc/%d: the sums overflow",
+                                              (int)pids[i]);
                 sum.nprocs++;
         }
         *ret = sum;
         return 0;
 }
 
-int collect_procs_read(int cgroup_fd, struct collect_procs *ret, struct collect_error *err)
+int collect_procs_read(int cgroup_fd, struct collect_procs *ret, struct util_error *err)
 {
         _cleanup_close_ int proc_fd = -1;
 
         proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (proc_fd < 0)
-                return set_error(err, -errno, "/proc: %s", strerror(errno));
+                return util_error_set(err, -errno, "/proc: %s", strerror(errno));
         return collect_procs_read_at(cgroup_fd, proc_fd, ret, err);
 }

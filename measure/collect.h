@@ -6,23 +6,19 @@
  * of the executor, and taskstats over libnl-genl (per task, and exit records of tasks
  * that ended, which needs CAP_NET_ADMIN).
  *
- * No logging; int returns >= 0 or -errno with detail in struct collect_error. A figure
+ * No logging; int returns >= 0 or -errno with detail in struct util_error. A figure
  * that could not be read is left at COLLECT_UNSET and its source at NULL.
  */
 #pragma once
+
+#include "error.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#define COLLECT_ERROR_TEXT_MAX 512
-#define COLLECT_UNSET          UINT64_MAX
-
-struct collect_error {
-        int error;                         /* positive errno */
-        char text[COLLECT_ERROR_TEXT_MAX]; /* one line naming the file/line or task */
-};
+#define COLLECT_UNSET UINT64_MAX
 
 /*
  * cpu/memory/io.pressure: "some" and "full" lines. The avg* fields of a line that is absent
@@ -59,7 +55,7 @@ struct collect_cgroup {
  * the file and the line. has_psi: at least one *.pressure file was read.
  * *ret is written only on success. Cost: one openat+read per file (at most 9).
  */
-int collect_cgroup_read(int cgroup_fd, struct collect_cgroup *ret, struct collect_error *err);
+int collect_cgroup_read(int cgroup_fd, struct collect_cgroup *ret, struct util_error *err);
 
 /* /proc/<pid>/io and /proc/<pid>/status, summed over the pids of cgroup.procs. */
 struct collect_procs {
@@ -75,11 +71,11 @@ struct collect_procs {
  * and its files is skipped, not counted in nprocs; a pid listed twice is counted once.
  * A missing cgroup is -ENOENT. *ret is written only on success.
  */
-int collect_procs_read(int cgroup_fd, struct collect_procs *ret, struct collect_error *err);
+int collect_procs_read(int cgroup_fd, struct collect_procs *ret, struct util_error *err);
 
 /* The same with the proc file system given as a directory fd (tests use fixture trees). */
 int collect_procs_read_at(int cgroup_fd, int proc_fd, struct collect_procs *ret,
-                          struct collect_error *err);
+                          struct util_error *err);
 
 /* ---- taskstats (libnl-genl) ---- */
 
@@ -115,7 +111,7 @@ struct collect_taskstats;
  * exit records on every CPU (needs CAP_NET_ADMIN), so tasks that end are not lost.
  * NULL with err set on failure (-EPERM, -ENOENT if the family is missing).
  */
-struct collect_taskstats *collect_taskstats_open(bool listen_exits, struct collect_error *err);
+struct collect_taskstats *collect_taskstats_open(bool listen_exits, struct util_error *err);
 
 /*
  * Query one task (a tgid gives the whole process) and add its record to *totals.
@@ -130,7 +126,7 @@ struct collect_taskstats *collect_taskstats_open(bool listen_exits, struct colle
  * Not thread-safe: one handle per thread.
  */
 int collect_taskstats_query(struct collect_taskstats *t, pid_t tgid,
-                            struct collect_taskstats_totals *totals, struct collect_error *err);
+                            struct collect_taskstats_totals *totals, struct util_error *err);
 
 /*
  * Drain pending exit records without blocking and add those whose tgid is in pids[] (or all,
@@ -144,8 +140,7 @@ int collect_taskstats_query(struct collect_taskstats *t, pid_t tgid,
  * error are still added to *totals.
  */
 int collect_taskstats_drain_exits(struct collect_taskstats *t, const pid_t *pids, size_t npids,
-                                  struct collect_taskstats_totals *totals,
-                                  struct collect_error *err);
+                                  struct collect_taskstats_totals *totals, struct util_error *err);
 
 /* The fd to poll for exit records, or -1. */
 int collect_taskstats_fd(const struct collect_taskstats *t);

@@ -269,17 +269,19 @@ static void sweep_stale(int dirfd, const char *dir, const char *own_name)
 }
 
 /* The Prometheus file is written next to its final name and renamed: its directory is held now. */
-static int open_prometheus(struct shim_monitor *m, struct shim_error *err)
+static int open_prometheus(struct shim_monitor *m, struct util_error *err)
 {
         _cleanup_close_ int dirfd = -1;
         const char *name;
-        char why[512], dir[4096];
+        struct util_error why = {0};
+        char dir[4096];
 
-        dirfd = util_open_dir_of(m->prometheus, &name, why, sizeof(why));
+        dirfd = util_open_dir_of(m->prometheus, &name, &why);
         if (dirfd < 0)
-                return shim_error_set(err, dirfd, "prometheus file %s: %s", m->prometheus, why);
+                return util_error_set(err, dirfd, "prometheus file %s: %s", m->prometheus,
+                                      why.text);
         if (faccessat(dirfd, ".", W_OK, 0) < 0)
-                return shim_error_set(err, errno,
+                return util_error_set(err, errno,
                                       "prometheus file %s: its directory is not writable: %s",
                                       m->prometheus, strerror(errno));
         snprintf(dir, sizeof(dir), "%.*s",
@@ -309,12 +311,12 @@ static void remove_prometheus(struct shim_monitor *m)
 
 /* A template (report.path, report.prometheus_path, or a flag) for this executor. */
 static int expand(const struct shim_monitor_config *cfg, const char *what, const char *template,
-                  char *buf, size_t size, struct shim_error *err)
+                  char *buf, size_t size, struct util_error *err)
 {
-        struct policy_error perr = {0};
+        struct util_error perr = {0};
 
         if (policy_template_expand(template, &cfg->names, buf, size, &perr) < 0)
-                return shim_error_set(err, perr.error, "%s %s: %s", what, template, perr.text);
+                return util_error_set(err, perr.error, "%s %s: %s", what, template, perr.text);
         return 0;
 }
 
@@ -328,20 +330,20 @@ static void add_sink(struct shim_monitor *m, enum sink_kind kind, const char *pa
  * that is unsafe for root to write (unsafe) is refused whatever the policy says.
  */
 static int sink_unusable(const struct shim_monitor_config *cfg, bool unsafe, bool retried,
-                         struct shim_error *err)
+                         struct util_error *err)
 {
         if (cfg->sink_failure_refuse || unsafe)
                 return err->error ? -err->error : -EINVAL;
         log_warn("%s; running without it%s (report.sink_failure warn)", err->text,
                  retried ? " until it accepts" : "");
-        *err = (struct shim_error){0};
+        *err = (struct util_error){0};
         return 0;
 }
 
 int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor **ret,
-                      struct shim_error *err)
+                      struct util_error *err)
 {
-        struct shim_error local = {0};
+        struct util_error local = {0};
         struct shim_monitor *m;
         int r = 0;
 
@@ -349,7 +351,7 @@ int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor
                 err = &local;
         m = calloc(1, sizeof(*m));
         if (!m)
-                return shim_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         m->cfg = *cfg;
         m->cgroup_fd = m->wake_fd = m->prometheus_dirfd = m->new_pidfd = m->new_uid_pidfd =
             m->uid_pidfd = -1;
@@ -488,7 +490,7 @@ static void read_run_as(struct shim_monitor *m);
 
 static void sample(struct shim_monitor *m)
 {
-        struct collect_error cerr;
+        struct util_error cerr;
         struct collect_cgroup c;
         struct collect_procs procs;
         struct sample s = {.t_ns = util_now_ns(),
@@ -591,7 +593,7 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
                         const struct policy_plan *plan, bool enforced, const char *reason,
                         int cgroup_fd, const char *cgroup_path)
 {
-        struct collect_error cerr = {0};
+        struct util_error cerr = {0};
         int r;
 
         snprintf(m->app_id, sizeof(m->app_id), "%s", id->app_id ? id->app_id : "");
@@ -1510,7 +1512,8 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
         struct timespec now;
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        char labels[1024], why[512];
+        struct util_error why = {0};
+        char labels[1024];
         FILE *f;
         struct {
                 const char *name, *help, *type;
@@ -1586,7 +1589,7 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
              "intervals: the file is stale).",
              "gauge", NULL},
         };
-        struct shim_error err = {0};
+        struct util_error err = {0};
         int r;
 
         clock_gettime(CLOCK_REALTIME, &now);
@@ -1631,11 +1634,11 @@ static void write_prometheus(struct shim_monitor *m, json_t *doc)
                 goto out;
         }
         r = util_write_file_atomic_at(m->prometheus_dirfd, m->prometheus_name, text, len, 0644,
-                                      &m->prometheus_st, why, sizeof(why));
+                                      &m->prometheus_st, &why);
         if (r < 0) {
                 m->prometheus_failed++;
                 snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s: %s", m->prometheus,
-                         why);
+                         why.text);
         } else {
                 m->prometheus_written = true;
                 m->prometheus_error[0] = '\0';
@@ -1661,18 +1664,18 @@ out:
  */
 static void attach_probes(struct shim_monitor *m, uint64_t now)
 {
-        struct probe_error perr = {0};
+        struct util_error perr = {0};
 
         m->probe_tried = true;
         m->probe = probe_open_node(m->cfg.probe_root ? m->cfg.probe_root : PROBE_NODE_ROOT,
                                    m->cgroup_id, &perr);
         if (!m->probe) {
                 snprintf(m->probe_node_reason, sizeof(m->probe_node_reason), "%s", perr.text);
-                if (perr.error == -ENOSPC) {
+                if (perr.error == ENOSPC) {
                         snprintf(m->probe_reason, sizeof(m->probe_reason), "%s", perr.text);
                         return;
                 }
-                perr = (struct probe_error){0};
+                perr = (struct util_error){0};
                 m->probe = probe_open(&m->cgroup_id, 1, PROBE_ALL, &perr);
         }
         if (!m->probe) {
@@ -1902,7 +1905,7 @@ void shim_monitor_tick(struct shim_monitor *m)
 
 /* Without a thread: the final report, and the sinks get MONITOR_FLUSH_SECONDS to take it. */
 static int finish_here(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev,
-                       struct shim_error *err)
+                       struct util_error *err)
 {
         uint64_t deadline = util_now_ns() + MONITOR_FLUSH_SECONDS * 1000000000ULL;
 
@@ -1916,11 +1919,11 @@ static int finish_here(struct shim_monitor *m, int exit_code, const struct shim_
                 poll(pfd, n, poll_timeout_ms(m, true, deadline));
         }
         note_undelivered(m);
-        return m->undelivered[0] ? shim_error_set(err, EAGAIN, "%s", m->undelivered) : 0;
+        return m->undelivered[0] ? util_error_set(err, EAGAIN, "%s", m->undelivered) : 0;
 }
 
 int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev,
-                        struct shim_error *err)
+                        struct util_error *err)
 {
         struct timespec until;
         bool done;
@@ -1951,7 +1954,7 @@ int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim
         if (!done) {
                 /* a write to a sink hangs (a file on a dead disk): exit without the thread */
                 m->abandoned = true;
-                return shim_error_set(
+                return util_error_set(
                     err, ETIMEDOUT,
                     "the monitor did not end within %d s of the executor (a report sink hangs)",
                     MONITOR_FLUSH_SECONDS);
@@ -1959,7 +1962,7 @@ int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim
         pthread_join(m->thread, NULL);
         m->thread_started = false;
         if (m->undelivered[0])
-                return shim_error_set(err, EAGAIN, "%s", m->undelivered);
+                return util_error_set(err, EAGAIN, "%s", m->undelivered);
         return 0;
 }
 
@@ -2003,7 +2006,7 @@ void shim_monitor_free(struct shim_monitor *m)
 
 /* ---------------------------------------------------------------- validation */
 
-int shim_report_validate(json_t *doc, struct shim_error *err)
+int shim_report_validate(json_t *doc, struct util_error *err)
 {
         static const struct {
                 const char *path;
@@ -2040,10 +2043,10 @@ int shim_report_validate(json_t *doc, struct shim_error *err)
         };
 
         if (!json_is_object(doc))
-                return shim_error_set(err, EINVAL, "not a JSON object");
+                return util_error_set(err, EINVAL, "not a JSON object");
         if (!json_is_string(json_object_get(doc, "schema")) ||
             strcmp(json_string_value(json_object_get(doc, "schema")), REPORT_SCHEMA) != 0)
-                return shim_error_set(err, EINVAL, "schema is not %s", REPORT_SCHEMA);
+                return util_error_set(err, EINVAL, "schema is not %s", REPORT_SCHEMA);
         for (size_t i = 0; i < ELEMENTSOF(required); i++) {
                 char path[128], *save = NULL;
                 json_t *v = doc;
@@ -2056,13 +2059,13 @@ int shim_report_validate(json_t *doc, struct shim_error *err)
                 for (char *k = strtok_r(path, "/", &save); k && v; k = strtok_r(NULL, "/", &save))
                         v = json_object_get(v, k);
                 if (!v)
-                        return shim_error_set(err, EINVAL, "%s is missing", required[i].path);
+                        return util_error_set(err, EINVAL, "%s is missing", required[i].path);
                 if (required[i].type == JSON_NULL)
                         continue;
                 if (required[i].type == JSON_TRUE   ? !json_is_boolean(v)
                     : required[i].type == JSON_REAL ? !json_is_number(v)
                                                     : json_typeof(v) != required[i].type)
-                        return shim_error_set(err, EINVAL, "%s has the wrong type",
+                        return util_error_set(err, EINVAL, "%s has the wrong type",
                                               required[i].path);
         }
         return 0;

@@ -86,7 +86,7 @@ struct shim_monitor;
  * cfg->sink_failure_refuse is set; otherwise logs a warning per unusable sink and goes on.
  */
 int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor **ret,
-                      struct shim_error *err);
+                      struct util_error *err);
 
 /*
  * Start measuring: cgroup_fd is the executor's cgroup (dup'ed; -1 when there is none),
@@ -129,7 +129,7 @@ void shim_monitor_tick(struct shim_monitor *m);
  * shim_monitor_free leaves the monitor to it: the caller is about to exit.
  */
 int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev,
-                        struct shim_error *err);
+                        struct util_error *err);
 
 void shim_monitor_free(struct shim_monitor *m);
 
@@ -151,4 +151,4 @@ int shim_cmd_probe(const char *cgroup, pid_t pid, const char *cgroup_root, unsig
 /* ---- report reading (sparkshim report) ---- */
 
 /* Validate a report document: schema, kind, every required field present with its type. */
-int shim_report_validate(json_t *doc, struct shim_error *err);
+int shim_report_validate(json_t *doc, struct util_error *err);

@@ -236,7 +236,7 @@ static bool count_ok(json_t *v)
  * What the table reads beyond shim_report_validate(): spills.forced_spills and the agent's
  * operators (agent.operators[i].operator, forced_spills, failed_spills, forced_by).
  */
-static int check_summarised_members(json_t *doc, struct shim_error *err)
+static int check_summarised_members(json_t *doc, struct util_error *err)
 {
         json_t *spills = json_object_get(doc, "spills");
         json_t *agent = json_object_get(doc, "agent");
@@ -245,37 +245,37 @@ static int check_summarised_members(json_t *doc, struct shim_error *err)
         size_t i;
 
         if (spills && !json_is_null(spills) && !json_is_object(spills))
-                return shim_error_set(err, EINVAL, "spills is not an object or null");
+                return util_error_set(err, EINVAL, "spills is not an object or null");
         if (!count_ok(json_object_get(spills, "forced_spills")))
-                return shim_error_set(err, EINVAL,
+                return util_error_set(err, EINVAL,
                                       "spills.forced_spills is not a non-negative integer");
         if (agent && !json_is_null(agent) && !json_is_object(agent))
-                return shim_error_set(err, EINVAL, "agent is not an object or null");
+                return util_error_set(err, EINVAL, "agent is not an object or null");
         if (operators && !json_is_null(operators) && !json_is_array(operators))
-                return shim_error_set(err, EINVAL, "agent.operators is not an array or null");
+                return util_error_set(err, EINVAL, "agent.operators is not an array or null");
         json_array_foreach(operators, i, op)
         {
                 const char *name = json_string_value(json_object_get(op, "operator"));
                 json_t *by = json_object_get(op, "forced_by");
 
                 if (!json_is_object(op))
-                        return shim_error_set(err, EINVAL, "agent.operators[%zu] is not an object",
+                        return util_error_set(err, EINVAL, "agent.operators[%zu] is not an object",
                                               i);
                 if (!name || !*name)
-                        return shim_error_set(
+                        return util_error_set(
                             err, EINVAL, "agent.operators[%zu].operator is missing or not a name",
                             i);
                 if (!count_ok(json_object_get(op, "forced_spills")) ||
                     !count_ok(json_object_get(op, "failed_spills")))
-                        return shim_error_set(
+                        return util_error_set(
                             err, EINVAL,
                             "agent.operators[%zu]: forced_spills or failed_spills is "
                             "not a non-negative integer",
                             i);
                 if (by && !json_is_null(by) && !json_is_object(by))
-                        return shim_error_set(err, EINVAL,
+                        return util_error_set(err, EINVAL,
                                               "agent.operators[%zu].forced_by is not an object", i);
-                json_object_foreach(by, key, v) if (!count_ok(v)) return shim_error_set(
+                json_object_foreach(by, key, v) if (!count_ok(v)) return util_error_set(
                     err, EINVAL,
                     "agent.operators[%zu].forced_by: a count is not a "
                     "non-negative integer",
@@ -295,7 +295,7 @@ static int emit_json(struct shim_report_reader *r, json_t *doc)
 }
 
 int shim_report_reader_line(struct shim_report_reader *r, const char *line, size_t len,
-                            struct shim_error *err)
+                            struct util_error *err)
 {
         json_t *doc;
         json_error_t jerr;
@@ -310,13 +310,13 @@ int shim_report_reader_line(struct shim_report_reader *r, const char *line, size
         /* json_loadb: a NUL byte in the line is an error, not the end of the text */
         doc = json_loadb(line, len, 0, &jerr);
         if (!doc)
-                return shim_error_set(err, EINVAL, "not JSON: %s (column %d)", jerr.text,
+                return util_error_set(err, EINVAL, "not JSON: %s (column %d)", jerr.text,
                                       jerr.column);
         if (shim_report_validate(doc, err) < 0 || check_summarised_members(doc, err) < 0) {
-                char why[SHIM_ERROR_TEXT_MAX];
+                char why[UTIL_ERROR_TEXT_MAX];
 
                 snprintf(why, sizeof(why), "%s", err ? err->text : "");
-                ret = shim_error_set(err, EINVAL, "not a %s report: %s", REPORT_SCHEMA, why);
+                ret = util_error_set(err, EINVAL, "not a %s report: %s", REPORT_SCHEMA, why);
                 goto out;
         }
         kind = json_string_value(json_object_get(doc, "kind"));
@@ -326,7 +326,7 @@ int shim_report_reader_line(struct shim_report_reader *r, const char *line, size
         if (r->as_json) {
                 ret = emit_json(r, doc);
                 if (ret < 0) {
-                        shim_error_set(err, ENOMEM, "out of memory");
+                        util_error_set(err, ENOMEM, "out of memory");
                         goto out;
                 }
         } else {
@@ -341,7 +341,7 @@ out:
 
 /* ---------------------------------------------------------------- files */
 
-int shim_report_open(const char *path, struct shim_error *err)
+int shim_report_open(const char *path, struct util_error *err)
 {
         struct stat st;
         int fd, ret;
@@ -349,7 +349,7 @@ int shim_report_open(const char *path, struct shim_error *err)
         if (strcmp(path, "-") == 0) {
                 fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
                 if (fd < 0)
-                        return shim_error_set(err, errno, "standard input: %s", strerror(errno));
+                        return util_error_set(err, errno, "standard input: %s", strerror(errno));
                 return fd;
         }
         /*
@@ -359,19 +359,19 @@ int shim_report_open(const char *path, struct shim_error *err)
          */
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
         if (fd < 0 && errno == ELOOP)
-                return shim_error_set(err, ELOOP,
+                return util_error_set(err, ELOOP,
                                       "%s: a symbolic link (refused): root reads no file a link "
                                       "names; give the file itself",
                                       path);
         if (fd < 0)
-                return shim_error_set(err, errno, "%s: cannot open: %s", path, strerror(errno));
+                return util_error_set(err, errno, "%s: cannot open: %s", path, strerror(errno));
         if (fstat(fd, &st) < 0)
-                ret = shim_error_set(err, errno, "%s: cannot stat: %s", path, strerror(errno));
+                ret = util_error_set(err, errno, "%s: cannot stat: %s", path, strerror(errno));
         else if (S_ISDIR(st.st_mode))
-                ret = shim_error_set(err, EISDIR, "%s: is a directory, not a report file", path);
+                ret = util_error_set(err, EISDIR, "%s: is a directory, not a report file", path);
         else if (!S_ISREG(st.st_mode))
                 ret =
-                    shim_error_set(err, EINVAL,
+                    util_error_set(err, EINVAL,
                                    "%s: is a %s, not a regular file; give a report file, or - for "
                                    "standard input",
                                    path,
@@ -415,20 +415,20 @@ static int grow_line(char **line, size_t *cap, size_t len, size_t more, size_t l
 }
 
 static int take_line(struct shim_report_reader *r, const char *line, size_t len, const char *path,
-                     unsigned lineno, unsigned *warned, struct shim_error *err)
+                     unsigned lineno, unsigned *warned, struct util_error *err)
 {
-        struct shim_error bad = {0};
+        struct util_error bad = {0};
         int ret = shim_report_reader_line(r, line, len, &bad);
 
         if (ret == -ENOMEM)
-                return shim_error_set(err, ENOMEM, "%s:%u: out of memory", path, lineno);
+                return util_error_set(err, ENOMEM, "%s:%u: out of memory", path, lineno);
         if (ret < 0)
                 warn_line(r, warned, path, lineno, bad.text);
         return 0;
 }
 
 int shim_report_reader_fd(struct shim_report_reader *r, int fd, const char *path,
-                          struct shim_error *err)
+                          struct util_error *err)
 {
         _cleanup_free_ char *line = NULL;
         char chunk[65536];
@@ -450,13 +450,13 @@ int shim_report_reader_fd(struct shim_report_reader *r, int fd, const char *path
                         continue;
                 }
                 if (n < 0)
-                        return shim_error_set(err, errno, "%s:%u: read error: %s", path, lineno,
+                        return util_error_set(err, errno, "%s:%u: read error: %s", path, lineno,
                                               strerror(errno));
                 if (n == 0)
                         break;
                 total += (uint64_t)n;
                 if (total > r->input_max)
-                        return shim_error_set(
+                        return util_error_set(
                             err, EFBIG, "%s: longer than %" PRIu64 " bytes; stopped at line %u",
                             path, r->input_max, lineno);
                 end = chunk + n;
@@ -475,7 +475,7 @@ int shim_report_reader_fd(struct shim_report_reader *r, int fd, const char *path
                         }
                         if (!skipping && seg > 0) {
                                 if (grow_line(&line, &cap, len, seg, r->line_max) < 0)
-                                        return shim_error_set(err, ENOMEM, "%s:%u: out of memory",
+                                        return util_error_set(err, ENOMEM, "%s:%u: out of memory",
                                                               path, lineno);
                                 memcpy(line + len, p, seg);
                                 len += seg;

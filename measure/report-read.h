@@ -53,7 +53,7 @@ void shim_report_reader_init(struct shim_report_reader *r, FILE *out, bool as_js
  * -ENOMEM.
  */
 int shim_report_reader_line(struct shim_report_reader *r, const char *line, size_t len,
-                            struct shim_error *err);
+                            struct util_error *err);
 
 /*
  * Every line of an open fd, named path in messages; bad and over-long lines are logged
@@ -61,7 +61,7 @@ int shim_report_reader_line(struct shim_report_reader *r, const char *line, size
  * past input_max, a read error.
  */
 int shim_report_reader_fd(struct shim_report_reader *r, int fd, const char *path,
-                          struct shim_error *err);
+                          struct util_error *err);
 
 /*
  * Open a report file to read: "-" is standard input (whatever it is); anything else must
@@ -69,7 +69,7 @@ int shim_report_reader_fd(struct shim_report_reader *r, int fd, const char *path
  * a symbolic link (O_NOFOLLOW). Returns an fd (O_CLOEXEC) or -errno with err filled:
  * -ELOOP (a symlink), -EISDIR, -EINVAL (not a regular file), open errors.
  */
-int shim_report_open(const char *path, struct shim_error *err);
+int shim_report_open(const char *path, struct util_error *err);
 
 void shim_report_print_header(const struct shim_report_reader *r);
 /* The TOTAL row (after the rows; the header comes with the first row). */

@@ -30,7 +30,7 @@ int shim_cmd_report(int argc, char **argv, bool as_json, bool all)
         }
         shim_report_reader_init(&r, stdout, as_json, all);
         for (int i = 0; i < argc; i++) {
-                struct shim_error err = {0};
+                struct util_error err = {0};
                 _cleanup_close_ int fd = shim_report_open(argv[i], &err);
 
                 if (fd < 0 || shim_report_reader_fd(&r, fd, argv[i], &err) < 0) {
@@ -93,7 +93,7 @@ int shim_cmd_probe(const char *cgroup, pid_t pid, const char *cgroup_root, unsig
         char path[4096];
         _cleanup_close_ int fd = -1;
         struct shim_monitor *m = NULL;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         sigset_t set;
         struct statfs fs;
         int r;

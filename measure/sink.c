@@ -40,28 +40,29 @@ static const char *label(const struct sink *s, char *buf, size_t size)
         return buf;
 }
 
-static int fail(struct sink *s, struct shim_error *err, int error, const char *what)
+static int fail(struct sink *s, struct util_error *err, int error, const char *what)
 {
         char l[4200];
 
         snprintf(s->error, sizeof(s->error), "%s: %s", what, strerror(error));
-        return shim_error_set(err, error, "%s: %s", label(s, l, sizeof(l)), s->error);
+        return util_error_set(err, error, "%s: %s", label(s, l, sizeof(l)), s->error);
 }
 
 /* Root appends to it: no symlink, no foreign or hard-linked file, no unsafe directory. */
-static int open_file(struct sink *s, struct shim_error *err)
+static int open_file(struct sink *s, struct util_error *err)
 {
-        char why[sizeof(s->error)], l[4200];
+        struct util_error why = {0};
+        char l[4200];
 
-        s->fd = util_open_append_safe(s->path, 0640, why, sizeof(why));
+        s->fd = util_open_append_safe(s->path, 0640, &why);
         if (s->fd >= 0)
                 return 0;
         s->refused = s->fd == -EPERM;
-        snprintf(s->error, sizeof(s->error), "%s", why);
-        return shim_error_set(err, -s->fd, "%s: %s", label(s, l, sizeof(l)), why);
+        snprintf(s->error, sizeof(s->error), "%s", why.text);
+        return util_error_set(err, -s->fd, "%s: %s", label(s, l, sizeof(l)), why.text);
 }
 
-static int open_socket(struct sink *s, struct shim_error *err)
+static int open_socket(struct sink *s, struct util_error *err)
 {
         struct sockaddr_un addr = {.sun_family = AF_UNIX};
         size_t len = strlen(s->path);
@@ -82,7 +83,7 @@ static int open_socket(struct sink *s, struct shim_error *err)
         return 0;
 }
 
-static int open_stdout(struct sink *s, struct shim_error *err)
+static int open_stdout(struct sink *s, struct util_error *err)
 {
         struct stat st;
 
@@ -104,7 +105,7 @@ static int open_stdout(struct sink *s, struct shim_error *err)
         return 0;
 }
 
-int sink_open(struct sink *s, struct shim_error *err)
+int sink_open(struct sink *s, struct util_error *err)
 {
         s->error[0] = '\0';
         switch (s->kind) {

@@ -53,7 +53,7 @@ void sink_init(struct sink *s, enum sink_kind kind, const char *path);
  * whose backlog is full is -EAGAIN), a non-blocking descriptor of standard output.
  * Returns 0, or -errno with err and s->error saying why.
  */
-int sink_open(struct sink *s, struct shim_error *err);
+int sink_open(struct sink *s, struct util_error *err);
 
 /* Queue a copy of a line (with its newline); counts it as dropped when the sink cannot take it. */
 void sink_push(struct sink *s, const char *line, size_t len);

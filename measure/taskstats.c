@@ -92,27 +92,6 @@ struct collect_taskstats {
         uint64_t overflows;
 };
 
-static int set_error(struct collect_error *err, int error, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int set_error(struct collect_error *err, int error, const char *format, ...)
-{
-        va_list ap;
-
-        if (error < 0)
-                error = -error;
-        if (!err)
-                return -error;
-        err->error = error;
-        va_start(ap, format);
-        vsnprintf(err->text, sizeof(err->text), format, ap);
-        va_end(ap);
-        for (char *c = err->text; *c; c++)
-                if ((unsigned char)*c < ' ' || *c == 0x7f)
-                        *c = '?';
-        return -error;
-}
-
 /* libnl's NLE_* codes (any sign) as -errno; the kernel's own errno is kept where we have it. */
 static int errno_from_nl(int nl_error)
 {
@@ -239,19 +218,20 @@ static int parse_task_record(struct nlmsghdr *nlh, struct record *ret)
 
 /* ---- sockets ---- */
 
-static int socket_open(struct nl_sock **ret, struct collect_error *err)
+static int socket_open(struct nl_sock **ret, struct util_error *err)
 {
         struct nl_sock *sk;
         int r, fd, flags;
 
         sk = nl_socket_alloc();
         if (!sk)
-                return set_error(err, -ENOMEM, "taskstats: out of memory");
+                return util_error_set(err, -ENOMEM, "taskstats: out of memory");
         r = nl_connect(sk, NETLINK_GENERIC);
         if (r < 0) {
                 nl_socket_free(sk);
                 r = errno_from_nl(r);
-                return set_error(err, r, "taskstats: generic netlink socket: %s", strerror(-r));
+                return util_error_set(err, r, "taskstats: generic netlink socket: %s",
+                                      strerror(-r));
         }
         /* the shim execs the JVM: nothing may leak into it */
         fd = nl_socket_get_fd(sk);
@@ -259,7 +239,7 @@ static int socket_open(struct nl_sock **ret, struct collect_error *err)
         if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0) {
                 r = -errno;
                 nl_socket_free(sk);
-                return set_error(err, r, "taskstats: FD_CLOEXEC: %s", strerror(-r));
+                return util_error_set(err, r, "taskstats: FD_CLOEXEC: %s", strerror(-r));
         }
         *ret = sk;
         return 0;
@@ -308,7 +288,7 @@ static int pending_add(struct collect_taskstats *t, const struct record *rec)
  * Register for exit records and wait for the acknowledgement. Exit records can arrive
  * before it (the registration takes effect first): they are kept for the first drain.
  */
-static int listen_open(struct collect_taskstats *t, struct collect_error *err)
+static int listen_open(struct collect_taskstats *t, struct util_error *err)
 {
         struct nl_msg *msg;
         uint32_t seq;
@@ -321,7 +301,7 @@ static int listen_open(struct collect_taskstats *t, struct collect_error *err)
         r = nl_socket_set_nonblocking(t->listen);
         if (r < 0) {
                 r = errno_from_nl(r);
-                return set_error(err, r, "taskstats: O_NONBLOCK: %s", strerror(-r));
+                return util_error_set(err, r, "taskstats: O_NONBLOCK: %s", strerror(-r));
         }
         /* root may exceed rmem_max; otherwise take what SO_RCVBUF allows */
         if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0)
@@ -329,13 +309,13 @@ static int listen_open(struct collect_taskstats *t, struct collect_error *err)
 
         t->buffer = malloc(EXIT_BUFFER_SIZE);
         if (!t->buffer)
-                return set_error(err, -ENOMEM, "taskstats: out of memory");
+                return util_error_set(err, -ENOMEM, "taskstats: out of memory");
 
         possible_cpus(t->cpumask, sizeof(t->cpumask));
         msg = command_new(t->family);
         if (!msg || nla_put_string(msg, TASKSTATS_CMD_ATTR_REGISTER_CPUMASK, t->cpumask) < 0) {
                 nlmsg_free(msg);
-                return set_error(err, -ENOMEM, "taskstats: out of memory");
+                return util_error_set(err, -ENOMEM, "taskstats: out of memory");
         }
         /* auto-ack is on for this socket: the kernel answers with an ack or an error */
         r = nl_send_auto(t->listen, msg);
@@ -343,8 +323,8 @@ static int listen_open(struct collect_taskstats *t, struct collect_error *err)
         nlmsg_free(msg);
         if (r < 0) {
                 r = errno_from_nl(r);
-                return set_error(err, r, "taskstats: sending the exit registration: %s",
-                                 strerror(-r));
+                return util_error_set(err, r, "taskstats: sending the exit registration: %s",
+                                      strerror(-r));
         }
 
         for (;;) {
@@ -358,15 +338,16 @@ static int listen_open(struct collect_taskstats *t, struct collect_error *err)
                         if (errno == EINTR || errno == ENOBUFS)
                                 continue;
                         if (errno != EAGAIN && errno != EWOULDBLOCK)
-                                return set_error(err, -errno, "taskstats: receiving: %s",
-                                                 strerror(errno));
+                                return util_error_set(err, -errno, "taskstats: receiving: %s",
+                                                      strerror(errno));
                         r = poll(&pfd, 1, ACK_TIMEOUT_MS);
                         if (r < 0 && errno != EINTR)
-                                return set_error(err, -errno, "taskstats: poll: %s",
-                                                 strerror(errno));
+                                return util_error_set(err, -errno, "taskstats: poll: %s",
+                                                      strerror(errno));
                         if (r == 0)
-                                return set_error(err, -ETIMEDOUT,
-                                                 "taskstats: no answer to the exit registration");
+                                return util_error_set(
+                                    err, -ETIMEDOUT,
+                                    "taskstats: no answer to the exit registration");
                         continue;
                 }
                 len = (int)n;
@@ -378,40 +359,41 @@ static int listen_open(struct collect_taskstats *t, struct collect_error *err)
                                 const struct nlmsgerr *e = nlmsg_data(nlh);
 
                                 if (nlh->nlmsg_len < (uint32_t)nlmsg_size(sizeof(*e)))
-                                        return set_error(err, -EBADMSG,
-                                                         "taskstats: short acknowledgement");
+                                        return util_error_set(err, -EBADMSG,
+                                                              "taskstats: short acknowledgement");
                                 if (e->error == -EPERM)
-                                        return set_error(err, -EPERM,
-                                                         "taskstats: registering for exit "
-                                                         "records needs CAP_NET_ADMIN");
+                                        return util_error_set(err, -EPERM,
+                                                              "taskstats: registering for exit "
+                                                              "records needs CAP_NET_ADMIN");
                                 if (e->error == -EINVAL)
-                                        return set_error(err, -EINVAL,
-                                                         "taskstats: exit registration refused "
-                                                         "(cpumask '%s', or not in the initial "
-                                                         "user and pid namespaces)",
-                                                         t->cpumask);
+                                        return util_error_set(
+                                            err, -EINVAL,
+                                            "taskstats: exit registration refused "
+                                            "(cpumask '%s', or not in the initial "
+                                            "user and pid namespaces)",
+                                            t->cpumask);
                                 if (e->error < 0)
-                                        return set_error(err, e->error,
-                                                         "taskstats: exit registration: %s",
-                                                         strerror(-e->error));
+                                        return util_error_set(err, e->error,
+                                                              "taskstats: exit registration: %s",
+                                                              strerror(-e->error));
                                 return 0;
                         }
                         if (nlh->nlmsg_type != t->family || parse_task_record(nlh, &rec) <= 0)
                                 continue;
                         if (pending_add(t, &rec) < 0)
-                                return set_error(err, -ENOMEM, "taskstats: out of memory");
+                                return util_error_set(err, -ENOMEM, "taskstats: out of memory");
                 }
         }
 }
 
-struct collect_taskstats *collect_taskstats_open(bool listen_exits, struct collect_error *err)
+struct collect_taskstats *collect_taskstats_open(bool listen_exits, struct util_error *err)
 {
         struct collect_taskstats *t;
         int r;
 
         t = calloc(1, sizeof(*t));
         if (!t) {
-                set_error(err, -ENOMEM, "taskstats: out of memory");
+                util_error_set(err, -ENOMEM, "taskstats: out of memory");
                 return NULL;
         }
         r = socket_open(&t->query, err);
@@ -423,18 +405,18 @@ struct collect_taskstats *collect_taskstats_open(bool listen_exits, struct colle
         if (t->family < 0) {
                 r = errno_from_nl(t->family);
                 if (r == -ENOENT)
-                        set_error(err, r,
-                                  "taskstats: no %s generic netlink family "
-                                  "(kernel without CONFIG_TASKSTATS)",
-                                  TASKSTATS_GENL_NAME);
+                        util_error_set(err, r,
+                                       "taskstats: no %s generic netlink family "
+                                       "(kernel without CONFIG_TASKSTATS)",
+                                       TASKSTATS_GENL_NAME);
                 else
-                        set_error(err, r, "taskstats: resolving the %s family: %s",
-                                  TASKSTATS_GENL_NAME, strerror(-r));
+                        util_error_set(err, r, "taskstats: resolving the %s family: %s",
+                                       TASKSTATS_GENL_NAME, strerror(-r));
                 goto fail;
         }
         t->query_cb = nl_cb_alloc(NL_CB_DEFAULT);
         if (!t->query_cb) {
-                set_error(err, -ENOMEM, "taskstats: out of memory");
+                util_error_set(err, -ENOMEM, "taskstats: out of memory");
                 goto fail;
         }
         if (listen_exits && listen_open(t, err) < 0)
@@ -510,7 +492,7 @@ static void closedirp(DIR **d)
 }
 
 int collect_taskstats_query(struct collect_taskstats *t, pid_t tgid,
-                            struct collect_taskstats_totals *totals, struct collect_error *err)
+                            struct collect_taskstats_totals *totals, struct util_error *err)
 {
         _cleanup_(closedirp) DIR *d = NULL;
         struct collect_taskstats_totals sum = {0};
@@ -518,13 +500,14 @@ int collect_taskstats_query(struct collect_taskstats *t, pid_t tgid,
         int n = 0;
 
         if (!t || !totals || tgid <= 0)
-                return set_error(err, -EINVAL, "taskstats: invalid query of pid %d", (int)tgid);
+                return util_error_set(err, -EINVAL, "taskstats: invalid query of pid %d",
+                                      (int)tgid);
         snprintf(path, sizeof(path), "/proc/%d/task", (int)tgid);
         d = opendir(path);
         if (!d) {
                 if (errno == ENOENT || errno == ESRCH)
-                        return set_error(err, -ESRCH, "taskstats: no process %d", (int)tgid);
-                return set_error(err, -errno, "%s: %s", path, strerror(errno));
+                        return util_error_set(err, -ESRCH, "taskstats: no process %d", (int)tgid);
+                return util_error_set(err, -errno, "%s: %s", path, strerror(errno));
         }
         for (struct dirent *de; (errno = 0, de = readdir(d));) {
                 struct record rec = {
@@ -537,11 +520,11 @@ int collect_taskstats_query(struct collect_taskstats *t, pid_t tgid,
                 if (r == -ESRCH)
                         continue; /* exited since readdir: its exit record counts it */
                 if (r == -EPERM)
-                        return set_error(err, r, "taskstats: querying task %d needs CAP_NET_ADMIN",
-                                         tid);
+                        return util_error_set(
+                            err, r, "taskstats: querying task %d needs CAP_NET_ADMIN", tid);
                 if (r < 0)
-                        return set_error(err, r, "taskstats: querying task %d: %s", tid,
-                                         strerror(-r));
+                        return util_error_set(err, r, "taskstats: querying task %d: %s", tid,
+                                              strerror(-r));
                 /* no mm: a zombie whose exit record was already sent */
                 if (rec.stats.hiwater_rss == 0 && rec.stats.hiwater_vm == 0)
                         continue;
@@ -549,7 +532,7 @@ int collect_taskstats_query(struct collect_taskstats *t, pid_t tgid,
                 n++;
         }
         if (errno != 0)
-                return set_error(err, -errno, "%s: %s", path, strerror(errno));
+                return util_error_set(err, -errno, "%s: %s", path, strerror(errno));
         add_totals(totals, &sum);
         return n;
 }
@@ -567,17 +550,16 @@ static bool wanted(pid_t tgid, const pid_t *pids, size_t npids)
 }
 
 int collect_taskstats_drain_exits(struct collect_taskstats *t, const pid_t *pids, size_t npids,
-                                  struct collect_taskstats_totals *totals,
-                                  struct collect_error *err)
+                                  struct collect_taskstats_totals *totals, struct util_error *err)
 {
         int taken = 0, fd;
 
         if (!t || !totals)
-                return set_error(err, -EINVAL, "taskstats: invalid arguments");
+                return util_error_set(err, -EINVAL, "taskstats: invalid arguments");
         if (!t->listen)
-                return set_error(err, -EINVAL,
-                                 "taskstats: not listening for exit records (opened without "
-                                 "listen_exits)");
+                return util_error_set(err, -EINVAL,
+                                      "taskstats: not listening for exit records (opened without "
+                                      "listen_exits)");
 
         for (size_t i = 0; i < t->npending; i++)
                 if (wanted(t->pending[i].tgid, pids, npids)) {
@@ -601,8 +583,8 @@ int collect_taskstats_drain_exits(struct collect_taskstats *t, const pid_t *pids
                         }
                         if (errno == EAGAIN || errno == EWOULDBLOCK)
                                 return taken;
-                        return set_error(err, -errno, "taskstats: receiving exit records: %s",
-                                         strerror(errno));
+                        return util_error_set(err, -errno, "taskstats: receiving exit records: %s",
+                                              strerror(errno));
                 }
                 len = (int)n;
                 for (struct nlmsghdr *nlh = (struct nlmsghdr *)t->buffer; nlmsg_ok(nlh, len);

@@ -232,16 +232,16 @@ struct seen {
         char origin[64];
 };
 
-static int command_error(struct policy_error *err, int r, const char *arg, const char *problem,
+static int command_error(struct util_error *err, int r, const char *arg, const char *problem,
                          const char *allowed)
 {
         /* the argument can be long (a classpath never is one of ours, but be safe) */
-        return policy_error_set(err, r, "command: %.200s%s: %s; allowed: %s", arg,
-                                strlen(arg) > 200 ? "..." : "", problem, allowed);
+        return util_error_set(err, r, "command: %.200s%s: %s; allowed: %s", arg,
+                              strlen(arg) > 200 ? "..." : "", problem, allowed);
 }
 
 static int take(struct seen seen[], enum target t, enum kind kind, const char *value,
-                const char *origin, const char *arg, struct policy_error *err)
+                const char *origin, const char *arg, struct util_error *err)
 {
         const char *problem = "invalid", *allowed = "";
         struct parsed v = {0};
@@ -257,7 +257,7 @@ static int take(struct seen seen[], enum target t, enum kind kind, const char *v
 }
 
 static int take_name(char dest[POLICY_NAME_MAX], const char *value, const char *arg,
-                     struct policy_error *err)
+                     struct util_error *err)
 {
         if (strlen(value) >= POLICY_NAME_MAX)
                 return command_error(err, ENAMETOOLONG, arg, "too long", "up to 127 characters");
@@ -294,7 +294,7 @@ static const char *backend_option(int argc, char *const argv[], int *i, const ch
  * Several occurrences of one option: the last wins, as for the JVM.
  */
 int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const argv[],
-                               struct policy_error *err)
+                               struct util_error *err)
 {
         static const struct {
                 const char *name;
@@ -428,21 +428,20 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
         return 0;
 }
 
-int policy_inputs_check(const struct policy_inputs *in, struct policy_error *err)
+int policy_inputs_check(const struct policy_inputs *in, struct util_error *err)
 {
         const struct policy_u64_input *heap = &in->heap_bytes, *jvm = &in->jvm_heap_bytes;
 
         if (heap->source == POLICY_SOURCE_NONE)
-                return policy_error_set(err, EINVAL,
-                                        "no executor memory: give --memory, SPARKSHIM_MEMORY or "
-                                        "-Xmx in the command");
+                return util_error_set(err, EINVAL,
+                                      "no executor memory: give --memory, SPARKSHIM_MEMORY or "
+                                      "-Xmx in the command");
         if (jvm->source != POLICY_SOURCE_NONE && heap->value != jvm->value)
-                return policy_error_set(
-                    err, EINVAL,
-                    "%s: %" PRIu64 " bytes of heap, but the JVM will use %" PRIu64
-                    " bytes (%s in the command); allowed: the heap once, or the "
-                    "same value in both",
-                    heap->origin, heap->value, jvm->value, jvm->origin);
+                return util_error_set(err, EINVAL,
+                                      "%s: %" PRIu64 " bytes of heap, but the JVM will use %" PRIu64
+                                      " bytes (%s in the command); allowed: the heap once, or the "
+                                      "same value in both",
+                                      heap->origin, heap->value, jvm->value, jvm->origin);
         return 0;
 }
 
@@ -462,7 +461,7 @@ static const char *env_get(char *const envp[], const char *name)
         return NULL;
 }
 
-int policy_inputs_from_env(struct policy_inputs *in, char *const envp[], struct policy_error *err)
+int policy_inputs_from_env(struct policy_inputs *in, char *const envp[], struct util_error *err)
 {
         enum env_target {
                 E_CORES,
@@ -504,8 +503,8 @@ int policy_inputs_from_env(struct policy_inputs *in, char *const envp[], struct 
                         continue;
                 r = parse_kind(vars[k].kind, value, &values[k], &problem, &allowed);
                 if (r < 0)
-                        return policy_error_set(err, r, "environment: %s=%.200s: %s; allowed: %s",
-                                                vars[k].name, value, problem, allowed);
+                        return util_error_set(err, r, "environment: %s=%.200s: %s; allowed: %s",
+                                              vars[k].name, value, problem, allowed);
                 present[k] = true;
         }
 
@@ -733,7 +732,7 @@ ssize_t policy_spark_java_opts(char *const envp[], char ***ret_lines, char **ret
 }
 
 int policy_inputs_from_spark_env(struct policy_inputs *in, char *const envp[],
-                                 struct policy_error *err)
+                                 struct util_error *err)
 {
         static const struct {
                 const char *env, *flag;
@@ -751,19 +750,19 @@ int policy_inputs_from_spark_env(struct policy_inputs *in, char *const envp[],
 
         nopts = policy_spark_java_opts(envp, &opts, &storage);
         if (nopts < 0)
-                return policy_error_set(err, (int)-nopts,
-                                        "Spark pod environment: SPARK_JAVA_OPT_<n>: %s",
-                                        nopts == -E2BIG ? "too many options" : "out of memory");
+                return util_error_set(err, (int)-nopts,
+                                      "Spark pod environment: SPARK_JAVA_OPT_<n>: %s",
+                                      nopts == -E2BIG ? "too many options" : "out of memory");
         argv = calloc((size_t)nopts + 2 * ELEMENTSOF(backend) + 3, sizeof(*argv));
         if (!argv)
-                return policy_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         argv[argc++] = "entrypoint.sh";
         for (ssize_t i = 0; i < nopts; i++)
                 argv[argc++] = opts[i];
         memory = env_get(envp, "SPARK_EXECUTOR_MEMORY");
         if (memory && *memory) {
                 if (asprintf((char **)&xmx, "-Xmx%s", memory) < 0)
-                        return policy_error_set(err, ENOMEM, "out of memory");
+                        return util_error_set(err, ENOMEM, "out of memory");
                 argv[argc++] = xmx;
         }
         for (size_t k = 0; k < ELEMENTSOF(backend); k++) {
@@ -777,9 +776,9 @@ int policy_inputs_from_spark_env(struct policy_inputs *in, char *const envp[],
                 return 0;
         r = policy_inputs_from_command(in, (int)argc, (char *const *)argv, err);
         if (r < 0 && err) {
-                char detail[POLICY_ERROR_TEXT_MAX];
+                char detail[UTIL_ERROR_TEXT_MAX];
                 snprintf(detail, sizeof(detail), "%s", err->text);
-                policy_error_set(
+                util_error_set(
                     err, -r,
                     "Spark pod environment (SPARK_EXECUTOR_MEMORY, SPARK_EXECUTOR_CORES, "
                     "SPARK_JAVA_OPT_<n>): %s",

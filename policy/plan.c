@@ -64,26 +64,25 @@ static const char *origin_of(const char *origin, enum policy_source s)
  */
 static int bound_u64(const struct policy *p, struct policy_plan *plan, const char *what,
                      const char *origin, enum policy_source source, const char *unit, uint64_t min,
-                     uint64_t max, const char *bounds_name, uint64_t *value,
-                     struct policy_error *err)
+                     uint64_t max, const char *bounds_name, uint64_t *value, struct util_error *err)
 {
         uint64_t v = *value, to = v < min ? min : v > max ? max : v;
 
         if (to == v)
                 return 0;
         if (is_user(source) && p->out_of_bounds == POLICY_BOUNDS_REJECT)
-                return policy_error_set(
-                    err, EINVAL,
-                    "%s: %s %" PRIu64 " %s is out of range; allowed: >= %" PRIu64 " and <= %" PRIu64
-                    " %s (%s)",
-                    origin_of(origin, source), what, v, unit, min, max, unit, bounds_name);
+                return util_error_set(err, EINVAL,
+                                      "%s: %s %" PRIu64 " %s is out of range; allowed: >= %" PRIu64
+                                      " and <= %" PRIu64 " %s (%s)",
+                                      origin_of(origin, source), what, v, unit, min, max, unit,
+                                      bounds_name);
         note_clamp_u64(plan, what, v, to);
         *value = to;
         return 0;
 }
 
 static int check_overrides(const struct policy *p, const struct policy_inputs *in,
-                           struct policy_error *err)
+                           struct util_error *err)
 {
         const struct {
                 enum policy_source source;
@@ -118,7 +117,7 @@ static int check_overrides(const struct policy *p, const struct policy_inputs *i
 }
 
 static int plan_cpu(const struct policy *p, const struct policy_inputs *in,
-                    struct policy_plan *plan, struct policy_error *err)
+                    struct policy_plan *plan, struct util_error *err)
 {
         uint64_t cores = 1, request, limit, max_limit = 0;
         const char *origin;
@@ -128,12 +127,12 @@ static int plan_cpu(const struct policy *p, const struct policy_inputs *in,
         if (in->cores.source != POLICY_SOURCE_NONE) {
                 cores = in->cores.value;
                 if (cores == 0 || cores > POLICY_MILLICORES_LIMIT / 1000)
-                        return policy_error_set(err, EINVAL,
-                                                "%s: %" PRIu64
-                                                " cores is out of range; allowed: >= 1 and <= "
-                                                "%" PRIu64,
-                                                origin_of(in->cores.origin, in->cores.source),
-                                                cores, POLICY_MILLICORES_LIMIT / 1000);
+                        return util_error_set(err, EINVAL,
+                                              "%s: %" PRIu64
+                                              " cores is out of range; allowed: >= 1 and <= "
+                                              "%" PRIu64,
+                                              origin_of(in->cores.origin, in->cores.source), cores,
+                                              POLICY_MILLICORES_LIMIT / 1000);
         }
 
         if (in->millicores.source != POLICY_SOURCE_NONE) {
@@ -210,22 +209,22 @@ static int add_bytes(uint64_t *sum, uint64_t v)
 }
 
 static int plan_memory(const struct policy *p, const struct policy_inputs *in,
-                       struct policy_plan *plan, struct policy_error *err)
+                       struct policy_plan *plan, struct util_error *err)
 {
         const char *heap_origin = origin_of(in->heap_bytes.origin, in->heap_bytes.source);
         uint64_t heap, offheap = 0, pyspark = 0, overhead, limit = 0, request = 0, kept;
         double ratio;
 
         if (in->heap_bytes.source == POLICY_SOURCE_NONE)
-                return policy_error_set(err, EINVAL,
-                                        "no executor memory: give --memory, SPARKSHIM_MEMORY or "
-                                        "-Xmx in the command");
+                return util_error_set(err, EINVAL,
+                                      "no executor memory: give --memory, SPARKSHIM_MEMORY or "
+                                      "-Xmx in the command");
         heap = in->heap_bytes.value;
         if (heap == 0)
-                return policy_error_set(err, EINVAL,
-                                        "%s: 0 bytes of executor memory is out of range; allowed: "
-                                        "> 0",
-                                        heap_origin);
+                return util_error_set(err, EINVAL,
+                                      "%s: 0 bytes of executor memory is out of range; allowed: "
+                                      "> 0",
+                                      heap_origin);
 
         if (in->overhead_bytes.source != POLICY_SOURCE_NONE)
                 overhead = in->overhead_bytes.value;
@@ -253,7 +252,7 @@ static int plan_memory(const struct policy *p, const struct policy_inputs *in,
         if (!(ratio >= 0.0 && ratio <= p->burst_ratio_max)) {
                 double to = ratio > p->burst_ratio_max ? p->burst_ratio_max : 0.0;
                 if (is_user(in->burst_ratio.source) && p->out_of_bounds == POLICY_BOUNDS_REJECT)
-                        return policy_error_set(
+                        return util_error_set(
                             err, EINVAL,
                             "%s: %g is out of range; allowed: >= 0 and <= %g "
                             "(memory.burst_ratio.max in the policy)",
@@ -273,15 +272,15 @@ static int plan_memory(const struct policy *p, const struct policy_inputs *in,
                 kept = overhead;
         if (add_bytes(&limit, heap) < 0 || add_bytes(&limit, offheap) < 0 ||
             add_bytes(&limit, pyspark) < 0 || add_bytes(&limit, overhead) < 0)
-                return policy_error_set(err, EINVAL,
-                                        "%s: the executor memory is too large; allowed: a total "
-                                        "below 8 EiB",
-                                        heap_origin);
+                return util_error_set(err, EINVAL,
+                                      "%s: the executor memory is too large; allowed: a total "
+                                      "below 8 EiB",
+                                      heap_origin);
         request = limit - overhead + kept;
 
         if (p->memory_limit_max > 0 && limit > p->memory_limit_max) {
                 if (p->out_of_bounds == POLICY_BOUNDS_REJECT)
-                        return policy_error_set(
+                        return util_error_set(
                             err, EINVAL,
                             "%s: memory limit %" PRIu64
                             " bytes (heap + off-heap + pyspark + overhead) is out of range; "
@@ -317,7 +316,7 @@ static int plan_memory(const struct policy *p, const struct policy_inputs *in,
 /* The user's agent threshold fraction (what `sparkshim tune` recommends), within the
  * policy's tuner.spill_fraction range. */
 static int plan_agent(const struct policy *p, const struct policy_inputs *in,
-                      struct policy_plan *plan, struct policy_error *err)
+                      struct policy_plan *plan, struct util_error *err)
 {
         double f, lo = p->tuner.spill_fraction_min, hi = p->tuner.spill_fraction_max;
 
@@ -329,7 +328,7 @@ static int plan_agent(const struct policy *p, const struct policy_inputs *in,
                 char a[32], b[32];
 
                 if (p->out_of_bounds == POLICY_BOUNDS_REJECT)
-                        return policy_error_set(
+                        return util_error_set(
                             err, EINVAL,
                             "%s: %g is out of range; allowed: >= %g and <= %g "
                             "(tuner.spill_fraction in the policy)",
@@ -345,7 +344,7 @@ static int plan_agent(const struct policy *p, const struct policy_inputs *in,
 }
 
 int policy_plan_compute(const struct policy *p, const struct policy_inputs *in,
-                        struct policy_plan *ret, struct policy_error *err)
+                        struct policy_plan *ret, struct util_error *err)
 {
         struct policy_plan plan = {0};
         int r;

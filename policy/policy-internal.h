@@ -21,13 +21,6 @@
 #define POLICY_MILLICORES_LIMIT UINT64_C(100000000)
 
 /*
- * Fill err (when not NULL) with errno and one line of text; control characters in the
- * formatted text are replaced so the message stays on one line. Returns -error.
- */
-int policy_error_set(struct policy_error *err, int error, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/*
  * The JVM options entrypoint.sh takes from SPARK_JAVA_OPT_* lines of envp, in its order,
  * as NUL-terminated copies in one allocation (*ret_storage, freed by the caller with
  * *ret_lines). Returns their number, -ENOMEM or -E2BIG.

@@ -61,25 +61,6 @@ static const struct {
          POLICY_OVERRIDE_BURST_RATIO | POLICY_OVERRIDE_CGROUP_PARENT | POLICY_OVERRIDE_FAIL_MODE | \
          POLICY_OVERRIDE_AGENT | POLICY_OVERRIDE_GRACE | POLICY_OVERRIDE_NAME)
 
-int policy_error_set(struct policy_error *err, int error, const char *format, ...)
-{
-        va_list ap;
-
-        if (error < 0)
-                error = -error;
-        if (!err)
-                return -error;
-        err->error = error;
-        va_start(ap, format);
-        vsnprintf(err->text, sizeof(err->text), format, ap);
-        va_end(ap);
-        /* one line, whatever a file or key name contained */
-        for (char *c = err->text; *c; c++)
-                if ((unsigned char)*c < ' ' || *c == 0x7f)
-                        *c = '?';
-        return -error;
-}
-
 void policy_init_defaults(struct policy *p)
 {
         *p = (struct policy){
@@ -175,13 +156,13 @@ const char *policy_override_name(enum policy_override o)
 }
 
 int policy_check_override(const struct policy *p, enum policy_override o, enum policy_source source,
-                          const char *origin, struct policy_error *err)
+                          const char *origin, struct util_error *err)
 {
         const char *name = policy_override_name(o);
 
         if (source < POLICY_SOURCE_COMMAND || (p->overrides & (unsigned)o))
                 return 0;
-        return policy_error_set(
+        return util_error_set(
             err, EPERM, "%s: set by the user, but the policy does not allow overriding %s",
             origin && origin[0] ? origin : policy_source_name(source), name ? name : "it");
 }
@@ -232,7 +213,7 @@ struct parser {
         const char *text;
         size_t len;
         const char *source;
-        struct policy_error *err;
+        struct util_error *err;
         struct policy_json_step path[PATH_DEPTH_MAX];
         size_t depth;
 };
@@ -334,8 +315,8 @@ static int fail_value(struct parser *ps, const char *problem, const char *allowe
                 value_text(ps, &l, value, sizeof(value));
         else
                 snprintf(value, sizeof(value), "(value)");
-        return policy_error_set(ps->err, EINVAL, "%s:%u:%u: %s: %s %s; allowed: %s",
-                                source_name(ps), l.line, l.column, path, value, problem, allowed);
+        return util_error_set(ps->err, EINVAL, "%s:%u:%u: %s: %s %s; allowed: %s", source_name(ps),
+                              l.line, l.column, path, value, problem, allowed);
 }
 
 /* fail_value() for a value that may hold a secret: the value is not shown */
@@ -347,8 +328,8 @@ static int fail_value_hidden(struct parser *ps, const char *shown, const char *p
 
         format_path(ps->path, ps->depth, path, sizeof(path));
         locate(ps, false, &l);
-        return policy_error_set(ps->err, EINVAL, "%s:%u:%u: %s: %s %s; allowed: %s",
-                                source_name(ps), l.line, l.column, path, shown, problem, allowed);
+        return util_error_set(ps->err, EINVAL, "%s:%u:%u: %s: %s %s; allowed: %s", source_name(ps),
+                              l.line, l.column, path, shown, problem, allowed);
 }
 
 static int fail_key(struct parser *ps, const char *allowed)
@@ -358,8 +339,8 @@ static int fail_key(struct parser *ps, const char *allowed)
 
         format_path(ps->path, ps->depth, path, sizeof(path));
         locate(ps, true, &l);
-        return policy_error_set(ps->err, EINVAL, "%s:%u:%u: %s: unknown key; allowed: %s",
-                                source_name(ps), l.line, l.column, path, allowed);
+        return util_error_set(ps->err, EINVAL, "%s:%u:%u: %s: unknown key; allowed: %s",
+                              source_name(ps), l.line, l.column, path, allowed);
 }
 
 /* A required key is absent: point at the object that should hold it. */
@@ -372,8 +353,8 @@ static int fail_missing(struct parser *ps, const char *key, const char *allowed)
         push_key(ps, key);
         format_path(ps->path, ps->depth, path, sizeof(path));
         pop(ps);
-        return policy_error_set(ps->err, EINVAL, "%s:%u:%u: %s: missing; allowed: %s",
-                                source_name(ps), l.line, l.column, path, allowed);
+        return util_error_set(ps->err, EINVAL, "%s:%u:%u: %s: missing; allowed: %s",
+                              source_name(ps), l.line, l.column, path, allowed);
 }
 
 static void join_names(const char *const names[], size_t n, bool quoted, char *buf, size_t size)
@@ -799,7 +780,7 @@ static int report_path(struct parser *ps, json_t *obj, const char *key, enum rep
                                        "{app_id}, {executor_id}, {name}, or \"\" for none",
         };
         json_t *v = json_object_get(obj, key);
-        struct policy_error terr = {0};
+        struct util_error terr = {0};
         int r = 0;
 
         if (!v)
@@ -1702,7 +1683,7 @@ static int parse_root(struct parser *ps, json_t *root, struct policy *p)
 }
 
 int policy_parse(const char *text, size_t len, const char *source, struct policy *ret,
-                 struct policy_error *err)
+                 struct util_error *err)
 {
         struct parser ps = {.text = text, .len = len, .source = source, .err = err, .depth = 0};
         struct policy p;
@@ -1711,12 +1692,12 @@ int policy_parse(const char *text, size_t len, const char *source, struct policy
         int r;
 
         if (!text)
-                return policy_error_set(err, EINVAL, "%s: no text", source_name(&ps));
+                return util_error_set(err, EINVAL, "%s: no text", source_name(&ps));
 
         root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
         if (!root)
-                return policy_error_set(err, EINVAL, "%s:%d:%d: %s", source_name(&ps), jerr.line,
-                                        jerr.column, jerr.text);
+                return util_error_set(err, EINVAL, "%s:%d:%d: %s", source_name(&ps), jerr.line,
+                                      jerr.column, jerr.text);
 
         policy_init_defaults(&p);
         r = parse_root(&ps, root, &p);
@@ -1730,8 +1711,7 @@ int policy_parse(const char *text, size_t len, const char *source, struct policy
 /* ---------------------------------------------------------------------------------- */
 /* Loading                                                                             */
 
-int policy_load_file(const char *path, bool check_owner, struct policy *ret,
-                     struct policy_error *err)
+int policy_load_file(const char *path, bool check_owner, struct policy *ret, struct util_error *err)
 {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
@@ -1740,55 +1720,55 @@ int policy_load_file(const char *path, bool check_owner, struct policy *ret,
         size_t len = 0;
 
         if (!path)
-                return policy_error_set(err, EINVAL, "no policy path");
+                return util_error_set(err, EINVAL, "no policy path");
 
         /* O_NONBLOCK: a FIFO put in the policy's place must not hang us before the check */
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
         if (fd < 0) {
                 int e = errno;
                 if (e == ELOOP)
-                        return policy_error_set(err, e,
-                                                "%s: cannot open: it is a symbolic link, which "
-                                                "is not followed",
-                                                path);
-                return policy_error_set(err, e, "%s: cannot open: %s", path,
-                                        strerror_r(e, ebuf, sizeof(ebuf)));
+                        return util_error_set(err, e,
+                                              "%s: cannot open: it is a symbolic link, which "
+                                              "is not followed",
+                                              path);
+                return util_error_set(err, e, "%s: cannot open: %s", path,
+                                      strerror_r(e, ebuf, sizeof(ebuf)));
         }
         if (fstat(fd, &st) < 0) {
                 int e = errno;
-                return policy_error_set(err, e, "%s: cannot stat: %s", path,
-                                        strerror_r(e, ebuf, sizeof(ebuf)));
+                return util_error_set(err, e, "%s: cannot stat: %s", path,
+                                      strerror_r(e, ebuf, sizeof(ebuf)));
         }
         if (!S_ISREG(st.st_mode))
-                return policy_error_set(err, EINVAL, "%s: not a regular file", path);
+                return util_error_set(err, EINVAL, "%s: not a regular file", path);
         if (check_owner && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))))
-                return policy_error_set(err, EPERM,
-                                        "%s: owned by uid %u and mode %04o; the policy must be "
-                                        "owned by root and not writable by group or others",
-                                        path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+                return util_error_set(err, EPERM,
+                                      "%s: owned by uid %u and mode %04o; the policy must be "
+                                      "owned by root and not writable by group or others",
+                                      path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
         if (st.st_size > POLICY_FILE_SIZE_MAX)
-                return policy_error_set(err, EFBIG,
-                                        "%s: %jd bytes is too large; allowed: up to 1 MiB", path,
-                                        (intmax_t)st.st_size);
+                return util_error_set(err, EFBIG,
+                                      "%s: %jd bytes is too large; allowed: up to 1 MiB", path,
+                                      (intmax_t)st.st_size);
 
         buf = malloc(POLICY_FILE_SIZE_MAX + 1);
         if (!buf)
-                return policy_error_set(err, ENOMEM, "%s: out of memory", path);
+                return util_error_set(err, ENOMEM, "%s: out of memory", path);
         for (;;) {
                 ssize_t n = read(fd, buf + len, POLICY_FILE_SIZE_MAX + 1 - len);
                 if (n < 0) {
                         int e = errno;
                         if (e == EINTR)
                                 continue;
-                        return policy_error_set(err, e, "%s: cannot read: %s", path,
-                                                strerror_r(e, ebuf, sizeof(ebuf)));
+                        return util_error_set(err, e, "%s: cannot read: %s", path,
+                                              strerror_r(e, ebuf, sizeof(ebuf)));
                 }
                 if (n == 0)
                         break;
                 len += (size_t)n;
                 if (len > POLICY_FILE_SIZE_MAX)
-                        return policy_error_set(err, EFBIG, "%s: too large; allowed: up to 1 MiB",
-                                                path);
+                        return util_error_set(err, EFBIG, "%s: too large; allowed: up to 1 MiB",
+                                              path);
         }
         return policy_parse(buf, len, path, ret, err);
 }

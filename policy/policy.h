@@ -4,10 +4,12 @@
  *
  * Pure library: no I/O except policy_load_file(), no logging, no global state; every
  * function is thread-safe on distinct objects. Functions returning int give >= 0 on
- * success or -errno; on failure they fill the optional caller-owned struct policy_error
+ * success or -errno; on failure they fill the optional caller-owned struct util_error
  * with one human line (never more) naming the file/key/flag, the value and what is allowed.
  */
 #pragma once
+
+#include "error.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,15 +18,8 @@
 #include <jansson.h>
 
 #define POLICY_SCHEMA_VERSION 1
-#define POLICY_ERROR_TEXT_MAX 512
 #define POLICY_PATH_MAX       4096
 #define POLICY_NAME_MAX       128
-
-/* like json_error_t: fixed size, caller-owned */
-struct policy_error {
-        int error;                        /* positive errno */
-        char text[POLICY_ERROR_TEXT_MAX]; /* one line, no trailing newline */
-};
 
 enum policy_protection {
         POLICY_PROTECTION_LOW = 0, /* memory.low = request */
@@ -268,14 +263,14 @@ void policy_init_defaults(struct policy *p);
  * source names the file (or "<string>"). On error *ret is unchanged.
  */
 int policy_parse(const char *text, size_t len, const char *source, struct policy *ret,
-                 struct policy_error *err);
+                 struct util_error *err);
 
 /*
  * Load and parse a policy file. When check_owner is true the file must be a regular file
  * owned by root and not writable by group or others (-EPERM otherwise).
  */
 int policy_load_file(const char *path, bool check_owner, struct policy *ret,
-                     struct policy_error *err);
+                     struct util_error *err);
 
 /* The name of one enum policy_override bit as the policy's "overrides" array spells it
  * ("millicores", "cores", "memory", "burst_ratio", "cgroup_parent", "fail_mode", "agent", "grace");
@@ -339,7 +334,7 @@ const char *policy_source_name(enum policy_source s); /* "default", "command", "
  * For the shim's own flags (--cgroup-parent, --fail-mode).
  */
 int policy_check_override(const struct policy *p, enum policy_override o, enum policy_source source,
-                          const char *origin, struct policy_error *err);
+                          const char *origin, struct util_error *err);
 
 struct policy_u64_input {
         uint64_t value;
@@ -400,7 +395,7 @@ void policy_input_set_bool(struct policy_bool_input *i, bool v, enum policy_sour
  * A malformed value of a recognised option is an error naming it; unknown args are ignored.
  */
 int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const argv[],
-                               struct policy_error *err);
+                               struct util_error *err);
 
 /*
  * Read the executor settings a Kubernetes executor pod carries in Spark's environment
@@ -411,14 +406,14 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
  * wrapped command's own values win. Errors name the environment variable.
  */
 int policy_inputs_from_spark_env(struct policy_inputs *in, char *const envp[],
-                                 struct policy_error *err);
+                                 struct util_error *err);
 
 /*
  * Inputs that cannot make a plan, whatever the policy: no heap size at all, or a heap given
  * by a flag or SPARKSHIM_MEMORY that differs from the -Xmx the JVM will use (memory.max
  * would then be planned for a heap the JVM does not have). -EINVAL with err naming both.
  */
-int policy_inputs_check(const struct policy_inputs *in, struct policy_error *err);
+int policy_inputs_check(const struct policy_inputs *in, struct util_error *err);
 
 /*
  * Read SPARKSHIM_CORES, SPARKSHIM_MILLICORES, SPARKSHIM_LIMIT_MILLICORES, SPARKSHIM_MEMORY,
@@ -426,7 +421,7 @@ int policy_inputs_check(const struct policy_inputs *in, struct policy_error *err
  * SPARKSHIM_BURST_RATIO from envp (NULL-terminated), stored with POLICY_SOURCE_ENV. Sizes use
  * Spark byte strings with MiB as the default unit; millicores accept "500m"/"0.5" forms.
  */
-int policy_inputs_from_env(struct policy_inputs *in, char *const envp[], struct policy_error *err);
+int policy_inputs_from_env(struct policy_inputs *in, char *const envp[], struct util_error *err);
 
 /* ---------------------------------------------------------------------------------- */
 /* The plan                                                                            */
@@ -460,7 +455,7 @@ struct policy_plan {
         unsigned io_weight; /* 0 = not written */
 
         /* Values changed by clamping, one "key: from -> to" line each, ';'-separated. */
-        char clamped[POLICY_ERROR_TEXT_MAX];
+        char clamped[UTIL_ERROR_TEXT_MAX];
 };
 
 /* crun >= 1.23 / runc >= 1.3.2 conversion: 2 -> 1, 1024 -> 100, 262144 -> 10000. */
@@ -473,7 +468,7 @@ uint64_t policy_shares_to_weight(uint64_t shares);
  * ("no executor memory: give --memory, SPARKSHIM_MEMORY or -Xmx in the command").
  */
 int policy_plan_compute(const struct policy *p, const struct policy_inputs *in,
-                        struct policy_plan *ret, struct policy_error *err);
+                        struct policy_plan *ret, struct util_error *err);
 
 /* One cgroup v2 file write of the plan, in the order they must be applied. */
 struct policy_write {
@@ -586,7 +581,7 @@ struct policy_template_values {
  * however long the values; with prometheus, a name ending in ".prom". Returns 1 when it
  * has a field, 0 when it names one file, -EINVAL or -ENAMETOOLONG with err.
  */
-int policy_template_check(const char *template, bool prometheus, struct policy_error *err);
+int policy_template_check(const char *template, bool prometheus, struct util_error *err);
 
 /*
  * One value as it goes into a file name: bytes of [A-Za-z0-9_.-] kept, any other '_'; a
@@ -601,7 +596,7 @@ void policy_template_escape(const char *value, char *buf, size_t size);
  * empty. Returns 0, or -EINVAL (policy_template_check) / -ENAMETOOLONG with err.
  */
 int policy_template_expand(const char *template, const struct policy_template_values *v, char *buf,
-                           size_t size, struct policy_error *err);
+                           size_t size, struct util_error *err);
 
 /* ---------------------------------------------------------------------------------- */
 /* Spark's decommission settings on the command line (decommission.c)                  */
@@ -713,7 +708,7 @@ void policy_submit_free(struct policy_submit *s);
  * --conf without '='; -ENOMEM.
  */
 int policy_submit_parse(int argc, char *const argv[], struct policy_submit *s,
-                        struct policy_error *err);
+                        struct util_error *err);
 
 /*
  * Add the properties of a Java properties text (java.util.Properties.load: '=', ':' or
@@ -724,14 +719,14 @@ int policy_submit_parse(int argc, char *const argv[], struct policy_submit *s,
  */
 int policy_submit_add_properties(struct policy_submit *s, const char *text, size_t len,
                                  enum policy_submit_source source, const char *name,
-                                 struct policy_error *err);
+                                 struct util_error *err);
 
 /*
  * Read the files s names (the last --properties-file, each --extra-properties-file) as the
  * calling user and add their properties: regular files (a FIFO is not waited for) of at most
  * POLICY_SUBMIT_PROPERTIES_MAX bytes. Returns 0 or -errno with err naming the file.
  */
-int policy_submit_read_properties(struct policy_submit *s, struct policy_error *err);
+int policy_submit_read_properties(struct policy_submit *s, struct util_error *err);
 
 /* The value Spark takes for key, or NULL when the command does not set it. */
 const char *policy_submit_get(const struct policy_submit *s, const char *key);

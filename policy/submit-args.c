@@ -171,7 +171,7 @@ static bool has_line_terminator(const char *s)
 }
 
 int policy_submit_parse(int argc, char *const argv[], struct policy_submit *s,
-                        struct policy_error *err)
+                        struct util_error *err)
 {
         int r;
 
@@ -191,10 +191,10 @@ int policy_submit_parse(int argc, char *const argv[], struct policy_submit *s,
                 o = find_option(arg, name_len);
                 if (!o) {
                         if (arg[0] == '-')
-                                return policy_error_set(err, EINVAL,
-                                                        "unknown option '%.*s' before the "
-                                                        "application",
-                                                        (int)name_len, arg);
+                                return util_error_set(err, EINVAL,
+                                                      "unknown option '%.*s' before the "
+                                                      "application",
+                                                      (int)name_len, arg);
                         s->resource = i;
                         s->resource_arg = arg;
                         s->submission = true;
@@ -202,8 +202,7 @@ int policy_submit_parse(int argc, char *const argv[], struct policy_submit *s,
                 }
                 if (o->value && !value) {
                         if (i + 1 >= argc)
-                                return policy_error_set(err, EINVAL, "%s without its value",
-                                                        o->name);
+                                return util_error_set(err, EINVAL, "%s without its value", o->name);
                         value = argv[++i];
                 }
                 switch (o->kind) {
@@ -212,9 +211,9 @@ int policy_submit_parse(int argc, char *const argv[], struct policy_submit *s,
                 case CONF:
                         eq = strchr(value, '=');
                         if (!eq)
-                                return policy_error_set(err, EINVAL,
-                                                        "%s '%s': no '='; allowed: KEY=VALUE",
-                                                        o->name, value);
+                                return util_error_set(err, EINVAL,
+                                                      "%s '%s': no '='; allowed: KEY=VALUE",
+                                                      o->name, value);
                         r = add_setting(s, value, (size_t)(eq - value), eq + 1, strlen(eq + 1),
                                         POLICY_SUBMIT_CONF);
                         break;
@@ -248,7 +247,7 @@ int policy_submit_parse(int argc, char *const argv[], struct policy_submit *s,
                         break;
                 }
                 if (r < 0)
-                        return policy_error_set(err, -r, "%s", strerror(-r));
+                        return util_error_set(err, -r, "%s", strerror(-r));
         }
         /* no primary resource: Spark refuses the submission itself */
         return 0;
@@ -462,7 +461,7 @@ static void trim_except_crlf(struct buffer *b, size_t *ret_start)
 
 int policy_submit_add_properties(struct policy_submit *s, const char *text, size_t len,
                                  enum policy_submit_source source, const char *name,
-                                 struct policy_error *err)
+                                 struct util_error *err)
 {
         struct buffer line = {0}, key = {0}, value = {0};
         const char *pos = text, *end = text + len;
@@ -501,10 +500,10 @@ int policy_submit_add_properties(struct policy_submit *s, const char *text, size
                 if (r == 0)
                         r = unescape(line.data + value_start, line.data + line.len, &value);
                 if (r == -EINVAL) {
-                        r = policy_error_set(err, EINVAL,
-                                             "%s: logical line %u: a malformed \\uxxxx escape or "
-                                             "a NUL",
-                                             name, count);
+                        r = util_error_set(err, EINVAL,
+                                           "%s: logical line %u: a malformed \\uxxxx escape or "
+                                           "a NUL",
+                                           name, count);
                         goto out;
                 }
                 if (r < 0)
@@ -517,7 +516,7 @@ int policy_submit_add_properties(struct policy_submit *s, const char *text, size
                         break;
         }
         if (r < 0)
-                r = policy_error_set(err, -r, "%s: %s", name, strerror(-r));
+                r = util_error_set(err, -r, "%s: %s", name, strerror(-r));
 out:
         free(line.data);
         free(key.data);
@@ -526,7 +525,7 @@ out:
 }
 
 static int read_properties_file(struct policy_submit *s, const char *path,
-                                enum policy_submit_source source, struct policy_error *err)
+                                enum policy_submit_source source, struct util_error *err)
 {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *text = NULL;
@@ -536,40 +535,38 @@ static int read_properties_file(struct policy_submit *s, const char *path,
         /* the user's own file, as Spark opens it; O_NONBLOCK: no FIFO holds the submit */
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0 || fstat(fd, &st) < 0)
-                return policy_error_set(err, errno, "properties file %s: %s", path,
-                                        strerror(errno));
+                return util_error_set(err, errno, "properties file %s: %s", path, strerror(errno));
         if (!S_ISREG(st.st_mode))
-                return policy_error_set(err, EINVAL, "properties file %s: not a regular file",
-                                        path);
+                return util_error_set(err, EINVAL, "properties file %s: not a regular file", path);
         if (st.st_size > POLICY_SUBMIT_PROPERTIES_MAX)
-                return policy_error_set(err, EFBIG,
-                                        "properties file %s: larger than 1 MiB, which sparkshim "
-                                        "reads at most",
-                                        path);
+                return util_error_set(err, EFBIG,
+                                      "properties file %s: larger than 1 MiB, which sparkshim "
+                                      "reads at most",
+                                      path);
         text = malloc(POLICY_SUBMIT_PROPERTIES_MAX + 1);
         if (!text)
-                return policy_error_set(err, ENOMEM, "properties file %s: out of memory", path);
+                return util_error_set(err, ENOMEM, "properties file %s: out of memory", path);
         for (;;) {
                 ssize_t n = read(fd, text + len, POLICY_SUBMIT_PROPERTIES_MAX + 1 - len);
 
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0)
-                        return policy_error_set(err, errno, "properties file %s: %s", path,
-                                                strerror(errno));
+                        return util_error_set(err, errno, "properties file %s: %s", path,
+                                              strerror(errno));
                 if (n == 0)
                         break;
                 len += (size_t)n;
                 if (len > POLICY_SUBMIT_PROPERTIES_MAX)
-                        return policy_error_set(err, EFBIG,
-                                                "properties file %s: larger than 1 MiB, which "
-                                                "sparkshim reads at most",
-                                                path);
+                        return util_error_set(err, EFBIG,
+                                              "properties file %s: larger than 1 MiB, which "
+                                              "sparkshim reads at most",
+                                              path);
         }
         return policy_submit_add_properties(s, text, len, source, path, err);
 }
 
-int policy_submit_read_properties(struct policy_submit *s, struct policy_error *err)
+int policy_submit_read_properties(struct policy_submit *s, struct util_error *err)
 {
         int r;
 

@@ -25,21 +25,6 @@ static const struct {
     {"{name}", 6},
 };
 
-static int fail(struct policy_error *err, int error, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(struct policy_error *err, int error, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (err) {
-                err->error = error;
-                va_start(ap, fmt);
-                vsnprintf(err->text, sizeof(err->text), fmt, ap);
-                va_end(ap);
-        }
-        return -error;
-}
-
 /* The field starting at s ('{'), as an index in fields[], or -1. */
 static int field_at(const char *s)
 {
@@ -56,7 +41,7 @@ static bool ends_with(const char *s, const char *suffix)
         return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-int policy_template_check(const char *template, bool prometheus, struct policy_error *err)
+int policy_template_check(const char *template, bool prometheus, struct util_error *err)
 {
         const char *slash = strrchr(template, '/'), *name = slash ? slash + 1 : template;
         size_t literal = 0, nfields = 0;
@@ -64,13 +49,14 @@ int policy_template_check(const char *template, bool prometheus, struct policy_e
 
         brace = strpbrk(template, "{}");
         if (brace && brace < name)
-                return fail(err, EINVAL,
-                            "has '%c' in its directory part (fields go in the file name only)",
-                            *brace);
+                return util_error_set(
+                    err, EINVAL, "has '%c' in its directory part (fields go in the file name only)",
+                    *brace);
         if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-                return fail(err, EINVAL, "names a directory, not a file");
+                return util_error_set(err, EINVAL, "names a directory, not a file");
         if (name[0] == '.')
-                return fail(err, EINVAL, "has a file name starting with '.' (a hidden file)");
+                return util_error_set(err, EINVAL,
+                                      "has a file name starting with '.' (a hidden file)");
         for (const char *c = name; *c;) {
                 int f = *c == '{' ? field_at(c) : -1;
 
@@ -80,21 +66,23 @@ int policy_template_check(const char *template, bool prometheus, struct policy_e
                         continue;
                 }
                 if (*c == '{' || *c == '}')
-                        return fail(err, EINVAL, "has '%.20s', which is not a field", c);
+                        return util_error_set(err, EINVAL, "has '%.20s', which is not a field", c);
                 literal++;
                 c++;
         }
         if (prometheus && !ends_with(name, ".prom"))
-                return fail(err, EINVAL,
-                            "does not end in .prom (node_exporter's textfile collector reads "
-                            "*.prom files only)");
+                return util_error_set(
+                    err, EINVAL,
+                    "does not end in .prom (node_exporter's textfile collector reads "
+                    "*.prom files only)");
         /* the longest expansion, one '_' in front included */
         if (literal + 1 + nfields * POLICY_TEMPLATE_FIELD_MAX > POLICY_TEMPLATE_NAME_MAX)
-                return fail(err, ENAMETOOLONG,
-                            "has a file name that may expand to %zu bytes, more than %d (a "
-                            "field takes up to %d)",
-                            literal + 1 + nfields * POLICY_TEMPLATE_FIELD_MAX,
-                            POLICY_TEMPLATE_NAME_MAX, POLICY_TEMPLATE_FIELD_MAX);
+                return util_error_set(
+                    err, ENAMETOOLONG,
+                    "has a file name that may expand to %zu bytes, more than %d (a "
+                    "field takes up to %d)",
+                    literal + 1 + nfields * POLICY_TEMPLATE_FIELD_MAX, POLICY_TEMPLATE_NAME_MAX,
+                    POLICY_TEMPLATE_FIELD_MAX);
         return nfields > 0;
 }
 
@@ -130,7 +118,7 @@ void policy_template_escape(const char *value, char *buf, size_t size)
 }
 
 int policy_template_expand(const char *template, const struct policy_template_values *v, char *buf,
-                           size_t size, struct policy_error *err)
+                           size_t size, struct util_error *err)
 {
         const char *slash = strrchr(template, '/'), *name = slash ? slash + 1 : template;
         char out[POLICY_TEMPLATE_NAME_MAX + 1];
@@ -141,7 +129,7 @@ int policy_template_expand(const char *template, const struct policy_template_va
         if (r < 0)
                 return r;
         if ((size_t)(name - template) >= size)
-                return fail(err, ENAMETOOLONG, "is too long");
+                return util_error_set(err, ENAMETOOLONG, "is too long");
         for (const char *c = name; *c;) {
                 int f = *c == '{' ? field_at(c) : -1;
                 char value[POLICY_TEMPLATE_FIELD_MAX + 1];
@@ -157,17 +145,19 @@ int policy_template_expand(const char *template, const struct policy_template_va
                 }
                 len = strlen(value);
                 if (n + len >= sizeof(out))
-                        return fail(err, ENAMETOOLONG, "has a file name that is too long");
+                        return util_error_set(err, ENAMETOOLONG,
+                                              "has a file name that is too long");
                 memcpy(out + n, value, len + 1);
                 n += len;
         }
         if (out[0] == '.' || n == 0) {
                 if (n + 1 >= sizeof(out))
-                        return fail(err, ENAMETOOLONG, "has a file name that is too long");
+                        return util_error_set(err, ENAMETOOLONG,
+                                              "has a file name that is too long");
                 memmove(out + 1, out, n + 1);
                 out[0] = '_';
         }
         if (snprintf(buf, size, "%.*s%s", (int)(name - template), template, out) >= (int)size)
-                return fail(err, ENAMETOOLONG, "is too long");
+                return util_error_set(err, ENAMETOOLONG, "is too long");
         return 0;
 }

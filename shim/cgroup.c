@@ -84,14 +84,14 @@ int shim_cgroup_detect(const char *root, struct shim_cgroup_host *ret)
  * Every directory the shim writes in must be on cgroup2: it was opened with O_NOFOLLOW,
  * and this says that no symlink, bind mount or other file system stands in for it.
  */
-static int check_cgroup2(int fd, const char *path, struct shim_error *err)
+static int check_cgroup2(int fd, const char *path, struct util_error *err)
 {
         struct statfs fs;
 
         if (fstatfs(fd, &fs) < 0)
-                return shim_error_set(err, errno, "cannot inspect %s: %s", path, strerror(errno));
+                return util_error_set(err, errno, "cannot inspect %s: %s", path, strerror(errno));
         if (fs.f_type != CGROUP2_SUPER_MAGIC)
-                return shim_error_set(err, EMEDIUMTYPE, "%s is not on a cgroup2 file system", path);
+                return util_error_set(err, EMEDIUMTYPE, "%s is not on a cgroup2 file system", path);
         return 0;
 }
 
@@ -178,26 +178,26 @@ static int missing_from(int dirfd, const char *file, const char *needed, char *m
 }
 
 static int enable_controllers(int dirfd, const char *path, const char *needed,
-                              struct shim_error *err)
+                              struct util_error *err)
 {
         char missing[256];
         int r;
 
         r = missing_from(dirfd, "cgroup.subtree_control", needed, missing, sizeof(missing));
         if (r < 0)
-                return shim_error_set(err, r, "cannot read %s/cgroup.subtree_control: %s", path,
+                return util_error_set(err, r, "cannot read %s/cgroup.subtree_control: %s", path,
                                       strerror(-r));
         if (r == 0)
                 return 0;
         r = util_write_at(dirfd, "cgroup.subtree_control", missing);
         if (r == -EBUSY)
-                return shim_error_set(err, r,
+                return util_error_set(err, r,
                                       "cannot write '%s' to %s/cgroup.subtree_control: %s (the "
                                       "cgroup has processes of its own; choose a parent without "
                                       "processes)",
                                       missing, path, strerror(-r));
         if (r < 0)
-                return shim_error_set(err, r, "cannot write '%s' to %s/cgroup.subtree_control: %s",
+                return util_error_set(err, r, "cannot write '%s' to %s/cgroup.subtree_control: %s",
                                       missing, path, strerror(-r));
         return 0;
 }
@@ -217,7 +217,7 @@ static bool same_value(const char *file, const char *wrote, const char *got)
 }
 
 static int apply_writes(int leaf_fd, const char *path, const struct policy_write *w, size_t n,
-                        struct shim_error *err)
+                        struct util_error *err)
 {
         char got[128];
         ssize_t len;
@@ -226,31 +226,31 @@ static int apply_writes(int leaf_fd, const char *path, const struct policy_write
         for (size_t i = 0; i < n; i++) {
                 r = util_write_at(leaf_fd, w[i].file, w[i].value);
                 if (r < 0)
-                        return shim_error_set(err, r, "cannot write '%s' to %s/%s: %s", w[i].value,
+                        return util_error_set(err, r, "cannot write '%s' to %s/%s: %s", w[i].value,
                                               path, w[i].file, strerror(-r));
                 len = util_read_at(leaf_fd, w[i].file, got, sizeof(got));
                 if (len < 0)
-                        return shim_error_set(err, (int)len, "cannot read back %s/%s: %s", path,
+                        return util_error_set(err, (int)len, "cannot read back %s/%s: %s", path,
                                               w[i].file, strerror((int)-len));
                 if (!same_value(w[i].file, w[i].value, got))
-                        return shim_error_set(err, EIO, "%s/%s reads back '%s' after writing '%s'",
+                        return util_error_set(err, EIO, "%s/%s reads back '%s' after writing '%s'",
                                               path, w[i].file, got, w[i].value);
         }
         return 0;
 }
 
 static int check_available(int mount_fd, const char *mount, const char *needed,
-                           struct shim_error *err)
+                           struct util_error *err)
 {
         char missing[256];
         int r;
 
         r = missing_from(mount_fd, "cgroup.controllers", needed, missing, sizeof(missing));
         if (r < 0)
-                return shim_error_set(err, r, "cannot read %s/cgroup.controllers: %s", mount,
+                return util_error_set(err, r, "cannot read %s/cgroup.controllers: %s", mount,
                                       strerror(-r));
         if (r > 0)
-                return shim_error_set(err, EOPNOTSUPP,
+                return util_error_set(err, EOPNOTSUPP,
                                       "controllers '%s' are not available in %s/cgroup.controllers "
                                       "(bound to cgroup v1, or not delegated)",
                                       missing, mount);
@@ -364,7 +364,7 @@ enum { LEAF_TAKEN = 1 };
  * is left alone), else -errno with err set.
  */
 static int try_leaf(int parent_fd, const char *parent_path, const char *name, char *why,
-                    size_t size, struct shim_error *err)
+                    size_t size, struct util_error *err)
 {
         _cleanup_close_ int old = -1;
         pid_t pid = 0;
@@ -374,7 +374,7 @@ static int try_leaf(int parent_fd, const char *parent_path, const char *name, ch
                 return 0;
         r = -errno;
         if (r != -EEXIST)
-                return shim_error_set(err, r, "cannot create cgroup %s/%s: %s", parent_path, name,
+                return util_error_set(err, r, "cannot create cgroup %s/%s: %s", parent_path, name,
                                       strerror(-r));
         old = openat(parent_fd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         switch (old < 0 ? OWNER_NONE : leaf_owner(old, &pid)) {
@@ -392,23 +392,23 @@ static int try_leaf(int parent_fd, const char *parent_path, const char *name, ch
         }
         r = remove_leftover(parent_fd, name, old, 1000);
         if (r < 0)
-                return shim_error_set(
+                return util_error_set(
                     err, r, "cgroup %s/%s, left by sparkshim pid %d, cannot be removed: %s",
                     parent_path, name, (int)pid, strerror(-r));
         log_info("removed %s/%s, left by sparkshim pid %d", parent_path, name, (int)pid);
         if (mkdirat(parent_fd, name, 0755) < 0)
-                return shim_error_set(err, errno, "cannot create cgroup %s/%s: %s", parent_path,
+                return util_error_set(err, errno, "cannot create cgroup %s/%s: %s", parent_path,
                                       name, strerror(errno));
         return 0;
 }
 
 /* NAME-XXXXXXXX (8 random hex digits), NAME cut so that it stays a name of 100 at most */
-static int fresh_name(const char *name, char *buf, size_t size, struct shim_error *err)
+static int fresh_name(const char *name, char *buf, size_t size, struct util_error *err)
 {
         uint32_t x;
 
         if (getrandom(&x, sizeof(x), 0) != (ssize_t)sizeof(x))
-                return shim_error_set(err, errno, "getrandom: %s", strerror(errno));
+                return util_error_set(err, errno, "getrandom: %s", strerror(errno));
         size_t keep = strlen(name) < 100 - 9 ? strlen(name) : 100 - 9;
 
         snprintf(buf, size, "%.*s-%08" PRIx32, (int)keep, name, x);
@@ -424,7 +424,7 @@ static int fresh_name(const char *name, char *buf, size_t size, struct shim_erro
  * so that two shims never both decide to remove or create the same leaf.
  */
 static int make_leaf(int parent_fd, const char *parent_path, const char *name, bool rename_taken,
-                     char *ret_name, size_t name_size, int *ret_fd, struct shim_error *err)
+                     char *ret_name, size_t name_size, int *ret_fd, struct util_error *err)
 {
         _cleanup_close_ int lock = -1, fd = -1;
         char why[128], chosen[POLICY_NAME_MAX];
@@ -433,18 +433,18 @@ static int make_leaf(int parent_fd, const char *parent_path, const char *name, b
         /* an open file description of its own: closing it (on return) drops the lock */
         lock = openat(parent_fd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         if (lock < 0)
-                return shim_error_set(err, errno, "cannot open %s: %s", parent_path,
+                return util_error_set(err, errno, "cannot open %s: %s", parent_path,
                                       strerror(errno));
         while (flock(lock, LOCK_EX) < 0)
                 if (errno != EINTR)
-                        return shim_error_set(err, errno, "cannot lock %s: %s", parent_path,
+                        return util_error_set(err, errno, "cannot lock %s: %s", parent_path,
                                               strerror(errno));
         sweep_leftovers(parent_fd, parent_path);
 
         snprintf(chosen, sizeof(chosen), "%s", name);
         r = try_leaf(parent_fd, parent_path, chosen, why, sizeof(why), err);
         if (r == LEAF_TAKEN && !rename_taken)
-                return shim_error_set(err, EEXIST, "cgroup %s/%s %s (choose another --name)",
+                return util_error_set(err, EEXIST, "cgroup %s/%s %s (choose another --name)",
                                       parent_path, name, why);
         for (unsigned tries = 0; r == LEAF_TAKEN && tries < 8; tries++) {
                 char again[sizeof(why)];
@@ -455,7 +455,7 @@ static int make_leaf(int parent_fd, const char *parent_path, const char *name, b
                 r = try_leaf(parent_fd, parent_path, chosen, again, sizeof(again), err);
         }
         if (r == LEAF_TAKEN)
-                return shim_error_set(err, EEXIST, "cgroup %s/%s %s, and no fresh name was free",
+                return util_error_set(err, EEXIST, "cgroup %s/%s %s, and no fresh name was free",
                                       parent_path, name, why);
         if (r < 0)
                 return r;
@@ -466,7 +466,7 @@ static int make_leaf(int parent_fd, const char *parent_path, const char *name, b
         if (fd < 0) {
                 r = -errno;
                 unlinkat(parent_fd, chosen, AT_REMOVEDIR);
-                return shim_error_set(err, r, "cannot open cgroup %s/%s: %s", parent_path, chosen,
+                return util_error_set(err, r, "cannot open cgroup %s/%s: %s", parent_path, chosen,
                                       strerror(-r));
         }
         r = owner_mark(fd);
@@ -490,7 +490,7 @@ static void cgroup_close(struct shim_cgroup *cg)
 
 static int finish_leaf(struct shim_cgroup *cg, const char *parent_path, const char *name,
                        bool rename_taken, const struct policy_write *w, size_t n,
-                       struct shim_error *err)
+                       struct util_error *err)
 {
         int r;
 
@@ -511,7 +511,7 @@ static int finish_leaf(struct shim_cgroup *cg, const char *parent_path, const ch
 
 /* Open the mount root into cg and check it offers the controllers the writes need. */
 static int open_mount(const struct shim_cgroup_host *host, const struct policy_write *w, size_t n,
-                      struct shim_cgroup *cg, char *needed, size_t size, struct shim_error *err)
+                      struct shim_cgroup *cg, char *needed, size_t size, struct util_error *err)
 {
         int r;
 
@@ -519,7 +519,7 @@ static int open_mount(const struct shim_cgroup_host *host, const struct policy_w
         snprintf(cg->mount, sizeof(cg->mount), "%s", host->mount);
         cg->mount_fd = open(host->mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (cg->mount_fd < 0)
-                return shim_error_set(err, errno, "cannot open %s: %s", host->mount,
+                return util_error_set(err, errno, "cannot open %s: %s", host->mount,
                                       strerror(errno));
         r = check_cgroup2(cg->mount_fd, host->mount, err);
         if (r < 0)
@@ -529,7 +529,7 @@ static int open_mount(const struct shim_cgroup_host *host, const struct policy_w
 
 int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *parent,
                            const char *name, const struct policy_write *w, size_t n,
-                           struct shim_cgroup *ret, struct shim_error *err)
+                           struct shim_cgroup *ret, struct util_error *err)
 {
         struct shim_cgroup cg = SHIM_CGROUP_INIT;
         char needed[128], path[sizeof(cg.path)];
@@ -539,10 +539,10 @@ int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *pare
 
         if (host->layout == SHIM_CGROUP_NONE || host->layout == SHIM_CGROUP_LEGACY ||
             !host->mount[0])
-                return shim_error_set(err, EOPNOTSUPP, "no cgroup v2 hierarchy (layout: %s)",
+                return util_error_set(err, EOPNOTSUPP, "no cgroup v2 hierarchy (layout: %s)",
                                       shim_cgroup_layout_name(host->layout));
         if (!shim_cgroup_name_valid(name))
-                return shim_error_set(err, EINVAL,
+                return util_error_set(err, EINVAL,
                                       "--name: '%s' is not a valid cgroup name; allowed: 1-100 of "
                                       "[A-Za-z0-9_.-], not '.' or '..'",
                                       name);
@@ -552,20 +552,20 @@ int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *pare
 
         cg.parent_fd = fcntl(cg.mount_fd, F_DUPFD_CLOEXEC, 3);
         if (cg.parent_fd < 0) {
-                r = shim_error_set(err, errno, "dup: %s", strerror(errno));
+                r = util_error_set(err, errno, "dup: %s", strerror(errno));
                 goto fail;
         }
         snprintf(path, sizeof(path), "%s", host->mount);
         copy = strdup(parent);
         if (!copy) {
-                r = shim_error_set(err, ENOMEM, "out of memory");
+                r = util_error_set(err, ENOMEM, "out of memory");
                 goto fail;
         }
         for (char *comp = strtok_r(copy, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
                 int next;
 
                 if (!shim_cgroup_name_valid(comp)) {
-                        r = shim_error_set(err, EINVAL,
+                        r = util_error_set(err, EINVAL,
                                            "cgroup parent '%s': component '%s' is not allowed; "
                                            "allowed: [A-Za-z0-9_.-], not '.' or '..'",
                                            parent, comp);
@@ -575,13 +575,13 @@ int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *pare
                 if (r < 0)
                         goto fail;
                 if (mkdirat(cg.parent_fd, comp, 0755) < 0 && errno != EEXIST) {
-                        r = shim_error_set(err, errno, "cannot create cgroup %s/%s: %s", path, comp,
+                        r = util_error_set(err, errno, "cannot create cgroup %s/%s: %s", path, comp,
                                            strerror(errno));
                         goto fail;
                 }
                 next = openat(cg.parent_fd, comp, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 if (next < 0) {
-                        r = shim_error_set(err, errno, "cannot open cgroup %s/%s: %s", path, comp,
+                        r = util_error_set(err, errno, "cannot open cgroup %s/%s: %s", path, comp,
                                            strerror(errno));
                         goto fail;
                 }
@@ -625,7 +625,7 @@ struct evacuation {
         int init_fd;
         const char *mount;
         bool moved;
-        struct shim_error *err;
+        struct util_error *err;
 };
 
 static int move_to_init(const char *line, void *data)
@@ -635,20 +635,20 @@ static int move_to_init(const char *line, void *data)
 
         /* pid 0: a process of another pid namespace shares our root */
         if (strcmp(line, "0") == 0)
-                return shim_error_set(e->err, EBUSY,
+                return util_error_set(e->err, EBUSY,
                                       "%s/cgroup.procs has a process from outside this pid "
                                       "namespace; init mode needs the container's cgroup to itself",
                                       e->mount);
         r = util_write_at(e->init_fd, "cgroup.procs", line);
         if (r < 0 && r != -ESRCH)
-                return shim_error_set(e->err, r, "cannot move pid %s into %s/init: %s", line,
+                return util_error_set(e->err, r, "cannot move pid %s into %s/init: %s", line,
                                       e->mount, strerror(-r));
         e->moved = true;
         return 0;
 }
 
 /* Move every process of the namespace root into <root>/init. */
-static int evacuate_root(int mount_fd, int init_fd, const char *mount, struct shim_error *err)
+static int evacuate_root(int mount_fd, int init_fd, const char *mount, struct util_error *err)
 {
         for (int round = 0; round < 16; round++) {
                 struct evacuation e = {.init_fd = init_fd, .mount = mount, .err = err};
@@ -658,7 +658,7 @@ static int evacuate_root(int mount_fd, int init_fd, const char *mount, struct sh
 
                 len = util_read_file_at(mount_fd, "cgroup.procs", CGROUP_PROCS_MAX, &procs);
                 if (len < 0)
-                        return shim_error_set(err, (int)len, "cannot read %s/cgroup.procs: %s",
+                        return util_error_set(err, (int)len, "cannot read %s/cgroup.procs: %s",
                                               mount, strerror((int)-len));
                 r = for_each_pid(procs, move_to_init, &e);
                 if (r < 0)
@@ -666,7 +666,7 @@ static int evacuate_root(int mount_fd, int init_fd, const char *mount, struct sh
                 if (!e.moved)
                         return 0;
         }
-        return shim_error_set(err, EBUSY, "processes keep appearing in %s/cgroup.procs", mount);
+        return util_error_set(err, EBUSY, "processes keep appearing in %s/cgroup.procs", mount);
 }
 
 /* The initial cgroup namespace's inode (PROC_CGROUP_INIT_INO): the host's. */
@@ -818,7 +818,7 @@ int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size)
 
 int shim_cgroup_setup_init(const struct shim_cgroup_host *host, const char *name,
                            const struct policy_write *w, size_t n, struct shim_cgroup *ret,
-                           struct shim_error *err)
+                           struct util_error *err)
 {
         struct shim_cgroup cg = SHIM_CGROUP_INIT;
         _cleanup_close_ int init_fd = -1;
@@ -826,34 +826,34 @@ int shim_cgroup_setup_init(const struct shim_cgroup_host *host, const char *name
         int r;
 
         if (host->layout != SHIM_CGROUP_UNIFIED)
-                return shim_error_set(err, EOPNOTSUPP,
+                return util_error_set(err, EOPNOTSUPP,
                                       "init mode needs cgroup v2 mounted at the namespace's "
                                       "/sys/fs/cgroup (layout: %s)",
                                       shim_cgroup_layout_name(host->layout));
         if (!shim_cgroup_name_valid(name) || strcmp(name, "init") == 0)
-                return shim_error_set(err, EINVAL,
+                return util_error_set(err, EINVAL,
                                       "--name: '%s' is not a valid executor cgroup name in init "
                                       "mode; allowed: [A-Za-z0-9_.-], not '.', '..' or 'init'",
                                       name);
         /* before any mkdir or write: without a namespace of its own, "/" is the node's root */
         {
-                char detail[SHIM_ERROR_TEXT_MAX - 32];
+                char detail[UTIL_ERROR_TEXT_MAX - 32];
 
                 r = shim_cgroup_init_namespace(host->mount, detail, sizeof(detail));
                 if (r != 0)
-                        return shim_error_set(err, r < 0 ? -r : EPERM, "init mode: %s", detail);
+                        return util_error_set(err, r < 0 ? -r : EPERM, "init mode: %s", detail);
         }
         r = open_mount(host, w, n, &cg, needed, sizeof(needed), err);
         if (r < 0)
                 goto fail;
         if (mkdirat(cg.mount_fd, "init", 0755) < 0 && errno != EEXIST) {
-                r = shim_error_set(err, errno, "cannot create cgroup %s/init: %s", host->mount,
+                r = util_error_set(err, errno, "cannot create cgroup %s/init: %s", host->mount,
                                    strerror(errno));
                 goto fail;
         }
         init_fd = openat(cg.mount_fd, "init", O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (init_fd < 0) {
-                r = shim_error_set(err, errno, "cannot open cgroup %s/init: %s", host->mount,
+                r = util_error_set(err, errno, "cannot open cgroup %s/init: %s", host->mount,
                                    strerror(errno));
                 goto fail;
         }
@@ -865,7 +865,7 @@ int shim_cgroup_setup_init(const struct shim_cgroup_host *host, const char *name
                 goto fail;
         cg.parent_fd = fcntl(cg.mount_fd, F_DUPFD_CLOEXEC, 3);
         if (cg.parent_fd < 0) {
-                r = shim_error_set(err, errno, "dup: %s", strerror(errno));
+                r = util_error_set(err, errno, "dup: %s", strerror(errno));
                 goto fail;
         }
         r = finish_leaf(&cg, host->mount, name, false, w, n, err);

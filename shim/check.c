@@ -205,8 +205,9 @@ static void check_java(struct checker *c)
 static void check_agent(struct checker *c, const struct policy *p)
 {
         const char *path = p->agent.path[0] ? p->agent.path : SPARKSHIM_AGENT_PATH;
-        char resolved[PATH_MAX], why[256];
-        bool usable = util_trusted_file(path, resolved, sizeof(resolved), why, sizeof(why)) == 0;
+        struct util_error why = {0};
+        char resolved[PATH_MAX];
+        bool usable = util_trusted_file(path, resolved, sizeof(resolved), &why) == 0;
 
         if (!p->agent.enabled)
                 row(c, "JVM agent", RESULT_INFO, "off (agent.enabled is false); %s %s", path,
@@ -215,7 +216,7 @@ static void check_agent(struct checker *c, const struct policy *p)
                 row(c, "JVM agent", RESULT_OK, "%s is injected into executors", path);
         else
                 row(c, "JVM agent", p->fail_mode == POLICY_FAIL_CLOSED ? RESULT_FAIL : RESULT_WARN,
-                    "%s: %s; run %s", path, why,
+                    "%s: %s; run %s", path, why.text,
                     p->fail_mode == POLICY_FAIL_CLOSED
                         ? "refuses to start (fail_mode closed)"
                         : "runs executors without it (fail_mode open)");
@@ -225,69 +226,66 @@ static void check_agent(struct checker *c, const struct policy *p)
  * Can root create or append to a file at path as run does (util_open_append_safe)? Its
  * directory safe and writable, an existing file a regular one of ours. -EPERM: refused.
  */
-static int file_writable(const char *path, char *why, size_t size)
+static int file_writable(const char *path, struct util_error *why)
 {
         _cleanup_close_ int dirfd = -1;
         const char *name;
         struct stat st;
 
-        dirfd = util_open_dir_of(path, &name, why, size);
+        dirfd = util_open_dir_of(path, &name, why);
         if (dirfd < 0)
                 return dirfd;
         if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
                 if (S_ISLNK(st.st_mode))
-                        return snprintf(why, size, "refused: a symlink"), -EPERM;
+                        return util_error_set(why, EPERM, "refused: a symlink");
                 if (!S_ISREG(st.st_mode) || st.st_nlink > 1 || st.st_uid != geteuid())
-                        return snprintf(why, size,
-                                        "refused: not a regular file of uid %u with one link",
-                                        (unsigned)geteuid()),
-                               -EPERM;
+                        return util_error_set(why, EPERM,
+                                              "refused: not a regular file of uid %u with one link",
+                                              (unsigned)geteuid());
         }
         if (faccessat(dirfd, ".", W_OK, 0) < 0)
-                return snprintf(why, size, "its directory is not writable: %s", strerror(errno)),
-                       -errno;
+                return util_error_set(why, errno, "its directory is not writable: %s",
+                                      strerror(errno));
         return 0;
 }
 
 /* Does a listener take a connection at path (without waiting)? */
-static int socket_connectable(const char *path, char *why, size_t size)
+static int socket_connectable(const char *path, struct util_error *why)
 {
         struct sockaddr_un addr = {.sun_family = AF_UNIX};
         _cleanup_close_ int fd = -1;
 
         if (strlen(path) >= sizeof(addr.sun_path))
-                return snprintf(why, size, "path too long"), -ENAMETOOLONG;
+                return util_error_set(why, ENAMETOOLONG, "path too long");
         memcpy(addr.sun_path, path, strlen(path) + 1);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-                int r = errno;
-                snprintf(why, size, "cannot connect: %s", strerror(r));
-                return -r;
-        }
+        if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0)
+                return util_error_set(why, errno, "cannot connect: %s", strerror(errno));
         return 0;
 }
 
 static void check_sink(struct checker *c, const struct policy *p, const char *check,
-                       const char *path, int (*test)(const char *, char *, size_t))
+                       const char *path, int (*test)(const char *, struct util_error *))
 {
         bool refuse = p->report_sink_failure == POLICY_SINK_REFUSE;
-        char why[512] = "";
+        struct util_error why = {0};
         int r;
 
         if (!path[0])
                 return;
-        r = test(path, why, sizeof(why));
+        r = test(path, &why);
         if (r == 0) {
                 row(c, check, RESULT_OK, "%s", path);
                 return;
         }
         refuse = refuse || r == -EPERM; /* unsafe for root: refused whatever the policy says */
         /* not an enforcement failure: the summary says what it does to run */
-        printf("%-22s %-6s %s: %s; run %s\n", check, refuse ? "FAIL" : "warn", path, why,
+        printf("%-22s %-6s %s: %s; run %s\n", check, refuse ? "FAIL" : "warn", path, why.text,
                refuse ? "refuses to start (report.sink_failure refuse)"
                       : "runs without it (report.sink_failure warn)");
         if (refuse && !c->refused_sink[0])
-                snprintf(c->refused_sink, sizeof(c->refused_sink), "%s %s: %s", check, path, why);
+                snprintf(c->refused_sink, sizeof(c->refused_sink), "%s %s: %s", check, path,
+                         why.text);
 }
 
 /* Every sink the policy names, tested as run opens it (flags of run may add others). */
@@ -469,7 +467,7 @@ int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup
         struct checker c = {.can_enforce = true};
         struct init_checker ic = {.required = init};
         struct shim_cgroup_host host = {0};
-        struct policy_error perr = {0};
+        struct util_error perr = {0};
         struct policy p;
         int r;
 

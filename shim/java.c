@@ -40,13 +40,13 @@
 #endif
 
 /* Symlink each entry of the directory src (but skip) into dirfd, pointing at src/entry. */
-static int mirror_entries(const char *src, int dirfd, const char *skip, struct shim_error *err)
+static int mirror_entries(const char *src, int dirfd, const char *skip, struct util_error *err)
 {
         _cleanup_closedir_ DIR *d = opendir(src);
         struct dirent *e;
 
         if (!d)
-                return shim_error_set(err, errno, "%s: %s", src, strerror(errno));
+                return util_error_set(err, errno, "%s: %s", src, strerror(errno));
         while ((errno = 0, e = readdir(d))) {
                 char target[PATH_MAX];
 
@@ -56,14 +56,14 @@ static int mirror_entries(const char *src, int dirfd, const char *skip, struct s
                         continue;
                 if ((size_t)snprintf(target, sizeof(target), "%s/%s", src, e->d_name) >=
                     sizeof(target))
-                        return shim_error_set(err, ENAMETOOLONG, "%s/%s: path too long", src,
+                        return util_error_set(err, ENAMETOOLONG, "%s/%s: path too long", src,
                                               e->d_name);
                 if (symlinkat(target, dirfd, e->d_name) < 0)
-                        return shim_error_set(err, errno, "cannot link %s: %s", target,
+                        return util_error_set(err, errno, "cannot link %s: %s", target,
                                               strerror(errno));
         }
         if (errno)
-                return shim_error_set(err, errno, "%s: %s", src, strerror(errno));
+                return util_error_set(err, errno, "%s: %s", src, strerror(errno));
         return 0;
 }
 
@@ -104,7 +104,7 @@ static int remove_home(int parentfd, const char *name)
 
 /* Is DIR (in parentfd) absent, empty, or a java home made by this program? */
 static int check_target(int parentfd, const char *name, const char *path, bool *ret_exists,
-                        struct shim_error *err)
+                        struct util_error *err)
 {
         _cleanup_close_ int fd = -1;
         _cleanup_closedir_ DIR *d = NULL;
@@ -116,7 +116,7 @@ static int check_target(int parentfd, const char *name, const char *path, bool *
         if (fd < 0) {
                 if (errno == ENOENT)
                         return 0;
-                return shim_error_set(
+                return util_error_set(
                     err, errno,
                     "%s: %s; allowed: a new or empty directory, or one made by sparkshim java-home",
                     path, errno == ENOTDIR || errno == ELOOP ? "not a directory" : strerror(errno));
@@ -126,11 +126,11 @@ static int check_target(int parentfd, const char *name, const char *path, bool *
                 return 0;
         d = fdopendir(fd);
         if (!d)
-                return shim_error_set(err, errno, "%s: %s", path, strerror(errno));
+                return util_error_set(err, errno, "%s: %s", path, strerror(errno));
         fd = -1;
         while ((e = readdir(d)))
                 if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-                        return shim_error_set(
+                        return util_error_set(
                             err, EEXIST,
                             "%s: not empty and not made by sparkshim java-home (no %s); allowed: a "
                             "new or empty directory, or one made by sparkshim java-home",
@@ -138,7 +138,7 @@ static int check_target(int parentfd, const char *name, const char *path, bool *
         return 0;
 }
 
-int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, struct shim_error *err)
+int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, struct util_error *err)
 {
         char jdk[PATH_MAX], self[PATH_MAX], java[PATH_MAX + 16], tmp[PATH_MAX];
         char dir_copy[PATH_MAX], parent_copy[PATH_MAX], buf[8];
@@ -150,48 +150,49 @@ int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, str
         int r;
 
 #ifdef SPARKSHIM_TEST_HOOKS
-        return shim_error_set(err, EPERM, "refused: %s", TEST_HOOKS_REFUSED);
+        return util_error_set(err, EPERM, "refused: %s", TEST_HOOKS_REFUSED);
 #endif
         if (!realpath(jdk_arg, jdk))
-                return shim_error_set(err, errno,
+                return util_error_set(err, errno,
                                       "--jdk: '%s': %s; allowed: a JDK's home directory", jdk_arg,
                                       strerror(errno));
         snprintf(java, sizeof(java), "%s/bin/java", jdk);
         if (stat(java, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR))
-                return shim_error_set(
+                return util_error_set(
                     err, ENOENT,
                     "--jdk: '%s' has no executable bin/java; allowed: a JDK's home directory",
                     jdk_arg);
         /* every JDK since 7 has its release file: /usr, with its bin/java, is not a JDK */
         snprintf(tmp, sizeof(tmp), "%s/release", jdk);
         if (stat(tmp, &st) < 0 || !S_ISREG(st.st_mode))
-                return shim_error_set(
+                return util_error_set(
                     err, ENOENT, "--jdk: '%s' has no release file; allowed: a JDK's home directory",
                     jdk_arg);
         if (snprintf(tmp, sizeof(tmp), "%s/%s", jdk, JDK_LINK) < (int)sizeof(tmp) &&
             readlink(tmp, buf, sizeof(buf)) >= 0)
-                return shim_error_set(err, EINVAL,
+                return util_error_set(err, EINVAL,
                                       "--jdk: '%s' is a java home made by sparkshim java-home; "
                                       "allowed: the JDK it mirrors",
                                       jdk_arg);
         n = readlink("/proc/self/exe", self, sizeof(self) - 1);
         if (n < 0)
-                return shim_error_set(err, errno, "cannot read /proc/self/exe: %s",
+                return util_error_set(err, errno, "cannot read /proc/self/exe: %s",
                                       strerror(errno));
         self[n] = '\0';
         /* root runs bin/java for every executor: only root may be able to change it */
         if (geteuid() == 0) {
-                char resolved[PATH_MAX], why[256];
+                struct util_error why = {0};
+                char resolved[PATH_MAX];
 
-                if (util_trusted_file(self, resolved, sizeof(resolved), why, sizeof(why)) < 0)
-                        return shim_error_set(err, EPERM,
+                if (util_trusted_file(self, resolved, sizeof(resolved), &why) < 0)
+                        return util_error_set(err, EPERM,
                                               "refused: bin/java would be %s: %s; allowed: a "
                                               "sparkshim only root can change (the installed one)",
-                                              self, why);
+                                              self, why.text);
         }
 
         if (strlen(dir) >= sizeof(dir_copy) - 32 || !dir[0])
-                return shim_error_set(err, ENAMETOOLONG, "'%s': not a usable directory name", dir);
+                return util_error_set(err, ENAMETOOLONG, "'%s': not a usable directory name", dir);
         strcpy(dir_copy, dir);
         strcpy(parent_copy, dir);
         /* trailing slashes would leave basename empty */
@@ -199,14 +200,14 @@ int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, str
                 dir_copy[l - 1] = parent_copy[l - 1] = '\0';
         name = basename(dir_copy);
         if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, "/") == 0)
-                return shim_error_set(err, EINVAL, "'%s': name the java home's own directory", dir);
+                return util_error_set(err, EINVAL, "'%s': name the java home's own directory", dir);
         parentfd = open(dirname(parent_copy), O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (parentfd < 0)
-                return shim_error_set(err, errno, "'%s': %s", parent_copy, strerror(errno));
+                return util_error_set(err, errno, "'%s': %s", parent_copy, strerror(errno));
         if (fstat(parentfd, &st) < 0)
-                return shim_error_set(err, errno, "'%s': %s", parent_copy, strerror(errno));
+                return util_error_set(err, errno, "'%s': %s", parent_copy, strerror(errno));
         if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
-                return shim_error_set(
+                return util_error_set(
                     err, EPERM,
                     "'%s': writable by group or others without the sticky bit: anyone could swap "
                     "the home; allowed: a directory only its owner may change",
@@ -221,12 +222,12 @@ int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, str
                 if (mkdirat(parentfd, tmp, 0755) == 0)
                         break;
                 if (errno != EEXIST || attempt > 100)
-                        return shim_error_set(err, errno, "cannot create %s/%s: %s", parent_copy,
+                        return util_error_set(err, errno, "cannot create %s/%s: %s", parent_copy,
                                               tmp, strerror(errno));
         }
         tmpfd = openat(parentfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (tmpfd < 0 || fchmod(tmpfd, 0755) < 0) {
-                r = shim_error_set(err, errno, "%s/%s: %s", parent_copy, tmp, strerror(errno));
+                r = util_error_set(err, errno, "%s/%s: %s", parent_copy, tmp, strerror(errno));
                 goto fail;
         }
         r = mirror_entries(jdk, tmpfd, "bin", err);
@@ -235,12 +236,12 @@ int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, str
         if (symlinkat(jdk, tmpfd, JDK_LINK) < 0 ||
             (policy && symlinkat(policy, tmpfd, POLICY_LINK) < 0) ||
             mkdirat(tmpfd, "bin", 0755) < 0) {
-                r = shim_error_set(err, errno, "%s/%s: %s", parent_copy, tmp, strerror(errno));
+                r = util_error_set(err, errno, "%s/%s: %s", parent_copy, tmp, strerror(errno));
                 goto fail;
         }
         binfd = openat(tmpfd, "bin", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (binfd < 0 || fchmod(binfd, 0755) < 0) {
-                r = shim_error_set(err, errno, "%s/%s/bin: %s", parent_copy, tmp, strerror(errno));
+                r = util_error_set(err, errno, "%s/%s/bin: %s", parent_copy, tmp, strerror(errno));
                 goto fail;
         }
         snprintf(java, sizeof(java), "%s/bin", jdk);
@@ -248,14 +249,14 @@ int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, str
         if (r < 0)
                 goto fail;
         if (symlinkat(self, binfd, "java") < 0) {
-                r = shim_error_set(err, errno, "cannot link bin/java to %s: %s", self,
+                r = util_error_set(err, errno, "cannot link bin/java to %s: %s", self,
                                    strerror(errno));
                 goto fail;
         }
 
         if (exists) {
                 if (syscall(SYS_renameat2, parentfd, tmp, parentfd, name, RENAME_EXCHANGE) < 0) {
-                        r = shim_error_set(err, errno, "cannot put %s in place: %s", dir,
+                        r = util_error_set(err, errno, "cannot put %s in place: %s", dir,
                                            strerror(errno));
                         goto fail;
                 }
@@ -265,7 +266,7 @@ int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, str
                         log_warn("the previous java home, now %s/%s, was not removed: %s",
                                  parent_copy, tmp, strerror(-r));
         } else if (renameat(parentfd, tmp, parentfd, name) < 0) {
-                r = shim_error_set(err, errno, "cannot put %s in place: %s", dir, strerror(errno));
+                r = util_error_set(err, errno, "cannot put %s in place: %s", dir, strerror(errno));
                 goto fail;
         }
         log_info("%s: a java home of %s whose bin/java is %s, policy %s", dir, jdk, self,
@@ -316,50 +317,51 @@ static bool root_only_path(const char *dir, char *bad, size_t size)
 }
 
 int shim_java_locate(const char *argv0, char *real, size_t size, char *policy, size_t policy_size,
-                     struct shim_error *err)
+                     struct util_error *err)
 {
         const char *execfn = (const char *)getauxval(AT_EXECFN);
-        char path[PATH_MAX], bin[PATH_MAX], jdk[PATH_MAX], why[256];
+        char path[PATH_MAX], bin[PATH_MAX], jdk[PATH_MAX];
+        struct util_error why = {0};
         _cleanup_close_ int homefd = -1, binfd = -1;
         struct stat a, b;
         ssize_t n;
 
 #ifdef SPARKSHIM_TEST_HOOKS
-        return shim_error_set(err, EPERM, "refused as a home's java: %s", TEST_HOOKS_REFUSED);
+        return util_error_set(err, EPERM, "refused as a home's java: %s", TEST_HOOKS_REFUSED);
 #endif
         if (!execfn || !execfn[0])
                 execfn = argv0;
         if (strlen(execfn) >= sizeof(path))
-                return shim_error_set(err, ENAMETOOLONG, "%s: path too long", execfn);
+                return util_error_set(err, ENAMETOOLONG, "%s: path too long", execfn);
         strcpy(path, execfn);
         if (!realpath(dirname(path), bin))
-                return shim_error_set(err, errno, "%s: %s", execfn, strerror(errno));
+                return util_error_set(err, errno, "%s: %s", execfn, strerror(errno));
         binfd = open(bin, O_PATH | O_DIRECTORY | O_CLOEXEC);
         homefd = openat(binfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (binfd < 0 || homefd < 0)
-                return shim_error_set(err, errno, "%s: %s", bin, strerror(errno));
+                return util_error_set(err, errno, "%s: %s", bin, strerror(errno));
         n = readlinkat(homefd, JDK_LINK, jdk, sizeof(jdk) - 1);
         if (n < 0)
-                return shim_error_set(err, errno,
+                return util_error_set(err, errno,
                                       "%s/../%s: %s: this java is sparkshim, but not in a java "
                                       "home made by sparkshim java-home",
                                       bin, JDK_LINK, strerror(errno));
         jdk[n] = '\0';
         if (jdk[0] != '/')
-                return shim_error_set(err, EINVAL, "%s/../%s: '%s' is not an absolute path", bin,
+                return util_error_set(err, EINVAL, "%s/../%s: '%s' is not an absolute path", bin,
                                       JDK_LINK, jdk);
         n = readlinkat(homefd, POLICY_LINK, policy, policy_size - 1);
         if (n < 0 && errno != ENOENT)
-                return shim_error_set(err, errno, "%s/../%s: %s", bin, POLICY_LINK,
+                return util_error_set(err, errno, "%s/../%s: %s", bin, POLICY_LINK,
                                       strerror(errno));
         policy[n < 0 ? 0 : n] = '\0';
         if (n >= 0 && (policy[0] != '/' || (size_t)n >= policy_size - 1))
-                return shim_error_set(err, EINVAL, "%s/../%s: '%s' is not an absolute path", bin,
+                return util_error_set(err, EINVAL, "%s/../%s: '%s' is not an absolute path", bin,
                                       POLICY_LINK, policy);
         if (geteuid() == 0 && (!root_only(homefd, "", false) || !root_only(binfd, "", false) ||
                                !root_only(homefd, JDK_LINK, true) ||
                                (policy[0] && !root_only(homefd, POLICY_LINK, true))))
-                return shim_error_set(err, EPERM,
+                return util_error_set(err, EPERM,
                                       "%s: refused: a java home root runs must be root's and not "
                                       "writable by group or others",
                                       bin);
@@ -368,23 +370,23 @@ int shim_java_locate(const char *argv0, char *real, size_t size, char *policy, s
 
                 snprintf(home, sizeof(home), "%s", bin);
                 if (!root_only_path(dirname(home), bad, sizeof(bad)))
-                        return shim_error_set(
+                        return util_error_set(
                             err, EPERM,
                             "%s: refused: a directory on the way to a java home root runs must be "
                             "root's and not writable by group or others (or sticky)",
                             bad);
         }
         if ((size_t)snprintf(path, sizeof(path), "%s/bin/java", jdk) >= sizeof(path))
-                return shim_error_set(err, ENAMETOOLONG, "%s/bin/java: path too long", jdk);
+                return util_error_set(err, ENAMETOOLONG, "%s/bin/java: path too long", jdk);
         if (geteuid() == 0) {
-                if (util_trusted_file(path, real, size, why, sizeof(why)) < 0)
-                        return shim_error_set(err, EPERM, "%s: refused: %s", path, why);
+                if (util_trusted_file(path, real, size, &why) < 0)
+                        return util_error_set(err, EPERM, "%s: refused: %s", path, why.text);
         } else if ((size_t)snprintf(real, size, "%s", path) >= size) {
-                return shim_error_set(err, ENAMETOOLONG, "%s: path too long", path);
+                return util_error_set(err, ENAMETOOLONG, "%s: path too long", path);
         }
         /* the JDK's java must not be this program (a home made of a home) */
         if (stat(real, &a) == 0 && stat("/proc/self/exe", &b) == 0 && a.st_dev == b.st_dev &&
             a.st_ino == b.st_ino)
-                return shim_error_set(err, ELOOP, "%s is sparkshim itself, not a JDK's java", real);
+                return util_error_set(err, ELOOP, "%s is sparkshim itself, not a JDK's java", real);
         return 0;
 }

@@ -509,7 +509,7 @@ static void apply_environment(struct options *o)
 
 static void load_policy(const struct options *o, struct policy *p)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         int r;
 
         policy_init_defaults(p);
@@ -526,7 +526,7 @@ static void load_policy(const struct options *o, struct policy *p)
 /* Apply the shim-level overrides (fail mode, cgroup parent) that the policy must allow. */
 static void apply_overrides(const struct options *o, struct policy *p)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         enum policy_source source;
 
         if (o->fail_mode) {
@@ -608,7 +608,7 @@ static void apply_overrides(const struct options *o, struct policy *p)
 static void compute_plan(struct options *o, const struct policy *p, int argc, char **cmd,
                          struct policy_plan *plan)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
 
         if (policy_inputs_from_spark_env(&o->inputs, environ, &err) < 0)
                 die(SHIM_EXIT_USAGE, "%s", err.text);
@@ -751,12 +751,12 @@ static bool setup_cgroup(const struct options *o, const struct policy *policy, b
                          size_t size)
 {
         struct shim_cgroup_host host = {0};
-        struct shim_error err = {0};
+        struct util_error err = {0};
         int r;
 
         r = shim_cgroup_detect(o->cgroup_root, &host);
         if (r < 0)
-                shim_error_set(&err, r, "cannot inspect %s: %s", o->cgroup_root, strerror(-r));
+                util_error_set(&err, r, "cannot inspect %s: %s", o->cgroup_root, strerror(-r));
         else if (init_mode)
                 r = shim_cgroup_setup_init(&host, name, w, n, cg, &err);
         else
@@ -802,8 +802,8 @@ static void prepare_agent(const struct options *o, const struct policy *p, char 
                           struct shim_agent_run *run)
 {
         const struct policy_agent *a = &p->agent;
-        char where[64], stats[POLICY_PATH_MAX], why[SHIM_ERROR_TEXT_MAX], resolved[POLICY_PATH_MAX];
-        char problem[256];
+        char where[64], stats[POLICY_PATH_MAX], why[UTIL_ERROR_TEXT_MAX], resolved[POLICY_PATH_MAX];
+        struct util_error problem = {0};
         int r;
 
         *run = (struct shim_agent_run){.enabled = a->enabled};
@@ -819,7 +819,7 @@ static void prepare_agent(const struct options *o, const struct policy *p, char 
         if (r < 0)
                 die(SHIM_EXIT_INTERNAL, "out of memory");
         if (r > 0) {
-                struct policy_error perr = {0};
+                struct util_error perr = {0};
 
                 /*
                  * The command loads the policy's agent with options of its own: a user value
@@ -847,12 +847,11 @@ static void prepare_agent(const struct options *o, const struct policy *p, char 
                 return;
         }
         /* root loads it into the JVM: only root may be able to change it (docs/security.md) */
-        if (util_trusted_file(run->path, resolved, sizeof(resolved), problem, sizeof(problem)) <
-            0) {
+        if (util_trusted_file(run->path, resolved, sizeof(resolved), &problem) < 0) {
                 snprintf(why, sizeof(why),
                          "agent library %s: %s; allowed: a regular file owned by root and not "
                          "writable by group or others, in directories likewise",
-                         run->path, problem);
+                         run->path, problem.text);
                 agent_unusable(p, run, why);
                 return;
         }
@@ -1088,8 +1087,8 @@ static struct shim_monitor *open_monitor(const struct options *o, const struct p
         const char *report_socket = nonempty(o->report_socket, policy->report_socket);
         const char *prometheus = nonempty(o->prometheus, policy->report_prometheus);
         struct shim_monitor *monitor = NULL;
-        struct shim_error err = {0};
-        struct policy_error perr = {0};
+        struct util_error err = {0};
+        struct util_error perr = {0};
         int r;
 
         /* the policy's templates were checked when it was loaded, the flags' are now */
@@ -1148,7 +1147,7 @@ static int oom_status(const struct shim_memory_events *ev, int code, const char 
 static void end_run(struct shim_monitor *monitor, int code, const struct shim_memory_events *ev,
                     struct shim_cgroup *cg, const char *agent_dir)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
         int r;
 
         if (shim_monitor_finish(monitor, code, ev, &err) < 0)
@@ -1169,12 +1168,12 @@ static int cmd_run(struct options *o, int argc, char **cmd)
 {
         struct shim_cgroup cg = SHIM_CGROUP_INIT;
         struct policy_write w[POLICY_WRITES_MAX];
-        struct shim_error err = {0};
+        struct util_error err = {0};
         struct shim_monitor *monitor = NULL;
         struct shim_memory_events ev;
         struct policy_plan plan;
         struct policy policy;
-        char name[POLICY_NAME_MAX], reason[SHIM_ERROR_TEXT_MAX] = "",
+        char name[POLICY_NAME_MAX], reason[UTIL_ERROR_TEXT_MAX] = "",
                                     agent_dir[POLICY_PATH_MAX] = "";
         bool pid1 = getpid() == 1, init_mode = o->init || pid1, enforced, have_events = false,
              measuring;
@@ -1297,7 +1296,7 @@ static bool is_java(const char *argv0)
 static int java_personality(struct options *o, int argc, char **argv)
 {
         char real[PATH_MAX], home_policy[PATH_MAX];
-        struct shim_error err = {0};
+        struct util_error err = {0};
         struct policy policy;
 
         shim_log_set_level(SHIM_LOG_WARN);
@@ -1435,7 +1434,7 @@ int main(int argc, char **argv)
                                       !o.no_bpf);
         }
         if (strcmp(command, "java-home") == 0) {
-                struct shim_error err = {0};
+                struct util_error err = {0};
                 char policy_path[PATH_MAX];
                 struct policy policy;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sparkshim executable: private declarations shared by its files. Functions return >= 0
- * or -errno; the human detail goes into a struct shim_error (one line) and only main.c
+ * or -errno; the human detail goes into a struct util_error (one line) and only main.c
  * and the supervisor log.
  */
 #pragma once
@@ -49,7 +49,7 @@ int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size);
 
 int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *parent,
                            const char *name, const struct policy_write *w, size_t n,
-                           struct shim_cgroup *ret, struct shim_error *err);
+                           struct shim_cgroup *ret, struct util_error *err);
 
 /*
  * Init mode: the shim is alone in the root of its cgroup namespace. Move itself into
@@ -57,7 +57,7 @@ int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *pare
  */
 int shim_cgroup_setup_init(const struct shim_cgroup_host *host, const char *name,
                            const struct policy_write *w, size_t n, struct shim_cgroup *ret,
-                           struct shim_error *err);
+                           struct util_error *err);
 
 /* Is anything still running in the leaf? 1 yes, 0 no, -errno. */
 int shim_cgroup_populated(const struct shim_cgroup *cg);
@@ -105,7 +105,7 @@ int shim_signals_block(void);
  * (child's code, 128+signal, 126/127) or a negative errno when it could not be started,
  * in which case err says why.
  */
-int shim_supervise(const struct shim_supervise_opts *opts, struct shim_error *err);
+int shim_supervise(const struct shim_supervise_opts *opts, struct util_error *err);
 
 /* ---- check (check.c) ---- */
 
@@ -118,7 +118,7 @@ int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup
  * policy). Refused (-EPERM): a build with test hooks (sparkshim-test), and as root a
  * program that util_trusted_file() refuses. Returns 0 or -errno with err set.
  */
-int shim_java_home(const char *jdk, const char *policy, const char *dir, struct shim_error *err);
+int shim_java_home(const char *jdk, const char *policy, const char *dir, struct util_error *err);
 
 /*
  * The java personality: the JDK's java (into real) of the java home this program was
@@ -127,7 +127,7 @@ int shim_java_home(const char *jdk, const char *policy, const char *dir, struct 
  * a build with test hooks is refused. Returns 0 or -errno with err set.
  */
 int shim_java_locate(const char *argv0, char *real, size_t size, char *policy, size_t policy_size,
-                     struct shim_error *err);
+                     struct util_error *err);
 
 /*
  * The java personality at spark-submit (shim/submit.c): argv (argv[class_index] is the class

@@ -363,7 +363,7 @@ static void record_launch(const char *id)
         len = util_read_file_at(dirfd, LAUNCHED_FILE, LAUNCHED_SIZE_MAX, &text);
         if (len == -EFBIG) {
                 (void)util_write_file_atomic_at(dirfd, LAUNCHED_FILE, line, strlen(line), 0600,
-                                                NULL, NULL, 0);
+                                                NULL, NULL);
                 return;
         }
         if (len < 0)
@@ -374,7 +374,7 @@ static void record_launch(const char *id)
                 if (text[i] != '\n' && !((text[i] >= '0' && text[i] <= '9') ||
                                          (text[i] >= 'a' && text[i] <= 'z') || text[i] == '-')) {
                         (void)util_write_file_atomic_at(dirfd, LAUNCHED_FILE, line, strlen(line),
-                                                        0600, NULL, NULL, 0);
+                                                        0600, NULL, NULL);
                         return;
                 }
         for (ssize_t i = 0; i < len; i++)
@@ -390,7 +390,7 @@ static void record_launch(const char *id)
                 keep = nl + 1;
         }
         (void)util_write_file_atomic_at(dirfd, LAUNCHED_FILE, keep, (size_t)(text + len - keep),
-                                        0600, NULL, NULL, 0);
+                                        0600, NULL, NULL);
 }
 
 /*
@@ -516,7 +516,7 @@ static char **with_job(int argc, char **argv, int at, const struct policy_submit
 static char **apply(int argc, char **argv, int at, const struct policy *policy)
 {
         enum policy_tuner_apply mode = policy->tuner.apply;
-        struct policy_error perr = {0};
+        struct util_error perr = {0};
         struct policy_submit s;
         _cleanup_free_ char *text = NULL;
         _cleanup_(json_decrefp) json_t *root = NULL;
@@ -630,7 +630,7 @@ char **shim_submit_apply(int argc, char **argv, int class_index, const char *pol
                          bool policy_explicit)
 {
         enum shim_log_level level = shim_log_get_level();
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy policy;
         char **out = argv;
         int r;

@@ -119,7 +119,7 @@ static pid_t clone_into_cgroup(int cgroup_fd)
  * why; err->error is ENOENT for "not found", other values mean "cannot execute" for
  * STAGE_EXEC and an enforcement failure for STAGE_ATTACH: *ret_stage tells).
  */
-static pid_t spawn(const struct shim_supervise_opts *o, int *ret_stage, struct shim_error *err)
+static pid_t spawn(const struct shim_supervise_opts *o, int *ret_stage, struct util_error *err)
 {
         _cleanup_close_ int rd = -1, wr = -1;
         struct spawn_failure f;
@@ -129,7 +129,7 @@ static pid_t spawn(const struct shim_supervise_opts *o, int *ret_stage, struct s
         ssize_t n;
 
         if (pipe2(fds, O_CLOEXEC) < 0)
-                return shim_error_set(err, errno, "pipe: %s", strerror(errno));
+                return util_error_set(err, errno, "pipe: %s", strerror(errno));
         rd = fds[0];
         wr = fds[1];
 
@@ -145,7 +145,7 @@ static pid_t spawn(const struct shim_supervise_opts *o, int *ret_stage, struct s
                 pid = fork();
         }
         if (pid < 0)
-                return shim_error_set(err, errno, "cannot start %s: fork: %s", o->argv[0],
+                return util_error_set(err, errno, "cannot start %s: fork: %s", o->argv[0],
                                       strerror(errno));
         if (pid == 0) {
                 util_closep(&rd);
@@ -162,13 +162,13 @@ static pid_t spawn(const struct shim_supervise_opts *o, int *ret_stage, struct s
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
                 ;
         if (n != (ssize_t)sizeof(f))
-                return shim_error_set(err, EIO, "cannot start %s: lost the child's status",
+                return util_error_set(err, EIO, "cannot start %s: lost the child's status",
                                       o->argv[0]);
         *ret_stage = f.stage;
         if (f.stage == STAGE_ATTACH)
-                return shim_error_set(err, f.error, "cannot move %s into its cgroup: %s",
+                return util_error_set(err, f.error, "cannot move %s into its cgroup: %s",
                                       o->argv[0], strerror(f.error));
-        return shim_error_set(err, f.error, "cannot execute %s: %s", o->argv[0], strerror(f.error));
+        return util_error_set(err, f.error, "cannot execute %s: %s", o->argv[0], strerror(f.error));
 }
 
 static int status_to_code(int status)
@@ -180,7 +180,7 @@ static int status_to_code(int status)
         return SHIM_EXIT_INTERNAL;
 }
 
-int shim_supervise(const struct shim_supervise_opts *o, struct shim_error *err)
+int shim_supervise(const struct shim_supervise_opts *o, struct util_error *err)
 {
         uint64_t grace_deadline = 0;
         bool killed = false, child_done = false;
@@ -209,7 +209,7 @@ int shim_supervise(const struct shim_supervise_opts *o, struct shim_error *err)
 
                 sig = sigtimedwait(&wait_set, &info, &timeout);
                 if (sig < 0 && errno != EAGAIN && errno != EINTR)
-                        return shim_error_set(err, errno, "sigtimedwait: %s", strerror(errno));
+                        return util_error_set(err, errno, "sigtimedwait: %s", strerror(errno));
                 if (sig > 0 && is_forwarded(sig) && !child_done) {
                         log_debug("forwarding signal %d to %d", sig, (int)child);
                         if (kill(o->signal_group ? -child : child, sig) < 0 && errno != ESRCH)

@@ -611,7 +611,7 @@ static double replicate_variance(const struct tuner_bo_point *pts, size_t n, uns
 
 int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                      const struct tuner_bo_options *opt, double *ret_x,
-                     struct tuner_bo_prediction *ret_pred, struct shim_error *err)
+                     struct tuner_bo_prediction *ret_pred, struct util_error *err)
 {
         struct tuner_bo_options defaults;
         _cleanup_(tuner_gp_freep) struct tuner_gp *objective = NULL, *failure = NULL;
@@ -637,23 +637,23 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 opt = &defaults;
         }
         if (!pts || !ret_x || dims == 0 || dims > TUNER_BO_DIMS_MAX)
-                return shim_error_set(err, EINVAL, "bo: %u dimensions; allowed 1..%d", dims,
+                return util_error_set(err, EINVAL, "bo: %u dimensions; allowed 1..%d", dims,
                                       TUNER_BO_DIMS_MAX);
         if (n > TUNER_BO_POINTS_MAX)
-                return shim_error_set(err, E2BIG, "bo: %zu points; at most %d", n,
+                return util_error_set(err, E2BIG, "bo: %zu points; at most %d", n,
                                       TUNER_BO_POINTS_MAX);
         if (opt->safety && !(opt->failure_bound > 0 && opt->failure_bound <= 1))
-                return shim_error_set(err, EINVAL, "bo: failure bound %g; allowed (0,1]",
+                return util_error_set(err, EINVAL, "bo: failure bound %g; allowed (0,1]",
                                       opt->failure_bound);
         for (size_t i = 0; i < n; i++)
                 for (unsigned k = 0; k < dims; k++)
                         if (!(pts[i].x[k] >= 0 && pts[i].x[k] <= 1))
-                                return shim_error_set(err, EINVAL,
+                                return util_error_set(err, EINVAL,
                                                       "bo: point %zu x[%u] = %g; must be in [0,1]",
                                                       i, k, pts[i].x[k]);
         for (unsigned k = 0; k < dims; k++)
                 if (!(opt->floor[k] >= 0 && opt->floor[k] <= 1))
-                        return shim_error_set(err, EINVAL, "bo: floor[%u] = %g; allowed [0,1]", k,
+                        return util_error_set(err, EINVAL, "bo: floor[%u] = %g; allowed [0,1]", k,
                                               opt->floor[k]);
 
         for (size_t i = 0; i < n; i++) {
@@ -674,14 +674,14 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 double step = opt->step[k] == 0 ? STEP_UNIT : opt->step[k];
 
                 if (!(step > 0) || !isfinite(step))
-                        return shim_error_set(err, EINVAL,
+                        return util_error_set(err, EINVAL,
                                               "bo: step[%u] = %g; must be > 0 (or 0: 0.1)", k,
                                               opt->step[k]);
                 ratio[k] = step / STEP_UNIT;
         }
         if (opt->usages > TUNER_BO_USAGES_MAX || (opt->usages && !(opt->usage_noise > 0)) ||
             (opt->usages && !(opt->usage_beta >= 0)))
-                return shim_error_set(err, EINVAL,
+                return util_error_set(err, EINVAL,
                                       "bo: %u usage models (at most %d), noise %g (> 0), beta %g "
                                       "(>= 0)",
                                       opt->usages, TUNER_BO_USAGES_MAX, opt->usage_noise,
@@ -691,7 +691,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                 wdims = project(probe, dims, opt->usages ? opt->workload : 0, w);
         }
         if (n_objective < 2)
-                return shim_error_set(err, ENODATA,
+                return util_error_set(err, ENODATA,
                                       "bo: %zu successful points with an objective; need 2",
                                       n_objective);
         pred.incumbent = incumbent;
@@ -707,7 +707,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         objective = tuner_gp_new(dims);
         failure = tuner_gp_new(wdims);
         if (!x || !y || !seeds || !residual || !over || !objective || !failure)
-                return shim_error_set(err, ENOMEM, "bo: no memory for %zu points", n);
+                return util_error_set(err, ENOMEM, "bo: no memory for %zu points", n);
 
         acq = (struct acquisition){
             .pts = pts,
@@ -778,7 +778,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                         hyper.lengthscale[k] = USAGE_LENGTHSCALE * wratio[k];
                 usage[j].gp = tuner_gp_new(wdims);
                 if (!usage[j].gp)
-                        return shim_error_set(err, ENOMEM, "bo: no memory for a usage model");
+                        return util_error_set(err, ENOMEM, "bo: no memory for a usage model");
                 r = tuner_gp_fit(usage[j].gp, x, y, m,
                                  &(struct tuner_gp_options){
                                      .kernel = TUNER_GP_ARD, .standardise = false, .hyper = &hyper},
@@ -968,7 +968,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
         r = tuner_ga_maximise(acquisition_fitness, &acq, dims, lo, hi, seeds, n_seeds, &opt->ga,
                               &rng, best_x, &best_fit);
         if (r < 0)
-                return shim_error_set(err, -r, "bo: the genetic algorithm's options are invalid");
+                return util_error_set(err, -r, "bo: the genetic algorithm's options are invalid");
 
         {
                 double snapped[TUNER_BO_DIMS_MAX];
@@ -987,7 +987,7 @@ int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
 
         r = tuner_gp_predict(objective, best_x, &mean, &var);
         if (r < 0)
-                return shim_error_set(err, EDOM, "bo: the objective model has no fit");
+                return util_error_set(err, EDOM, "bo: the objective model has no fit");
         {
                 double prior_var;
                 pred.mean = mean + objective_prior_var(&acq, best_x, &prior_var);
@@ -1529,7 +1529,7 @@ static int build_mapping(struct mapping *map, const struct tuner_run *runs, size
 int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                             const struct tuner_params *floor,
                             const struct tuner_bo_recommend_options *opt,
-                            struct tuner_recommendation *ret, struct shim_error *err)
+                            struct tuner_recommendation *ret, struct util_error *err)
 {
         _cleanup_free_ struct tuner_bo_point *pts = NULL;
         _cleanup_free_ size_t *run_of = NULL;
@@ -1546,9 +1546,9 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         int r;
 
         if (!runs || !b || !ret)
-                return shim_error_set(err, EINVAL, "bo: no runs, bounds or result");
+                return util_error_set(err, EINVAL, "bo: no runs, bounds or result");
         if (n == 0)
-                return shim_error_set(err, ENODATA, "bo: no runs; need 2 successful ones");
+                return util_error_set(err, ENODATA, "bo: no runs; need 2 successful ones");
         if (n > TUNER_BO_POINTS_MAX)
                 n = TUNER_BO_POINTS_MAX; /* the newest */
 
@@ -1563,7 +1563,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
 
         r = build_mapping(&map, runs, n, b, opt ? opt->fixed : 0);
         if (r < 0)
-                return shim_error_set(err, ENODATA,
+                return util_error_set(err, ENODATA,
                                       "bo: no parameter left to tune (bounds fixed or history "
                                       "never varies)");
 
@@ -1584,7 +1584,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         pts = calloc(n, sizeof(*pts));
         run_of = calloc(n, sizeof(*run_of));
         if (!pts || !run_of)
-                return shim_error_set(err, ENOMEM, "bo: no memory for %zu runs", n);
+                return util_error_set(err, ENOMEM, "bo: no memory for %zu runs", n);
         for (size_t j = 0; j < n; j++) {
                 struct tuner_bo_point *p = &pts[m];
                 bool usable = true;
@@ -1712,7 +1712,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
 
         r = tuner_bo_suggest(pts, m, map.dims, &bo, x, &pred, err);
         if (r == -ENODATA)
-                return shim_error_set(err, ENODATA,
+                return util_error_set(err, ENODATA,
                                       "bo: %zu of %zu runs usable, fewer than 2 successful "
                                       "with an objective",
                                       m, n);
@@ -1793,7 +1793,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
 
 int tuner_bo_recommend(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                        const struct tuner_params *floor, struct tuner_recommendation *ret,
-                       struct shim_error *err)
+                       struct util_error *err)
 {
         return tuner_bo_recommend_with(runs, n, b, floor, NULL, ret, err);
 }

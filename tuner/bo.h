@@ -209,7 +209,7 @@ struct tuner_bo_prediction {
  */
 int tuner_bo_suggest(const struct tuner_bo_point *pts, size_t n, unsigned dims,
                      const struct tuner_bo_options *opt, double *ret_x,
-                     struct tuner_bo_prediction *ret_pred, struct shim_error *err);
+                     struct tuner_bo_prediction *ret_pred, struct util_error *err);
 
 /* ---- over runs (sparkshim tune) ---- */
 
@@ -238,8 +238,8 @@ struct tuner_bo_recommend_options {
  */
 int tuner_bo_recommend(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                        const struct tuner_params *floor, struct tuner_recommendation *ret,
-                       struct shim_error *err);
+                       struct util_error *err);
 int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                             const struct tuner_params *floor,
                             const struct tuner_bo_recommend_options *opt,
-                            struct tuner_recommendation *ret, struct shim_error *err);
+                            struct tuner_recommendation *ret, struct util_error *err);

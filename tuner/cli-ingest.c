@@ -126,7 +126,7 @@ static int help(FILE *f, int status)
 
 /* s as it may go to a terminal */
 static enum tuner_ingest_outcome store_failed(struct tuner_ingest *in, const char *path,
-                                              const struct shim_error *err)
+                                              const struct util_error *err)
 {
         char p[512];
 
@@ -153,7 +153,7 @@ static enum tuner_ingest_outcome refuse(struct tuner_ingest *in, const char *pat
 static int report_line(struct tuner_ingest *in, const char *path, unsigned lineno, const char *line,
                        size_t len, struct app_set *apps)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
         struct tuner_executor e;
         int r = tuner_report_line(line, len, &e, &err);
 
@@ -200,7 +200,7 @@ enum tuner_ingest_outcome tuner_ingest_reports(struct tuner_ingest *in, const ch
 {
         _cleanup_free_ char *line = NULL;
         _cleanup_(app_set_free) struct app_set apps = {0};
-        struct shim_error err = {0};
+        struct util_error err = {0};
         char chunk[65536], p[512], id[TUNER_APP_ID_MAX], job[TUNER_JOB_MAX];
         size_t len = 0, cap = 0;
         uint64_t total = 0;
@@ -332,7 +332,7 @@ static char *job_of(struct tuner_ingest *in, const struct tuner_app *app)
 enum tuner_ingest_outcome tuner_ingest_eventlog(struct tuner_ingest *in, const char *path)
 {
         struct tuner_app app = {0};
-        struct shim_error err = {0};
+        struct util_error err = {0};
         _cleanup_free_ char *job = NULL;
         char p[512], id[TUNER_APP_ID_MAX], j[TUNER_JOB_MAX];
         enum tuner_ingest_outcome o;
@@ -450,7 +450,7 @@ int tuner_cli_ingest(int argc, char **argv)
         const char *db = NULL, *job_key = NULL, *policy_path = SPARKSHIM_DEFAULT_POLICY;
         bool policy_explicit = false;
         struct policy policy;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         bool refused = false;
         int c, status = 0;
 

@@ -38,7 +38,7 @@ struct tune_options {
 
 int tuner_cli_load_policy(const char *path, bool explicit, struct policy *p)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         int r;
 
         policy_init_defaults(p);
@@ -244,7 +244,7 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
 static int load_runs(const struct tune_options *o, const struct policy *p, struct tuner_bounds *b,
                      struct tuner_run **ret, size_t *ret_n)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
         struct tuner_store *store = NULL;
         const char *db = o->db ? o->db : p->tuner.db;
         char shown[512]; /* db in messages: never a PostgreSQL password */
@@ -409,7 +409,7 @@ int tuner_cli_tune(int argc, char **argv)
         struct tuner_bounds b;
         struct tuner_run *runs = NULL;
         struct tuner_recommendation rec;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         struct tuner_property props[TUNER_PROPERTIES_MAX];
         size_t n = 0, np;
         int r;
@@ -514,7 +514,7 @@ int tuner_cli_report(int argc, char **argv)
         if (!o.json) {
                 static const char *const modes[] = {"off", "show", "safe", "explore"};
                 struct tuner_published pub;
-                struct shim_error err = {0};
+                struct util_error err = {0};
 
                 printf("job %s: %zu runs, %zu failed\n", o.job, n, failed);
                 /* what tune-service publishes for the job now (sparkshim-tune(1)) */

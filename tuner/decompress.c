@@ -144,7 +144,7 @@ static int grow(uint8_t **buf, size_t *cap, size_t need)
 }
 
 static int read_some(struct tuner_stream *s, uint8_t *buf, size_t size, size_t *ret,
-                     struct shim_error *err)
+                     struct util_error *err)
 {
         ssize_t n;
 
@@ -152,14 +152,14 @@ static int read_some(struct tuner_stream *s, uint8_t *buf, size_t size, size_t *
                 n = read(s->fd, buf, size);
         while (n < 0 && errno == EINTR);
         if (n < 0)
-                return shim_error_set(err, errno, "%s: %s", s->name, strerror(errno));
+                return util_error_set(err, errno, "%s: %s", s->name, strerror(errno));
         s->raw_read += (uint64_t)n;
         *ret = (size_t)n;
         return 0;
 }
 
 /* Make need raw bytes pending: 0, 1 when the file ends first, or -errno. */
-static int want_in(struct tuner_stream *s, size_t need, struct shim_error *err)
+static int want_in(struct tuner_stream *s, size_t need, struct util_error *err)
 {
         while (s->in_end - s->in_start < need) {
                 size_t n, size;
@@ -178,7 +178,7 @@ static int want_in(struct tuner_stream *s, size_t need, struct shim_error *err)
                         size = s->in_cap < 65536 ? 65536 : s->in_cap * 2;
                 r = grow(&s->in, &s->in_cap, size < 65536 ? 65536 : size);
                 if (r < 0)
-                        return shim_error_set(err, r, "%s: out of memory", s->name);
+                        return util_error_set(err, r, "%s: out of memory", s->name);
                 r = read_some(s, s->in + s->in_end, s->in_cap - s->in_end, &n, err);
                 if (r < 0)
                         return r;
@@ -190,22 +190,22 @@ static int want_in(struct tuner_stream *s, size_t need, struct shim_error *err)
 }
 
 /* The file ends inside a block: the end of what the writer flushed, or corruption. */
-static int cut_short(struct tuner_stream *s, const char *what, struct shim_error *err)
+static int cut_short(struct tuner_stream *s, const char *what, struct util_error *err)
 {
         if (s->in_progress)
                 return 0;
-        return shim_error_set(err, EINVAL, "%s: the %s data ends inside %s", s->name,
+        return util_error_set(err, EINVAL, "%s: the %s data ends inside %s", s->name,
                               tuner_codec_name(s->codec), what);
 }
 
-static int out_reserve(struct tuner_stream *s, size_t size, struct shim_error *err)
+static int out_reserve(struct tuner_stream *s, size_t size, struct util_error *err)
 {
         if (grow(&s->out, &s->out_cap, size) < 0)
-                return shim_error_set(err, ENOMEM, "%s: out of memory", s->name);
+                return util_error_set(err, ENOMEM, "%s: out of memory", s->name);
         return 0;
 }
 
-static int next_plain(struct tuner_stream *s, struct shim_error *err)
+static int next_plain(struct tuner_stream *s, struct util_error *err)
 {
         size_t n;
         int r;
@@ -220,14 +220,14 @@ static int next_plain(struct tuner_stream *s, struct shim_error *err)
         return n > 0;
 }
 
-static int next_zstd(struct tuner_stream *s, struct shim_error *err)
+static int next_zstd(struct tuner_stream *s, struct util_error *err)
 {
         int r;
 
         if (!s->zstd) {
                 s->zstd = ZSTD_createDStream();
                 if (!s->zstd)
-                        return shim_error_set(err, ENOMEM, "%s: out of memory", s->name);
+                        return util_error_set(err, ENOMEM, "%s: out of memory", s->name);
                 ZSTD_initDStream(s->zstd);
                 /* a window past the block bound is a bomb, not a Spark event log */
                 ZSTD_DCtx_setParameter(s->zstd, ZSTD_d_windowLogMax, 27);
@@ -250,7 +250,7 @@ static int next_zstd(struct tuner_stream *s, struct shim_error *err)
                 in = (ZSTD_inBuffer){s->in + s->in_start, s->in_end - s->in_start, 0};
                 z = ZSTD_decompressStream(s->zstd, &out, &in);
                 if (ZSTD_isError(z))
-                        return shim_error_set(err, EINVAL, "%s: corrupt zstd data: %s", s->name,
+                        return util_error_set(err, EINVAL, "%s: corrupt zstd data: %s", s->name,
                                               ZSTD_getErrorName(z));
                 s->in_start += in.pos;
                 s->zstd_hint = z;
@@ -261,7 +261,7 @@ static int next_zstd(struct tuner_stream *s, struct shim_error *err)
         }
 }
 
-static int next_lz4(struct tuner_stream *s, struct shim_error *err)
+static int next_lz4(struct tuner_stream *s, struct util_error *err)
 {
         for (;;) {
                 const uint8_t *h;
@@ -275,7 +275,7 @@ static int next_lz4(struct tuner_stream *s, struct shim_error *err)
                         return s->in_end == s->in_start ? 0 : cut_short(s, "a block header", err);
                 h = s->in + s->in_start;
                 if (memcmp(h, LZ4_MAGIC, 8) != 0)
-                        return shim_error_set(
+                        return util_error_set(
                             err, EINVAL,
                             "%s: not lz4-java block data (no \"LZ4Block\" magic at "
                             "a block's start)",
@@ -285,19 +285,19 @@ static int next_lz4(struct tuner_stream *s, struct shim_error *err)
                 dlen = read_le32(h + 13);
                 sum = read_le32(h + 17);
                 if (method != LZ4_METHOD_RAW && method != LZ4_METHOD_LZ4)
-                        return shim_error_set(err, EINVAL,
+                        return util_error_set(err, EINVAL,
                                               "%s: lz4 block method 0x%02x; allowed: 0x10 (raw), "
                                               "0x20 (lz4)",
                                               s->name, (unsigned)method);
                 if (clen > TUNER_STREAM_BLOCK_MAX || dlen > TUNER_STREAM_BLOCK_MAX ||
                     (method == LZ4_METHOD_RAW && clen != dlen))
-                        return shim_error_set(err, EINVAL,
+                        return util_error_set(err, EINVAL,
                                               "%s: lz4 block of %" PRIu32 " -> %" PRIu32
                                               " bytes; allowed: up to %" PRIu64 " (raw: equal)",
                                               s->name, clen, dlen, TUNER_STREAM_BLOCK_MAX);
                 /* LZ4 expands at most ~255 times: a larger claim would only cost memory */
                 if (method == LZ4_METHOD_LZ4 && dlen / 255 > clen)
-                        return shim_error_set(err, EINVAL,
+                        return util_error_set(err, EINVAL,
                                               "%s: lz4 block of %" PRIu32 " -> %" PRIu32
                                               " bytes: more than LZ4 can expand",
                                               s->name, clen, dlen);
@@ -318,9 +318,9 @@ static int next_lz4(struct tuner_stream *s, struct shim_error *err)
                         memcpy(s->out, h + LZ4_HEADER, dlen);
                 else if (LZ4_decompress_safe((const char *)h + LZ4_HEADER, (char *)s->out,
                                              (int)clen, (int)dlen) != (int)dlen)
-                        return shim_error_set(err, EINVAL, "%s: corrupt lz4 block", s->name);
+                        return util_error_set(err, EINVAL, "%s: corrupt lz4 block", s->name);
                 if ((tuner_xxh32(s->out, dlen, LZ4_SEED) & 0xfffffff) != sum)
-                        return shim_error_set(err, EINVAL, "%s: lz4 block checksum mismatch",
+                        return util_error_set(err, EINVAL, "%s: lz4 block checksum mismatch",
                                               s->name);
                 s->in_start += LZ4_HEADER + (size_t)clen;
                 s->out_len = dlen;
@@ -329,7 +329,7 @@ static int next_lz4(struct tuner_stream *s, struct shim_error *err)
         }
 }
 
-static int next_snappy(struct tuner_stream *s, struct shim_error *err)
+static int next_snappy(struct tuner_stream *s, struct util_error *err)
 {
         for (;;) {
                 const uint8_t *h;
@@ -352,7 +352,7 @@ static int next_snappy(struct tuner_stream *s, struct shim_error *err)
                                 return cut_short(s, "the stream header", err);
                         h = s->in + s->in_start;
                         if (memcmp(h, snappy_magic, sizeof(snappy_magic)) != 0)
-                                return shim_error_set(err, EINVAL,
+                                return util_error_set(err, EINVAL,
                                                       "%s: not snappy-java stream data (bad "
                                                       "header magic)",
                                                       s->name);
@@ -361,13 +361,13 @@ static int next_snappy(struct tuner_stream *s, struct shim_error *err)
                         continue;
                 }
                 if (!s->header_seen)
-                        return shim_error_set(err, EINVAL,
+                        return util_error_set(err, EINVAL,
                                               "%s: not snappy-java stream data (no \\x82SNAPPY "
                                               "header)",
                                               s->name);
                 clen = read_be32(h);
                 if (clen > TUNER_STREAM_BLOCK_MAX)
-                        return shim_error_set(err, EINVAL,
+                        return util_error_set(err, EINVAL,
                                               "%s: snappy chunk of %" PRIu32
                                               " bytes; allowed: up to %" PRIu64,
                                               s->name, clen, TUNER_STREAM_BLOCK_MAX);
@@ -380,7 +380,7 @@ static int next_snappy(struct tuner_stream *s, struct shim_error *err)
                 /* snappy expands at most ~22 times (a 3-byte copy of 64 bytes) */
                 if (snappy_uncompressed_length((const char *)h, clen, &dlen) != SNAPPY_OK ||
                     dlen > TUNER_STREAM_BLOCK_MAX || dlen / 32 > clen)
-                        return shim_error_set(err, EINVAL,
+                        return util_error_set(err, EINVAL,
                                               "%s: corrupt snappy chunk (bad length; allowed: up "
                                               "to %" PRIu64 " bytes)",
                                               s->name, TUNER_STREAM_BLOCK_MAX);
@@ -388,7 +388,7 @@ static int next_snappy(struct tuner_stream *s, struct shim_error *err)
                 if (r < 0)
                         return r;
                 if (snappy_uncompress((const char *)h, clen, (char *)s->out, &dlen) != SNAPPY_OK)
-                        return shim_error_set(err, EINVAL, "%s: corrupt snappy chunk", s->name);
+                        return util_error_set(err, EINVAL, "%s: corrupt snappy chunk", s->name);
                 s->in_start += 4 + (size_t)clen;
                 s->out_len = dlen;
                 if (dlen > 0)
@@ -404,7 +404,7 @@ static int lzf_decode(const uint8_t *in, size_t in_len, uint8_t *out, size_t out
         return lzf_decompress(in, (unsigned)in_len, out, (unsigned)out_len) == out_len ? 0 : -1;
 }
 
-static int next_lzf(struct tuner_stream *s, struct shim_error *err)
+static int next_lzf(struct tuner_stream *s, struct util_error *err)
 {
         for (;;) {
                 const uint8_t *h;
@@ -418,7 +418,7 @@ static int next_lzf(struct tuner_stream *s, struct shim_error *err)
                         return s->in_end == s->in_start ? 0 : cut_short(s, "a chunk header", err);
                 h = s->in + s->in_start;
                 if (h[0] != 'Z' || h[1] != 'V' || h[2] > 1)
-                        return shim_error_set(err, EINVAL,
+                        return util_error_set(err, EINVAL,
                                               "%s: not compress-lzf chunk data (no \"ZV\" and "
                                               "type 0 or 1 at a chunk's start)",
                                               s->name);
@@ -443,7 +443,7 @@ static int next_lzf(struct tuner_stream *s, struct shim_error *err)
                 if (header == LZF_HEADER_RAW)
                         memcpy(s->out, h + header, dlen);
                 else if (lzf_decode(h + header, clen, s->out, dlen) < 0)
-                        return shim_error_set(err, EINVAL, "%s: corrupt lzf chunk", s->name);
+                        return util_error_set(err, EINVAL, "%s: corrupt lzf chunk", s->name);
                 s->in_start += header + clen;
                 s->out_len = dlen;
                 if (dlen > 0)
@@ -490,7 +490,7 @@ static uint64_t expanded(const struct tuner_stream *s)
  * decoder took. An in-progress log grows while it is read: its blocks are looked at again
  * before it is refused.
  */
-static int check_expansion(struct tuner_stream *s, struct shim_error *err)
+static int check_expansion(struct tuner_stream *s, struct util_error *err)
 {
         uint64_t consumed = s->raw_read - (s->in_end - s->in_start);
         uint64_t compressed = compressed_consumed(s), out = expanded(s);
@@ -511,7 +511,7 @@ static int check_expansion(struct tuner_stream *s, struct shim_error *err)
                 snprintf(slack, sizeof(slack), "%" PRIu64 " bytes", s->expansion_slack);
         compressed += s->base_compressed;
         if (s->input[0])
-                return shim_error_set(err, EFBIG,
+                return util_error_set(err, EFBIG,
                                       "%s: %" PRIu64 " bytes decompressed from %" PRIu64
                                       " compressed bytes of its files, up to %s (%" PRIu64
                                       " x); allowed: up to %" PRIu64
@@ -519,7 +519,7 @@ static int check_expansion(struct tuner_stream *s, struct shim_error *err)
                                       s->input, out, compressed, s->name,
                                       out / (compressed ? compressed : 1), s->expansion_ratio,
                                       slack);
-        return shim_error_set(err, EFBIG,
+        return util_error_set(err, EFBIG,
                               "%s: %" PRIu64 " bytes decompressed from %" PRIu64
                               " compressed bytes (%" PRIu64 " x); allowed: up to %" PRIu64
                               " x the compressed bytes + %s (a compression bomb?)",
@@ -528,7 +528,7 @@ static int check_expansion(struct tuner_stream *s, struct shim_error *err)
 }
 
 /* More decompressed bytes in out: 1, 0 at the end, or -errno. */
-static int next_out(struct tuner_stream *s, struct shim_error *err)
+static int next_out(struct tuner_stream *s, struct util_error *err)
 {
         int r = 0;
 
@@ -556,7 +556,7 @@ static int next_out(struct tuner_stream *s, struct shim_error *err)
         }
         if (s->out_len > s->total_max - s->total) {
                 s->over_total = true;
-                return shim_error_set(err, EFBIG,
+                return util_error_set(err, EFBIG,
                                       "%s: more than %" PRIu64 " bytes once decompressed", s->name,
                                       s->total_max);
         }
@@ -566,7 +566,7 @@ static int next_out(struct tuner_stream *s, struct shim_error *err)
 }
 
 int tuner_stream_line(struct tuner_stream *s, const char **ret_line, size_t *ret_len,
-                      bool *ret_terminated, struct shim_error *err)
+                      bool *ret_terminated, struct util_error *err)
 {
         s->line_len = 0;
         for (;;) {
@@ -593,11 +593,11 @@ int tuner_stream_line(struct tuner_stream *s, const char **ret_line, size_t *ret
                 nl = memchr(p, '\n', s->out_len - s->out_pos);
                 chunk = nl ? (size_t)(nl - p) : s->out_len - s->out_pos;
                 if (chunk > s->line_max - s->line_len)
-                        return shim_error_set(
+                        return util_error_set(
                             err, EFBIG, "%s:%" PRIu64 ": a line longer than %" PRIu64 " bytes",
                             s->name, s->lineno + 1, s->line_max);
                 if (grow((uint8_t **)&s->line, &s->line_cap, s->line_len + chunk + 1) < 0)
-                        return shim_error_set(err, ENOMEM, "%s: out of memory", s->name);
+                        return util_error_set(err, ENOMEM, "%s: out of memory", s->name);
                 memcpy(s->line + s->line_len, p, chunk);
                 s->line_len += chunk;
                 s->out_pos += chunk + (nl ? 1 : 0);
@@ -672,13 +672,13 @@ void tuner_stream_free(struct tuner_stream *s)
 }
 
 int tuner_stream_open_fd(int fd, const char *name, enum tuner_codec codec, bool in_progress,
-                         struct tuner_stream **ret, struct shim_error *err)
+                         struct tuner_stream **ret, struct util_error *err)
 {
         struct tuner_stream *s = calloc(1, sizeof(*s));
 
         if (!s) {
                 close(fd);
-                return shim_error_set(err, ENOMEM, "%s: out of memory", name);
+                return util_error_set(err, ENOMEM, "%s: out of memory", name);
         }
         s->fd = fd;
         snprintf(s->name, sizeof(s->name), "%s", name);
@@ -694,7 +694,7 @@ int tuner_stream_open_fd(int fd, const char *name, enum tuner_codec codec, bool 
 }
 
 int tuner_stream_open_at(int dirfd, const char *name, const char *path, bool in_progress,
-                         struct tuner_stream **ret, struct shim_error *err)
+                         struct tuner_stream **ret, struct util_error *err)
 {
         struct stat st;
         int fd, e;
@@ -704,25 +704,25 @@ int tuner_stream_open_at(int dirfd, const char *name, const char *path, bool in_
         fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0) {
                 e = errno;
-                return shim_error_set(err, e, "%s: %s", path,
+                return util_error_set(err, e, "%s: %s", path,
                                       e == ELOOP ? "a symbolic link (refused)" : strerror(e));
         }
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
                 e = S_ISREG(st.st_mode) ? errno : EINVAL;
                 close(fd);
-                return shim_error_set(err, e, "%s: %s", path,
+                return util_error_set(err, e, "%s: %s", path,
                                       e == EINVAL ? "not a regular file" : strerror(e));
         }
         if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
                 e = errno;
                 close(fd);
-                return shim_error_set(err, e, "%s: %s", path, strerror(e));
+                return util_error_set(err, e, "%s: %s", path, strerror(e));
         }
         return tuner_stream_open_fd(fd, path, tuner_codec_of(path), in_progress, ret, err);
 }
 
 int tuner_stream_open(const char *path, bool in_progress, struct tuner_stream **ret,
-                      struct shim_error *err)
+                      struct util_error *err)
 {
         return tuner_stream_open_at(AT_FDCWD, path, path, in_progress, ret, err);
 }

@@ -65,12 +65,12 @@ struct tuner_stream;
 /* name relative to dirfd (AT_FDCWD: a path); path is what messages call it. A symlink, a
  * FIFO or anything but a regular file is refused without blocking. */
 int tuner_stream_open_at(int dirfd, const char *name, const char *path, bool in_progress,
-                         struct tuner_stream **ret, struct shim_error *err);
+                         struct tuner_stream **ret, struct util_error *err);
 int tuner_stream_open(const char *path, bool in_progress, struct tuner_stream **ret,
-                      struct shim_error *err);
+                      struct util_error *err);
 /* The same over an open fd (the stream owns it from then on, also on failure). */
 int tuner_stream_open_fd(int fd, const char *name, enum tuner_codec codec, bool in_progress,
-                         struct tuner_stream **ret, struct shim_error *err);
+                         struct tuner_stream **ret, struct util_error *err);
 void tuner_stream_free(struct tuner_stream *s);
 /* Bounds for tests and fuzzing (defaults above). */
 void tuner_stream_set_limits(struct tuner_stream *s, uint64_t line_max, uint64_t total_max);
@@ -98,7 +98,7 @@ bool tuner_stream_over_total(const struct tuner_stream *s);
  * bytes (<n/m> x); allowed: up to 1000 x the compressed bytes + 64 MiB".
  */
 int tuner_stream_line(struct tuner_stream *s, const char **ret_line, size_t *ret_len,
-                      bool *ret_terminated, struct shim_error *err);
+                      bool *ret_terminated, struct util_error *err);
 /* 1-based number of the line last returned */
 uint64_t tuner_stream_lineno(const struct tuner_stream *s);
 /* The owner of the file the stream reads, from its descriptor (never a second look up by

@@ -98,7 +98,7 @@ static void max_u64(uint64_t *a, uint64_t b)
 
 struct ctx {
         const char *event;
-        struct shim_error *err;
+        struct util_error *err;
 };
 
 static int wrong_type(const struct ctx *c, const char *key, const json_t *v, const char *want)
@@ -109,13 +109,13 @@ static int wrong_type(const struct ctx *c, const char *key, const json_t *v, con
             [JSON_REAL] = "a real number", [JSON_TRUE] = "true",
             [JSON_FALSE] = "false",        [JSON_NULL] = "null",
         };
-        return shim_error_set(c->err, EINVAL, "%s: \"%s\" is %s; want %s", c->event, key,
+        return util_error_set(c->err, EINVAL, "%s: \"%s\" is %s; want %s", c->event, key,
                               names[json_typeof(v)], want);
 }
 
 static int missing(const struct ctx *c, const char *key, const char *want)
 {
-        return shim_error_set(c->err, EINVAL, "%s: no \"%s\" (%s)", c->event, key, want);
+        return util_error_set(c->err, EINVAL, "%s: no \"%s\" (%s)", c->event, key, want);
 }
 
 static const json_t *get(const json_t *obj, const char *key)
@@ -196,7 +196,7 @@ static int require_obj(const struct ctx *c, const json_t *obj, const char *key, 
 static int id32(const struct ctx *c, const char *key, int64_t v, int32_t *ret)
 {
         if (v < 0 || v > INT32_MAX)
-                return shim_error_set(c->err, EINVAL, "%s: \"%s\" %" PRId64 "; allowed: 0..%d",
+                return util_error_set(c->err, EINVAL, "%s: \"%s\" %" PRId64 "; allowed: 0..%d",
                                       c->event, key, v, INT32_MAX);
         *ret = (int32_t)v;
         return 0;
@@ -207,7 +207,7 @@ static int copy_id(const struct ctx *c, const char *key, const char *value, char
         size_t n = strlen(value);
 
         if (n == 0 || n >= size)
-                return shim_error_set(c->err, EINVAL, "%s: \"%s\" of %zu bytes; allowed: 1..%zu",
+                return util_error_set(c->err, EINVAL, "%s: \"%s\" of %zu bytes; allowed: 1..%zu",
                                       c->event, key, n, size - 1);
         memcpy(buf, value, n + 1);
         return 0;
@@ -378,7 +378,7 @@ oom:
 
 static int oom(const struct ctx *c)
 {
-        return shim_error_set(c->err, ENOMEM, "%s: out of memory", c->event);
+        return util_error_set(c->err, ENOMEM, "%s: out of memory", c->event);
 }
 
 /* ---- events ---- */
@@ -438,7 +438,7 @@ static int on_environment(struct tuner_eventlog *el, const struct ctx *c, const 
 
                 json_object_foreach(
                     (json_t *)props, k,
-                    v) if (!json_is_string(v)) return shim_error_set(c->err, EINVAL,
+                    v) if (!json_is_string(v)) return util_error_set(c->err, EINVAL,
                                                                      "%s: \"Spark "
                                                                      "Properties\".\"%s\" is not a "
                                                                      "string",
@@ -457,7 +457,7 @@ static int on_environment(struct tuner_eventlog *el, const struct ctx *c, const 
 
                         if (!json_is_array(pair) || json_array_size(pair) != 2 ||
                             !json_is_string(k) || !json_is_string(v))
-                                return shim_error_set(c->err, EINVAL,
+                                return util_error_set(c->err, EINVAL,
                                                       "%s: \"Spark Properties\"[%zu] is not a "
                                                       "[key, value] pair of strings",
                                                       c->event, i);
@@ -1212,7 +1212,7 @@ static bool known_event(const char *name)
 }
 
 int tuner_eventlog_line(struct tuner_eventlog *el, const char *line, size_t len,
-                        struct shim_error *err)
+                        struct util_error *err)
 {
         _cleanup_(json_decrefp) json_t *ev = NULL;
         _cleanup_free_ char *read = NULL;
@@ -1232,40 +1232,40 @@ int tuner_eventlog_line(struct tuner_eventlog *el, const char *line, size_t len,
          * cost nothing more */
         r = jscan(line, len, &visitor, &offset, &what);
         if (r == -EINVAL)
-                return shim_error_set(err, EINVAL, "not JSON: %s (column %zu)", what ? what : "",
+                return util_error_set(err, EINVAL, "not JSON: %s (column %zu)", what ? what : "",
                                       offset + 1);
         if (r < 0)
-                return shim_error_set(err, -r, "%s", strerror(-r));
+                return util_error_set(err, -r, "%s", strerror(-r));
         if (len == 0 || line[0] != '{')
-                return shim_error_set(err, EINVAL, "not a JSON object");
+                return util_error_set(err, EINVAL, "not a JSON object");
         if (!en.seen || en.other)
-                return shim_error_set(err, EINVAL, "no \"Event\" string");
+                return util_error_set(err, EINVAL, "no \"Event\" string");
         if (!known_event(en.name))
                 return 0; /* unknown events: Spark adds them across versions */
         if (len > KNOWN_EVENT_MAX)
-                return shim_error_set(err, EFBIG,
+                return util_error_set(err, EFBIG,
                                       "a %s event of %zu bytes; allowed: up to %d bytes", en.name,
                                       len, KNOWN_EVENT_MAX);
 
         r = prune(line, len, &read, &read_len);
         if (r == -EFBIG)
-                return shim_error_set(err, EFBIG,
+                return util_error_set(err, EFBIG,
                                       "%s: \"Spark Properties\" of more than %d entries; allowed: "
                                       "up to %d",
                                       en.name, PROPERTIES_MAX, PROPERTIES_MAX);
         if (r < 0)
-                return shim_error_set(err, -r, "%s", r == -ENOMEM ? "out of memory" : "not JSON");
+                return util_error_set(err, -r, "%s", r == -ENOMEM ? "out of memory" : "not JSON");
         /* what jansson refuses of what the scanner took: a number past its range, a \u0000 */
         ev = json_loadb(read, read_len, 0, &jerr);
         if (!ev)
-                return shim_error_set(err, EINVAL, "not JSON: %s (in a member read)", jerr.text);
+                return util_error_set(err, EINVAL, "not JSON: %s (in a member read)", jerr.text);
         free(read); /* the tree holds its own copies: no line-sized buffer while it lives */
         read = NULL;
         if (!json_is_object(ev))
-                return shim_error_set(err, EINVAL, "not a JSON object");
+                return util_error_set(err, EINVAL, "not a JSON object");
         name = json_object_get(ev, "Event");
         if (!json_is_string(name))
-                return shim_error_set(err, EINVAL, "no \"Event\" string");
+                return util_error_set(err, EINVAL, "no \"Event\" string");
         c.event = json_string_value(name);
 
         if (strcmp(c.event, "SparkListenerTaskEnd") == 0)
@@ -1365,24 +1365,24 @@ static void app_id_from_conf(struct tuner_app *app)
                 snprintf(app->app_id, sizeof(app->app_id), "%s", id);
 }
 
-int tuner_eventlog_finish(struct tuner_eventlog *el, struct tuner_app *ret, struct shim_error *err)
+int tuner_eventlog_finish(struct tuner_eventlog *el, struct tuner_app *ret, struct util_error *err)
 {
         struct tuner_stage *stages = NULL;
         struct tuner_app_executor *executors = NULL;
 
         if (!el->started)
-                return shim_error_set(err, EINVAL,
+                return util_error_set(err, EINVAL,
                                       "no SparkListenerApplicationStart: not a Spark event log");
         if (el->n_stages) {
                 stages = calloc(el->n_stages, sizeof(*stages));
                 if (!stages)
-                        return shim_error_set(err, ENOMEM, "out of memory");
+                        return util_error_set(err, ENOMEM, "out of memory");
         }
         if (el->app.n_executors) {
                 executors = calloc(el->app.n_executors, sizeof(*executors));
                 if (!executors) {
                         free(stages);
-                        return shim_error_set(err, ENOMEM, "out of memory");
+                        return util_error_set(err, ENOMEM, "out of memory");
                 }
                 memcpy(executors, el->executors, el->app.n_executors * sizeof(*executors));
         }
@@ -1432,10 +1432,10 @@ struct input_budget {
 
 /* Feed the lines of one file; an in-progress log's last line may be cut. */
 static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, const char *path,
-                     bool in_progress, struct input_budget *b, struct shim_error *err)
+                     bool in_progress, struct input_budget *b, struct util_error *err)
 {
         struct tuner_stream *s = NULL;
-        struct shim_error line_err;
+        struct util_error line_err;
         uint64_t compressed, total;
         uint32_t owner;
         int r;
@@ -1450,7 +1450,7 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
         r = tuner_stream_owner(s, &owner);
         if (r < 0) {
                 tuner_stream_free(s);
-                return shim_error_set(err, -r, "%s: %s", path, strerror(-r));
+                return util_error_set(err, -r, "%s: %s", path, strerror(-r));
         }
         /* a .compact file may be root's (a History Server running as root wrote it from the
          * job's earlier files): the files beside it then say whose the log is, and a log of
@@ -1461,7 +1461,7 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
                 b->compact_owner = owner;
         } else if (b->owner_known && owner != b->owner) {
                 tuner_stream_free(s);
-                return shim_error_set(err, EPERM,
+                return util_error_set(err, EPERM,
                                       "%s: files of uid %" PRIu32 " and of uid %" PRIu32
                                       " in one event log (%s is uid %" PRIu32
                                       "'s); refused: a log is one user's",
@@ -1495,18 +1495,18 @@ static int read_file(struct tuner_eventlog *el, int dirfd, const char *name, con
                         continue;
                 }
                 if (r < 0) {
-                        shim_error_set(err, r, "%s:%" PRIu64 ": %s", path, tuner_stream_lineno(s),
+                        util_error_set(err, r, "%s:%" PRIu64 ": %s", path, tuner_stream_lineno(s),
                                        line_err.text);
                         break;
                 }
         }
         if (r == -EFBIG && tuner_stream_over_total(s) && b->run_total)
-                shim_error_set(err, EFBIG,
+                util_error_set(err, EFBIG,
                                "%s: more than the %" PRIu64 " bytes this ingest run has left "
                                "of its %" PRIu64 " decompressed bytes; ingest it in another run",
                                b->input ? b->input : path, b->total_max, b->run_total_max);
         else if (r == -EFBIG && tuner_stream_over_total(s))
-                shim_error_set(err, EFBIG, "%s: more than %" PRIu64 " bytes once decompressed",
+                util_error_set(err, EFBIG, "%s: more than %" PRIu64 " bytes once decompressed",
                                b->input ? b->input : path, b->total_max);
         else if (r == -EFBIG && b->run_slack && strstr(err->text, "(a compression bomb?)")) {
                 size_t n = strlen(err->text);
@@ -1566,7 +1566,7 @@ static void free_rolling(struct rolling_file *files, size_t n)
 }
 
 static int read_rolling(struct tuner_eventlog *el, const char *dir, struct input_budget *b,
-                        struct shim_error *err)
+                        struct util_error *err)
 {
         _cleanup_closedir_ DIR *d = NULL;
         struct rolling_file *files = NULL;
@@ -1584,7 +1584,7 @@ static int read_rolling(struct tuner_eventlog *el, const char *dir, struct input
 
                         if (fd >= 0)
                                 close(fd);
-                        return shim_error_set(err, e, "%s: %s", dir, strerror(e));
+                        return util_error_set(err, e, "%s: %s", dir, strerror(e));
                 }
         }
         while ((errno = 0, de = readdir(d))) {
@@ -1597,7 +1597,7 @@ static int read_rolling(struct tuner_eventlog *el, const char *dir, struct input
                 if (rolling_index(de->d_name, &index) < 0)
                         continue;
                 if (n == ROLLING_FILES_MAX) {
-                        r = shim_error_set(err, EFBIG, "%s: more than %d event log files", dir,
+                        r = util_error_set(err, EFBIG, "%s: more than %d event log files", dir,
                                            ROLLING_FILES_MAX);
                         goto out;
                 }
@@ -1607,7 +1607,7 @@ static int read_rolling(struct tuner_eventlog *el, const char *dir, struct input
                         cap = cap ? cap * 2 : 8;
                         f = realloc(files, cap * sizeof(*f));
                         if (!f) {
-                                r = shim_error_set(err, ENOMEM, "%s: out of memory", dir);
+                                r = util_error_set(err, ENOMEM, "%s: out of memory", dir);
                                 goto out;
                         }
                         files = f;
@@ -1616,18 +1616,18 @@ static int read_rolling(struct tuner_eventlog *el, const char *dir, struct input
                 files[n].compact = strlen(de->d_name) > 8 &&
                                    strcmp(de->d_name + strlen(de->d_name) - 8, ".compact") == 0;
                 if (asprintf(&files[n].name, "%s/%s", dir, de->d_name) < 0) {
-                        r = shim_error_set(err, ENOMEM, "%s: out of memory", dir);
+                        r = util_error_set(err, ENOMEM, "%s: out of memory", dir);
                         goto out;
                 }
                 files[n].base = files[n].name + strlen(dir) + 1;
                 n++;
         }
         if (errno) {
-                r = shim_error_set(err, errno, "%s: %s", dir, strerror(errno));
+                r = util_error_set(err, errno, "%s: %s", dir, strerror(errno));
                 goto out;
         }
         if (n == 0) {
-                r = shim_error_set(err, EINVAL,
+                r = util_error_set(err, EINVAL,
                                    "%s: no events_<n>_<app id> file: not a rolling event log", dir);
                 goto out;
         }
@@ -1650,7 +1650,7 @@ out:
 }
 
 int tuner_eventlog_read_run(const char *path, struct tuner_eventlog_run *run, struct tuner_app *ret,
-                            struct shim_error *err)
+                            struct util_error *err)
 {
         uint64_t slack_max = run->slack_max ? run->slack_max : TUNER_EVENTLOG_RUN_SLACK_MAX;
         uint64_t total_max = run->total_max ? run->total_max : TUNER_EVENTLOG_RUN_TOTAL_MAX;
@@ -1663,7 +1663,7 @@ int tuner_eventlog_read_run(const char *path, struct tuner_eventlog_run *run, st
             .run_total_max = total_max,
         };
         struct tuner_eventlog *el;
-        struct shim_error finish_err;
+        struct util_error finish_err;
         struct stat st;
         uint64_t bound;
         int r;
@@ -1678,10 +1678,10 @@ int tuner_eventlog_read_run(const char *path, struct tuner_eventlog_run *run, st
         }
         /* lstat: a symlink is refused below (the job's users own these directories) */
         if (lstat(path, &st) < 0)
-                return shim_error_set(err, errno, "%s: %s", path, strerror(errno));
+                return util_error_set(err, errno, "%s: %s", path, strerror(errno));
         el = tuner_eventlog_new();
         if (!el)
-                return shim_error_set(err, ENOMEM, "%s: out of memory", path);
+                return util_error_set(err, ENOMEM, "%s: out of memory", path);
         if (S_ISDIR(st.st_mode)) {
                 b.input = path;
                 r = read_rolling(el, path, &b, err);
@@ -1691,7 +1691,7 @@ int tuner_eventlog_read_run(const char *path, struct tuner_eventlog_run *run, st
         if (r >= 0) {
                 r = tuner_eventlog_finish(el, ret, &finish_err);
                 if (r < 0)
-                        shim_error_set(err, r, "%s: %s", path, finish_err.text);
+                        util_error_set(err, r, "%s: %s", path, finish_err.text);
                 else /* of the files read (read_file()) */
                         ret->owner_uid = b.owner_known ? b.owner : b.compact_owner;
         }
@@ -1706,7 +1706,7 @@ int tuner_eventlog_read_run(const char *path, struct tuner_eventlog_run *run, st
         return r;
 }
 
-int tuner_eventlog_read(const char *path, struct tuner_app *ret, struct shim_error *err)
+int tuner_eventlog_read(const char *path, struct tuner_app *ret, struct util_error *err)
 {
         struct tuner_eventlog_run run = {0};
 

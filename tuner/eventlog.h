@@ -33,7 +33,7 @@ bool tuner_eventlog_detect(const char *path);
  * past the size bounds, -EPERM for a rolling log whose files are of more than one user,
  * -errno for I/O ("<file>: <strerror>"). On error *ret is unchanged.
  */
-int tuner_eventlog_read(const char *path, struct tuner_app *ret, struct shim_error *err);
+int tuner_eventlog_read(const char *path, struct tuner_app *ret, struct util_error *err);
 
 /*
  * The bounds of one `sparkshim ingest` run over all its inputs (docs/tuner-eventlog.md). Each
@@ -56,7 +56,7 @@ struct tuner_eventlog_run {
 /* tuner_eventlog_read() as one input of run (zero it before the first; run is updated also
  * when the input is refused: the bytes were decompressed). */
 int tuner_eventlog_read_run(const char *path, struct tuner_eventlog_run *run, struct tuner_app *ret,
-                            struct shim_error *err);
+                            struct util_error *err);
 
 /* The same, line by line (the fuzz harness and tests use it). */
 struct tuner_eventlog;
@@ -67,6 +67,6 @@ void tuner_eventlog_free(struct tuner_eventlog *el);
  * Properties" (only those events are parsed into a tree, of the members read alone; every
  * line is validated); err says why (the caller adds file and line). */
 int tuner_eventlog_line(struct tuner_eventlog *el, const char *line, size_t len,
-                        struct shim_error *err);
+                        struct util_error *err);
 /* Move what was read into *ret (zeroed first); el is left empty. */
-int tuner_eventlog_finish(struct tuner_eventlog *el, struct tuner_app *ret, struct shim_error *err);
+int tuner_eventlog_finish(struct tuner_eventlog *el, struct tuner_app *ret, struct util_error *err);

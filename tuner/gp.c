@@ -237,7 +237,7 @@ static int search(struct tuner_gp *gp, const struct tuner_gp_options *opt)
 }
 
 int tuner_gp_fit(struct tuner_gp *gp, const double *x, const double *y, size_t n,
-                 const struct tuner_gp_options *opt, struct shim_error *err)
+                 const struct tuner_gp_options *opt, struct util_error *err)
 {
         static const struct tuner_gp_options defaults = {.kernel = TUNER_GP_SHARED,
                                                          .standardise = true};
@@ -249,19 +249,19 @@ int tuner_gp_fit(struct tuner_gp *gp, const double *x, const double *y, size_t n
         gp->fitted = false;
         gp->lml = NAN;
         if (n == 0 || n > TUNER_GP_POINTS_MAX)
-                return shim_error_set(err, EINVAL, "gp: %zu points; allowed 1..%d", n,
+                return util_error_set(err, EINVAL, "gp: %zu points; allowed 1..%d", n,
                                       TUNER_GP_POINTS_MAX);
         if (!(opt->noise_ratio_min >= 0 && opt->noise_ratio_min <= 1))
-                return shim_error_set(err, EINVAL, "gp: noise ratio minimum %g; allowed [0,1]",
+                return util_error_set(err, EINVAL, "gp: noise ratio minimum %g; allowed [0,1]",
                                       opt->noise_ratio_min);
         for (size_t i = 0; i < n; i++) {
                 if (!isfinite(y[i]))
-                        return shim_error_set(err, EINVAL, "gp: y[%zu] = %g; must be finite", i,
+                        return util_error_set(err, EINVAL, "gp: y[%zu] = %g; must be finite", i,
                                               y[i]);
                 for (unsigned k = 0; k < gp->dims; k++) {
                         double v = x[i * gp->dims + k];
                         if (!(v >= 0 && v <= 1))
-                                return shim_error_set(
+                                return util_error_set(
                                     err, EINVAL, "gp: x[%zu][%u] = %g; must be in [0,1]", i, k, v);
                 }
         }
@@ -270,12 +270,12 @@ int tuner_gp_fit(struct tuner_gp *gp, const double *x, const double *y, size_t n
                 for (unsigned k = 0; k < gp->dims; k++) {
                         double l = h->lengthscale[opt->kernel == TUNER_GP_ARD ? k : 0];
                         if (!(l > 0) || !isfinite(l))
-                                return shim_error_set(
+                                return util_error_set(
                                     err, EINVAL, "gp: lengthscale[%u] = %g; must be > 0", k, l);
                 }
                 if (!(h->signal_variance > 0) || !(h->noise_variance >= 0) ||
                     !isfinite(h->signal_variance) || !isfinite(h->noise_variance))
-                        return shim_error_set(err, EINVAL,
+                        return util_error_set(err, EINVAL,
                                               "gp: signal variance %g, noise variance %g; must "
                                               "be > 0 and >= 0",
                                               h->signal_variance, h->noise_variance);
@@ -283,7 +283,7 @@ int tuner_gp_fit(struct tuner_gp *gp, const double *x, const double *y, size_t n
 
         r = reserve(gp, n);
         if (r < 0)
-                return shim_error_set(err, -r, "gp: no memory for %zu points", n);
+                return util_error_set(err, -r, "gp: no memory for %zu points", n);
         gp->n = n;
         memcpy(gp->x, x, n * gp->dims * sizeof(double));
 
@@ -309,12 +309,12 @@ int tuner_gp_fit(struct tuner_gp *gp, const double *x, const double *y, size_t n
         } else
                 r = search(gp, opt);
         if (r == -EDOM)
-                return shim_error_set(err, EDOM,
+                return util_error_set(err, EDOM,
                                       "gp: kernel matrix of %zu points not positive definite "
                                       "with a jitter up to %g",
                                       n, JITTER_LAST);
         if (r < 0)
-                return shim_error_set(err, -r, "gp: fit of %zu points failed", n);
+                return util_error_set(err, -r, "gp: fit of %zu points failed", n);
         gp->fitted = true;
         return 0;
 }

@@ -73,7 +73,7 @@ void tuner_gp_freep(struct tuner_gp **gp);
  * On failure the GP holds no fit.
  */
 int tuner_gp_fit(struct tuner_gp *gp, const double *x, const double *y, size_t n,
-                 const struct tuner_gp_options *opt, struct shim_error *err);
+                 const struct tuner_gp_options *opt, struct util_error *err);
 
 /*
  * Posterior of the latent f (plus the output mean) at x, in the units of y: mean, and the

@@ -46,7 +46,7 @@ static bool epoch_of(json_t *o, const char *key, int64_t *ret)
 
 int tuner_hs_parse_list(const char *text, size_t len,
                         int (*each)(void *, const struct tuner_hs_attempt *), void *userdata,
-                        struct shim_error *err)
+                        struct util_error *err)
 {
         json_error_t jerr;
         json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr), *app;
@@ -54,10 +54,10 @@ int tuner_hs_parse_list(const char *text, size_t len,
         int r = 0;
 
         if (!root)
-                return shim_error_set(err, EINVAL, "not JSON: line %d: %s", jerr.line, jerr.text);
+                return util_error_set(err, EINVAL, "not JSON: line %d: %s", jerr.line, jerr.text);
         if (!json_is_array(root)) {
                 json_decref(root);
-                return shim_error_set(err, EINVAL, "not a JSON array of applications");
+                return util_error_set(err, EINVAL, "not a JSON array of applications");
         }
         json_array_foreach(root, i, app)
         {
@@ -177,7 +177,7 @@ static size_t on_data(char *data, size_t one, size_t n, void *userdata)
         return bytes;
 }
 
-static int get(const char *url, struct sink *sink, long timeout_s, struct shim_error *err)
+static int get(const char *url, struct sink *sink, long timeout_s, struct util_error *err)
 {
         CURL *c = curl_easy_init();
         char errbuf[CURL_ERROR_SIZE] = "", where[1200];
@@ -185,7 +185,7 @@ static int get(const char *url, struct sink *sink, long timeout_s, struct shim_e
         CURLcode rc;
 
         if (!c)
-                return shim_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         curl_easy_setopt(c, CURLOPT_URL, url);
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
@@ -203,18 +203,18 @@ static int get(const char *url, struct sink *sink, long timeout_s, struct shim_e
         curl_easy_cleanup(c);
         tuner_hs_shown_url(url, where, sizeof(where));
         if (sink->too_big || rc == CURLE_FILESIZE_EXCEEDED)
-                return shim_error_set(err, EFBIG, "%s: longer than %" PRIu64 " bytes", where,
+                return util_error_set(err, EFBIG, "%s: longer than %" PRIu64 " bytes", where,
                                       sink->max);
         if (rc != CURLE_OK)
-                return shim_error_set(err, EIO, "%s: %s", where,
+                return util_error_set(err, EIO, "%s: %s", where,
                                       errbuf[0] ? errbuf : curl_easy_strerror(rc));
         if (status != 200)
-                return shim_error_set(err, EIO, "%s: HTTP status %ld", where, status);
+                return util_error_set(err, EIO, "%s: HTTP status %ld", where, status);
         return 0;
 }
 
 int tuner_hs_get(const char *url, size_t max, long timeout_s, char **ret, size_t *ret_len,
-                 struct shim_error *err)
+                 struct util_error *err)
 {
         struct sink s = {.fd = -1, .max = max};
         int r = get(url, &s, timeout_s, err);
@@ -224,7 +224,7 @@ int tuner_hs_get(const char *url, size_t max, long timeout_s, char **ret, size_t
                 return r;
         }
         if (!s.buf && !(s.buf = strdup("")))
-                return shim_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         *ret = s.buf;
         *ret_len = s.len;
         return 0;
@@ -233,7 +233,7 @@ int tuner_hs_get(const char *url, size_t max, long timeout_s, char **ret, size_t
 /* ---------------------------------------------------------------- the archive */
 
 static int extract(zip_t *z, zip_int64_t i, int dirfd, const char *name, size_t dir_len,
-                   uint64_t *total, struct shim_error *err)
+                   uint64_t *total, struct util_error *err)
 {
         _cleanup_close_ int fd = -1;
         zip_file_t *f;
@@ -244,19 +244,19 @@ static int extract(zip_t *z, zip_int64_t i, int dirfd, const char *name, size_t 
         if (dir_len) {
                 snprintf(dir, sizeof(dir), "%.*s", (int)dir_len, name);
                 if (mkdirat(dirfd, dir, 0700) < 0 && errno != EEXIST)
-                        return shim_error_set(err, errno, "%s: %s", dir, strerror(errno));
+                        return util_error_set(err, errno, "%s: %s", dir, strerror(errno));
         }
         fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
-                return shim_error_set(err, errno, "entry %s: %s", name, strerror(errno));
+                return util_error_set(err, errno, "entry %s: %s", name, strerror(errno));
         f = zip_fopen_index(z, (zip_uint64_t)i, 0);
         if (!f)
-                return shim_error_set(err, EINVAL, "entry %s: %s", name, zip_strerror(z));
+                return util_error_set(err, EINVAL, "entry %s: %s", name, zip_strerror(z));
         while ((n = zip_fread(f, buf, sizeof(buf))) > 0) {
                 /* what is decompressed counts, not what the archive says it holds */
                 *total += (uint64_t)n;
                 if (*total > TUNER_HS_EXTRACT_MAX) {
-                        r = shim_error_set(
+                        r = util_error_set(
                             err, EFBIG, "the logs are longer than %" PRIu64 " bytes once extracted",
                             TUNER_HS_EXTRACT_MAX);
                         break;
@@ -267,7 +267,7 @@ static int extract(zip_t *z, zip_int64_t i, int dirfd, const char *name, size_t 
                         if (w < 0 && errno == EINTR)
                                 continue;
                         if (w < 0) {
-                                r = shim_error_set(err, errno, "entry %s: %s", name,
+                                r = util_error_set(err, errno, "entry %s: %s", name,
                                                    strerror(errno));
                                 goto out;
                         }
@@ -275,14 +275,14 @@ static int extract(zip_t *z, zip_int64_t i, int dirfd, const char *name, size_t 
                 }
         }
         if (n < 0 && r == 0)
-                r = shim_error_set(err, EINVAL, "entry %s: %s", name, zip_file_strerror(f));
+                r = util_error_set(err, EINVAL, "entry %s: %s", name, zip_file_strerror(f));
 out:
         zip_fclose(f);
         return r;
 }
 
 int tuner_hs_fetch_logs(const char *base, const char *app_id, const char *attempt_id, int dirfd,
-                        char *name, size_t size, struct shim_error *err)
+                        char *name, size_t size, struct util_error *err)
 {
         _cleanup_close_ int fd = memfd_create("sparkshim-hs-logs", MFD_CLOEXEC);
         char url[2048], top[256] = "";
@@ -294,18 +294,18 @@ int tuner_hs_fetch_logs(const char *base, const char *app_id, const char *attemp
         int r, zep = 0;
 
         if (fd < 0)
-                return shim_error_set(err, errno, "memfd_create: %s", strerror(errno));
+                return util_error_set(err, errno, "memfd_create: %s", strerror(errno));
         s.fd = fd;
         snprintf(url, sizeof(url), "%s/api/v1/applications/%s%s%s/logs", base, app_id,
                  attempt_id ? "/" : "", attempt_id ? attempt_id : "");
         if ((r = get(url, &s, 600, err)) < 0)
                 return r;
         if (lseek(fd, 0, SEEK_SET) < 0)
-                return shim_error_set(err, errno, "lseek: %s", strerror(errno));
+                return util_error_set(err, errno, "lseek: %s", strerror(errno));
         z = zip_fdopen(fd, ZIP_RDONLY, &zep);
         if (!z) {
                 zip_error_init_with_code(&zerr, zep);
-                r = shim_error_set(err, EINVAL, "%s: not a zip archive: %s", app_id,
+                r = util_error_set(err, EINVAL, "%s: not a zip archive: %s", app_id,
                                    zip_error_strerror(&zerr));
                 zip_error_fini(&zerr);
                 return r;
@@ -314,7 +314,7 @@ int tuner_hs_fetch_logs(const char *base, const char *app_id, const char *attemp
         n = zip_get_num_entries(z, 0);
         if (n > TUNER_HS_ENTRIES_MAX) {
                 zip_discard(z);
-                return shim_error_set(err, EFBIG, "%s: more than %d files", app_id,
+                return util_error_set(err, EFBIG, "%s: more than %d files", app_id,
                                       TUNER_HS_ENTRIES_MAX);
         }
         for (zip_int64_t i = 0; i < n && r == 0; i++) {
@@ -327,7 +327,7 @@ int tuner_hs_fetch_logs(const char *base, const char *app_id, const char *attemp
                 if (len > 1 && len < sizeof(this_top) && entry[len - 1] == '/') {
                         snprintf(this_top, sizeof(this_top), "%.*s/x", (int)(len - 1), entry);
                         if (!tuner_hs_entry_name_ok(this_top, &dir_len)) {
-                                r = shim_error_set(err, EINVAL,
+                                r = util_error_set(err, EINVAL,
                                                    "%s: an archive entry whose name is not an "
                                                    "event log's",
                                                    app_id);
@@ -336,7 +336,7 @@ int tuner_hs_fetch_logs(const char *base, const char *app_id, const char *attemp
                         continue;
                 }
                 if (!entry || !tuner_hs_entry_name_ok(entry, &dir_len)) {
-                        r = shim_error_set(err, EINVAL,
+                        r = util_error_set(err, EINVAL,
                                            "%s: an archive entry whose name is not an event "
                                            "log's",
                                            app_id);
@@ -346,7 +346,7 @@ int tuner_hs_fetch_logs(const char *base, const char *app_id, const char *attemp
                          (int)(dir_len ? dir_len : strlen(entry)), entry);
                 /* one log per attempt: a file, or one rolling directory */
                 if (top[0] && (strcmp(top, this_top) != 0 || !dir_len)) {
-                        r = shim_error_set(err, EINVAL,
+                        r = util_error_set(err, EINVAL,
                                            "%s: the archive holds more than one "
                                            "event log",
                                            app_id);
@@ -357,7 +357,7 @@ int tuner_hs_fetch_logs(const char *base, const char *app_id, const char *attemp
         }
         zip_discard(z);
         if (r == 0 && !top[0])
-                r = shim_error_set(err, ENOENT, "%s: the archive holds no event log", app_id);
+                r = util_error_set(err, ENOENT, "%s: the archive holds no event log", app_id);
         if (r == 0)
                 snprintf(name, size, "%s", top);
         return r;

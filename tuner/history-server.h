@@ -35,7 +35,7 @@ struct tuner_hs_attempt {
  */
 int tuner_hs_parse_list(const char *text, size_t len,
                         int (*each)(void *, const struct tuner_hs_attempt *), void *userdata,
-                        struct shim_error *err);
+                        struct util_error *err);
 
 /*
  * Whether an archive entry's name is one to extract: a file name of [A-Za-z0-9_.-] not
@@ -53,7 +53,7 @@ const char *tuner_hs_shown_url(const char *url, char *buf, size_t size);
  * err naming the URL (without any user info) and the failure.
  */
 int tuner_hs_get(const char *url, size_t max, long timeout_s, char **ret, size_t *ret_len,
-                 struct shim_error *err);
+                 struct util_error *err);
 
 /*
  * Download an attempt's logs (base: the server's URL) and extract the entries
@@ -62,4 +62,4 @@ int tuner_hs_get(const char *url, size_t max, long timeout_s, char **ret, size_t
  * eventlog_v2_ directory) in name (size bytes). 0, or -errno with err.
  */
 int tuner_hs_fetch_logs(const char *base, const char *app_id, const char *attempt_id, int dirfd,
-                        char *name, size_t size, struct shim_error *err);
+                        char *name, size_t size, struct util_error *err);

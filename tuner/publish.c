@@ -114,7 +114,7 @@ static const struct tuner_run *proven(const struct tuner_run *runs, size_t n)
 
 int tuner_publish_decide(struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                          unsigned overrides, uint32_t owner, const char *job,
-                         struct tuner_published *ret, struct shim_error *err)
+                         struct tuner_published *ret, struct util_error *err)
 {
         struct tuner_recommendation rec;
         const struct tuner_run *ok;
@@ -124,7 +124,7 @@ int tuner_publish_decide(struct tuner_run *runs, size_t n, const struct tuner_bo
 
         *ret = (struct tuner_published){0};
         if (n == 0)
-                return shim_error_set(err, ENODATA, "no runs");
+                return util_error_set(err, ENODATA, "no runs");
         for (size_t i = 0; i < n && ret->n_ran < TUNER_HOLD_WINDOW; i++) {
                 bool seen = !runs[i].config[0];
 
@@ -204,22 +204,22 @@ static json_t *config_json(const struct tuner_published_config *c)
 
 /* a directory of ours: made (mode) when missing, root's (ours) and written by nobody else */
 static int own_dir(int parent, const char *name, const char *shown, mode_t mode,
-                   struct shim_error *err)
+                   struct util_error *err)
 {
         struct stat st;
         int fd;
 
         if (mkdirat(parent, name, mode) < 0 && errno != EEXIST)
-                return shim_error_set(err, errno, "%s: cannot make it: %s", shown, strerror(errno));
+                return util_error_set(err, errno, "%s: cannot make it: %s", shown, strerror(errno));
         fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
-                return shim_error_set(err, errno, "%s: %s", shown,
+                return util_error_set(err, errno, "%s: %s", shown,
                                       errno == ELOOP || errno == ENOTDIR
                                           ? "not a directory (a symbolic link is refused)"
                                           : strerror(errno));
         if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
                 close(fd);
-                return shim_error_set(err, EPERM,
+                return util_error_set(err, EPERM,
                                       "%s: refused: owner %u, mode %04o; allowed: a directory of "
                                       "uid %u that no group or other user may write",
                                       shown, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
@@ -231,7 +231,7 @@ static int own_dir(int parent, const char *name, const char *shown, mode_t mode,
                 int e = errno;
 
                 close(fd);
-                return shim_error_set(err, e, "%s: cannot set mode %04o: %s", shown, (unsigned)mode,
+                return util_error_set(err, e, "%s: cannot set mode %04o: %s", shown, (unsigned)mode,
                                       strerror(e));
         }
         return fd;
@@ -239,7 +239,7 @@ static int own_dir(int parent, const char *name, const char *shown, mode_t mode,
 
 int tuner_publish_write(const char *dir, uint32_t owner, const char *job,
                         const struct tuner_published *p, time_t now, unsigned expiry_seconds,
-                        struct shim_error *err)
+                        struct util_error *err)
 {
         _cleanup_close_ int top = -1, userfd = -1, fd = -1;
         _cleanup_free_ char *text = NULL;
@@ -251,7 +251,7 @@ int tuner_publish_write(const char *dir, uint32_t owner, const char *job,
 
         r = policy_published_name(job, name, sizeof(name));
         if (r < 0)
-                return shim_error_set(err, -r,
+                return util_error_set(err, -r,
                                       "job name too long to publish (over %d bytes "
                                       "once escaped)",
                                       POLICY_PUBLISHED_NAME_MAX);
@@ -270,7 +270,7 @@ int tuner_publish_write(const char *dir, uint32_t owner, const char *job,
                         "state", p->state, "reason", p->reason, "safe_from", p->safe_from, "next",
                         config_json(&p->next), "safe", config_json(&p->safe));
         if (!doc)
-                return shim_error_set(err, ENOMEM,
+                return util_error_set(err, ENOMEM,
                                       "out of memory (or a job name that is not "
                                       "UTF-8)");
         {
@@ -280,13 +280,13 @@ int tuner_publish_write(const char *dir, uint32_t owner, const char *job,
                         json_array_append_new(ran, json_string(p->ran[i]));
                 if (!ran || json_object_set_new(doc, "ran", ran) < 0) {
                         json_decref(doc);
-                        return shim_error_set(err, ENOMEM, "out of memory");
+                        return util_error_set(err, ENOMEM, "out of memory");
                 }
         }
         text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
         json_decref(doc);
         if (!text)
-                return shim_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         len = strlen(text);
 
         if (getrandom(&nonce, sizeof(nonce), GRND_NONBLOCK) != sizeof(nonce))
@@ -295,7 +295,7 @@ int tuner_publish_write(const char *dir, uint32_t owner, const char *job,
         snprintf(shown, sizeof(shown), "%s/%s/%s", dir, uid, name);
         fd = openat(userfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0)
-                return shim_error_set(err, errno, "%s: cannot write it: %s", shown,
+                return util_error_set(err, errno, "%s: cannot write it: %s", shown,
                                       strerror(errno));
         while (off < len) {
                 ssize_t w = write(fd, text + off, len - off);
@@ -315,5 +315,5 @@ int tuner_publish_write(const char *dir, uint32_t owner, const char *job,
 fail:
         r = errno ? errno : EIO;
         (void)unlinkat(userfd, tmp, 0);
-        return shim_error_set(err, r, "%s: cannot write it: %s", shown, strerror(r));
+        return util_error_set(err, r, "%s: cannot write it: %s", shown, strerror(r));
 }

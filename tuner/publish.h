@@ -55,7 +55,7 @@ bool tuner_config_id_valid(const char *s);
  */
 int tuner_publish_decide(struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                          unsigned overrides, uint32_t owner, const char *job,
-                         struct tuner_published *ret, struct shim_error *err);
+                         struct tuner_published *ret, struct util_error *err);
 
 /*
  * Write it to dir/<owner>/<name>: dir must exist, or its parent must (it is made 0755), and
@@ -66,4 +66,4 @@ int tuner_publish_decide(struct tuner_run *runs, size_t n, const struct tuner_bo
  */
 int tuner_publish_write(const char *dir, uint32_t owner, const char *job,
                         const struct tuner_published *p, time_t now, unsigned expiry_seconds,
-                        struct shim_error *err);
+                        struct util_error *err);

@@ -18,7 +18,7 @@
 #define BO_MIN_RUNS 3
 
 int tuner_recommend(struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
-                    struct tuner_recommendation *ret, struct shim_error *err)
+                    struct tuner_recommendation *ret, struct util_error *err)
 {
         return tuner_recommend_stage(runs, n, b, TUNER_STAGE_NONE, ret, err);
 }
@@ -112,7 +112,7 @@ static bool handed_over(const struct tuner_run *runs, size_t n, const struct tun
 
 int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                           enum tuner_stage_used stage, struct tuner_recommendation *ret,
-                          struct shim_error *err)
+                          struct util_error *err)
 {
         struct tuner_recommendation rules, bo;
         struct tuner_params floor;
@@ -120,10 +120,10 @@ int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_b
         int r;
 
         if (n == 0)
-                return shim_error_set(err, ENODATA, "no runs in the history");
+                return util_error_set(err, ENODATA, "no runs in the history");
         r = tuner_rules_recommend(runs, n, b, &rules);
         if (r < 0)
-                return shim_error_set(err, -r, "the rules cannot recommend: %s", strerror(-r));
+                return util_error_set(err, -r, "the rules cannot recommend: %s", strerror(-r));
         good = good_runs(runs, n);
         /* stage 2 once the rules are done, now or before; it keeps the job after a failure
          * too: the failure is in its models (the usage models see a peak at its limit), and
@@ -131,7 +131,7 @@ int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_b
         if (stage == TUNER_STAGE_BO ||
             (stage == TUNER_STAGE_NONE && good >= BO_MIN_RUNS &&
              (tuner_recommend_rules_done(runs, n, b, &rules) || handed_over(runs, n, b)))) {
-                struct shim_error bo_err = {0};
+                struct util_error bo_err = {0};
 
                 /* what the job never set stays unset: no partitions for a job without SQL
                  * shuffles, no agent fraction where the policy's applies */
@@ -152,7 +152,7 @@ int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_b
                         return 0;
                 }
                 if (r != -ENODATA || stage == TUNER_STAGE_BO)
-                        return shim_error_set(err, -r, "stage 2: %s", bo_err.text);
+                        return util_error_set(err, -r, "stage 2: %s", bo_err.text);
         }
         tuner_clamp(&rules.params, rules.reasons, b);
         *ret = rules;

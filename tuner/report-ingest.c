@@ -255,23 +255,23 @@ static const struct jscan_value *get(const struct line_state *st, enum field f)
 
 /* a string member that must be present and fit size (with its NUL) */
 static int get_string(const struct line_state *st, enum field f, char *buf, size_t size,
-                      struct shim_error *err)
+                      struct util_error *err)
 {
         const struct jscan_value *v = get(st, f);
         int r;
 
         if (!v || v->type != JSCAN_STRING)
-                return shim_error_set(err, EINVAL, "%s is missing or not a string", paths[f]);
+                return util_error_set(err, EINVAL, "%s is missing or not a string", paths[f]);
         r = jscan_string(v, buf, size);
         if (r < 0)
-                return shim_error_set(err, EINVAL, "%s is longer than %zu bytes or holds a NUL",
+                return util_error_set(err, EINVAL, "%s is longer than %zu bytes or holds a NUL",
                                       paths[f], size - 1);
         return 0;
 }
 
 /* a non-negative number or null (NAN); absent is null too */
 static int get_seconds(const struct line_state *st, enum field f, double *ret,
-                       struct shim_error *err)
+                       struct util_error *err)
 {
         const struct jscan_value *v = get(st, f);
         double d;
@@ -281,7 +281,7 @@ static int get_seconds(const struct line_state *st, enum field f, double *ret,
                 return 0;
         }
         if (jscan_double(v, &d) < 0 || !isfinite(d) || d < 0 || d > 1e12)
-                return shim_error_set(err, EINVAL, "%s is not a number in [0, 1e12] or null",
+                return util_error_set(err, EINVAL, "%s is not a number in [0, 1e12] or null",
                                       paths[f]);
         *ret = d;
         return 0;
@@ -289,7 +289,7 @@ static int get_seconds(const struct line_state *st, enum field f, double *ret,
 
 /* a non-negative integer or null (TUNER_UNKNOWN) */
 static int get_count(const struct line_state *st, enum field f, uint64_t *ret,
-                     struct shim_error *err)
+                     struct util_error *err)
 {
         const struct jscan_value *v = get(st, f);
         int64_t i;
@@ -299,14 +299,14 @@ static int get_count(const struct line_state *st, enum field f, uint64_t *ret,
                 return 0;
         }
         if (jscan_int64(v, &i) < 0 || i < 0)
-                return shim_error_set(err, EINVAL, "%s is not a non-negative integer or null",
+                return util_error_set(err, EINVAL, "%s is not a non-negative integer or null",
                                       paths[f]);
         *ret = (uint64_t)i;
         return 0;
 }
 
 /* RFC 3339 UTC as the shim writes it: 2026-12-02T10:53:53Z, optionally with a fraction */
-static int get_time(const struct line_state *st, enum field f, int64_t *ret, struct shim_error *err)
+static int get_time(const struct line_state *st, enum field f, int64_t *ret, struct util_error *err)
 {
         char s[64];
         const char *end;
@@ -315,7 +315,7 @@ static int get_time(const struct line_state *st, enum field f, int64_t *ret, str
         time_t t;
 
         if (get_string(st, f, s, sizeof(s), NULL) < 0)
-                return shim_error_set(err, EINVAL, "%s is missing or not a string", paths[f]);
+                return util_error_set(err, EINVAL, "%s is missing or not a string", paths[f]);
         end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
         if (end && *end == '.') {
                 const char *p = end + 1;
@@ -329,7 +329,7 @@ static int get_time(const struct line_state *st, enum field f, int64_t *ret, str
                         end = p;
         }
         if (!end || strcmp(end, "Z") != 0 || tm.tm_year < 70 || tm.tm_year > 1100)
-                return shim_error_set(err, EINVAL, "%s is not a UTC time (YYYY-MM-DDTHH:MM:SSZ)",
+                return util_error_set(err, EINVAL, "%s is not a UTC time (YYYY-MM-DDTHH:MM:SSZ)",
                                       paths[f]);
         t = timegm(&tm);
         *ret = (int64_t)t * 1000 + (int64_t)(fraction * 1000);
@@ -337,7 +337,7 @@ static int get_time(const struct line_state *st, enum field f, int64_t *ret, str
 }
 
 static int executor_of(const struct line_state *st, struct tuner_executor *e,
-                       struct shim_error *err)
+                       struct util_error *err)
 {
         const struct jscan_value *v;
         uint64_t u;
@@ -345,7 +345,7 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
         int r;
 
         if (get(st, F_IDENTITY))
-                return shim_error_set(err, EINVAL, "identity is missing or not an object");
+                return util_error_set(err, EINVAL, "identity is missing or not an object");
         if ((r = get_string(st, F_APP_ID, e->app_id, sizeof(e->app_id), err)) < 0 ||
             (r = get_string(st, F_EXECUTOR_ID, e->executor_id, sizeof(e->executor_id), err)) < 0 ||
             (r = get_string(st, F_HOST, e->host, sizeof(e->host), err)) < 0 ||
@@ -354,23 +354,23 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
             (r = get_seconds(st, F_WALL, &e->wall_seconds, err)) < 0)
                 return r;
         if (isnan(e->wall_seconds))
-                return shim_error_set(err, EINVAL, "identity.wall_seconds is missing");
+                return util_error_set(err, EINVAL, "identity.wall_seconds is missing");
         /* the uid the executor ran as (reports before it have none) */
         e->run_as_uid = -1;
         v = get(st, F_RUN_AS);
         if (v && v->type != JSCAN_NULL) {
                 if (jscan_int64(v, &i) < 0 || i < 0 || i > (int64_t)UINT32_MAX)
-                        return shim_error_set(err, EINVAL,
+                        return util_error_set(err, EINVAL,
                                               "identity.run_as_uid is not a user id or null");
                 e->run_as_uid = i;
         }
         if (get(st, F_ARGV) && get(st, F_ARGV)->type != JSCAN_NULL)
-                return shim_error_set(err, EINVAL, "identity.argv is not an array");
+                return util_error_set(err, EINVAL, "identity.argv is not an array");
         e->cores = st->cores;
 
         v = get(st, F_PLAN);
         if (v && v->type != JSCAN_NULL)
-                return shim_error_set(err, EINVAL, "plan is not an object or null");
+                return util_error_set(err, EINVAL, "plan is not an object or null");
         if ((r = get_count(st, F_REQUEST_MILLICORES, &e->request_millicores, err)) < 0 ||
             (r = get_count(st, F_LIMIT_MILLICORES, &e->limit_millicores, err)) < 0 ||
             (r = get_count(st, F_HEAP, &e->heap_bytes, err)) < 0 ||
@@ -382,10 +382,10 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
             (r = get_count(st, F_LIMIT_BYTES, &e->limit_bytes, err)) < 0)
                 return r;
         if (isfinite(e->burst_ratio) && e->burst_ratio > 1)
-                return shim_error_set(err, EINVAL, "plan.memory.burst_ratio is not in [0, 1]");
+                return util_error_set(err, EINVAL, "plan.memory.burst_ratio is not in [0, 1]");
         v = get(st, F_ENFORCED);
         if (!v || (v->type != JSCAN_TRUE && v->type != JSCAN_FALSE))
-                return shim_error_set(err, EINVAL,
+                return util_error_set(err, EINVAL,
                                       "enforcement.enforced is missing or not a boolean");
         e->enforced = v->type == JSCAN_TRUE;
 
@@ -402,30 +402,30 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
 
         /* exit: status 128+N and signal N when killed; tuner.h keeps -1 and N */
         if (get(st, F_EXIT) || (!get(st, F_EXIT_STATUS) && !get(st, F_EXIT_SIGNAL)))
-                return shim_error_set(err, EINVAL,
+                return util_error_set(err, EINVAL,
                                       "exit is missing or not an object in a final report");
         v = get(st, F_EXIT_SIGNAL);
         if (v && v->type != JSCAN_NULL) {
                 if (jscan_int64(v, &i) < 0 || i < 1 || i > 64)
-                        return shim_error_set(err, EINVAL,
+                        return util_error_set(err, EINVAL,
                                               "exit.signal is not a signal number or null");
                 e->exit_status = -1;
                 e->exit_signal = (int)i;
         } else {
                 v = get(st, F_EXIT_STATUS);
                 if (!v || jscan_int64(v, &i) < 0 || i < 0 || i > 255)
-                        return shim_error_set(err, EINVAL,
+                        return util_error_set(err, EINVAL,
                                               "exit.status is not an exit status (0-255)");
                 e->exit_status = (int)i;
                 e->exit_signal = 0;
         }
         v = get(st, F_OOM_KILLED);
         if (v && v->type != JSCAN_TRUE && v->type != JSCAN_FALSE)
-                return shim_error_set(err, EINVAL, "exit.oom_killed is not a boolean");
+                return util_error_set(err, EINVAL, "exit.oom_killed is not a boolean");
         e->oom_killed = v && v->type == JSCAN_TRUE;
 
         if (get(st, F_SAMPLES))
-                return shim_error_set(err, EINVAL, "samples is not an array");
+                return util_error_set(err, EINVAL, "samples is not an array");
         e->cpu_peak_util = NAN;
         if (st->n_uses > 0 && e->request_millicores != TUNER_UNKNOWN && e->request_millicores > 0) {
                 qsort(st->uses, st->n_uses, sizeof(*st->uses), compare_double);
@@ -447,7 +447,7 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
 }
 
 static int report_line(struct line_state *stp, const char *line, size_t len,
-                       struct tuner_executor *ret, struct shim_error *err)
+                       struct tuner_executor *ret, struct util_error *err)
 {
         struct tuner_executor e = {0};
         const struct jscan_visitor visitor = {on_scalar, on_end, stp};
@@ -460,26 +460,26 @@ static int report_line(struct line_state *stp, const char *line, size_t len,
         if (blank == len)
                 return 0;
         if (len > TUNER_REPORT_LINE_MAX)
-                return shim_error_set(err, EINVAL, "line longer than %zu bytes",
+                return util_error_set(err, EINVAL, "line longer than %zu bytes",
                                       TUNER_REPORT_LINE_MAX);
         r = jscan(line, len, &visitor, &offset, &what);
         if (r == -ENOMEM)
-                return shim_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         if (r < 0) {
                 if (stp->duplicate)
-                        return shim_error_set(err, EINVAL, "%s appears twice", stp->duplicate);
+                        return util_error_set(err, EINVAL, "%s appears twice", stp->duplicate);
                 if (stp->problem)
-                        return shim_error_set(err, EINVAL, "%s", stp->problem);
-                return shim_error_set(err, EINVAL, "not JSON: %s (column %zu)",
+                        return util_error_set(err, EINVAL, "%s", stp->problem);
+                return util_error_set(err, EINVAL, "not JSON: %s (column %zu)",
                                       what ? what : "invalid", offset + 1);
         }
         if (line[blank] != '{')
-                return shim_error_set(err, EINVAL, "not a JSON object");
+                return util_error_set(err, EINVAL, "not a JSON object");
         if (!get(stp, F_SCHEMA) || !jscan_string_eq(get(stp, F_SCHEMA), SCHEMA))
-                return shim_error_set(err, EINVAL, "schema is not %s", SCHEMA);
+                return util_error_set(err, EINVAL, "schema is not %s", SCHEMA);
         if (!get(stp, F_KIND) || (!jscan_string_eq(get(stp, F_KIND), "sample") &&
                                   !jscan_string_eq(get(stp, F_KIND), "final")))
-                return shim_error_set(err, EINVAL, "kind is not sample or final");
+                return util_error_set(err, EINVAL, "kind is not sample or final");
         if (!jscan_string_eq(get(stp, F_KIND), "final"))
                 return 0;
         if ((r = executor_of(stp, &e, err)) < 0)
@@ -492,7 +492,7 @@ static int report_line(struct line_state *stp, const char *line, size_t len,
 }
 
 int tuner_report_line(const char *line, size_t len, struct tuner_executor *ret,
-                      struct shim_error *err)
+                      struct util_error *err)
 {
         struct line_state st = {
             .t = NAN,

@@ -245,7 +245,7 @@ static bool has_suffix(const char *s, const char *suffix)
  * its own: the refusal rolled back the file's */
 static void remember_refused(struct pass *ps, const struct tuner_store_file *f)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         if (tuner_store_begin(ps->in.store, &err) < 0 ||
             tuner_store_put_file(ps->in.store, f, &err) < 0 ||
@@ -446,7 +446,7 @@ static void walk(struct pass *ps, int parent, const char *name, const char *path
  * keys with the top bit set, stay: the server's list is read from a date on). */
 static void forget_unseen(struct pass *ps)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
         unsigned long n = 0;
 
         for (size_t i = 0; i < ps->known.cap; i++) {
@@ -548,7 +548,7 @@ static int hs_attempt(void *userdata, const struct tuner_hs_attempt *a)
         struct hs_walk *w = userdata;
         struct pass *ps = w->ps;
         struct tuner_store_file f = {0};
-        struct shim_error err = {0};
+        struct util_error err = {0};
         char dir[] = "/tmp/sparkshim-hs.XXXXXX", name[256], path[512], what[1400];
         uint32_t uid = w->hs->owner_uid;
         int dirfd, r;
@@ -639,7 +639,7 @@ static int hs_attempt(void *userdata, const struct tuner_hs_attempt *a)
 static void history_server(struct pass *ps, const struct policy_history_server *hs)
 {
         struct hs_walk w = {.ps = ps, .hs = hs};
-        struct shim_error err = {0};
+        struct util_error err = {0};
         _cleanup_free_ char *text = NULL;
         char url[POLICY_SERVICE_PATH_MAX + 128], state[POLICY_SERVICE_PATH_MAX + 16];
         int64_t since = 0;
@@ -694,7 +694,7 @@ static void history_server(struct pass *ps, const struct policy_history_server *
 /* publish for every (owner, job) of the runs the pass touched */
 static void publish(struct pass *ps, struct tuner_bounds *b)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
         struct {
                 uint32_t owner;
                 char job[TUNER_JOB_MAX];
@@ -777,7 +777,7 @@ static int pass(const struct policy *p, const char *db, bool verbose)
                 },
             .now = time(NULL),
         };
-        struct shim_error err = {0};
+        struct util_error err = {0};
         struct tuner_bounds b;
         struct timespec t0, t1;
         char shown[512];
@@ -842,7 +842,7 @@ out:
 static bool due(const char *db, unsigned period)
 {
         struct tuner_store *s = NULL;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         int64_t last = 0;
         int r;
 

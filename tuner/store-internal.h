@@ -16,15 +16,15 @@ struct store_stmt; /* a backend's prepared statement */
 
 struct store_ops {
         const char *name;
-        int (*open)(const char *db, void **ret_conn, struct shim_error *err);
+        int (*open)(const char *db, void **ret_conn, struct util_error *err);
         void (*close)(void *conn);
         /* statements without parameters or rows: the schema, BEGIN, COMMIT, ROLLBACK */
-        int (*exec)(void *conn, const char *sql, struct shim_error *err);
+        int (*exec)(void *conn, const char *sql, struct util_error *err);
         const char *begin_sql;       /* SQLite: BEGIN IMMEDIATE (take the write lock now) */
         const char *schema_lock_sql; /* run in the schema's transaction first, or NULL */
         /* prepare sql once; id is unique per distinct sql */
         int (*prepare)(void *conn, unsigned id, const char *sql, struct store_stmt **ret,
-                       struct shim_error *err);
+                       struct util_error *err);
         void (*finalize)(struct store_stmt *st);
         /* index from 1; text is copied */
         int (*bind_null)(struct store_stmt *st, int i);
@@ -32,7 +32,7 @@ struct store_ops {
         int (*bind_double)(struct store_stmt *st, int i, double v);
         int (*bind_text)(struct store_stmt *st, int i, const char *v);
         /* 1: a row, 0: done */
-        int (*step)(struct store_stmt *st, struct shim_error *err);
+        int (*step)(struct store_stmt *st, struct util_error *err);
         /* columns from 0 */
         bool (*column_null)(struct store_stmt *st, int c);
         int64_t (*column_int64)(struct store_stmt *st, int c);

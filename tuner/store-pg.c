@@ -34,14 +34,14 @@ struct store_stmt {
 };
 
 /* libpq's messages end with a newline and may span lines: keep the first line */
-static int pg_error(PGconn *conn, const char *what, struct shim_error *err)
+static int pg_error(PGconn *conn, const char *what, struct util_error *err)
 {
-        char line[SHIM_ERROR_TEXT_MAX];
+        char line[UTIL_ERROR_TEXT_MAX];
         const char *msg = conn ? PQerrorMessage(conn) : "out of memory";
 
         snprintf(line, sizeof(line), "%s", msg && *msg ? msg : "unknown error");
         line[strcspn(line, "\n")] = '\0';
-        return shim_error_set(err, EIO, "%s: %s", what, line);
+        return util_error_set(err, EIO, "%s: %s", what, line);
 }
 
 static void no_notices(void *arg, const char *message)
@@ -201,7 +201,7 @@ static void unquote(const char *msg, char *out, size_t size)
 /* every copy of secret in text (a message of size bytes) as "***" */
 static void scrub(char *text, size_t size, const char *secret)
 {
-        char out[SHIM_ERROR_TEXT_MAX];
+        char out[UTIL_ERROR_TEXT_MAX];
         size_t n = 0, len = secret ? strlen(secret) : 0;
         const char *p = text, *hit;
 
@@ -218,14 +218,14 @@ static void scrub(char *text, size_t size, const char *secret)
         snprintf(text, size, "%s", out);
 }
 
-static int pg_open(const char *url, void **ret_conn, struct shim_error *err)
+static int pg_open(const char *url, void **ret_conn, struct util_error *err)
 {
         /* a default connect_timeout the URL may override (later values win) */
         static const char *const keywords[] = {"connect_timeout", "fallback_application_name",
                                                "dbname", NULL};
         const char *const values[] = {"10", "sparkshim", url, NULL};
         const char *v[K_COUNT];
-        char *msg = NULL, *password = NULL, why[SHIM_ERROR_TEXT_MAX];
+        char *msg = NULL, *password = NULL, why[UTIL_ERROR_TEXT_MAX];
         PQconninfoOption *opts = parse(url, v, &msg);
         PGconn *conn;
 
@@ -233,7 +233,7 @@ static int pg_open(const char *url, void **ret_conn, struct shim_error *err)
         if (!opts) {
                 unquote(msg ? msg : "out of memory", why, sizeof(why));
                 PQfreemem(msg);
-                return shim_error_set(err, EINVAL,
+                return util_error_set(err, EINVAL,
                                       "PostgreSQL: not a connection string libpq can parse; "
                                       "allowed: a postgresql:// URI or keyword=value pairs "
                                       "(libpq: %s)",
@@ -243,11 +243,11 @@ static int pg_open(const char *url, void **ret_conn, struct shim_error *err)
                 password = strdup(v[K_PASSWORD]);
         PQconninfoFree(opts);
         if (v[K_PASSWORD] && !password)
-                return shim_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         conn = PQconnectdbParams(keywords, values, 1);
         if (!conn) {
                 free(password);
-                return shim_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         }
         if (PQstatus(conn) != CONNECTION_OK) {
                 /* the message may name the host; it should never hold the password, and
@@ -271,7 +271,7 @@ static void pg_close(void *conn)
         PQfinish(conn);
 }
 
-static int pg_exec(void *conn, const char *sql, struct shim_error *err)
+static int pg_exec(void *conn, const char *sql, struct util_error *err)
 {
         PGresult *r = PQexec(conn, sql);
         ExecStatusType status = PQresultStatus(r);
@@ -284,14 +284,14 @@ static int pg_exec(void *conn, const char *sql, struct shim_error *err)
 }
 
 static int pg_prepare(void *conn, unsigned id, const char *sql, struct store_stmt **ret,
-                      struct shim_error *err)
+                      struct util_error *err)
 {
         struct store_stmt *st = calloc(1, sizeof(*st));
         PGresult *r;
         int rc = 0;
 
         if (!st)
-                return shim_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         st->conn = conn;
         snprintf(st->name, sizeof(st->name), "tuner_s%u", id);
         r = PQprepare(conn, st->name, sql, 0, NULL);
@@ -379,7 +379,7 @@ static int pg_bind_text(struct store_stmt *st, int i, const char *v)
         return bind_value(st, i, text);
 }
 
-static int pg_step(struct store_stmt *st, struct shim_error *err)
+static int pg_step(struct store_stmt *st, struct util_error *err)
 {
         if (!st->result) {
                 ExecStatusType status;

@@ -24,35 +24,35 @@ struct store_stmt {
         sqlite3_stmt *stmt;
 };
 
-static int sqlite_error(sqlite3 *db, int rc, const char *what, struct shim_error *err)
+static int sqlite_error(sqlite3 *db, int rc, const char *what, struct util_error *err)
 {
         if (rc == SQLITE_NOMEM)
-                return shim_error_set(err, ENOMEM, "%s: out of memory", what);
-        return shim_error_set(err, EIO, "%s: %s", what,
+                return util_error_set(err, ENOMEM, "%s: out of memory", what);
+        return util_error_set(err, EIO, "%s: %s", what,
                               db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 }
 
-static int sqlite_open(const char *path, void **ret_conn, struct shim_error *err)
+static int sqlite_open(const char *path, void **ret_conn, struct util_error *err)
 {
         sqlite3 *db = NULL;
         struct stat st;
         int fd, rc;
 
         if (!*path)
-                return shim_error_set(err, EINVAL, "the history store's path is empty");
+                return util_error_set(err, EINVAL, "the history store's path is empty");
         /* create it ourselves: 0600, no symlink followed, never a FIFO or a device */
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
         if (fd < 0)
-                return shim_error_set(err, errno, "%s: cannot open: %s", path, strerror(errno));
+                return util_error_set(err, errno, "%s: cannot open: %s", path, strerror(errno));
         if (fstat(fd, &st) < 0) {
                 int e = errno;
 
                 close(fd);
-                return shim_error_set(err, e, "%s: cannot stat: %s", path, strerror(e));
+                return util_error_set(err, e, "%s: cannot stat: %s", path, strerror(e));
         }
         if (!S_ISREG(st.st_mode)) {
                 close(fd);
-                return shim_error_set(err, EINVAL, "%s: not a regular file", path);
+                return util_error_set(err, EINVAL, "%s: not a regular file", path);
         }
         close(fd);
         rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL);
@@ -81,7 +81,7 @@ static void sqlite_close(void *conn)
         sqlite3_close_v2(conn);
 }
 
-static int sqlite_exec(void *conn, const char *sql, struct shim_error *err)
+static int sqlite_exec(void *conn, const char *sql, struct util_error *err)
 {
         int rc = sqlite3_exec(conn, sql, NULL, NULL, NULL);
 
@@ -89,7 +89,7 @@ static int sqlite_exec(void *conn, const char *sql, struct shim_error *err)
 }
 
 static int sqlite_prepare(void *conn, unsigned id, const char *sql, struct store_stmt **ret,
-                          struct shim_error *err)
+                          struct util_error *err)
 {
         _cleanup_free_ char *text = strdup(sql);
         struct store_stmt *st;
@@ -97,14 +97,14 @@ static int sqlite_prepare(void *conn, unsigned id, const char *sql, struct store
 
         (void)id;
         if (!text)
-                return shim_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         /* $N -> ?N: numbered parameters in SQLite's spelling */
         for (char *p = text; *p; p++)
                 if (*p == '$' && p[1] >= '0' && p[1] <= '9')
                         *p = '?';
         st = calloc(1, sizeof(*st));
         if (!st)
-                return shim_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         st->db = conn;
         rc = sqlite3_prepare_v3(conn, text, -1, SQLITE_PREPARE_PERSISTENT, &st->stmt, NULL);
         if (rc != SQLITE_OK) {
@@ -152,7 +152,7 @@ static int sqlite_bind_text(struct store_stmt *st, int i, const char *v)
                          : sqlite3_bind_null(st->stmt, i));
 }
 
-static int sqlite_step(struct store_stmt *st, struct shim_error *err)
+static int sqlite_step(struct store_stmt *st, struct util_error *err)
 {
         int rc = sqlite3_step(st->stmt);
 

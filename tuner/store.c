@@ -401,11 +401,11 @@ static int bind_text(struct tuner_store *s, struct store_stmt *st, int i, const 
 }
 
 static int stmt(struct tuner_store *s, enum stmt_id id, struct store_stmt **ret,
-                struct shim_error *err)
+                struct util_error *err)
 {
         if (!s->stmts[id]) {
                 if (!s->sql[id] && !(s->sql[id] = build(id)))
-                        return shim_error_set(err, ENOMEM, "out of memory");
+                        return util_error_set(err, ENOMEM, "out of memory");
                 int r = s->ops->prepare(s->conn, id, s->sql[id], &s->stmts[id], err);
                 if (r < 0)
                         return r;
@@ -529,9 +529,9 @@ static void read_columns(struct tuner_store *s, struct store_stmt *st, int first
 }
 
 /* run a statement that returns no rows, then make it ready again */
-static int run_done(struct tuner_store *s, struct store_stmt *st, int bound, struct shim_error *err)
+static int run_done(struct tuner_store *s, struct store_stmt *st, int bound, struct util_error *err)
 {
-        int r = bound < 0 ? shim_error_set(err, -bound, "binding a parameter: %s", strerror(-bound))
+        int r = bound < 0 ? util_error_set(err, -bound, "binding a parameter: %s", strerror(-bound))
                           : s->ops->step(st, err);
 
         s->ops->reset(st);
@@ -553,19 +553,19 @@ static int add_table(struct text *t, const char *table, bool app_id_first, const
         return t->failed ? -ENOMEM : 0;
 }
 
-static int exec_text(struct tuner_store *s, struct text *t, struct shim_error *err)
+static int exec_text(struct tuner_store *s, struct text *t, struct util_error *err)
 {
         int r;
 
         if (t->failed)
-                return shim_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         r = s->ops->exec(s->conn, t->s, err);
         free(t->s);
         *t = (struct text){0};
         return r;
 }
 
-static int create_schema(struct tuner_store *s, struct shim_error *err)
+static int create_schema(struct tuner_store *s, struct util_error *err)
 {
         struct text t = {0};
         struct store_stmt *st = NULL;
@@ -623,7 +623,7 @@ static int create_schema(struct tuner_store *s, struct shim_error *err)
                 goto fail;
         r = s->ops->step(st, err);
         if (r > 0 && s->ops->column_int64(st, 0) > TUNER_STORE_SCHEMA_VERSION) {
-                r = shim_error_set(err, EPROTO,
+                r = util_error_set(err, EPROTO,
                                    "the history store's schema version %" PRId64
                                    " is newer than this sparkshim's (%d); upgrade sparkshim",
                                    s->ops->column_int64(st, 0), TUNER_STORE_SCHEMA_VERSION);
@@ -670,16 +670,16 @@ const char *tuner_store_describe(const char *db, char *buf, size_t size)
         return buf;
 }
 
-int tuner_store_open(const char *db, struct tuner_store **ret, struct shim_error *err)
+int tuner_store_open(const char *db, struct tuner_store **ret, struct util_error *err)
 {
         struct tuner_store *s;
         int r;
 
         if (!db)
-                return shim_error_set(err, EINVAL, "no history store given");
+                return util_error_set(err, EINVAL, "no history store given");
         s = calloc(1, sizeof(*s));
         if (!s)
-                return shim_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         s->ops = tuner_store_is_postgresql(db) ? &store_pg_ops : &store_sqlite_ops;
         r = s->ops->open(db, &s->conn, err);
         if (r < 0) {
@@ -710,24 +710,24 @@ void tuner_store_close(struct tuner_store *s)
         free(s);
 }
 
-int tuner_store_begin(struct tuner_store *s, struct shim_error *err)
+int tuner_store_begin(struct tuner_store *s, struct util_error *err)
 {
         int r;
 
         if (s->in_transaction)
-                return shim_error_set(err, EBUSY, "a transaction is open already");
+                return util_error_set(err, EBUSY, "a transaction is open already");
         r = s->ops->exec(s->conn, s->ops->begin_sql, err);
         if (r >= 0)
                 s->in_transaction = true;
         return r;
 }
 
-int tuner_store_commit(struct tuner_store *s, struct shim_error *err)
+int tuner_store_commit(struct tuner_store *s, struct util_error *err)
 {
         int r;
 
         if (!s->in_transaction)
-                return shim_error_set(err, EINVAL, "no transaction to commit");
+                return util_error_set(err, EINVAL, "no transaction to commit");
         r = s->ops->exec(s->conn, "COMMIT", err);
         if (r < 0)
                 s->ops->exec(s->conn, "ROLLBACK", NULL);
@@ -735,7 +735,7 @@ int tuner_store_commit(struct tuner_store *s, struct shim_error *err)
         return r;
 }
 
-int tuner_store_rollback(struct tuner_store *s, struct shim_error *err)
+int tuner_store_rollback(struct tuner_store *s, struct util_error *err)
 {
         if (!s->in_transaction)
                 return 0;
@@ -745,7 +745,7 @@ int tuner_store_rollback(struct tuner_store *s, struct shim_error *err)
 
 /* ---------------------------------------------------------------- writes */
 
-static int put_run_row(struct tuner_store *s, const char *app_id, struct shim_error *err)
+static int put_run_row(struct tuner_store *s, const char *app_id, struct util_error *err)
 {
         struct store_stmt *st = NULL;
         int r = stmt(s, S_PUT_RUN, &st, err);
@@ -755,10 +755,10 @@ static int put_run_row(struct tuner_store *s, const char *app_id, struct shim_er
         return run_done(s, st, bind_text(s, st, 1, app_id), err);
 }
 
-static int check_app_id(const char *app_id, size_t size, struct shim_error *err)
+static int check_app_id(const char *app_id, size_t size, struct util_error *err)
 {
         if (strnlen(app_id, size) == size || !*app_id)
-                return shim_error_set(err, EINVAL, "an application id is empty or too long");
+                return util_error_set(err, EINVAL, "an application id is empty or too long");
         return 0;
 }
 
@@ -771,7 +771,7 @@ static int check_app_id(const char *app_id, size_t size, struct shim_error *err)
 /* 1 when a user other than uid already has run app_id, 0 when not (or uid is 0: root's
  * files, sparkshim's own reports of no known user, may add to any run) */
 static int owned_by_another(struct tuner_store *s, const char *app_id, uint32_t uid,
-                            struct shim_error *err)
+                            struct util_error *err)
 {
         struct store_stmt *st = NULL;
         bool other = false;
@@ -784,7 +784,7 @@ static int owned_by_another(struct tuner_store *s, const char *app_id, uint32_t 
         r = bind_text(s, st, 1, app_id);
         if (r < 0) {
                 s->ops->reset(st);
-                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+                return util_error_set(err, -r, "binding a parameter: %s", strerror(-r));
         }
         while ((r = s->ops->step(st, err)) > 0)
                 other = other || s->ops->column_int64(st, 0) != (int64_t)uid;
@@ -793,7 +793,7 @@ static int owned_by_another(struct tuner_store *s, const char *app_id, uint32_t 
 }
 
 /* the store's secret for run_key(), made once (two random 64-bit halves in service_state) */
-static int key_secret(struct tuner_store *s, int64_t secret[2], struct shim_error *err)
+static int key_secret(struct tuner_store *s, int64_t secret[2], struct util_error *err)
 {
         static const char *const names[2] = {"run_key_secret_0", "run_key_secret_1"};
         struct store_stmt *st = NULL;
@@ -805,7 +805,7 @@ static int key_secret(struct tuner_store *s, int64_t secret[2], struct shim_erro
                 if (r > 0)
                         continue;
                 if (getrandom(&secret[i], sizeof(secret[i]), 0) != sizeof(secret[i]))
-                        return shim_error_set(err, EIO, "getrandom: %s", strerror(errno));
+                        return util_error_set(err, EIO, "getrandom: %s", strerror(errno));
                 /* two ingests at once: the first one's stays */
                 if ((r = stmt(s, S_STATE_NEW, &st, err)) < 0)
                         return r;
@@ -819,7 +819,7 @@ static int key_secret(struct tuner_store *s, int64_t secret[2], struct shim_erro
 }
 
 int tuner_store_run_id(struct tuner_store *s, const char *app_id, uint32_t uid,
-                       char out[TUNER_APP_ID_MAX], struct shim_error *err)
+                       char out[TUNER_APP_ID_MAX], struct util_error *err)
 {
         struct sha256_ctx ctx;
         uint8_t digest[SHA256_DIGEST_SIZE];
@@ -846,7 +846,7 @@ int tuner_store_run_id(struct tuner_store *s, const char *app_id, uint32_t uid,
         /* a second clash (a key taken by a third user) cannot be made without the secret */
         r = owned_by_another(s, out, uid, err);
         if (r > 0)
-                return shim_error_set(err, EPERM,
+                return util_error_set(err, EPERM,
                                       "application %s is in the history as another user's, and "
                                       "so is its key for uid %" PRIu32 " (%s)",
                                       app_id, uid, out);
@@ -854,7 +854,7 @@ int tuner_store_run_id(struct tuner_store *s, const char *app_id, uint32_t uid,
 }
 
 int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tuner_app *app,
-                        struct shim_error *err)
+                        struct util_error *err)
 {
         struct store_stmt *st = NULL;
         int r;
@@ -904,7 +904,7 @@ int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tun
 }
 
 int tuner_store_put_executor(struct tuner_store *s, const struct tuner_executor *e,
-                             struct shim_error *err)
+                             struct util_error *err)
 {
         struct store_stmt *st = NULL;
         int r;
@@ -926,7 +926,7 @@ int tuner_store_put_executor(struct tuner_store *s, const struct tuner_executor 
 }
 
 int tuner_store_set_job(struct tuner_store *s, const char *app_id, uint32_t owner, const char *job,
-                        struct shim_error *err)
+                        struct util_error *err)
 {
         struct store_stmt *st = NULL;
         char key[TUNER_APP_ID_MAX];
@@ -938,7 +938,7 @@ int tuner_store_set_job(struct tuner_store *s, const char *app_id, uint32_t owne
                 return r;
         app_id = key;
         if (!job || !*job || strlen(job) >= TUNER_JOB_MAX)
-                return shim_error_set(err, EINVAL, "a job key is empty or longer than %d bytes",
+                return util_error_set(err, EINVAL, "a job key is empty or longer than %d bytes",
                                       TUNER_JOB_MAX - 1);
         if ((r = stmt(s, S_SET_JOB, &st, err)) < 0)
                 return r;
@@ -953,7 +953,7 @@ int tuner_store_set_job(struct tuner_store *s, const char *app_id, uint32_t owne
 /* every row of an app's table into a new array of n elements of size each */
 static int read_rows(struct tuner_store *s, enum stmt_id id, const char *app_id, int first,
                      const struct column *c, size_t nc, size_t size, void **ret, size_t *ret_n,
-                     struct shim_error *err)
+                     struct util_error *err)
 {
         struct store_stmt *st = NULL;
         _cleanup_free_ char *rows = NULL;
@@ -965,14 +965,14 @@ static int read_rows(struct tuner_store *s, enum stmt_id id, const char *app_id,
         r = bind_text(s, st, 1, app_id);
         if (r < 0) {
                 s->ops->reset(st);
-                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+                return util_error_set(err, -r, "binding a parameter: %s", strerror(-r));
         }
         while ((r = s->ops->step(st, err)) > 0) {
                 if (n == cap) {
                         size_t ncap = cap ? cap * 2 : 8;
                         char *p = realloc(rows, ncap * size);
                         if (!p) {
-                                r = shim_error_set(err, ENOMEM, "out of memory");
+                                r = util_error_set(err, ENOMEM, "out of memory");
                                 break;
                         }
                         rows = p;
@@ -1383,7 +1383,7 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
 }
 
 static int read_run(struct tuner_store *s, const char *app_id, struct tuner_run *run,
-                    struct shim_error *err)
+                    struct util_error *err)
 {
         struct tuner_app app = {0};
         _cleanup_free_ struct tuner_executor *ex = NULL;
@@ -1398,7 +1398,7 @@ static int read_run(struct tuner_store *s, const char *app_id, struct tuner_run 
                 return r;
         if ((r = bind_text(s, st, 1, app_id)) < 0) {
                 s->ops->reset(st);
-                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+                return util_error_set(err, -r, "binding a parameter: %s", strerror(-r));
         }
         r = s->ops->step(st, err);
         if (r > 0) {
@@ -1408,7 +1408,7 @@ static int read_run(struct tuner_store *s, const char *app_id, struct tuner_run 
                 snprintf(run->job, sizeof(run->job), "%s", job ? job : "");
                 has_eventlog = s->ops->column_int64(st, 1) != 0;
                 if (conf && !(app.conf_json = strdup(conf)))
-                        r = shim_error_set(err, ENOMEM, "out of memory");
+                        r = util_error_set(err, ENOMEM, "out of memory");
                 read_columns(s, st, 3, app_columns, N(app_columns), &app);
         }
         s->ops->reset(st);
@@ -1440,7 +1440,7 @@ out:
 }
 
 int tuner_store_runs(struct tuner_store *s, const char *job, int64_t owner, unsigned max,
-                     struct tuner_run **ret, size_t *ret_n, struct shim_error *err)
+                     struct tuner_run **ret, size_t *ret_n, struct util_error *err)
 {
         _cleanup_free_ char *ids = NULL; /* n x TUNER_APP_ID_MAX */
         _cleanup_free_ struct tuner_run *runs = NULL;
@@ -1457,7 +1457,7 @@ int tuner_store_runs(struct tuner_store *s, const char *job, int64_t owner, unsi
                 r = s->ops->bind_int64(st, 3, max ? (int64_t)max : INT64_MAX);
         if (r < 0) {
                 s->ops->reset(st);
-                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+                return util_error_set(err, -r, "binding a parameter: %s", strerror(-r));
         }
         while ((r = s->ops->step(st, err)) > 0) {
                 const char *id = s->ops->column_text(st, 0);
@@ -1466,7 +1466,7 @@ int tuner_store_runs(struct tuner_store *s, const char *job, int64_t owner, unsi
                         size_t ncap = cap ? cap * 2 : 16;
                         char *p = realloc(ids, ncap * TUNER_APP_ID_MAX);
                         if (!p) {
-                                r = shim_error_set(err, ENOMEM, "out of memory");
+                                r = util_error_set(err, ENOMEM, "out of memory");
                                 break;
                         }
                         ids = p;
@@ -1480,7 +1480,7 @@ int tuner_store_runs(struct tuner_store *s, const char *job, int64_t owner, unsi
                 return r;
         runs = calloc(n ? n : 1, sizeof(*runs));
         if (!runs)
-                return shim_error_set(err, ENOMEM, "out of memory");
+                return util_error_set(err, ENOMEM, "out of memory");
         for (size_t i = 0; i < n; i++)
                 if ((r = read_run(s, ids + i * TUNER_APP_ID_MAX, &runs[i], err)) < 0)
                         return r;
@@ -1491,7 +1491,7 @@ int tuner_store_runs(struct tuner_store *s, const char *job, int64_t owner, unsi
 }
 
 int tuner_store_job_owners(struct tuner_store *s, const char *job, uint32_t *owners, size_t max,
-                           size_t *ret_n, struct shim_error *err)
+                           size_t *ret_n, struct util_error *err)
 {
         struct store_stmt *st = NULL;
         size_t n = 0;
@@ -1502,7 +1502,7 @@ int tuner_store_job_owners(struct tuner_store *s, const char *job, uint32_t *own
         r = bind_text(s, st, 1, job);
         if (r < 0) {
                 s->ops->reset(st);
-                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+                return util_error_set(err, -r, "binding a parameter: %s", strerror(-r));
         }
         while ((r = s->ops->step(st, err)) > 0) {
                 if (n < max)
@@ -1517,7 +1517,7 @@ int tuner_store_job_owners(struct tuner_store *s, const char *job, uint32_t *own
 }
 
 int tuner_store_jobs(struct tuner_store *s, struct tuner_store_job **ret, size_t *ret_n,
-                     struct shim_error *err)
+                     struct util_error *err)
 {
         _cleanup_free_ struct tuner_store_job *jobs = NULL;
         size_t n = 0, cap = 0;
@@ -1533,7 +1533,7 @@ int tuner_store_jobs(struct tuner_store *s, struct tuner_store_job **ret, size_t
                         size_t ncap = cap ? cap * 2 : 16;
                         struct tuner_store_job *p = realloc(jobs, ncap * sizeof(*p));
                         if (!p) {
-                                r = shim_error_set(err, ENOMEM, "out of memory");
+                                r = util_error_set(err, ENOMEM, "out of memory");
                                 break;
                         }
                         jobs = p;
@@ -1558,7 +1558,7 @@ int tuner_store_jobs(struct tuner_store *s, struct tuner_store_job **ret, size_t
 /* ---------------------------------------------------------------- tune-service */
 
 int tuner_store_files(struct tuner_store *s, int (*each)(void *, const struct tuner_store_file *),
-                      void *userdata, struct shim_error *err)
+                      void *userdata, struct util_error *err)
 {
         struct store_stmt *st = NULL;
         int r;
@@ -1575,7 +1575,7 @@ int tuner_store_files(struct tuner_store *s, int (*each)(void *, const struct tu
                 };
 
                 if ((r = each(userdata, &f)) < 0) {
-                        r = shim_error_set(err, -r, "%s", strerror(-r));
+                        r = util_error_set(err, -r, "%s", strerror(-r));
                         break;
                 }
         }
@@ -1584,7 +1584,7 @@ int tuner_store_files(struct tuner_store *s, int (*each)(void *, const struct tu
 }
 
 int tuner_store_put_file(struct tuner_store *s, const struct tuner_store_file *f,
-                         struct shim_error *err)
+                         struct util_error *err)
 {
         struct store_stmt *st = NULL;
         int r;
@@ -1601,7 +1601,7 @@ int tuner_store_put_file(struct tuner_store *s, const struct tuner_store_file *f
 }
 
 int tuner_store_forget_file(struct tuner_store *s, uint64_t dev, uint64_t ino,
-                            struct shim_error *err)
+                            struct util_error *err)
 {
         struct store_stmt *st = NULL;
         int r;
@@ -1614,7 +1614,7 @@ int tuner_store_forget_file(struct tuner_store *s, uint64_t dev, uint64_t ino,
 }
 
 int tuner_store_run_key(struct tuner_store *s, const char *app_id, char job[TUNER_JOB_MAX],
-                        uint32_t *owner, struct shim_error *err)
+                        uint32_t *owner, struct util_error *err)
 {
         struct store_stmt *st = NULL;
         int r;
@@ -1623,7 +1623,7 @@ int tuner_store_run_key(struct tuner_store *s, const char *app_id, char job[TUNE
                 return r;
         if ((r = bind_text(s, st, 1, app_id)) < 0) {
                 s->ops->reset(st);
-                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+                return util_error_set(err, -r, "binding a parameter: %s", strerror(-r));
         }
         r = s->ops->step(st, err);
         if (r > 0) {
@@ -1638,7 +1638,7 @@ int tuner_store_run_key(struct tuner_store *s, const char *app_id, char job[TUNE
 }
 
 int tuner_store_state(struct tuner_store *s, const char *name, int64_t *value,
-                      struct shim_error *err)
+                      struct util_error *err)
 {
         struct store_stmt *st = NULL;
         int r;
@@ -1647,7 +1647,7 @@ int tuner_store_state(struct tuner_store *s, const char *name, int64_t *value,
                 return r;
         if ((r = bind_text(s, st, 1, name)) < 0) {
                 s->ops->reset(st);
-                return shim_error_set(err, -r, "binding a parameter: %s", strerror(-r));
+                return util_error_set(err, -r, "binding a parameter: %s", strerror(-r));
         }
         r = s->ops->step(st, err);
         if (r > 0)
@@ -1657,7 +1657,7 @@ int tuner_store_state(struct tuner_store *s, const char *name, int64_t *value,
 }
 
 int tuner_store_set_state(struct tuner_store *s, const char *name, int64_t value,
-                          struct shim_error *err)
+                          struct util_error *err)
 {
         struct store_stmt *st = NULL;
         int r;

@@ -37,7 +37,7 @@
 struct tuner_store;
 
 /* Open (and create) the store named by db. *ret is set only on success. */
-int tuner_store_open(const char *db, struct tuner_store **ret, struct shim_error *err);
+int tuner_store_open(const char *db, struct tuner_store **ret, struct util_error *err);
 void tuner_store_close(struct tuner_store *s); /* NULL-safe; rolls back an open transaction */
 /* "sqlite" or "postgresql" */
 const char *tuner_store_backend(const struct tuner_store *s);
@@ -55,23 +55,23 @@ bool tuner_store_is_postgresql(const char *db);
 const char *tuner_store_describe(const char *db, char *buf, size_t size);
 
 /* One transaction; `sparkshim ingest` makes one per input file. */
-int tuner_store_begin(struct tuner_store *s, struct shim_error *err);
-int tuner_store_commit(struct tuner_store *s, struct shim_error *err);
-int tuner_store_rollback(struct tuner_store *s, struct shim_error *err);
+int tuner_store_begin(struct tuner_store *s, struct util_error *err);
+int tuner_store_commit(struct tuner_store *s, struct util_error *err);
+int tuner_store_rollback(struct tuner_store *s, struct util_error *err);
 
 /*
  * Store an event log's application (its run, stages and executors; upserts). job (may be
  * NULL) becomes the run's job unless tuner_store_set_job() set one, which is kept.
  */
 int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tuner_app *app,
-                        struct shim_error *err);
+                        struct util_error *err);
 /* Store one executor's report (upsert on app_id, executor_id); creates the run if needed. */
 int tuner_store_put_executor(struct tuner_store *s, const struct tuner_executor *e,
-                             struct shim_error *err);
+                             struct util_error *err);
 /* The run app_id of owner belongs to job (`ingest --job`); it overrides the event log's
  * job. */
 int tuner_store_set_job(struct tuner_store *s, const char *app_id, uint32_t owner, const char *job,
-                        struct shim_error *err);
+                        struct util_error *err);
 /*
  * The key run app_id of user uid is stored under (in out): app_id itself, or when another
  * user's run has that id already (application ids are the jobs' to choose: a log claiming
@@ -81,7 +81,7 @@ int tuner_store_set_job(struct tuner_store *s, const char *app_id, uint32_t owne
  * The puts use it; 0 for app_id itself, 1 for the second key, -errno with err.
  */
 int tuner_store_run_id(struct tuner_store *s, const char *app_id, uint32_t uid,
-                       char out[TUNER_APP_ID_MAX], struct shim_error *err);
+                       char out[TUNER_APP_ID_MAX], struct util_error *err);
 
 /*
  * The job's runs of one owner, newest first (by start time), at most max (0: all), assembled
@@ -93,12 +93,12 @@ int tuner_store_run_id(struct tuner_store *s, const char *app_id, uint32_t uid,
  */
 #define TUNER_ANY_OWNER INT64_C(-1)
 int tuner_store_runs(struct tuner_store *s, const char *job, int64_t owner, unsigned max,
-                     struct tuner_run **ret, size_t *ret_n, struct shim_error *err);
+                     struct tuner_run **ret, size_t *ret_n, struct util_error *err);
 
 /* The users (uids other than 0) that runs of the job belong to, in order, the first
  * max in owners[]; their number (which may exceed max) in *ret_n. */
 int tuner_store_job_owners(struct tuner_store *s, const char *job, uint32_t *owners, size_t max,
-                           size_t *ret_n, struct shim_error *err);
+                           size_t *ret_n, struct util_error *err);
 
 struct tuner_store_job {
         char job[TUNER_JOB_MAX];
@@ -107,7 +107,7 @@ struct tuner_store_job {
 };
 /* Every job with its run count, by name. *ret (free() it), *ret_n set only on success. */
 int tuner_store_jobs(struct tuner_store *s, struct tuner_store_job **ret, size_t *ret_n,
-                     struct shim_error *err);
+                     struct util_error *err);
 
 /* ---- `sparkshim tune-service` (service.c) ---- */
 
@@ -121,20 +121,20 @@ struct tuner_store_file {
 };
 /* Every checkpoint, each given to each() (whose -errno ends the walk). */
 int tuner_store_files(struct tuner_store *s, int (*each)(void *, const struct tuner_store_file *),
-                      void *userdata, struct shim_error *err);
+                      void *userdata, struct util_error *err);
 int tuner_store_put_file(struct tuner_store *s, const struct tuner_store_file *f,
-                         struct shim_error *err);
+                         struct util_error *err);
 /* Forget a file's checkpoint (a file no pass finds any more). */
 int tuner_store_forget_file(struct tuner_store *s, uint64_t dev, uint64_t ino,
-                            struct shim_error *err);
+                            struct util_error *err);
 /* The job and owner (0: none) of run app_id: 1, or 0 when it has no job or is unknown. */
 int tuner_store_run_key(struct tuner_store *s, const char *app_id, char job[TUNER_JOB_MAX],
-                        uint32_t *owner, struct shim_error *err);
+                        uint32_t *owner, struct util_error *err);
 /* A named integer of the service's (the last pass's time): 1 and *value, 0 when unset. */
 int tuner_store_state(struct tuner_store *s, const char *name, int64_t *value,
-                      struct shim_error *err);
+                      struct util_error *err);
 int tuner_store_set_state(struct tuner_store *s, const char *name, int64_t value,
-                          struct shim_error *err);
+                          struct util_error *err);
 
 /* ---- report lines (report-ingest.c) ---- */
 
@@ -150,4 +150,4 @@ int tuner_store_set_state(struct tuner_store *s, const char *name, int64_t value
  * -ENOMEM. *ret is written only when 1 is returned.
  */
 int tuner_report_line(const char *line, size_t len, struct tuner_executor *ret,
-                      struct shim_error *err);
+                      struct util_error *err);

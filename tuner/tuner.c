@@ -418,25 +418,25 @@ json_t *tuner_run_to_json(const struct tuner_run *run)
 }
 
 static int copy_string(const json_t *doc, const char *key, char *dest, size_t size,
-                       struct shim_error *err)
+                       struct util_error *err)
 {
         const char *s = json_string_value(json_object_get(doc, key));
 
         if (!s || strlen(s) >= size)
-                return shim_error_set(err, EINVAL, "%s: not a string of at most %zu bytes", key,
+                return util_error_set(err, EINVAL, "%s: not a string of at most %zu bytes", key,
                                       size - 1);
         memcpy(dest, s, strlen(s) + 1);
         return 0;
 }
 
-int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct shim_error *err)
+int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct util_error *err)
 {
         struct tuner_run run = {0};
         const char *failure;
         int r;
 
         if (!json_is_object(doc))
-                return shim_error_set(err, EINVAL, "a run is a JSON object");
+                return util_error_set(err, EINVAL, "a run is a JSON object");
         if ((r = copy_string(doc, "app_id", run.app_id, sizeof(run.app_id), err)) < 0 ||
             (r = copy_string(doc, "job", run.job, sizeof(run.job), err)) < 0 ||
             (r = copy_string(doc, "failure_detail", run.failure_detail, sizeof(run.failure_detail),
@@ -449,11 +449,11 @@ int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct shim_er
                 json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
 
                 if (!v || (json_is_null(v) && !null_ok))
-                        return shim_error_set(err, EINVAL, "%s: missing", run_fields[i].name);
+                        return util_error_set(err, EINVAL, "%s: missing", run_fields[i].name);
                 switch (run_fields[i].kind) {
                 case F_U32:
                         if (!json_is_integer(v) || n < 0 || n > UINT32_MAX)
-                                return shim_error_set(err, EINVAL, "%s: not a 32-bit count",
+                                return util_error_set(err, EINVAL, "%s: not a 32-bit count",
                                                       run_fields[i].name);
                         *(uint32_t *)at = (uint32_t)n;
                         break;
@@ -461,14 +461,14 @@ int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct shim_er
                         if (json_is_null(v))
                                 *(uint64_t *)at = TUNER_UNKNOWN;
                         else if (!json_is_integer(v) || n < 0)
-                                return shim_error_set(err, EINVAL, "%s: not a count",
+                                return util_error_set(err, EINVAL, "%s: not a count",
                                                       run_fields[i].name);
                         else
                                 *(uint64_t *)at = (uint64_t)n;
                         break;
                 case F_I64:
                         if (!json_is_integer(v))
-                                return shim_error_set(err, EINVAL, "%s: not an integer",
+                                return util_error_set(err, EINVAL, "%s: not an integer",
                                                       run_fields[i].name);
                         *(int64_t *)at = (int64_t)n;
                         break;
@@ -476,14 +476,14 @@ int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct shim_er
                         if (json_is_null(v))
                                 *(double *)at = NAN;
                         else if (!json_is_number(v))
-                                return shim_error_set(err, EINVAL, "%s: not a number",
+                                return util_error_set(err, EINVAL, "%s: not a number",
                                                       run_fields[i].name);
                         else
                                 *(double *)at = json_number_value(v);
                         break;
                 case F_BOOL:
                         if (!json_is_boolean(v))
-                                return shim_error_set(err, EINVAL, "%s: not a boolean",
+                                return util_error_set(err, EINVAL, "%s: not a boolean",
                                                       run_fields[i].name);
                         *(bool *)at = json_is_true(v);
                         break;
@@ -496,7 +496,7 @@ int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct shim_er
                         *ret = run;
                         return 0;
                 }
-        return shim_error_set(
+        return util_error_set(
             err, EINVAL,
             "failure: not one of ok, oom, executor_lost, failed_tasks, app_failed, runtime");
 }

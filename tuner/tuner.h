@@ -303,13 +303,13 @@ unsigned tuner_clamp(struct tuner_params *params, struct tuner_reason reasons[TU
  * err filled.
  */
 int tuner_recommend(struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
-                    struct tuner_recommendation *ret, struct shim_error *err);
+                    struct tuner_recommendation *ret, struct util_error *err);
 /* The same with the stage forced: TUNER_STAGE_RULES (stage 1 only) or TUNER_STAGE_BO (stage 2
  * whether or not the rules have converged, still within their floor; -ENODATA with fewer
  * than 2 successful runs); TUNER_STAGE_NONE is tuner_recommend(). */
 int tuner_recommend_stage(struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                           enum tuner_stage_used stage, struct tuner_recommendation *ret,
-                          struct shim_error *err);
+                          struct util_error *err);
 
 /*
  * Whether stage 1 is done with a job (runs newest first, now = tuner_rules_recommend() of
@@ -326,4 +326,4 @@ bool tuner_recommend_rules_done(const struct tuner_run *runs, size_t n,
  * every field of struct tuner_run, unknown figures as null. NULL only for ENOMEM. */
 json_t *tuner_run_to_json(const struct tuner_run *run);
 /* The inverse; -EINVAL with err naming the field for a document it did not write. */
-int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct shim_error *err);
+int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct util_error *err);

@@ -76,7 +76,7 @@ Test(options, parse_bytes)
 Test(options, defaults)
 {
         struct jva_options o;
-        struct jva_error e;
+        struct util_error e;
 
         cr_assert_eq(jva_options_parse(NULL, &o, &e), 0);
         cr_expect_eq(o.log_level, JVA_LOG_WARN);
@@ -87,13 +87,13 @@ Test(options, defaults)
         cr_expect_eq(o.force_bytes, 0);
         cr_expect_str_empty(o.stats);
         cr_expect_not(jva_options_spill_enabled(&o), "no mode is on by default");
-        cr_assert_eq(jva_options_parse("", &o, &e), 0, "empty string: %s", e.message);
+        cr_assert_eq(jva_options_parse("", &o, &e), 0, "empty string: %s", e.text);
 }
 
 Test(options, every_key)
 {
         struct jva_options o;
-        struct jva_error e = {0};
+        struct util_error e = {0};
         const char *text =
             "force-bytes=8m,allow-bytes=64m,allow-fraction=0.25,periodic=1g,records=1000,"
             "cgroup=/sys/fs/cgroup/x,threshold=6g,limit=8g,request=4g,stats=/tmp/s.jsonl,"
@@ -101,7 +101,7 @@ Test(options, every_key)
             "psi-window-ms=2000,heap-threshold=0.7,log=debug";
         int r = jva_options_parse(text, &o, &e);
 
-        cr_assert_eq(r, 0, "parse failed: %s", e.message);
+        cr_assert_eq(r, 0, "parse failed: %s", e.text);
         cr_expect_eq(o.force_bytes, 8 * MiB);
         cr_expect_eq(o.allow_bytes, 64 * MiB);
         cr_expect_float_eq(o.allow_fraction, 0.25, 1e-12);
@@ -126,33 +126,33 @@ Test(options, every_key)
 Test(options, pressure_sources)
 {
         struct jva_options o;
-        struct jva_error e = {0};
+        struct util_error e = {0};
 
         cr_assert_eq(jva_options_parse("allow-bytes=64m,psi-stall-ms=100", &o, &e), 0, "%s",
-                     e.message);
+                     e.text);
         cr_expect_eq(o.psi_window_ms, 1000, "the default window");
         cr_expect(jva_options_pressure_source(&o));
         cr_assert_eq(jva_options_parse("allow-fraction=0.5,heap-threshold=0.8", &o, &e), 0, "%s",
-                     e.message);
+                     e.text);
         cr_expect(jva_options_pressure_source(&o));
-        cr_assert_eq(jva_options_parse("force-bytes=8m", &o, &e), 0, "%s", e.message);
+        cr_assert_eq(jva_options_parse("force-bytes=8m", &o, &e), 0, "%s", e.text);
         cr_expect_not(jva_options_pressure_source(&o));
 }
 
 Test(options, threshold_fraction)
 {
         struct jva_options o;
-        struct jva_error e = {0};
+        struct util_error e = {0};
 
-        cr_assert_eq(jva_options_parse("threshold=0.5,limit=8g", &o, &e), 0, "%s", e.message);
+        cr_assert_eq(jva_options_parse("threshold=0.5,limit=8g", &o, &e), 0, "%s", e.text);
         cr_expect_eq(o.threshold_bytes, 4 * GiB, "half of the limit, got %" PRIu64,
                      o.threshold_bytes);
-        cr_assert_eq(jva_options_parse("request=2g,threshold=0.75", &o, &e), 0, "%s", e.message);
+        cr_assert_eq(jva_options_parse("request=2g,threshold=0.75", &o, &e), 0, "%s", e.text);
         cr_expect_eq(o.threshold_bytes, 1536 * MiB, "of the request without a limit");
         cr_assert_eq(jva_options_parse("threshold=1.0,limit=1g,request=512m", &o, &e), 0, "%s",
-                     e.message);
+                     e.text);
         cr_expect_eq(o.threshold_bytes, GiB, "the limit wins over the request");
-        cr_assert_eq(jva_options_parse("threshold=1,allow-bytes=1", &o, &e), 0, "%s", e.message);
+        cr_assert_eq(jva_options_parse("threshold=1,allow-bytes=1", &o, &e), 0, "%s", e.text);
         cr_expect_eq(o.threshold_bytes, 1, "no decimal point: bytes");
 }
 
@@ -246,15 +246,15 @@ Test(options, invalid)
         for (size_t i = 0; i < sizeof(invalid_cases) / sizeof(invalid_cases[0]); i++) {
                 const struct invalid_case *c = &invalid_cases[i];
                 struct jva_options o;
-                struct jva_error e = {0};
+                struct util_error e = {0};
                 int r = jva_options_parse(c->text, &o, &e);
 
                 cr_expect_lt(r, 0, "\"%s\" was accepted", c->text);
                 if (r < 0) {
                         cr_expect_eq(e.error, -r, "\"%s\": error %d, returned %d", c->text, e.error,
                                      r);
-                        cr_expect_str_eq(e.message, c->message, "\"%s\":\n  got  %s\n  want %s",
-                                         c->text, e.message, c->message);
+                        cr_expect_str_eq(e.text, c->message, "\"%s\":\n  got  %s\n  want %s",
+                                         c->text, e.text, c->message);
                 }
         }
 }

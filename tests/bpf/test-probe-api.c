@@ -50,31 +50,31 @@ static void test_percentiles(void)
 
 static void test_arguments(void)
 {
-        struct probe_error err;
+        struct util_error err;
 
         memset(&err, 0, sizeof(err));
         CHECK(!probe_open(NULL, 0, PROBE_ALL, &err), "no ids");
-        CHECK(err.error == -EINVAL || err.error == -EOPNOTSUPP, "error %d", err.error);
+        CHECK(err.error == EINVAL || err.error == EOPNOTSUPP, "error %d", err.error);
 #if SPARKSHIM_HAVE_BPF
         uint64_t ids[PROBE_CGROUPS_MAX + 1];
 
         for (size_t i = 0; i < PROBE_CGROUPS_MAX + 1; i++)
                 ids[i] = 1000 + i;
-        CHECK(err.error == -EINVAL && err.text[0], "error %d text '%s'", err.error, err.text);
+        CHECK(err.error == EINVAL && err.text[0], "error %d text '%s'", err.error, err.text);
         memset(&err, 0, sizeof(err));
         CHECK(!probe_open(ids, PROBE_CGROUPS_MAX + 1, PROBE_ALL, &err), "too many ids");
-        CHECK(err.error == -EINVAL, "error %d", err.error);
+        CHECK(err.error == EINVAL, "error %d", err.error);
         ids[1] = ids[0];
         memset(&err, 0, sizeof(err));
         CHECK(!probe_open(ids, 2, PROBE_ALL, &err), "duplicate ids");
-        CHECK(err.error == -EINVAL && strstr(err.text, "twice"), "error %d '%s'", err.error,
+        CHECK(err.error == EINVAL && strstr(err.text, "twice"), "error %d '%s'", err.error,
               err.text);
         memset(&err, 0, sizeof(err));
         CHECK(!probe_open(ids, 1, 0, &err), "no kinds");
-        CHECK(err.error == -EINVAL, "error %d", err.error);
+        CHECK(err.error == EINVAL, "error %d", err.error);
         memset(&err, 0, sizeof(err));
         CHECK(!probe_open(ids, 1, 1u << 7, &err), "unknown kind");
-        CHECK(err.error == -EINVAL, "error %d", err.error);
+        CHECK(err.error == EINVAL, "error %d", err.error);
 #else
         CHECK(strncmp(err.text, "built without BPF", 17) == 0, "stub text '%s'", err.text);
 #endif
@@ -121,7 +121,7 @@ static int count_oom(const struct probe_oom_event *event, void *userdata)
 /* Needs root and BPF: only the cpu kind, so memory and disk say "not requested". */
 static int test_open(const char *root)
 {
-        struct probe_error err = {0};
+        struct util_error err = {0};
         struct probe_usage usage;
         uint64_t id;
         struct probe *p;

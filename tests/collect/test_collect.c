@@ -231,7 +231,7 @@ static void check_expect(const char *path, const void *got, const struct field *
 }
 
 /* "ERRNO message" */
-static void check_error(const char *path, int r, const struct collect_error *err)
+static void check_error(const char *path, int r, const struct util_error *err)
 {
         char *text = read_text(path), *message;
         size_t len;
@@ -260,7 +260,7 @@ Test(collect, cgroup_cases)
         for (size_t i = 0; i < n; i++) {
                 char rel[NAME_MAX_ + 32], dir[4096], expect[4200];
                 struct collect_cgroup c;
-                struct collect_error err = {0};
+                struct util_error err = {0};
                 int fd, r;
 
                 snprintf(rel, sizeof(rel), "cgroup/%s", names[i]);
@@ -283,7 +283,7 @@ Test(collect, cgroup_invalid_cases)
         for (size_t i = 0; i < n; i++) {
                 char rel[NAME_MAX_ + 32], dir[4096], expect[4200];
                 struct collect_cgroup c, untouched;
-                struct collect_error err = {0};
+                struct util_error err = {0};
                 int fd, r;
 
                 snprintf(rel, sizeof(rel), "cgroup-invalid/%s", names[i]);
@@ -311,7 +311,7 @@ Test(collect, procs_cases)
         for (size_t i = 0; i < n; i++) {
                 char rel[NAME_MAX_ + 32], dir[4096], path[4200];
                 struct collect_procs p;
-                struct collect_error err = {0};
+                struct util_error err = {0};
                 int cgroup_fd, proc_fd, r;
 
                 snprintf(rel, sizeof(rel), "procs/%s", names[i]);
@@ -337,7 +337,7 @@ Test(collect, procs_invalid_cases)
         for (size_t i = 0; i < n; i++) {
                 char rel[NAME_MAX_ + 32], dir[4096], path[4200];
                 struct collect_procs p, untouched;
-                struct collect_error err = {0};
+                struct util_error err = {0};
                 int cgroup_fd, proc_fd, r;
 
                 snprintf(rel, sizeof(rel), "procs-invalid/%s", names[i]);
@@ -364,7 +364,7 @@ Test(collect, removed_directory)
         char dir[] = "/tmp/collect-removed.XXXXXX";
         struct collect_cgroup c;
         struct collect_procs p;
-        struct collect_error err = {0};
+        struct util_error err = {0};
         int fd, r;
 
         cr_assert(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
@@ -381,7 +381,7 @@ Test(collect, bad_fd)
 {
         struct collect_cgroup c;
         struct collect_procs p;
-        struct collect_error err = {0};
+        struct util_error err = {0};
 
         cr_expect(collect_cgroup_read(-1, &c, &err) == -EBADF);
         cr_expect(err.error == EBADF, "err.error %d", err.error);
@@ -413,7 +413,7 @@ Test(collect, io_stat_many_devices)
 {
         char dir[] = "/tmp/collect-io.XXXXXX";
         struct collect_cgroup c;
-        struct collect_error err = {0};
+        struct util_error err = {0};
         char *text;
         size_t size = 0, len = 0;
         FILE *f;
@@ -459,7 +459,7 @@ Test(collect, procs_of_this_process)
 {
         char line[4096], path[4200];
         struct collect_procs p;
-        struct collect_error err = {0};
+        struct util_error err = {0};
         FILE *f = fopen("/proc/self/cgroup", "re");
         bool found = false;
         int fd, r;

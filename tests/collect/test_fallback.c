@@ -311,7 +311,7 @@ static void *long_thread(void *arg)
 static void drain_until(struct collect_taskstats *ts, const pid_t *pids, size_t npids,
                         struct collect_taskstats_totals *totals, int want, int timeout_ms)
 {
-        struct collect_error err = {0};
+        struct util_error err = {0};
         int taken = 0;
 
         for (int waited = 0; taken < want && waited <= timeout_ms; waited += 100) {
@@ -343,7 +343,7 @@ static void add_cpu(struct collect_taskstats_totals *sum,
 static void test_threads(struct collect_taskstats *ts)
 {
         struct collect_taskstats_totals live = {0}, exited = {0}, sum = {0};
-        struct collect_error err = {0};
+        struct util_error err = {0};
         pid_t self = getpid();
         pthread_t a, b;
         double proc, exec;
@@ -459,7 +459,7 @@ static void test_child(struct collect_taskstats *ts, const char *disk_dir)
         struct collect_taskstats_totals query = {0}, exited = {0}, none = {0};
         struct collect_cgroup before, after;
         struct collect_procs procs;
-        struct collect_error err = {0};
+        struct util_error err = {0};
         int go[2], ready[2], hold[2], leaf_fd = -1, r;
         const char *root = cgroup2_root();
         char pid_text[32], direct = 0;
@@ -633,7 +633,7 @@ int main(void)
 {
         static const char *const disks[] = {"/var/tmp", "."};
         struct collect_taskstats *ts;
-        struct collect_error err = {0};
+        struct util_error err = {0};
         unsigned char leaky_before[128], leaky_after[128];
         const char *disk = NULL;
         int fd;

@@ -13,7 +13,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct jva_options options;
-        struct jva_error error = {0};
+        struct util_error error = {0};
         char *s = fuzz_strndup(data, size);
         uint64_t bytes;
         int r;
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 (void)jva_log_level_name(options.log_level);
         } else {
                 assert(r == -EINVAL || r == -ERANGE);
-                assert(memchr(error.message, '\0', sizeof(error.message)));
+                assert(memchr(error.text, '\0', sizeof(error.text)));
         }
         r = jva_parse_bytes(s, &bytes);
         assert(r == 0 || r == -EINVAL || r == -ERANGE);

@@ -25,7 +25,7 @@ enum file {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        struct collect_error err = {0};
+        struct util_error err = {0};
         struct collect_cgroup c = {0};
         struct collect_procs p = {0};
         struct collect_psi psi;

@@ -18,7 +18,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct tuner_stream *s;
-        struct shim_error err;
+        struct util_error err;
         const char *line;
         size_t len;
         bool terminated;

@@ -9,7 +9,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;

@@ -17,7 +17,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct tuner_eventlog *el = tuner_eventlog_new();
-        struct shim_error err;
+        struct util_error err;
         struct tuner_app app;
         size_t start = 0;
 

@@ -38,7 +38,7 @@ static int each(void *userdata, const struct tuner_hs_attempt *a)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
         char name[512];
         size_t dir;
 

@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         const char *part[3] = {NULL, NULL, NULL};
         size_t len[3] = {0, 0, 0};
-        struct collect_error err = {0};
+        struct util_error err = {0};
         struct collect_procs procs;
         size_t start = 0;
         int r;

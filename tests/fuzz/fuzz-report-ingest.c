@@ -24,7 +24,7 @@
 static void check(const char *line, size_t len)
 {
         struct tuner_executor e;
-        struct shim_error err;
+        struct util_error err;
         int r = tuner_report_line(line, len, &e, &err);
 
         if (r == 1) {

@@ -40,7 +40,7 @@ static void check_totals(const struct shim_report_reader *r)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct shim_report_reader r;
-        struct shim_error err;
+        struct util_error err;
         bool as_json, all;
         int fd;
 

@@ -13,7 +13,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         static char *const command[] = {"java", "-Xmx1g", NULL};
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
         char *buf, **envp;
 

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint8_t *args = data;
         size_t args_size = size, text_size = 0;
         struct policy_submit s, prefix;
-        struct policy_error err = {0};
+        struct util_error err = {0};
         char *buf, **argv;
         const char *job;
         int argc, r;

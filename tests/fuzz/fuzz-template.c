@@ -16,7 +16,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         char *buf = NULL, **v = NULL, out[POLICY_PATH_MAX], escaped[POLICY_TEMPLATE_FIELD_MAX + 1];
-        struct policy_error err;
+        struct util_error err;
         int n = fuzz_split(data, size, &buf, &v);
 
         if (n < 0)

@@ -49,7 +49,7 @@ static json_t *executor_json(const struct tuner_app_executor *e)
 int main(int argc, char **argv)
 {
         struct tuner_app app;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         json_t *out, *stages, *executors, *conf;
         int r;
 

@@ -139,7 +139,7 @@ Test(bo, safety_filter_avoids_the_failures)
         size_t n = oom_history(pts);
         struct tuner_bo_options opt;
         struct tuner_bo_prediction pred;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         double x[2];
         unsigned unsafe_without = 0;
 
@@ -333,7 +333,7 @@ Test(bo, too_little_history)
             {.x = {0.6}, .y = NAN},
             {.x = {0.7}, .y = 2.0, .failed = true},
         };
-        struct shim_error err = {0};
+        struct util_error err = {0};
         double x[1];
 
         cr_assert_eq(tuner_bo_suggest(pts, 3, 1, NULL, x, NULL, &err), -ENODATA);
@@ -396,7 +396,7 @@ Test(bo, recommend_from_runs)
         struct tuner_params floor = {
             .heap_bytes = 3 * GiB, .spill_fraction = NAN, .burst_ratio = NAN};
         struct tuner_recommendation rec, again;
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         tuner_bounds_default(&b);
         cr_assert_eq(tuner_bo_recommend(runs, n, &b, &floor, &rec, &err), 0, "%s", err.text);
@@ -455,7 +455,7 @@ Test(bo, recommend_needs_two_successful_runs)
         struct tuner_run runs[3];
         struct tuner_bounds b;
         struct tuner_recommendation rec;
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         tuner_bounds_default(&b);
         make_run(&runs[0], 3, 4 * GiB, 2000);
@@ -476,7 +476,7 @@ Test(bo, recommend_fallback_keeps_the_best_run_exactly)
         struct tuner_run runs[6];
         struct tuner_bounds b;
         struct tuner_recommendation rec;
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         tuner_bounds_default(&b);
         /* more partitions than the OOM runs' would escape them (smaller tasks): fixed here */
@@ -566,7 +566,7 @@ Test(bo, usage_model_goes_to_the_limit_and_not_past_it)
         struct tuner_bo_point pts[4];
         struct tuner_bo_options opt;
         struct tuner_bo_prediction pred;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         double x[2];
 
         usage_history(pts, 4);
@@ -650,7 +650,7 @@ Test(bo, limit_kept_near_the_peak_bound)
         struct tuner_run runs[6];
         struct tuner_bounds b;
         struct tuner_recommendation rec;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         double peak = 0;
 
         tuner_bounds_default(&b);
@@ -737,7 +737,7 @@ static size_t sim_loop(const struct sim *s, const struct tuner_bounds *b,
 
         for (size_t k = 0; k < runs; k++) {
                 struct tuner_recommendation rec;
-                struct shim_error err = {0};
+                struct util_error err = {0};
 
                 memmove(hist + 1, hist, n * sizeof(hist[0]));
                 sim_run(s, &hist[0], (int)k, &p);
@@ -874,7 +874,7 @@ Test(bo, noisy_run_times_do_not_stall_stage_2)
         struct tuner_run hist[8];
         struct tuner_bounds b;
         struct tuner_recommendation rec;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         struct sim s = {.cpu_cores_at_64 = 0.8, .seconds_at_64 = 30};
         struct tuner_params p = sim_start;
 

@@ -48,7 +48,7 @@ static void teardown(void)
 
 static void feed(const char *line)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
         int r = tuner_eventlog_line(el, line, strlen(line), &err);
 
         cr_assert_eq(r, 0, "line %s: %d (%s)", line, r, err.text);
@@ -56,7 +56,7 @@ static void feed(const char *line)
 
 static void feed_fails(const char *line, const char *want)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
         int r = tuner_eventlog_line(el, line, strlen(line), &err);
 
         cr_assert_eq(r, -EINVAL, "line %s: %d, want -EINVAL", line, r);
@@ -66,7 +66,7 @@ static void feed_fails(const char *line, const char *want)
 
 static void finish(struct tuner_app *app)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
         int r = tuner_eventlog_finish(el, app, &err);
 
         cr_assert_eq(r, 0, "finish: %d (%s)", r, err.text);
@@ -308,7 +308,7 @@ Test(eventlog_line, malformed_lines)
 
 Test(eventlog_line, unknown_events_and_fields_ignored)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
         struct tuner_app app;
 
         feed("{\"Event\":\"SparkListenerLogStart\",\"Spark Version\":\"4.0.4\"}");
@@ -443,7 +443,7 @@ Test(eventlog_line, a_line_of_8_mib_costs_no_tree_of_it)
         feed(app_start);
         for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
                 size_t n = strlen(forms[f][0]), tail = strlen(forms[f][2]);
-                struct shim_error err = {0};
+                struct util_error err = {0};
                 int r;
 
                 memcpy(line, forms[f][0], n);
@@ -473,7 +473,7 @@ Test(eventlog_line, spark_properties_bounded)
 {
         size_t entries = 16385, cap = entries * 16 + 128, n;
         char *line = malloc(cap);
-        struct shim_error err = {0};
+        struct util_error err = {0};
         int r;
 
         cr_assert(line);
@@ -526,7 +526,7 @@ static void write_file(const char *path, const char *data, size_t len)
 
 static void read_ok(const char *path, struct tuner_app *app)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
         int r = tuner_eventlog_read(path, app, &err);
 
         cr_assert_eq(r, 0, "%s: %d (%s)", path, r, err.text);
@@ -538,7 +538,7 @@ Test(eventlog_file, in_progress_cut_last_line)
 {
         char path[512], text[2048];
         struct tuner_app app;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         int n;
 
         n = snprintf(text, sizeof(text),
@@ -573,7 +573,7 @@ Test(eventlog_file, errors)
 {
         char path[512];
         struct tuner_app app;
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         snprintf(path, sizeof(path), "%s/missing", tmpdir);
         cr_expect_eq(tuner_eventlog_read(path, &app, &err), -ENOENT);
@@ -605,7 +605,7 @@ Test(eventlog_file, errors)
 Test(eventlog_file, line_bound)
 {
         struct tuner_stream *s;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         const char *line;
         size_t len;
         bool terminated;
@@ -626,7 +626,7 @@ Test(eventlog_file, line_bound)
 Test(eventlog_file, total_bound)
 {
         struct tuner_stream *s;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         const char *line;
         size_t len;
         bool terminated;
@@ -730,7 +730,7 @@ Test(eventlog_file, zstd_bomb_with_a_sparse_tail)
 {
         char path[512];
         struct tuner_app app;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         uint64_t out, in, on_disk;
         struct stat st;
         int fd, r;
@@ -765,7 +765,7 @@ Test(eventlog_file, zstd_bomb_after_a_hole)
 {
         char path[512];
         struct tuner_app app;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         uint32_t hole = UINT32_C(256) << 20;
         uint8_t skippable[8];
         uint64_t out, in;
@@ -798,7 +798,7 @@ Test(eventlog_file, lz4_bomb_bound_by_bytes_read)
         static char block[1 << 20];
         char path[512], packed[LZ4_COMPRESSBOUND(1 << 20) + 21];
         struct tuner_stream *s;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         const char *line;
         size_t len;
         bool terminated;
@@ -886,7 +886,7 @@ Test(eventlog_file, rolling_directory_of_small_bombs)
 {
         char dir[512], path[600], name[64];
         struct tuner_app app;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         uint64_t out, in, on_disk = 0;
         int r;
 
@@ -930,7 +930,7 @@ Test(eventlog_file, rolling_directory_highly_compressible)
         size_t fixture_len, len, cap = 0, packed_cap;
         char *text = NULL, *packed, *real;
         struct tuner_app app;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         uint64_t decompressed = 0, compressed = 0;
         int r;
 
@@ -989,7 +989,7 @@ Test(eventlog_file, ingest_run_shares_one_slack)
         struct tuner_eventlog_run run = {.slack_max = UINT64_C(16) << 20};
         char a[600], b[600], real[512];
         struct tuner_app app;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         uint64_t spent;
         int fd, r;
 

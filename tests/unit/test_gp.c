@@ -35,7 +35,7 @@ Test(gp, one_dimension_fixed_hyperparameters)
         struct tuner_gp_hyper h = {
             .lengthscale = {0.3}, .signal_variance = 1.2, .noise_variance = 0.01};
         struct tuner_gp *gp = tuner_gp_new(1);
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         cr_assert_not_null(gp);
         cr_assert_eq(tuner_gp_fit(gp, x, y, 4,
@@ -196,7 +196,7 @@ Test(gp, duplicates_need_jitter)
         struct tuner_gp_hyper h = {
             .lengthscale = {0.5}, .signal_variance = 1.0, .noise_variance = 0};
         struct tuner_gp *gp = tuner_gp_new(1);
-        struct shim_error err = {0};
+        struct util_error err = {0};
         double m, v, at = 0.3;
 
         cr_assert_eq(tuner_gp_fit(gp, x, y, 4,
@@ -232,7 +232,7 @@ Test(gp, invalid_input)
 {
         const double x[] = {0.5, 1.5}, y[] = {1, NAN}, finite[] = {1, 2};
         struct tuner_gp *gp = tuner_gp_new(1);
-        struct shim_error err = {0};
+        struct util_error err = {0};
         double m, v;
 
         cr_assert_null(tuner_gp_new(0));

@@ -40,7 +40,7 @@ Test(history_server, the_list_as_spark_3_5_answers)
             "\"lastUpdatedEpoch\" : 1} ]},"
             " 7 ]";
         struct seen s = {0};
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         cr_assert_eq(tuner_hs_parse_list(list, strlen(list), each, &s, &err), 0, "%s", err.text);
         cr_assert_eq(s.n, 2);
@@ -51,7 +51,7 @@ Test(history_server, the_list_as_spark_3_5_answers)
 Test(history_server, not_a_list)
 {
         struct seen s = {0};
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         cr_assert_eq(tuner_hs_parse_list("{}", 2, each, &s, &err), -EINVAL);
         cr_assert_eq(tuner_hs_parse_list("[", 1, each, &s, &err), -EINVAL);

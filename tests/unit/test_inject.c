@@ -71,7 +71,7 @@ Test(inject, options_every_mode_parsed_by_the_agent)
 {
         struct policy p;
         struct jva_options parsed;
-        struct jva_error jerr = {0};
+        struct util_error jerr = {0};
         char buf[SHIM_AGENT_OPTIONS_MAX];
         int r;
 
@@ -119,7 +119,7 @@ Test(inject, options_every_mode_parsed_by_the_agent)
             buf, sizeof(buf));
         cr_assert_eq(r, 0, "rc %d", r);
         r = jva_options_parse(buf, &parsed, &jerr);
-        cr_assert_eq(r, 0, "the agent refuses \"%s\": %s", buf, jerr.message);
+        cr_assert_eq(r, 0, "the agent refuses \"%s\": %s", buf, jerr.text);
         cr_expect_eq(parsed.force_bytes, 1 * GiB, "force %" PRIu64, parsed.force_bytes);
         cr_expect_eq(parsed.periodic_bytes, 512 * MiB, "periodic %" PRIu64, parsed.periodic_bytes);
         cr_expect_eq(parsed.allow_bytes, 256 * MiB, "allow %" PRIu64, parsed.allow_bytes);
@@ -146,7 +146,7 @@ Test(inject, options_minimal)
 {
         struct policy p;
         struct jva_options parsed;
-        struct jva_error jerr = {0};
+        struct util_error jerr = {0};
         char buf[512];
         int r;
 
@@ -155,7 +155,7 @@ Test(inject, options_minimal)
         r = shim_agent_options(&(struct shim_agent_params){.agent = &p.agent}, buf, sizeof(buf));
         cr_assert_eq(r, 0, "rc %d", r);
         cr_expect_str_eq(buf, "cooldown-ms=500,max-spills=32,log=warn", "options \"%s\"", buf);
-        cr_expect_eq(jva_options_parse(buf, &parsed, &jerr), 0, "agent: %s", jerr.message);
+        cr_expect_eq(jva_options_parse(buf, &parsed, &jerr), 0, "agent: %s", jerr.text);
 
         /* a fraction always has its decimal point, which the agent requires */
         p.agent.allow_fraction = 1.0;
@@ -163,7 +163,7 @@ Test(inject, options_minimal)
                                buf, sizeof(buf));
         cr_assert_eq(r, 0, "rc %d", r);
         cr_expect(strstr(buf, "allow-fraction=1.0,") != NULL, "1.0 written as \"%s\"", buf);
-        cr_expect_eq(jva_options_parse(buf, &parsed, &jerr), 0, "agent: %s", jerr.message);
+        cr_expect_eq(jva_options_parse(buf, &parsed, &jerr), 0, "agent: %s", jerr.text);
         p.agent.allow_fraction = 0.123456;
         r = shim_agent_options(&(struct shim_agent_params){.agent = &p.agent, .threshold_bytes = 1},
                                buf, sizeof(buf));

@@ -94,7 +94,7 @@ static void check_expect(const char *name, const struct policy_inputs *in, char 
 {
         bool named[sizeof(inputs) / sizeof(inputs[0])] = {false};
         struct policy_write writes[POLICY_WRITES_MAX];
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_plan plan;
         struct policy p;
         size_t nwrites = 0, wi = 0;
@@ -210,7 +210,7 @@ Test(inputs, command_fixtures)
         cr_assert_geq(n, 3, "only %zu command fixtures in %s", n, dir);
         for (size_t i = 0; i < n; i++) {
                 char path[8192], expect_path[8192];
-                struct policy_error err = {0};
+                struct util_error err = {0};
                 struct policy_inputs in;
                 struct argv_file a;
                 char *expect;
@@ -243,7 +243,7 @@ Test(inputs, invalid_command_fixtures)
         cr_assert_geq(n, 10, "only %zu invalid command fixtures in %s", n, dir);
         for (size_t i = 0; i < n; i++) {
                 char path[8192], err_path[8192];
-                struct policy_error err = {0};
+                struct util_error err = {0};
                 struct policy_inputs in, before;
                 struct argv_file a;
                 char *want;
@@ -282,7 +282,7 @@ Test(inputs, command_basics)
         char *last_wins[] = {"java", "-Xmx1g",    "-Xmx2g",        "B", "--cores",
                              "2",    "--cores=5", "--executor-id", "a", "--executor-id=b",
                              NULL};
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
         int r;
 
@@ -320,7 +320,7 @@ Test(inputs, spark_memory_only_without_xmx)
 {
         char *argv[] = {"java", "-Dspark.executor.memory=3g", "-Dspark.executor.cores=6",
                         "-Dspark.kubernetes.executor.request.cores=0.25", NULL};
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
         int r;
 
@@ -349,7 +349,7 @@ Test(inputs, environment)
                        "SPARKSHIM_CORES=9", /* the first one counts, as getenv */
                        "SPARKSHIM_MEMORYX=1",
                        NULL};
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
         int r;
 
@@ -377,7 +377,7 @@ Test(inputs, environment_edge_cases)
         char *empty[] = {"SPARKSHIM_MEMORY=", "SPARKSHIM_OFFHEAP=0", NULL};
         char *bad[] = {"SPARKSHIM_CORES=2", "SPARKSHIM_MEMORY=4x", NULL};
         char *bad_ratio[] = {"SPARKSHIM_BURST_RATIO=2", NULL};
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in, before;
         int r;
 
@@ -451,7 +451,7 @@ Test(inputs, precedence_between_sources)
         char *argv[] = {"java", "-Xmx1g", "-Dspark.executor.memoryBurst.ratio=0.2", "B", "--cores",
                         "2",    NULL};
         char *env[] = {"SPARKSHIM_BURST_RATIO=0.3", "SPARKSHIM_MEMORY=2g", NULL};
-        struct policy_error err = {0};
+        struct util_error err = {0};
 
         for (int order = 0; order < 2; order++) {
                 struct policy_inputs in;
@@ -497,7 +497,7 @@ Test(inputs, spark_pod_environment)
             NULL,
         };
         struct policy_inputs in;
-        struct policy_error err = {0};
+        struct util_error err = {0};
         char *cmd[] = {"/opt/entrypoint.sh", "executor", NULL};
 
         policy_inputs_init(&in);
@@ -519,7 +519,7 @@ Test(inputs, spark_pod_environment_loses_to_the_command)
         char *envp[] = {"SPARK_EXECUTOR_MEMORY=2048m", "SPARK_EXECUTOR_CORES=2", NULL};
         char *cmd[] = {"java", "-Xmx1g", "--cores", "3", NULL};
         struct policy_inputs in;
-        struct policy_error err = {0};
+        struct util_error err = {0};
 
         policy_inputs_init(&in);
         cr_assert_eq(policy_inputs_from_spark_env(&in, envp, &err), 0, "error: %s", err.text);
@@ -534,7 +534,7 @@ Test(inputs, spark_pod_environment_errors_name_it)
         char *envp[] = {"SPARK_EXECUTOR_MEMORY=2048x", NULL};
         char *none[] = {"PATH=/usr/bin", "SPARK_EXECUTOR_MEMORY=", NULL};
         struct policy_inputs in;
-        struct policy_error err = {0};
+        struct util_error err = {0};
 
         policy_inputs_init(&in);
         cr_assert_eq(policy_inputs_from_spark_env(&in, envp, &err), -EINVAL);
@@ -588,7 +588,7 @@ Test(inputs, spark_java_opts_duplicate_indexes)
         static char names[N][N + 32];
         char *envp[N + 2];
         struct policy_inputs in;
-        struct policy_error err = {0};
+        struct util_error err = {0};
 
         for (int i = 0; i < N; i++) {
                 /* SPARK_JAVA_OPT_0, _00, _000, ...: all index 0 */
@@ -613,7 +613,7 @@ Test(inputs, heap_conflicts_with_the_jvm)
         char *cmd[] = {"java", "-Xmx8g", "Main", NULL};
         char *envp[] = {"SPARKSHIM_MEMORY=2g", NULL};
         struct policy_inputs in;
-        struct policy_error err = {0};
+        struct util_error err = {0};
 
         policy_inputs_init(&in);
         cr_assert_eq(policy_inputs_check(&in, &err), -EINVAL);
@@ -646,7 +646,7 @@ Test(inputs, spill_fraction_from_the_command)
         char *argv[] = {"java", "-Xmx1g", "-Dspark.executor.sparkshim.spillFraction=0.75", "B",
                         NULL};
         char *bad[] = {"java", "-Xmx1g", "-Dspark.executor.sparkshim.spillFraction=1.5", "B", NULL};
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
 
         policy_inputs_init(&in);
@@ -666,7 +666,7 @@ Test(inputs, spill_fraction_from_the_environment)
 {
         char *env[] = {"SPARKSHIM_SPILL_FRACTION=0.6", NULL};
         char *bad[] = {"SPARKSHIM_SPILL_FRACTION=2", NULL};
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
 
         policy_inputs_init(&in);

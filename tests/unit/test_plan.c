@@ -21,7 +21,7 @@ static void inputs_with_heap(struct policy_inputs *in, uint64_t heap)
 
 static struct policy_plan compute_ok(const struct policy *p, const struct policy_inputs *in)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_plan plan;
         int r;
 
@@ -203,7 +203,7 @@ Test(plan, cpu_defaults_from_cores)
 
 Test(plan, cpu_bounds_reject_or_clamp)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -256,7 +256,7 @@ Test(plan, cpu_bounds_reject_or_clamp)
 
 Test(plan, cpu_explicit_limit)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -297,7 +297,7 @@ Test(plan, cpu_explicit_limit)
 
 Test(plan, overrides_not_allowed)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -472,7 +472,7 @@ Test(plan, memory_overhead_sources)
 
 Test(plan, burst_ratio_bounds)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -548,7 +548,7 @@ Test(plan, memory_high_rounded_down_to_pages)
 
 Test(plan, memory_limit_max)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -578,7 +578,7 @@ Test(plan, memory_limit_max)
 
 Test(plan, missing_heap)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -714,7 +714,7 @@ Test(plan, precedence)
         char *argv[] = {"java", "-Xmx4g", "-Dspark.executor.memoryBurst.ratio=0.2",
                         "-Dspark.executor.millicores=1000", NULL};
         char *env[] = {"SPARKSHIM_BURST_RATIO=0.3", "SPARKSHIM_MILLICORES=2000", NULL};
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
@@ -837,7 +837,7 @@ Test(plan, agent_threshold_from_the_plan)
  * tuner.spill_fraction, only with the "agent" override, and only for fraction thresholds. */
 Test(plan, agent_spill_fraction)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;

@@ -281,7 +281,7 @@ Test(policy, valid_fixtures)
         cr_assert_geq(n, 6, "only %zu valid policy fixtures in %s", n, dir);
         for (size_t i = 0; i < n; i++) {
                 char path[8192], expect[8192];
-                struct policy_error err = {0};
+                struct util_error err = {0};
                 struct policy p, q;
                 size_t len;
                 char *text;
@@ -319,7 +319,7 @@ Test(policy, invalid_fixtures)
         cr_assert_geq(n, 20, "only %zu invalid policy fixtures in %s", n, dir);
         for (size_t i = 0; i < n; i++) {
                 char path[8192], errpath[8192], prefix[8300];
-                struct policy_error err = {0};
+                struct util_error err = {0};
                 struct policy p;
                 char *want;
                 int r;
@@ -354,7 +354,7 @@ Test(policy, example_in_conf_parses)
 {
         const char *dir = getenv("CONF_DIR");
         char path[4096], expect[4096];
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy p;
         int r;
 
@@ -370,7 +370,7 @@ Test(policy, example_in_conf_parses)
 Test(policy, string_source_and_length)
 {
         static const char text[] = "{\"version\": 1, \"cpu\": {\"overcommit\": 0}}";
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy p;
         int r;
 
@@ -392,7 +392,7 @@ Test(policy, string_source_and_length)
 Test(policy, key_control_characters_stay_on_one_line)
 {
         static const char text[] = "{\"version\": 1, \"a\\nb\": 1}";
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy p;
         int r;
 
@@ -422,7 +422,7 @@ Test(policy, owner_check_rejects_group_or_world_writable)
 
         for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
                 char path[64], want[256];
-                struct policy_error err = {0};
+                struct util_error err = {0};
                 struct policy p;
                 int r;
 
@@ -447,7 +447,7 @@ Test(policy, owner_check_rejects_group_or_world_writable)
 Test(policy, owner_check_accepts_root_owned_0644)
 {
         char path[64];
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy p;
         int r;
 
@@ -468,7 +468,7 @@ Test(policy, owner_check_accepts_root_owned_0644)
 
 Test(policy, load_errors)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         char path[64], link[80], big[64];
         struct policy p;
         int r, fd;
@@ -568,7 +568,7 @@ Test(policy, cgroup_paths)
 Test(policy, overrides)
 {
         struct policy p;
-        struct policy_error err = {0};
+        struct util_error err = {0};
         int r;
 
         cr_expect_str_eq(policy_override_name(POLICY_OVERRIDE_CGROUP_PARENT), "cgroup_parent",
@@ -600,7 +600,7 @@ static const struct policy_template_values template_values = {
 static void expect_expansion(const char *template, const struct policy_template_values *v,
                              const char *want)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         char out[POLICY_PATH_MAX];
         int r = policy_template_expand(template, v, out, sizeof(out), &err);
 
@@ -692,7 +692,7 @@ Test(template, bad_templates_are_refused)
         };
 
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                struct policy_error err = {0};
+                struct util_error err = {0};
                 char out[POLICY_PATH_MAX];
                 int r = policy_template_check(cases[i].template, cases[i].prometheus, &err);
 
@@ -713,7 +713,7 @@ Test(template, bad_templates_are_refused)
 
 Test(template, a_small_buffer_is_an_error)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         char out[16];
 
         cr_expect_eq(policy_template_expand("/var/lib/x/{name}.prom", &template_values, out,

@@ -79,7 +79,7 @@ static struct tuner_published decide(struct tuner_run *runs, size_t n)
 {
         struct tuner_bounds b;
         struct tuner_published p;
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         tuner_bounds_default(&b);
         cr_assert_eq(tuner_publish_decide(runs, n, &b, ALL_OVERRIDES, 1000, "nightly", &p, &err), 0,
@@ -119,7 +119,7 @@ Test(publish, the_same_history_the_same_ids)
         struct tuner_published p = decide(a, 2), q = decide(b, 2);
         struct tuner_bounds bounds;
         struct tuner_published other;
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         cr_assert_str_eq(p.next.id, q.next.id);
         cr_assert_str_eq(p.safe.id, q.safe.id);
@@ -220,7 +220,7 @@ Test(publish, the_file_is_root_s_atomic_and_complete)
 {
         struct tuner_run runs[] = {run("app-2", TUNER_OK, NULL), run("app-1", TUNER_OK, NULL)};
         struct tuner_published p = decide(runs, 2);
-        struct shim_error err = {0};
+        struct util_error err = {0};
         char *d = tmpdir(), path[512];
         struct stat st;
         json_t *doc;
@@ -258,7 +258,7 @@ Test(publish, directories_others_may_write_are_refused)
 {
         struct tuner_run runs[] = {run("app-1", TUNER_OK, NULL)};
         struct tuner_published p = decide(runs, 1);
-        struct shim_error err = {0};
+        struct util_error err = {0};
         char *d = tmpdir(), path[512], link[512];
 
         snprintf(path, sizeof(path), "%s/pub", d);

@@ -72,7 +72,7 @@ static void parse_series(const char *path, struct series *s)
                 if (line[0] == '#' || line[0] == '\0')
                         continue;
                 if (strncmp(line, "@policy ", 8) == 0) {
-                        struct policy_error err = {0};
+                        struct util_error err = {0};
                         char doc[2048];
                         int r;
 
@@ -209,7 +209,7 @@ Test(rolling, recorded_series)
 
 static struct policy_rolling rolling_policy(const char *section)
 {
-        struct policy_error err = {0};
+        struct util_error err = {0};
         struct policy p;
         char doc[1024];
 

@@ -28,7 +28,7 @@ static struct tuner_store *store;
 static void open_store(void)
 {
         const char *url = getenv("TUNER_TEST_DB");
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         if (url && *url) {
                 snprintf(db, sizeof(db), "%s", url);
@@ -152,28 +152,28 @@ static void app_of(struct tuner_app *app, const char *app_id, int64_t start_ms)
 
 static void put_executor(const struct tuner_executor *e)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         cr_assert_eq(tuner_store_put_executor(store, e, &err), 0, "put_executor: %s", err.text);
 }
 
 static void put_app(const char *job, const struct tuner_app *app)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         cr_assert_eq(tuner_store_put_app(store, job, app, &err), 0, "put_app: %s", err.text);
 }
 
 static void set_job(const char *app_id, const char *job)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         cr_assert_eq(tuner_store_set_job(store, app_id, 0, job, &err), 0, "set_job: %s", err.text);
 }
 
 static size_t runs_of(const char *job, unsigned max, struct tuner_run **ret)
 {
-        struct shim_error err = {0};
+        struct util_error err = {0};
         size_t n = 99;
 
         cr_assert_eq(tuner_store_runs(store, job, TUNER_ANY_OWNER, max, ret, &n, &err), 0,
@@ -608,7 +608,7 @@ Test(store, idempotent)
         struct tuner_executor e = {0};
         struct tuner_run first, again;
         struct tuner_store_job *jobs = NULL;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         size_t n = 0;
         bool found = false;
 
@@ -678,7 +678,7 @@ Test(store, rollback_leaves_nothing)
         struct tuner_app app;
         struct tuner_executor e;
         struct tuner_run *runs = NULL;
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         NAME(app_id, "app");
         NAME(job, "job");
@@ -729,7 +729,7 @@ Test(store, text_that_is_not_utf8)
 Test(store, bad_arguments)
 {
         struct tuner_executor e = executor("", "1", 1, 1, 1, 1);
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         cr_assert_eq(tuner_store_put_executor(store, &e, &err), -EINVAL);
         cr_assert_eq(tuner_store_set_job(store, "app", 0, "", &err), -EINVAL);
@@ -739,7 +739,7 @@ Test(store, bad_arguments)
 Test(store_open, refuses_what_is_not_a_file)
 {
         struct tuner_store *s = NULL;
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         cr_assert_lt(tuner_store_open("/dev/null", &s, &err), 0);
         cr_assert_null(s);
@@ -752,7 +752,7 @@ Test(store_open, creates_0600)
 {
         char dir[] = "/tmp/test-store-mode.XXXXXX", path[128], cmd[160];
         struct tuner_store *s = NULL;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         struct stat st;
 
         cr_assert(mkdtemp(dir));
@@ -827,7 +827,7 @@ Test(store_describe, no_password_in_a_connection_error)
 
         for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
                 struct tuner_store *s = NULL;
-                struct shim_error err = {0};
+                struct util_error err = {0};
 
                 cr_expect_lt(tuner_store_open(dbs[i], &s, &err), 0, "%s: opened", dbs[i]);
                 cr_expect_null(s);
@@ -859,7 +859,7 @@ Test(report_line, example_final_report)
 {
         _cleanup_free_ char *line = example_line();
         struct tuner_executor e;
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         cr_assert_eq(tuner_report_line(line, strlen(line), &e, &err), 1, "%s", err.text);
         cr_assert_str_eq(e.app_id, "application_1700000000000_0042");
@@ -891,7 +891,7 @@ static json_t *example_doc(void)
         return doc;
 }
 
-static int line_of(json_t *doc, struct tuner_executor *e, struct shim_error *err)
+static int line_of(json_t *doc, struct tuner_executor *e, struct util_error *err)
 {
         _cleanup_free_ char *line = json_dumps(doc, JSON_COMPACT);
 
@@ -902,7 +902,7 @@ Test(report_line, samples_blank_and_no_app_are_nothing)
 {
         json_t *doc = example_doc();
         struct tuner_executor e;
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         cr_assert_eq(tuner_report_line("  \t", 3, &e, &err), 0);
         json_object_set_new(doc, "kind", json_string("sample"));
@@ -918,7 +918,7 @@ Test(report_line, killed_by_signal)
         json_t *doc = example_doc();
         json_t *ex = json_object_get(doc, "exit");
         struct tuner_executor e;
-        struct shim_error err = {0};
+        struct util_error err = {0};
 
         json_object_set_new(ex, "status", json_integer(137));
         json_object_set_new(ex, "signal", json_integer(9));
@@ -949,7 +949,7 @@ Test(report_line, invalid_lines)
             {NULL, "exit", "null"},
         };
         struct tuner_executor e;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         char too_long[200];
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -16,12 +16,12 @@
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static struct policy_submit s;
-static struct policy_error err;
+static struct util_error err;
 
 static void setup(void)
 {
         policy_submit_init(&s);
-        err = (struct policy_error){0};
+        err = (struct util_error){0};
 }
 
 static void teardown(void)
@@ -218,7 +218,7 @@ Test(submit, what_spark_refuses)
                 int r;
 
                 policy_submit_free(&s);
-                err = (struct policy_error){0};
+                err = (struct util_error){0};
                 r = policy_submit_parse(cases[i].argc, cases[i].argv, &s, &err);
                 cr_expect_eq(r, -EINVAL, "case %zu (%s): %d", i, cases[i].argv[0], r);
                 cr_expect(strstr(err.text, cases[i].says), "case %zu: '%s' lacks '%s'", i, err.text,

@@ -130,7 +130,7 @@ Test(tuner, clamp_into_the_bounds)
 Test(tuner, run_json_round_trip)
 {
         struct tuner_run run = good_run("app-20261203-0001", 42.5), back;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         json_t *doc;
 
         run.failure = TUNER_FAIL_EXECUTOR_LOST;
@@ -197,7 +197,7 @@ Test(tuner, recommend_rules_then_bo)
         struct tuner_run runs[4] = {converged_run(0), converged_run(1), converged_run(2),
                                     converged_run(3)};
         struct tuner_recommendation rec, again;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         struct tuner_bounds b;
 
         tuner_bounds_default(&b);
@@ -240,7 +240,7 @@ Test(tuner, stage_2_keeps_the_job)
         struct tuner_run runs[5] = {converged_run(0), converged_run(1), converged_run(2),
                                     converged_run(3), converged_run(4)};
         struct tuner_recommendation rec, rules;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         struct tuner_bounds b;
 
         tuner_bounds_default(&b);
@@ -326,7 +326,7 @@ Test(tuner, run_time_hold_ends_at_the_hand_over)
 {
         struct tuner_run runs[6];
         struct tuner_recommendation rec;
-        struct shim_error err = {0};
+        struct util_error err = {0};
         struct tuner_bounds b;
 
         tuner_bounds_default(&b);
