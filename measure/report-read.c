@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lines.h"
 #include "monitor.h"
 #include "report-read.h"
 #include "util.h"
@@ -396,103 +397,66 @@ static void warn_line(struct shim_report_reader *r, unsigned *warned, const char
                 log_warn("%s: more bad lines; no more named", path);
 }
 
-/* Add bytes to the line being collected; false when it would pass line_max. */
-static int grow_line(char **line, size_t *cap, size_t len, size_t more, size_t line_max)
-{
-        size_t want = len + more, n = *cap ? *cap : 4096;
-        char *p;
+struct reading {
+        struct shim_report_reader *r;
+        const char *path;
+        struct util_lines lines;
+        unsigned warned;
+        struct util_error *err;
+};
 
-        if (want <= *cap)
-                return 0;
-        while (n < want)
-                n = n > line_max / 2 ? line_max : n * 2;
-        p = realloc(*line, n);
-        if (!p)
-                return -ENOMEM;
-        *line = p;
-        *cap = n;
+static int take_line(void *userdata, const char *line, size_t len)
+{
+        struct reading *rd = userdata;
+        struct util_error bad = {0};
+        unsigned lineno = (unsigned)rd->lines.lineno;
+        int ret = shim_report_reader_line(rd->r, line, len, &bad);
+
+        if (ret == -ENOMEM)
+                return util_error_set(rd->err, ENOMEM, "%s:%u: out of memory", rd->path, lineno);
+        if (ret < 0)
+                warn_line(rd->r, &rd->warned, rd->path, lineno, bad.text);
         return 0;
 }
 
-static int take_line(struct shim_report_reader *r, const char *line, size_t len, const char *path,
-                     unsigned lineno, unsigned *warned, struct util_error *err)
+static int skip_long_line(void *userdata)
 {
-        struct util_error bad = {0};
-        int ret = shim_report_reader_line(r, line, len, &bad);
+        struct reading *rd = userdata;
+        char what[96];
 
-        if (ret == -ENOMEM)
-                return util_error_set(err, ENOMEM, "%s:%u: out of memory", path, lineno);
-        if (ret < 0)
-                warn_line(r, warned, path, lineno, bad.text);
+        snprintf(what, sizeof(what), "line longer than %zu bytes", rd->r->line_max);
+        warn_line(rd->r, &rd->warned, rd->path, (unsigned)rd->lines.lineno, what);
         return 0;
 }
 
 int shim_report_reader_fd(struct shim_report_reader *r, int fd, const char *path,
                           struct util_error *err)
 {
-        _cleanup_free_ char *line = NULL;
-        char chunk[65536];
-        size_t len = 0, cap = 0;
-        uint64_t total = 0;
-        unsigned lineno = 1, warned = 0;
-        bool skipping = false;
+        static const struct util_lines_ops ops = {.line = take_line, .too_long = skip_long_line};
+        struct reading rd = {
+            .r = r,
+            .path = path,
+            .lines = {.line_max = r->line_max, .input_max = r->input_max},
+            .err = err,
+        };
+        const char *line;
+        size_t len;
         int ret;
 
-        for (;;) {
-                ssize_t n = read(fd, chunk, sizeof(chunk));
-                const char *p = chunk, *end;
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN) {
-                        /* standard input given non-blocking */
-                        poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, -1);
-                        continue;
-                }
-                if (n < 0)
-                        return util_error_set(err, errno, "%s:%u: read error: %s", path, lineno,
-                                              strerror(errno));
-                if (n == 0)
-                        break;
-                total += (uint64_t)n;
-                if (total > r->input_max)
-                        return util_error_set(
-                            err, EFBIG, "%s: longer than %" PRIu64 " bytes; stopped at line %u",
-                            path, r->input_max, lineno);
-                end = chunk + n;
-                while (p < end) {
-                        const char *nl = memchr(p, '\n', (size_t)(end - p));
-                        size_t seg = (size_t)((nl ? nl : end) - p);
-
-                        if (!skipping && len + seg > r->line_max) {
-                                char what[96];
-
-                                snprintf(what, sizeof(what), "line longer than %zu bytes",
-                                         r->line_max);
-                                warn_line(r, &warned, path, lineno, what);
-                                skipping = true;
-                                len = 0;
-                        }
-                        if (!skipping && seg > 0) {
-                                if (grow_line(&line, &cap, len, seg, r->line_max) < 0)
-                                        return util_error_set(err, ENOMEM, "%s:%u: out of memory",
-                                                              path, lineno);
-                                memcpy(line + len, p, seg);
-                                len += seg;
-                        }
-                        if (!nl)
-                                break;
-                        if (!skipping &&
-                            (ret = take_line(r, line, len, path, lineno, &warned, err)) < 0)
-                                return ret;
-                        skipping = false;
-                        len = 0;
-                        lineno++;
-                        p = nl + 1;
-                }
-        }
+        ret = util_lines_read_fd(&rd.lines, fd, &ops, &rd);
         /* a last line without its newline */
-        if (!skipping && len > 0)
-                return take_line(r, line, len, path, lineno, &warned, err);
-        return 0;
+        if (ret == 0 && util_lines_rest(&rd.lines, &line, &len) > 0)
+                ret = take_line(&rd, line, len);
+        util_lines_free(&rd.lines);
+        if (ret == -EFBIG)
+                return util_error_set(err, EFBIG,
+                                      "%s: longer than %" PRIu64 " bytes; stopped at line %u", path,
+                                      r->input_max, (unsigned)rd.lines.lineno);
+        if (ret == -ENOMEM && (!err || err->error != ENOMEM))
+                return util_error_set(err, ENOMEM, "%s:%u: out of memory", path,
+                                      (unsigned)rd.lines.lineno);
+        if (ret < 0 && ret != -ENOMEM)
+                return util_error_set(err, -ret, "%s:%u: read error: %s", path,
+                                      (unsigned)rd.lines.lineno, strerror(-ret));
+        return ret;
 }

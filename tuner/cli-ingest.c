@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "lines.h"
 #include "config.h"
 #include "eventlog.h"
 #include "ingest.h"
@@ -196,90 +197,77 @@ static int report_line(struct tuner_ingest *in, const char *path, unsigned linen
         return 0;
 }
 
+struct reading {
+        struct tuner_ingest *in;
+        const char *path;
+        struct util_lines lines;
+        struct app_set apps;
+        int outcome; /* what ended the file, when a line did */
+};
+
+static int take_report_line(void *userdata, const char *line, size_t len)
+{
+        struct reading *rd = userdata;
+
+        rd->in->line_start = (int64_t)rd->lines.line_start;
+        rd->outcome =
+            report_line(rd->in, rd->path, (unsigned)rd->lines.lineno, line, len, &rd->apps);
+        return rd->outcome != 0;
+}
+
+static void reading_free(struct reading *rd)
+{
+        util_lines_free(&rd->lines);
+        app_set_free(&rd->apps);
+}
+
 enum tuner_ingest_outcome tuner_ingest_reports(struct tuner_ingest *in, const char *path, int fd)
 {
-        _cleanup_free_ char *line = NULL;
-        _cleanup_(app_set_free) struct app_set apps = {0};
+        static const struct util_lines_ops ops = {.line = take_report_line};
+        _cleanup_(reading_free) struct reading rd = {
+            .in = in,
+            .path = path,
+            .lines = {.line_max = in->line_max,
+                      .input_max = in->input_max,
+                      .offset = (uint64_t)in->from,
+                      .done = (uint64_t)in->from},
+        };
         struct util_error err = {0};
-        char chunk[65536], p[512], id[TUNER_APP_ID_MAX], job[TUNER_JOB_MAX];
-        size_t len = 0, cap = 0;
-        uint64_t total = 0;
-        int64_t done = in->from; /* the offset past the last complete line */
-        unsigned lineno = 1;
+        char what[128], p[512], id[TUNER_APP_ID_MAX], job[TUNER_JOB_MAX];
+        const char *line;
+        size_t len;
+        int64_t done;
         int r;
 
         if (tuner_store_begin(in->store, &err) < 0)
                 return store_failed(in, path, &err);
         if (in->from > 0 && lseek(fd, in->from, SEEK_SET) < 0) {
-                snprintf(chunk, sizeof(chunk), "cannot seek to %" PRId64 ": %s", in->from,
+                snprintf(what, sizeof(what), "cannot seek to %" PRId64 ": %s", in->from,
                          strerror(errno));
-                return refuse(in, path, 0, chunk);
+                return refuse(in, path, 0, what);
         }
-        for (;;) {
-                ssize_t n = read(fd, chunk, sizeof(chunk));
-                const char *c = chunk, *end;
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN) {
-                        poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, -1);
-                        continue;
-                }
-                if (n < 0) {
-                        snprintf(chunk, sizeof(chunk), "read error: %s", strerror(errno));
-                        return refuse(in, path, lineno, chunk);
-                }
-                if (n == 0)
-                        break;
-                total += (uint64_t)n;
-                if (total > in->input_max) {
-                        snprintf(chunk, sizeof(chunk), "longer than %" PRIu64 " bytes",
-                                 in->input_max);
-                        return refuse(in, path, lineno, chunk);
-                }
-                end = chunk + n;
-                while (c < end) {
-                        const char *nl = memchr(c, '\n', (size_t)(end - c));
-                        size_t seg = (size_t)((nl ? nl : end) - c);
-
-                        if (len + seg > in->line_max) {
-                                char what[64];
-
-                                snprintf(what, sizeof(what), "line longer than %zu bytes",
-                                         in->line_max);
-                                return refuse(in, path, lineno, what);
-                        }
-                        if (len + seg > cap) {
-                                size_t ncap = cap ? cap : 4096;
-                                char *q;
-
-                                while (ncap < len + seg)
-                                        ncap = ncap > in->line_max / 2 ? in->line_max : ncap * 2;
-                                q = realloc(line, ncap);
-                                if (!q)
-                                        return refuse(in, path, lineno, "out of memory");
-                                line = q;
-                                cap = ncap;
-                        }
-                        if (seg)
-                                memcpy(line + len, c, seg);
-                        len += seg;
-                        if (!nl)
-                                break;
-                        in->line_start = done;
-                        if ((r = report_line(in, path, lineno, line, len, &apps)) != 0)
-                                return r;
-                        len = 0;
-                        lineno++;
-                        c = nl + 1;
-                        done = in->from + (int64_t)total - (int64_t)(end - c);
-                }
-        }
+        r = util_lines_read_fd(&rd.lines, fd, &ops, &rd);
+        if (r > 0)
+                return rd.outcome;
+        if (r == -EFBIG)
+                snprintf(what, sizeof(what), "longer than %" PRIu64 " bytes", in->input_max);
+        else if (r == -EMSGSIZE)
+                snprintf(what, sizeof(what), "line longer than %zu bytes", in->line_max);
+        else if (r == -ENOMEM)
+                snprintf(what, sizeof(what), "out of memory");
+        else if (r < 0)
+                snprintf(what, sizeof(what), "read error: %s", strerror(-r));
+        if (r < 0)
+                return refuse(in, path, (unsigned)rd.lines.lineno, what);
         /* a last line without its newline: the whole of it, unless the file may still grow
          * (the service reads it again from done) */
-        if (len > 0 && !in->complete_lines &&
-            (r = report_line(in, path, lineno, line, len, &apps)) != 0)
-                return r;
+        if (!in->complete_lines && util_lines_rest(&rd.lines, &line, &len) > 0) {
+                in->line_start = (int64_t)rd.lines.line_start;
+                r = report_line(in, path, (unsigned)rd.lines.lineno, line, len, &rd.apps);
+                if (r != 0)
+                        return r;
+        }
+        done = (int64_t)rd.lines.done;
         if (in->checkpoint) {
                 in->checkpoint->offset = done;
                 if (tuner_store_put_file(in->store, in->checkpoint, &err) < 0)
@@ -289,19 +277,19 @@ enum tuner_ingest_outcome tuner_ingest_reports(struct tuner_ingest *in, const ch
                 return store_failed(in, path, &err);
         if (in->quiet)
                 return STORED;
-        if (apps.n == 0)
+        if (rd.apps.n == 0)
                 printf("%s: no final executor report of a Spark application\n",
                        tuner_cli_printable(path, p, sizeof(p)));
-        for (size_t i = 0; i < apps.n; i++)
+        for (size_t i = 0; i < rd.apps.n; i++)
                 printf("%s: run %s: %u executor report%s, job %s\n",
                        tuner_cli_printable(path, p, sizeof(p)),
-                       tuner_cli_printable(apps.v[i].app_id, id, sizeof(id)), apps.v[i].executors,
-                       apps.v[i].executors == 1 ? "" : "s",
+                       tuner_cli_printable(rd.apps.v[i].app_id, id, sizeof(id)),
+                       rd.apps.v[i].executors, rd.apps.v[i].executors == 1 ? "" : "s",
                        in->job ? tuner_cli_printable(in->job, job, sizeof(job))
                                : "(from its event log)");
-        if (apps.unlisted)
+        if (rd.apps.unlisted)
                 printf("%s: %lu more executor reports of runs past the first %d, not listed\n",
-                       tuner_cli_printable(path, p, sizeof(p)), apps.unlisted, APPS_LISTED);
+                       tuner_cli_printable(path, p, sizeof(p)), rd.apps.unlisted, APPS_LISTED);
         fflush(stdout);
         return STORED;
 }

@@ -16,6 +16,7 @@
 #include <zstd.h>
 
 #include "decompress.h"
+#include "lines.h"
 #include "util.h"
 
 #define PLAIN_CHUNK    (UINT64_C(1) << 20)
@@ -45,16 +46,15 @@ struct tuner_stream {
         ZSTD_DStream *zstd;
         size_t zstd_hint; /* ZSTD_decompressStream's last return: 0 = at a frame's end */
         bool header_seen; /* snappy */
-        uint64_t total, total_max, line_max, lineno;
+        uint64_t total, total_max;
         /* the expansion bound (decompress.h): raw bytes read from fd, the file's allocated
          * bytes (st_blocks) when it was last looked at */
         uint64_t raw_read, allocated, expansion_ratio, expansion_slack;
         /* what the input's files before this one spent (tuner_stream_set_expansion_base) */
         char input[256];
         uint64_t base_compressed, base_expanded;
-        bool over_total; /* refused by total_max */
-        char *line;
-        size_t line_len, line_cap;
+        bool over_total;         /* refused by total_max */
+        struct util_lines lines; /* the line being read, up to lines.line_max */
 };
 
 static bool has_suffix(const char *s, size_t len, const char *suffix)
@@ -568,10 +568,8 @@ static int next_out(struct tuner_stream *s, struct util_error *err)
 int tuner_stream_line(struct tuner_stream *s, const char **ret_line, size_t *ret_len,
                       bool *ret_terminated, struct util_error *err)
 {
-        s->line_len = 0;
         for (;;) {
-                const uint8_t *p, *nl;
-                size_t chunk;
+                const char *p, *end;
                 int r;
 
                 if (s->out_pos == s->out_len) {
@@ -579,33 +577,25 @@ int tuner_stream_line(struct tuner_stream *s, const char **ret_line, size_t *ret
                         if (r < 0)
                                 return r;
                         if (r == 0) {
-                                if (s->line_len == 0)
-                                        return 0;
-                                s->line[s->line_len] = '\0';
-                                s->lineno++;
-                                *ret_line = s->line;
-                                *ret_len = s->line_len;
                                 *ret_terminated = false;
-                                return 1;
+                                r = util_lines_rest(&s->lines, ret_line, ret_len);
+                                if (r < 0)
+                                        return util_error_set(err, ENOMEM, "%s: out of memory",
+                                                              s->name);
+                                return r;
                         }
                 }
-                p = s->out + s->out_pos;
-                nl = memchr(p, '\n', s->out_len - s->out_pos);
-                chunk = nl ? (size_t)(nl - p) : s->out_len - s->out_pos;
-                if (chunk > s->line_max - s->line_len)
-                        return util_error_set(
-                            err, EFBIG, "%s:%" PRIu64 ": a line longer than %" PRIu64 " bytes",
-                            s->name, s->lineno + 1, s->line_max);
-                if (grow((uint8_t **)&s->line, &s->line_cap, s->line_len + chunk + 1) < 0)
+                p = (const char *)s->out + s->out_pos;
+                end = (const char *)s->out + s->out_len;
+                r = util_lines_take(&s->lines, &p, end, ret_line, ret_len);
+                s->out_pos = (size_t)((const uint8_t *)p - s->out);
+                if (r == -EMSGSIZE)
+                        return util_error_set(err, EFBIG,
+                                              "%s:%" PRIu64 ": a line longer than %zu bytes",
+                                              s->name, s->lines.lineno, s->lines.line_max);
+                if (r < 0)
                         return util_error_set(err, ENOMEM, "%s: out of memory", s->name);
-                memcpy(s->line + s->line_len, p, chunk);
-                s->line_len += chunk;
-                s->out_pos += chunk + (nl ? 1 : 0);
-                if (nl) {
-                        s->line[s->line_len] = '\0';
-                        s->lineno++;
-                        *ret_line = s->line;
-                        *ret_len = s->line_len;
+                if (r == 1) {
                         *ret_terminated = true;
                         return 1;
                 }
@@ -614,7 +604,7 @@ int tuner_stream_line(struct tuner_stream *s, const char **ret_line, size_t *ret
 
 uint64_t tuner_stream_lineno(const struct tuner_stream *s)
 {
-        return s->lineno;
+        return s->lines.lineno;
 }
 
 int tuner_stream_owner(const struct tuner_stream *s, uint32_t *ret)
@@ -629,7 +619,7 @@ int tuner_stream_owner(const struct tuner_stream *s, uint32_t *ret)
 
 void tuner_stream_set_limits(struct tuner_stream *s, uint64_t line_max, uint64_t total_max)
 {
-        s->line_max = line_max;
+        s->lines.line_max = line_max > SIZE_MAX - 1 ? SIZE_MAX - 1 : (size_t)line_max;
         s->total_max = total_max;
 }
 
@@ -667,7 +657,7 @@ void tuner_stream_free(struct tuner_stream *s)
         ZSTD_freeDStream(s->zstd);
         free(s->in);
         free(s->out);
-        free(s->line);
+        util_lines_free(&s->lines);
         free(s);
 }
 
@@ -684,7 +674,7 @@ int tuner_stream_open_fd(int fd, const char *name, enum tuner_codec codec, bool 
         snprintf(s->name, sizeof(s->name), "%s", name);
         s->codec = codec;
         s->in_progress = in_progress;
-        s->line_max = TUNER_STREAM_LINE_MAX;
+        s->lines.line_max = TUNER_STREAM_LINE_MAX;
         s->total_max = TUNER_STREAM_TOTAL_MAX;
         s->expansion_ratio = TUNER_STREAM_EXPANSION_MAX;
         s->expansion_slack = TUNER_STREAM_EXPANSION_SLACK;
