@@ -142,12 +142,6 @@ bool shim_monitor_rolling_term(struct shim_monitor *m);
 /* How many sample lines were queued so far (any thread). */
 unsigned shim_monitor_lines(const struct shim_monitor *m);
 
-/* ---- the report and probe commands (report.c) ---- */
-
-int shim_cmd_report(int argc, char **argv, bool as_json, bool all);
-int shim_cmd_probe(const char *cgroup, pid_t pid, const char *cgroup_root, unsigned interval,
-                   unsigned count, bool use_bpf);
-
 /* ---- report reading (sparkshim report) ---- */
 
 /* Validate a report document: schema, kind, every required field present with its type. */

@@ -29,16 +29,6 @@
 #define JDK_LINK    ".sparkshim-jdk"
 #define POLICY_LINK ".sparkshim-policy"
 
-/*
- * A home's java runs for every launch of a job, in the job's environment: a build whose
- * test hooks read that environment (SPARKSHIM_CGROUP_ROOT) must never be one.
- */
-#ifdef SPARKSHIM_TEST_HOOKS
-#define TEST_HOOKS_REFUSED                                                                         \
-        "this program is sparkshim-test, built with test hooks that read the environment (the "    \
-        "job's, in a home); allowed: the installed sparkshim, built without them"
-#endif
-
 /* Symlink each entry of the directory src (but skip) into dirfd, pointing at src/entry. */
 static int mirror_entries(const char *src, int dirfd, const char *skip, struct util_error *err)
 {
@@ -149,9 +139,6 @@ int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, str
         ssize_t n;
         int r;
 
-#ifdef SPARKSHIM_TEST_HOOKS
-        return util_error_set(err, EPERM, "refused: %s", TEST_HOOKS_REFUSED);
-#endif
         if (!realpath(jdk_arg, jdk))
                 return util_error_set(err, errno,
                                       "--jdk: '%s': %s; allowed: a JDK's home directory", jdk_arg,
@@ -326,9 +313,6 @@ int shim_java_locate(const char *argv0, char *real, size_t size, char *policy, s
         struct stat a, b;
         ssize_t n;
 
-#ifdef SPARKSHIM_TEST_HOOKS
-        return util_error_set(err, EPERM, "refused as a home's java: %s", TEST_HOOKS_REFUSED);
-#endif
         if (!execfn || !execfn[0])
                 execfn = argv0;
         if (strlen(execfn) >= sizeof(path))

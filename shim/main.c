@@ -452,6 +452,16 @@ static void parse_options(int argc, char **argv, struct options *o)
         }
 }
 
+/*
+ * A home's java runs for every launch of a job, in the job's environment: a build whose
+ * test hooks read that environment (SPARKSHIM_CGROUP_ROOT) must never be one.
+ */
+#ifdef SPARKSHIM_TEST_HOOKS
+#define TEST_HOOKS_REFUSED                                                                         \
+        "this program is sparkshim-test, built with test hooks that read the environment (the "    \
+        "job's, in a home); allowed: the installed sparkshim, built without them"
+#endif
+
 /* Shim-level settings from the environment, below the flags. */
 static void apply_environment(struct options *o)
 {
@@ -1300,6 +1310,10 @@ static int java_personality(struct options *o, int argc, char **argv)
         struct policy policy;
 
         shim_log_set_level(SHIM_LOG_WARN);
+#ifdef SPARKSHIM_TEST_HOOKS
+        log_error("java: refused as a home's java: %s", TEST_HOOKS_REFUSED);
+        return SHIM_EXIT_NOT_FOUND;
+#endif
         if (shim_java_locate(argv[0], real, sizeof(real), home_policy, sizeof(home_policy), &err) <
             0) {
                 log_error("java: %s", err.text);
@@ -1441,6 +1455,9 @@ int main(int argc, char **argv)
                 if (!o.jdk || argc - optind != 1)
                         die(SHIM_EXIT_USAGE,
                             "java-home: give --jdk JDK_DIR and one DIR; see sparkshim --help");
+#ifdef SPARKSHIM_TEST_HOOKS
+                die(SHIM_EXIT_USAGE, "java-home: refused: %s", TEST_HOOKS_REFUSED);
+#endif
                 if (o.policy_explicit) {
                         /* the home's executors will load it as run --policy does: refuse now what
                          * they would */

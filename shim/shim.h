@@ -47,6 +47,22 @@ void shim_cgroup_needed_controllers(const struct policy_write *w, size_t n, char
  */
 int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size);
 
+enum shim_cgroup_layout {
+        SHIM_CGROUP_NONE = 0, /* no cgroup2 mount found */
+        SHIM_CGROUP_UNIFIED,  /* pure cgroup v2 at /sys/fs/cgroup */
+        SHIM_CGROUP_HYBRID,   /* v2 at /sys/fs/cgroup/unified, controllers on v1 */
+        SHIM_CGROUP_LEGACY,   /* v1 only */
+};
+
+struct shim_cgroup_host {
+        enum shim_cgroup_layout layout;
+        char mount[256]; /* cgroup2 mount point, "" when none */
+};
+
+/* Find the cgroup2 mount under root ("/sys/fs/cgroup" normally). */
+int shim_cgroup_detect(const char *root, struct shim_cgroup_host *ret);
+const char *shim_cgroup_layout_name(enum shim_cgroup_layout l);
+
 int shim_cgroup_setup_wrap(const struct shim_cgroup_host *host, const char *parent,
                            const char *name, const struct policy_write *w, size_t n,
                            struct shim_cgroup *ret, struct util_error *err);
@@ -110,6 +126,12 @@ int shim_supervise(const struct shim_supervise_opts *opts, struct util_error *er
 /* ---- check (check.c) ---- */
 
 int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root, bool init);
+
+/* ---- sparkshim report and sparkshim probe (cmd-report.c) ---- */
+
+int shim_cmd_report(int argc, char **argv, bool as_json, bool all);
+int shim_cmd_probe(const char *cgroup, pid_t pid, const char *cgroup_root, unsigned interval,
+                   unsigned count, bool use_bpf);
 
 /*
  * `sparkshim java-home --jdk JDK [--policy POLICY] DIR` (shim/java.c): make or refresh DIR,

@@ -802,16 +802,16 @@ struct event_name {
 };
 
 static int on_event_name(void *userdata, const char *path, size_t path_len,
-                         const struct jscan_value *v)
+                         const struct util_jscan_value *v)
 {
         struct event_name *e = userdata;
 
         if (path_len != 5 || memcmp(path, "Event", 5) != 0)
                 return 0;
         e->seen = true;
-        e->other = v->type != JSCAN_STRING;
+        e->other = v->type != UTIL_JSCAN_STRING;
         /* a longer name (a package-qualified SQL event, say) is no event of ours */
-        if (!e->other && jscan_string(v, e->name, sizeof(e->name)) < 0)
+        if (!e->other && util_jscan_string(v, e->name, sizeof(e->name)) < 0)
                 e->name[0] = '\0';
         return 0;
 }
@@ -1032,9 +1032,9 @@ static const struct keep *keep_find(const struct keep *k, const char *raw, size_
         char name[64];
 
         if (memchr(raw, '\\', len)) {
-                const struct jscan_value v = {JSCAN_STRING, raw, len};
+                const struct util_jscan_value v = {UTIL_JSCAN_STRING, raw, len};
 
-                if (jscan_string(&v, name, sizeof(name)) < 0)
+                if (util_jscan_string(&v, name, sizeof(name)) < 0)
                         return NULL;
         } else {
                 if (len >= sizeof(name))
@@ -1221,7 +1221,7 @@ int tuner_eventlog_line(struct tuner_eventlog *el, const char *line, size_t len,
         struct ctx c = {.event = "event", .err = err};
         const json_t *name;
         struct event_name en = {0};
-        const struct jscan_visitor visitor = {on_event_name, NULL, &en};
+        const struct util_jscan_visitor visitor = {on_event_name, NULL, &en};
         const char *what = NULL;
         size_t offset = 0;
         int r;
@@ -1230,7 +1230,7 @@ int tuner_eventlog_line(struct tuner_eventlog *el, const char *line, size_t len,
          * jansson) is built only for the events read, only for events of a bounded size, and
          * only of the members read (prune()); the others (SQL plans of megabytes among them)
          * cost nothing more */
-        r = jscan(line, len, &visitor, &offset, &what);
+        r = util_jscan(line, len, &visitor, &offset, &what);
         if (r == -EINVAL)
                 return util_error_set(err, EINVAL, "not JSON: %s (column %zu)", what ? what : "",
                                       offset + 1);
@@ -1717,7 +1717,7 @@ bool tuner_eventlog_detect(const char *path)
 {
         struct tuner_stream *s = NULL;
         struct event_name en = {0};
-        const struct jscan_visitor visitor = {on_event_name, NULL, &en};
+        const struct util_jscan_visitor visitor = {on_event_name, NULL, &en};
         const char *base = strrchr(path, '/'), *line;
         struct stat st;
         size_t len;
@@ -1733,7 +1733,7 @@ bool tuner_eventlog_detect(const char *path)
         tuner_stream_set_limits(s, DETECT_LINE_MAX, DETECT_LINE_MAX);
         /* the scanner, not a tree: a first line of 1 MiB of {} would cost jansson 80 MB */
         if (tuner_stream_line(s, &line, &len, &terminated, NULL) > 0 && len > 0 && line[0] == '{' &&
-            jscan(line, len, &visitor, NULL, NULL) == 0)
+            util_jscan(line, len, &visitor, NULL, NULL) == 0)
                 ok = en.seen && !en.other && strcmp(en.name, "SparkListenerLogStart") == 0;
         tuner_stream_free(s);
         return ok;

@@ -5,7 +5,7 @@
  * is checked for its type and range, every string for its length, and a line that fails any
  * check is refused whole (the caller refuses its file).
  *
- * One pass of the validating scanner (jscan.h) per line: every line is checked as JSON, and
+ * One pass of the validating scanner (util_jscan.h) per line: every line is checked as JSON, and
  * only the members a final report's executor needs are looked at, by their paths. A member
  * read twice is an error (jansson's JSON_REJECT_DUPLICATES, for what is read).
  */
@@ -123,7 +123,7 @@ static const char *const paths[F_COUNT] = {
 };
 
 struct line_state {
-        struct jscan_value values[F_COUNT];
+        struct util_jscan_value values[F_COUNT];
         bool seen[F_COUNT];
         const char *duplicate; /* the first path read twice */
         const char *problem;   /* a shape error found while scanning */
@@ -140,7 +140,8 @@ struct line_state {
         size_t n_uses;
 };
 
-static int on_scalar(void *userdata, const char *path, size_t path_len, const struct jscan_value *v)
+static int on_scalar(void *userdata, const char *path, size_t path_len,
+                     const struct util_jscan_value *v)
 {
         struct line_state *st = userdata;
 
@@ -159,9 +160,9 @@ static int on_scalar(void *userdata, const char *path, size_t path_len, const st
                 }
                 if (is_t) {
                         st->t_seen = true;
-                        if (v->type == JSCAN_NULL)
+                        if (v->type == UTIL_JSCAN_NULL)
                                 return 0;
-                        if (jscan_double(v, &st->t) < 0 || !isfinite(st->t) || st->t < 0 ||
+                        if (util_jscan_double(v, &st->t) < 0 || !isfinite(st->t) || st->t < 0 ||
                             st->t > 1e12) {
                                 st->problem =
                                     "samples[].t_seconds is not a number in [0, 1e12] or null";
@@ -171,9 +172,9 @@ static int on_scalar(void *userdata, const char *path, size_t path_len, const st
                         int64_t c;
 
                         st->cpu_seen = true;
-                        if (v->type == JSCAN_NULL)
+                        if (v->type == UTIL_JSCAN_NULL)
                                 return 0;
-                        if (jscan_int64(v, &c) < 0 || c < 0) {
+                        if (util_jscan_int64(v, &c) < 0 || c < 0) {
                                 snprintf(st->problem_text, sizeof(st->problem_text),
                                          "samples[%zu].cpu_usage_us is not a non-negative integer "
                                          "or null",
@@ -195,11 +196,12 @@ static int on_scalar(void *userdata, const char *path, size_t path_len, const st
                 uint64_t n;
                 char arg[32];
 
-                if (st->after_cores && !st->cores && v->type == JSCAN_STRING &&
-                    jscan_string(v, arg, sizeof(arg)) == 0 && util_parse_u64(arg, &n) == 0 &&
+                if (st->after_cores && !st->cores && v->type == UTIL_JSCAN_STRING &&
+                    util_jscan_string(v, arg, sizeof(arg)) == 0 && util_parse_u64(arg, &n) == 0 &&
                     n <= 1u << 20)
                         st->cores = (uint32_t)n;
-                st->after_cores = v->type == JSCAN_STRING && jscan_string_eq(v, "--cores");
+                st->after_cores =
+                    v->type == UTIL_JSCAN_STRING && util_jscan_string_eq(v, "--cores");
                 return 0;
         }
         for (int f = 0; f < F_COUNT; f++) {
@@ -248,7 +250,7 @@ static int on_end(void *userdata, const char *path, size_t path_len, bool object
         return 0;
 }
 
-static const struct jscan_value *get(const struct line_state *st, enum field f)
+static const struct util_jscan_value *get(const struct line_state *st, enum field f)
 {
         return st->seen[f] ? &st->values[f] : NULL;
 }
@@ -257,12 +259,12 @@ static const struct jscan_value *get(const struct line_state *st, enum field f)
 static int get_string(const struct line_state *st, enum field f, char *buf, size_t size,
                       struct util_error *err)
 {
-        const struct jscan_value *v = get(st, f);
+        const struct util_jscan_value *v = get(st, f);
         int r;
 
-        if (!v || v->type != JSCAN_STRING)
+        if (!v || v->type != UTIL_JSCAN_STRING)
                 return util_error_set(err, EINVAL, "%s is missing or not a string", paths[f]);
-        r = jscan_string(v, buf, size);
+        r = util_jscan_string(v, buf, size);
         if (r < 0)
                 return util_error_set(err, EINVAL, "%s is longer than %zu bytes or holds a NUL",
                                       paths[f], size - 1);
@@ -273,14 +275,14 @@ static int get_string(const struct line_state *st, enum field f, char *buf, size
 static int get_seconds(const struct line_state *st, enum field f, double *ret,
                        struct util_error *err)
 {
-        const struct jscan_value *v = get(st, f);
+        const struct util_jscan_value *v = get(st, f);
         double d;
 
-        if (!v || v->type == JSCAN_NULL) {
+        if (!v || v->type == UTIL_JSCAN_NULL) {
                 *ret = NAN;
                 return 0;
         }
-        if (jscan_double(v, &d) < 0 || !isfinite(d) || d < 0 || d > 1e12)
+        if (util_jscan_double(v, &d) < 0 || !isfinite(d) || d < 0 || d > 1e12)
                 return util_error_set(err, EINVAL, "%s is not a number in [0, 1e12] or null",
                                       paths[f]);
         *ret = d;
@@ -291,14 +293,14 @@ static int get_seconds(const struct line_state *st, enum field f, double *ret,
 static int get_count(const struct line_state *st, enum field f, uint64_t *ret,
                      struct util_error *err)
 {
-        const struct jscan_value *v = get(st, f);
+        const struct util_jscan_value *v = get(st, f);
         int64_t i;
 
-        if (!v || v->type == JSCAN_NULL) {
+        if (!v || v->type == UTIL_JSCAN_NULL) {
                 *ret = TUNER_UNKNOWN;
                 return 0;
         }
-        if (jscan_int64(v, &i) < 0 || i < 0)
+        if (util_jscan_int64(v, &i) < 0 || i < 0)
                 return util_error_set(err, EINVAL, "%s is not a non-negative integer or null",
                                       paths[f]);
         *ret = (uint64_t)i;
@@ -339,7 +341,7 @@ static int get_time(const struct line_state *st, enum field f, int64_t *ret, str
 static int executor_of(const struct line_state *st, struct tuner_executor *e,
                        struct util_error *err)
 {
-        const struct jscan_value *v;
+        const struct util_jscan_value *v;
         uint64_t u;
         int64_t i;
         int r;
@@ -358,18 +360,18 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
         /* the uid the executor ran as (reports before it have none) */
         e->run_as_uid = -1;
         v = get(st, F_RUN_AS);
-        if (v && v->type != JSCAN_NULL) {
-                if (jscan_int64(v, &i) < 0 || i < 0 || i > (int64_t)UINT32_MAX)
+        if (v && v->type != UTIL_JSCAN_NULL) {
+                if (util_jscan_int64(v, &i) < 0 || i < 0 || i > (int64_t)UINT32_MAX)
                         return util_error_set(err, EINVAL,
                                               "identity.run_as_uid is not a user id or null");
                 e->run_as_uid = i;
         }
-        if (get(st, F_ARGV) && get(st, F_ARGV)->type != JSCAN_NULL)
+        if (get(st, F_ARGV) && get(st, F_ARGV)->type != UTIL_JSCAN_NULL)
                 return util_error_set(err, EINVAL, "identity.argv is not an array");
         e->cores = st->cores;
 
         v = get(st, F_PLAN);
-        if (v && v->type != JSCAN_NULL)
+        if (v && v->type != UTIL_JSCAN_NULL)
                 return util_error_set(err, EINVAL, "plan is not an object or null");
         if ((r = get_count(st, F_REQUEST_MILLICORES, &e->request_millicores, err)) < 0 ||
             (r = get_count(st, F_LIMIT_MILLICORES, &e->limit_millicores, err)) < 0 ||
@@ -384,10 +386,10 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
         if (isfinite(e->burst_ratio) && e->burst_ratio > 1)
                 return util_error_set(err, EINVAL, "plan.memory.burst_ratio is not in [0, 1]");
         v = get(st, F_ENFORCED);
-        if (!v || (v->type != JSCAN_TRUE && v->type != JSCAN_FALSE))
+        if (!v || (v->type != UTIL_JSCAN_TRUE && v->type != UTIL_JSCAN_FALSE))
                 return util_error_set(err, EINVAL,
                                       "enforcement.enforced is missing or not a boolean");
-        e->enforced = v->type == JSCAN_TRUE;
+        e->enforced = v->type == UTIL_JSCAN_TRUE;
 
         if ((r = get_seconds(st, F_CPU_SECONDS, &e->cpu_seconds, err)) < 0 ||
             (r = get_seconds(st, F_THROTTLED, &e->throttled_seconds, err)) < 0 ||
@@ -405,24 +407,24 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
                 return util_error_set(err, EINVAL,
                                       "exit is missing or not an object in a final report");
         v = get(st, F_EXIT_SIGNAL);
-        if (v && v->type != JSCAN_NULL) {
-                if (jscan_int64(v, &i) < 0 || i < 1 || i > 64)
+        if (v && v->type != UTIL_JSCAN_NULL) {
+                if (util_jscan_int64(v, &i) < 0 || i < 1 || i > 64)
                         return util_error_set(err, EINVAL,
                                               "exit.signal is not a signal number or null");
                 e->exit_status = -1;
                 e->exit_signal = (int)i;
         } else {
                 v = get(st, F_EXIT_STATUS);
-                if (!v || jscan_int64(v, &i) < 0 || i < 0 || i > 255)
+                if (!v || util_jscan_int64(v, &i) < 0 || i < 0 || i > 255)
                         return util_error_set(err, EINVAL,
                                               "exit.status is not an exit status (0-255)");
                 e->exit_status = (int)i;
                 e->exit_signal = 0;
         }
         v = get(st, F_OOM_KILLED);
-        if (v && v->type != JSCAN_TRUE && v->type != JSCAN_FALSE)
+        if (v && v->type != UTIL_JSCAN_TRUE && v->type != UTIL_JSCAN_FALSE)
                 return util_error_set(err, EINVAL, "exit.oom_killed is not a boolean");
-        e->oom_killed = v && v->type == JSCAN_TRUE;
+        e->oom_killed = v && v->type == UTIL_JSCAN_TRUE;
 
         if (get(st, F_SAMPLES))
                 return util_error_set(err, EINVAL, "samples is not an array");
@@ -450,7 +452,7 @@ static int report_line(struct line_state *stp, const char *line, size_t len,
                        struct tuner_executor *ret, struct util_error *err)
 {
         struct tuner_executor e = {0};
-        const struct jscan_visitor visitor = {on_scalar, on_end, stp};
+        const struct util_jscan_visitor visitor = {on_scalar, on_end, stp};
         const char *what = NULL;
         size_t blank = 0, offset = 0;
         int r;
@@ -462,7 +464,7 @@ static int report_line(struct line_state *stp, const char *line, size_t len,
         if (len > TUNER_REPORT_LINE_MAX)
                 return util_error_set(err, EINVAL, "line longer than %zu bytes",
                                       TUNER_REPORT_LINE_MAX);
-        r = jscan(line, len, &visitor, &offset, &what);
+        r = util_jscan(line, len, &visitor, &offset, &what);
         if (r == -ENOMEM)
                 return util_error_set(err, ENOMEM, "out of memory");
         if (r < 0) {
@@ -475,12 +477,12 @@ static int report_line(struct line_state *stp, const char *line, size_t len,
         }
         if (line[blank] != '{')
                 return util_error_set(err, EINVAL, "not a JSON object");
-        if (!get(stp, F_SCHEMA) || !jscan_string_eq(get(stp, F_SCHEMA), SCHEMA))
+        if (!get(stp, F_SCHEMA) || !util_jscan_string_eq(get(stp, F_SCHEMA), SCHEMA))
                 return util_error_set(err, EINVAL, "schema is not %s", SCHEMA);
-        if (!get(stp, F_KIND) || (!jscan_string_eq(get(stp, F_KIND), "sample") &&
-                                  !jscan_string_eq(get(stp, F_KIND), "final")))
+        if (!get(stp, F_KIND) || (!util_jscan_string_eq(get(stp, F_KIND), "sample") &&
+                                  !util_jscan_string_eq(get(stp, F_KIND), "final")))
                 return util_error_set(err, EINVAL, "kind is not sample or final");
-        if (!jscan_string_eq(get(stp, F_KIND), "final"))
+        if (!util_jscan_string_eq(get(stp, F_KIND), "final"))
                 return 0;
         if ((r = executor_of(stp, &e, err)) < 0)
                 return r;

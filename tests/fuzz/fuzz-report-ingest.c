@@ -9,7 +9,7 @@
  * Built and run by hand (from the source root, after `meson setup build`):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
  *     -D_GNU_SOURCE -Ibuild -Ituner -Icommon $(pkg-config --cflags jansson) \
- *     tuner/report-ingest.c tuner/jscan.c common/util.c common/log.c
+ *     tuner/report-ingest.c tuner/util_jscan.c common/util.c common/log.c
  * tests/fuzz/fuzz-report-ingest.c \
  *     $(pkg-config --libs jansson) -lm -o /tmp/fuzz-report-ingest
  *   /tmp/fuzz-report-ingest -max_total_time=60 -max_len=65536 tests/fuzz/corpus/report-ingest

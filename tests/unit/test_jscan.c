@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The validating JSON scanner (tuner/jscan.h): valid and invalid texts, with jansson as the
+/* The validating JSON scanner (tuner/util_jscan.h): valid and invalid texts, with jansson as the
  * reference, paths, and the value helpers. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -67,15 +67,15 @@ static const char *const invalid[] = {
     "Infinity",
 };
 
-Test(jscan, agrees_with_jansson)
+Test(util_jscan, agrees_with_jansson)
 {
         for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
                 json_error_t jerr;
                 json_t *doc = json_loads(valid[i], JSON_DECODE_ANY, &jerr);
                 cr_expect(doc != NULL, "jansson refuses %s: %s", valid[i], jerr.text);
                 json_decref(doc);
-                cr_expect_eq(jscan(valid[i], strlen(valid[i]), NULL, NULL, NULL), 0,
-                             "jscan refuses %s", valid[i]);
+                cr_expect_eq(util_jscan(valid[i], strlen(valid[i]), NULL, NULL, NULL), 0,
+                             "util_jscan refuses %s", valid[i]);
         }
         for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
                 json_error_t jerr;
@@ -85,8 +85,8 @@ Test(jscan, agrees_with_jansson)
 
                 cr_expect(doc == NULL, "jansson takes %s", invalid[i]);
                 json_decref(doc);
-                cr_expect_eq(jscan(invalid[i], strlen(invalid[i]), NULL, &offset, &what), -EINVAL,
-                             "jscan takes %s", invalid[i]);
+                cr_expect_eq(util_jscan(invalid[i], strlen(invalid[i]), NULL, &offset, &what),
+                             -EINVAL, "util_jscan takes %s", invalid[i]);
                 cr_expect(what != NULL && offset <= strlen(invalid[i]), "%s: what %s at %zu",
                           invalid[i], what ? what : "(none)", offset);
         }
@@ -96,12 +96,12 @@ static int count_ends(void *userdata, const char *path, size_t path_len, bool ob
 {
         (void)path;
         (void)object;
-        cr_assert_leq(path_len, JSCAN_PATH_MAX);
+        cr_assert_leq(path_len, UTIL_JSCAN_PATH_MAX);
         (*(size_t *)userdata)++;
         return 0;
 }
 
-Test(jscan, nul_bytes_and_any_depth)
+Test(util_jscan, nul_bytes_and_any_depth)
 {
         /* a million levels: a recursive scanner overflows the native stack long before (a
          * real Spark SQL plan nests 8 levels a sort-merge join, and 64 was the old limit) */
@@ -109,20 +109,20 @@ Test(jscan, nul_bytes_and_any_depth)
         char *deep = malloc(6 * levels + 2);
         const char *what = NULL;
         size_t ends = 0, n = 0, offset = 0;
-        const struct jscan_visitor visitor = {NULL, count_ends, &ends};
+        const struct util_jscan_visitor visitor = {NULL, count_ends, &ends};
 
         cr_assert(deep);
-        cr_expect_eq(jscan("\"a\0b\"", 5, NULL, NULL, &what), -EINVAL);
+        cr_expect_eq(util_jscan("\"a\0b\"", 5, NULL, NULL, &what), -EINVAL);
         cr_expect_str_eq(what, "a NUL byte");
-        cr_expect_eq(jscan("[1]\0", 4, NULL, NULL, NULL), -EINVAL, "a NUL after the value");
+        cr_expect_eq(util_jscan("[1]\0", 4, NULL, NULL, NULL), -EINVAL, "a NUL after the value");
 
         memset(deep, '[', levels);
         deep[levels] = '1';
         memset(deep + levels + 1, ']', levels);
-        cr_expect_eq(jscan(deep, 2 * levels + 1, &visitor, NULL, NULL), 0);
+        cr_expect_eq(util_jscan(deep, 2 * levels + 1, &visitor, NULL, NULL), 0);
         cr_expect_eq(ends, levels, "%zu ends of %zu arrays", ends, levels);
         /* one ']' short: refused where the text ends */
-        cr_expect_eq(jscan(deep, 2 * levels, NULL, &offset, &what), -EINVAL);
+        cr_expect_eq(util_jscan(deep, 2 * levels, NULL, &offset, &what), -EINVAL);
         cr_expect_str_eq(what, "expected ',' or ']'");
         cr_expect_eq(offset, 2 * levels);
 
@@ -132,11 +132,11 @@ Test(jscan, nul_bytes_and_any_depth)
         memset(deep + n, '}', levels);
         n += levels;
         ends = 0;
-        cr_expect_eq(jscan(deep, n, &visitor, NULL, NULL), 0);
+        cr_expect_eq(util_jscan(deep, n, &visitor, NULL, NULL), 0);
         cr_expect_eq(ends, levels, "%zu ends of %zu objects", ends, levels);
         /* a member's value missing deep inside (a value, as before, is read as a number) */
         deep[5 * levels] = '}';
-        cr_expect_eq(jscan(deep, n, NULL, &offset, &what), -EINVAL);
+        cr_expect_eq(util_jscan(deep, n, NULL, &offset, &what), -EINVAL);
         cr_expect_str_eq(what, "an invalid number");
         free(deep);
 }
@@ -146,7 +146,8 @@ struct seen {
         size_t used;
 };
 
-static int record(void *userdata, const char *path, size_t path_len, const struct jscan_value *v)
+static int record(void *userdata, const char *path, size_t path_len,
+                  const struct util_jscan_value *v)
 {
         struct seen *s = userdata;
 
@@ -165,65 +166,69 @@ static int record_end(void *userdata, const char *path, size_t path_len, bool ob
         return 0;
 }
 
-static int stop_at_b(void *userdata, const char *path, size_t path_len, const struct jscan_value *v)
+static int stop_at_b(void *userdata, const char *path, size_t path_len,
+                     const struct util_jscan_value *v)
 {
         return strcmp(path, "b") == 0 ? -ENOENT : 0;
 }
 
-Test(jscan, paths)
+Test(util_jscan, paths)
 {
         static const char doc[] = "{\"a\":{\"b\":1,\"c\":[true,{\"d\":\"x\"}]},\"e\":null}";
         struct seen s = {"", 0};
-        struct jscan_visitor v = {record, record_end, &s};
-        struct jscan_visitor stop = {stop_at_b, NULL, NULL};
+        struct util_jscan_visitor v = {record, record_end, &s};
+        struct util_jscan_visitor stop = {stop_at_b, NULL, NULL};
         char longer[400];
 
-        cr_assert_eq(jscan(doc, strlen(doc), &v, NULL, NULL), 0);
+        cr_assert_eq(util_jscan(doc, strlen(doc), &v, NULL, NULL), 0);
         cr_expect_str_eq(s.text, "a.b=1;a.c[]=true;a.c[].d=x;a.c[]};a.c];a};e=null;};");
-        cr_expect_eq(jscan("{\"b\":2}", 7, &stop, NULL, NULL), -ENOENT, "the visitor's error");
+        cr_expect_eq(util_jscan("{\"b\":2}", 7, &stop, NULL, NULL), -ENOENT, "the visitor's error");
 
         /* a path past the maximum is never a short one */
         snprintf(longer, sizeof(longer), "{\"%0200d\":{\"x\":1}}", 0);
         s.used = 0;
         s.text[0] = '\0';
         v.end = NULL;
-        cr_assert_eq(jscan(longer, strlen(longer), &v, NULL, NULL), 0);
-        cr_expect_eq(strlen(s.text), JSCAN_PATH_MAX + 3, "cut path (+ \"=1;\"): %s", s.text);
+        cr_assert_eq(util_jscan(longer, strlen(longer), &v, NULL, NULL), 0);
+        cr_expect_eq(strlen(s.text), UTIL_JSCAN_PATH_MAX + 3, "cut path (+ \"=1;\"): %s", s.text);
 
         /* a dotted or escaped member name is not a path of nested members */
         s.used = 0;
         s.text[0] = '\0';
         {
                 static const char dotted[] = "{\"a.b\":1,\"a\\u002eb\":2,\"c[]\":3}";
-                cr_assert_eq(jscan(dotted, strlen(dotted), &v, NULL, NULL), 0);
+                cr_assert_eq(util_jscan(dotted, strlen(dotted), &v, NULL, NULL), 0);
         }
         cr_expect(strstr(s.text, "a.b=") == NULL && strstr(s.text, "c[]=") == NULL, "%s", s.text);
 }
 
-Test(jscan, values)
+Test(util_jscan, values)
 {
-        struct jscan_value n = {JSCAN_NUMBER, "9223372036854775807", 19};
-        struct jscan_value big = {JSCAN_NUMBER, "9223372036854775808", 19};
-        struct jscan_value neg = {JSCAN_NUMBER, "-9223372036854775808", 20};
-        struct jscan_value frac = {JSCAN_NUMBER, "1.25e2", 6};
-        struct jscan_value str = {JSCAN_STRING, "a\\n\\u00e9\\ud83d\\ude00", 22};
-        struct jscan_value nul = {JSCAN_STRING, "a\\u0000", 7};
+        struct util_jscan_value n = {UTIL_JSCAN_NUMBER, "9223372036854775807", 19};
+        struct util_jscan_value big = {UTIL_JSCAN_NUMBER, "9223372036854775808", 19};
+        struct util_jscan_value neg = {UTIL_JSCAN_NUMBER, "-9223372036854775808", 20};
+        struct util_jscan_value frac = {UTIL_JSCAN_NUMBER, "1.25e2", 6};
+        struct util_jscan_value str = {UTIL_JSCAN_STRING, "a\\n\\u00e9\\ud83d\\ude00", 22};
+        struct util_jscan_value nul = {UTIL_JSCAN_STRING, "a\\u0000", 7};
         char buf[16];
         int64_t i;
         double d;
 
-        cr_expect_eq(jscan_int64(&n, &i), 0);
+        cr_expect_eq(util_jscan_int64(&n, &i), 0);
         cr_expect_eq(i, INT64_MAX, "%" PRId64, i);
-        cr_expect_eq(jscan_int64(&big, &i), -ERANGE);
-        cr_expect_eq(jscan_int64(&neg, &i), 0);
+        cr_expect_eq(util_jscan_int64(&big, &i), -ERANGE);
+        cr_expect_eq(util_jscan_int64(&neg, &i), 0);
         cr_expect_eq(i, INT64_MIN, "%" PRId64, i);
-        cr_expect_eq(jscan_int64(&frac, &i), -EINVAL);
-        cr_expect_eq(jscan_double(&frac, &d), 0);
+        cr_expect_eq(util_jscan_int64(&frac, &i), -EINVAL);
+        cr_expect_eq(util_jscan_double(&frac, &d), 0);
         cr_expect_eq(d, 125.0, "%g", d);
-        cr_expect_eq(jscan_string(&str, buf, sizeof(buf)), 0);
+        cr_expect_eq(util_jscan_string(&str, buf, sizeof(buf)), 0);
         cr_expect_str_eq(buf, "a\n\xc3\xa9\xf0\x9f\x98\x80");
-        cr_expect_eq(jscan_string(&str, buf, 5), -ENAMETOOLONG);
-        cr_expect_eq(jscan_string(&nul, buf, sizeof(buf)), -EINVAL, "no NUL inside a C string");
-        cr_expect(jscan_string_eq(&(struct jscan_value){JSCAN_STRING, "fin\\u0061l", 10}, "final"));
-        cr_expect(!jscan_string_eq(&(struct jscan_value){JSCAN_STRING, "final", 5}, "fina"));
+        cr_expect_eq(util_jscan_string(&str, buf, 5), -ENAMETOOLONG);
+        cr_expect_eq(util_jscan_string(&nul, buf, sizeof(buf)), -EINVAL,
+                     "no NUL inside a C string");
+        cr_expect(util_jscan_string_eq(
+            &(struct util_jscan_value){UTIL_JSCAN_STRING, "fin\\u0061l", 10}, "final"));
+        cr_expect(!util_jscan_string_eq(&(struct util_jscan_value){UTIL_JSCAN_STRING, "final", 5},
+                                        "fina"));
 }
