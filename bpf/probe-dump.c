@@ -461,28 +461,168 @@ static void wait_seconds(double seconds)
         }
 }
 
-int main(int argc, char **argv)
+/* --node with PROBE_NODE_MAX leaves holds a few fds per registration */
+static void raise_nofile(void)
 {
-        struct options o = {0};
-        struct util_error perr = {0};
-        static uint64_t ids[MAX_DIRS];
-        struct oom_list ooms;
-        static struct snapshot snap;
-        sigset_t mask, old_mask;
         struct rlimit nofile;
-        struct probe *p;
-        json_t *command_json = NULL, *missing, *detail, *programs;
-        double start;
-        int r, status = 0, exit_code = 0;
-        unsigned attached;
 
-        probe_set_test_hooks(true); /* a test tool: docs/probes.md */
-        /* --node with PROBE_NODE_MAX leaves holds a few fds per registration */
         if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
                 nofile.rlim_cur = nofile.rlim_max;
                 setrlimit(RLIMIT_NOFILE, &nofile);
         }
+}
 
+/* One set for all the directories, or one node registration each. Returns 0 or an exit code. */
+static int open_probes(const struct options *o, const uint64_t *ids)
+{
+        struct util_error perr = {0};
+
+        for (size_t i = 0; i < (o->node ? o->ndirs : 1); i++) {
+                struct probe *p = o->node ? probe_open_node(o->node, ids[i], &perr)
+                                          : probe_open(ids, o->ndirs, o->kinds, &perr);
+
+                if (!p) {
+                        fprintf(stderr, PROG ": error: cannot attach the probes: %s\n", perr.text);
+                        close_probes();
+                        return strncmp(perr.text, "built without BPF", 17) == 0 ? EXIT_NO_BPF : 1;
+                }
+                probes[nprobes++] = p;
+        }
+        return 0;
+}
+
+/*
+ * Run the command (its exit in *ret_command) or wait --seconds. Returns 0, 1 when the
+ * command could not run, and sets *exit_code when --snapshot-at-stop saw no stop.
+ */
+static int run_or_wait(const struct options *o, const uint64_t *ids, struct snapshot *snap,
+                       const sigset_t *old_mask, json_t **ret_command, int *exit_code)
+{
+        int r, status = 0;
+
+        if (!o->command) {
+                wait_seconds(o->seconds);
+                return 0;
+        }
+        r = run_command(o, ids, snap, old_mask, &status);
+        if (r < 0) {
+                fprintf(stderr, PROG ": error: cannot run %s: %s\n", o->command[0], strerror(-r));
+                return 1;
+        }
+        if (WIFEXITED(status))
+                *ret_command =
+                    json_pack("{s:s, s:i}", "argv0", o->command[0], "exit", WEXITSTATUS(status));
+        else
+                *ret_command =
+                    json_pack("{s:s, s:i}", "argv0", o->command[0], "signal", WTERMSIG(status));
+        if (o->snapshot_at_stop && !snap->taken) {
+                fprintf(stderr, PROG ": error: %s never stopped (--snapshot-at-stop)\n",
+                        o->command[0]);
+                *exit_code = 1;
+        }
+        return 0;
+}
+
+/* What every cgroup's line shares: the kinds, the OOM events, the programs, the command. */
+struct shared {
+        unsigned attached;
+        json_t *missing, *detail, *programs, *command;
+        struct oom_list ooms;
+        double start;
+};
+
+static void shared_collect(struct shared *sh, struct probe *p, const uint64_t *ids, size_t n)
+{
+        memset(&sh->ooms, 0, sizeof(sh->ooms));
+        sh->ooms.ids = ids;
+        sh->ooms.n = n;
+        for (size_t i = 0; i < n; i++)
+                sh->ooms.by_cgroup[i] = json_array();
+        if (sh->attached & PROBE_MEMORY)
+                probe_consume_oom(p, collect_oom, &sh->ooms);
+        sh->missing = json_object();
+        sh->detail = json_object();
+        for (unsigned k = PROBE_CPU; k <= PROBE_DISK; k <<= 1) {
+                const char *name = probe_kind_name((enum probe_kind)k);
+
+                if (sh->attached & k)
+                        json_object_set_new(sh->detail, name,
+                                            json_string(probe_kind_detail(p, (enum probe_kind)k)));
+                else
+                        json_object_set_new(
+                            sh->missing, name,
+                            json_string(probe_missing_reason(p, (enum probe_kind)k)));
+        }
+        sh->programs = programs_json(p);
+}
+
+static void shared_free(struct shared *sh, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                json_decref(sh->ooms.by_cgroup[i]);
+        json_decref(sh->missing);
+        json_decref(sh->detail);
+        json_decref(sh->programs);
+        json_decref(sh->command);
+}
+
+/* The line of cgroup i. Returns 0, or 1 when its probes could not be read. */
+static int print_cgroup(const struct options *o, size_t i, uint64_t id, const struct shared *sh,
+                        const struct snapshot *snap, struct probe *p)
+{
+        struct probe_usage u;
+        json_t *obj, *usage;
+        char *text;
+        int r;
+
+        if (snap->taken) {
+                u = snap->usage[i];
+                r = snap->error;
+        } else {
+                r = probe_read(probe_of(i), id, &u);
+        }
+        if (r < 0) {
+                fprintf(stderr, PROG ": error: reading the probes of %s: %s\n", o->dirs[i],
+                        strerror(-r));
+                return 1;
+        }
+        obj = json_pack("{s:s, s:I, s:o, s:O, s:O, s:f, s:b}", "cgroup", o->dirs[i], "cgroup_id",
+                        (json_int_t)id, "attached", kinds_array(sh->attached), "missing",
+                        sh->missing, "detail", sh->detail, "seconds", now_s() - sh->start, "node",
+                        probe_is_node(p));
+        usage = usage_json(&u);
+        json_object_update(obj, usage);
+        json_decref(usage);
+        json_object_set(obj, "oom_events", sh->ooms.by_cgroup[i]);
+        json_object_set(obj, "programs", sh->programs);
+        if (snap->taken)
+                json_object_set_new(
+                    obj, "schedstat",
+                    json_pack("{s:I, s:I, s:I, s:I}", "oncpu_ns", (json_int_t)snap->oncpu_ns,
+                              "run_delay_ns", (json_int_t)snap->run_delay_ns, "pcount",
+                              (json_int_t)snap->pcount, "tasks", (json_int_t)snap->tasks));
+        if (sh->command)
+                json_object_set(obj, "command", sh->command);
+        text = json_dumps(obj, JSON_COMPACT);
+        if (text)
+                printf("%s\n", text);
+        free(text);
+        json_decref(obj);
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        struct options o = {0};
+        static uint64_t ids[MAX_DIRS];
+        static struct snapshot snap;
+        struct shared sh = {0};
+        sigset_t mask, old_mask;
+        int r, exit_code = 0;
+        struct probe *p;
+
+        probe_set_test_hooks(true); /* a test tool: docs/probes.md */
+        raise_nofile();
         r = parse_args(argc, argv, &o);
         if (r < 0) {
                 usage(stderr);
@@ -506,18 +646,11 @@ int main(int argc, char **argv)
         sigaddset(&mask, SIGCHLD);
         sigprocmask(SIG_BLOCK, &mask, &old_mask);
 
-        for (size_t i = 0; i < (o.node ? o.ndirs : 1); i++) {
-                p = o.node ? probe_open_node(o.node, ids[i], &perr)
-                           : probe_open(ids, o.ndirs, o.kinds, &perr);
-                if (!p) {
-                        fprintf(stderr, PROG ": error: cannot attach the probes: %s\n", perr.text);
-                        close_probes();
-                        return strncmp(perr.text, "built without BPF", 17) == 0 ? EXIT_NO_BPF : 1;
-                }
-                probes[nprobes++] = p;
-        }
+        r = open_probes(&o, ids);
+        if (r != 0)
+                return r;
         p = probes[0];
-        attached = probe_attached(p);
+        sh.attached = probe_attached(p);
         if (o.ready) {
                 r = write_ready(o.ready, p);
                 if (r < 0) {
@@ -528,103 +661,20 @@ int main(int argc, char **argv)
                 }
         }
 
-        start = now_s();
-        if (o.command) {
-                r = run_command(&o, ids, &snap, &old_mask, &status);
-                if (r < 0) {
-                        fprintf(stderr, PROG ": error: cannot run %s: %s\n", o.command[0],
-                                strerror(-r));
-                        close_probes();
-                        return 1;
-                }
-                if (WIFEXITED(status))
-                        command_json = json_pack("{s:s, s:i}", "argv0", o.command[0], "exit",
-                                                 WEXITSTATUS(status));
-                else
-                        command_json = json_pack("{s:s, s:i}", "argv0", o.command[0], "signal",
-                                                 WTERMSIG(status));
-                if (o.snapshot_at_stop && !snap.taken) {
-                        fprintf(stderr, PROG ": error: %s never stopped (--snapshot-at-stop)\n",
-                                o.command[0]);
-                        exit_code = 1;
-                }
-        } else {
-                wait_seconds(o.seconds);
+        sh.start = now_s();
+        if (run_or_wait(&o, ids, &snap, &old_mask, &sh.command, &exit_code) != 0) {
+                close_probes();
+                return 1;
         }
         /* a task's last slice is charged at its final switch, which may trail its exit */
         nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
 
-        memset(&ooms, 0, sizeof(ooms));
-        ooms.ids = ids;
-        ooms.n = o.ndirs;
+        shared_collect(&sh, p, ids, o.ndirs);
         for (size_t i = 0; i < o.ndirs; i++)
-                ooms.by_cgroup[i] = json_array();
-        if (attached & PROBE_MEMORY)
-                probe_consume_oom(p, collect_oom, &ooms);
-
-        missing = json_object();
-        detail = json_object();
-        for (unsigned k = PROBE_CPU; k <= PROBE_DISK; k <<= 1) {
-                const char *name = probe_kind_name((enum probe_kind)k);
-
-                if (attached & k)
-                        json_object_set_new(detail, name,
-                                            json_string(probe_kind_detail(p, (enum probe_kind)k)));
-                else
-                        json_object_set_new(
-                            missing, name,
-                            json_string(probe_missing_reason(p, (enum probe_kind)k)));
-        }
-        programs = programs_json(p);
-
-        for (size_t i = 0; i < o.ndirs; i++) {
-                struct probe_usage u;
-                json_t *obj, *usage;
-                char *text;
-
-                if (snap.taken) {
-                        u = snap.usage[i];
-                        r = snap.error;
-                } else {
-                        r = probe_read(probe_of(i), ids[i], &u);
-                }
-                if (r < 0) {
-                        fprintf(stderr, PROG ": error: reading the probes of %s: %s\n", o.dirs[i],
-                                strerror(-r));
+                if (print_cgroup(&o, i, ids[i], &sh, &snap, p) != 0)
                         exit_code = 1;
-                        continue;
-                }
-                obj = json_pack("{s:s, s:I, s:o, s:O, s:O, s:f, s:b}", "cgroup", o.dirs[i],
-                                "cgroup_id", (json_int_t)ids[i], "attached", kinds_array(attached),
-                                "missing", missing, "detail", detail, "seconds", now_s() - start,
-                                "node", probe_is_node(p));
-                usage = usage_json(&u);
-                json_object_update(obj, usage);
-                json_decref(usage);
-                json_object_set(obj, "oom_events", ooms.by_cgroup[i]);
-                json_object_set(obj, "programs", programs);
-                if (snap.taken)
-                        json_object_set_new(
-                            obj, "schedstat",
-                            json_pack("{s:I, s:I, s:I, s:I}", "oncpu_ns", (json_int_t)snap.oncpu_ns,
-                                      "run_delay_ns", (json_int_t)snap.run_delay_ns, "pcount",
-                                      (json_int_t)snap.pcount, "tasks", (json_int_t)snap.tasks));
-                if (command_json)
-                        json_object_set(obj, "command", command_json);
-                text = json_dumps(obj, JSON_COMPACT);
-                if (text)
-                        printf("%s\n", text);
-                free(text);
-                json_decref(obj);
-        }
         fflush(stdout);
-
-        for (size_t i = 0; i < o.ndirs; i++)
-                json_decref(ooms.by_cgroup[i]);
-        json_decref(missing);
-        json_decref(detail);
-        json_decref(programs);
-        json_decref(command_json);
+        shared_free(&sh, o.ndirs);
         close_probes();
         return exit_code;
 }

@@ -833,165 +833,228 @@ struct patch {
         unsigned n;
 };
 
-int jva_class_edit(const uint8_t *in, size_t in_len, const struct jva_hook_class *hooks,
-                   const struct jva_edit *edits, struct jva_edit_result *results, unsigned n,
-                   uint8_t **ret_out, size_t *ret_out_len)
-{
+/* What jva_class_edit plans before it writes the class out. */
+struct editing {
+        const struct jva_hook_class *hooks;
         struct class c;
-        struct pool pool = {0};
-        struct buf methods = {0}, out = {0};
-        struct patch *patches = NULL;
-        unsigned n_patches = 0, n_wrappers = 0, hooks_class = 0, guard = 0;
-        struct wrap_refs refs = {0};
-        uint8_t *copy = NULL;
-        int made = 0, ret;
+        struct pool pool;
+        struct buf methods; /* the wrappers, appended to the methods */
+        struct patch *patches;
+        unsigned n_patches, n_wrappers, hooks_class, guard;
+        struct wrap_refs refs;
+};
 
-        *ret_out = NULL;
-        *ret_out_len = 0;
-        ret = parse(in, in_len, &c);
-        if (ret < 0)
-                goto out;
-        ret = -ENOMEM;
-        patches = calloc((size_t)n * SITES_MAX + 1, sizeof(*patches));
-        if (!patches)
-                goto out;
-        pool.next = c.cp_count;
+/*
+ * Can edit e apply to the class: 0 with its method, the hook's descriptor and (for a
+ * replaced call) the call sites; or 1 when result says why not.
+ */
+static int check_edit(struct class *c, const struct jva_edit *e, struct jva_edit_result *result,
+                      struct method **ret_m, char *hook_descriptor, size_t size, size_t *sites,
+                      int *ret_k)
+{
+        struct method *m = find_method(c, e->method, e->descriptor);
+        int k = 0;
 
-        for (unsigned i = 0; i < n; i++) {
-                const struct jva_edit *e = &edits[i];
-                struct jva_edit_result *result = &results[i];
-                char hook_descriptor[512], name[256];
-                struct method *m = find_method(&c, e->method, e->descriptor);
-                size_t sites[SITES_MAX];
-                unsigned hook;
-                int k = 0;
-
-                memset(result, 0, sizeof(*result));
-                if (!m) {
-                        say(result, -ENOENT, "method not found (%s%s)", e->method, e->descriptor);
-                        continue;
-                }
-                if (c.access & ACC_INTERFACE || m->access & ACC_STATIC || !m->code) {
-                        say(result, -EINVAL, "%s%s is not an instance method with code", e->method,
-                            e->descriptor);
-                        continue;
-                }
-                if (jva_edit_hook_descriptor(e, hook_descriptor, sizeof(hook_descriptor)) < 0) {
-                        say(result, -EINVAL, "cannot hook %s%s: unsupported descriptor", e->method,
-                            e->descriptor);
-                        continue;
-                }
-                if (e->kind == JVA_EDIT_REPLACE_CALL) {
-                        if (strcmp(e->callee, "<init>") == 0) {
-                                say(result, -EINVAL, "cannot replace a constructor call");
-                                continue;
-                        }
-                        k = find_calls(&c, m, e->callee, e->callee_descriptor, sites);
-                        if (k < 0) {
-                                say(result, -EINVAL, "%s%s: code not understood", e->method,
-                                    e->descriptor);
-                                continue;
-                        }
-                        if (k == 0) {
-                                say(result, -ENOENT, "call not found (%s%s)", e->callee,
-                                    e->callee_descriptor);
-                                continue;
-                        }
-                }
-                if (!hooks_class)
-                        hooks_class = pool_class(&pool, hooks->name);
-                hook = pool_member(&pool, CP_METHODREF, hooks_class, pool_utf8(&pool, e->hook),
-                                   pool_utf8(&pool, hook_descriptor));
-                if (e->kind == JVA_EDIT_REPLACE_CALL) {
-                        for (int s = 0; s < k; s++) {
-                                struct patch *p = &patches[n_patches++];
-                                p->at = sites[s];
-                                p->bytes[0] = OP_INVOKESTATIC;
-                                set_u2(p->bytes + 1, hook);
-                                p->n = 3;
-                        }
-                } else {
-                        struct patch *p = &patches[n_patches++];
-                        size_t before = methods.len;
-
-                        snprintf(name, sizeof(name), "%s" JVA_RENAMED_SUFFIX, e->method);
-                        p->at = m->offset;
-                        set_u2(p->bytes,
-                               (m->access & ~(unsigned)(ACC_PUBLIC | ACC_PROTECTED)) | ACC_PRIVATE);
-                        set_u2(p->bytes + 2, pool_utf8(&pool, name));
-                        p->n = 4;
-                        if (!refs.code_name) {
-                                refs.code_name = pool_utf8(&pool, "Code");
-                                refs.frames_name = pool_utf8(&pool, "StackMapTable");
-                        }
-                        if (e->kind == JVA_EDIT_GUARDED && !guard)
-                                guard = pool_member(&pool, CP_FIELDREF, hooks_class,
-                                                    pool_utf8(&pool, hooks->guard),
-                                                    pool_utf8(&pool, "Z"));
-                        refs.hook = hook;
-                        refs.guard = guard;
-                        refs.original = pool_member(&pool, CP_METHODREF, c.this_class,
-                                                    get_u2(p->bytes + 2), m->descriptor);
-                        ret = put_wrapper(&methods, &c, m, e, &refs);
-                        if (ret < 0) {
-                                n_patches--;
-                                methods.len = before;
-                                say(result, ret, "cannot wrap %s%s", e->method, e->descriptor);
-                                if (ret == -ENOMEM)
-                                        goto out;
-                                continue;
-                        }
-                        n_wrappers++;
-                }
-                made++;
+        if (!m) {
+                say(result, -ENOENT, "method not found (%s%s)", e->method, e->descriptor);
+                return 1;
         }
-        if (pool.full) {
+        if (c->access & ACC_INTERFACE || m->access & ACC_STATIC || !m->code) {
+                say(result, -EINVAL, "%s%s is not an instance method with code", e->method,
+                    e->descriptor);
+                return 1;
+        }
+        if (jva_edit_hook_descriptor(e, hook_descriptor, size) < 0) {
+                say(result, -EINVAL, "cannot hook %s%s: unsupported descriptor", e->method,
+                    e->descriptor);
+                return 1;
+        }
+        if (e->kind == JVA_EDIT_REPLACE_CALL) {
+                if (strcmp(e->callee, "<init>") == 0) {
+                        say(result, -EINVAL, "cannot replace a constructor call");
+                        return 1;
+                }
+                k = find_calls(c, m, e->callee, e->callee_descriptor, sites);
+                if (k < 0) {
+                        say(result, -EINVAL, "%s%s: code not understood", e->method, e->descriptor);
+                        return 1;
+                }
+                if (k == 0) {
+                        say(result, -ENOENT, "call not found (%s%s)", e->callee,
+                            e->callee_descriptor);
+                        return 1;
+                }
+        }
+        *ret_m = m;
+        *ret_k = k;
+        return 0;
+}
+
+/* Each call site becomes an invokestatic of the hook. */
+static void plan_call_sites(struct editing *ed, unsigned hook, const size_t *sites, int k)
+{
+        for (int s = 0; s < k; s++) {
+                struct patch *p = &ed->patches[ed->n_patches++];
+
+                p->at = sites[s];
+                p->bytes[0] = OP_INVOKESTATIC;
+                set_u2(p->bytes + 1, hook);
+                p->n = 3;
+        }
+}
+
+/*
+ * The method is renamed (and made private); a wrapper under its name calls the hook. Returns
+ * 0, 1 when result says why not, or -ENOMEM.
+ */
+static int plan_wrapper(struct editing *ed, const struct method *m, const struct jva_edit *e,
+                        unsigned hook, struct jva_edit_result *result)
+{
+        struct patch *p = &ed->patches[ed->n_patches++];
+        size_t before = ed->methods.len;
+        char name[256];
+        int r;
+
+        snprintf(name, sizeof(name), "%s" JVA_RENAMED_SUFFIX, e->method);
+        p->at = m->offset;
+        set_u2(p->bytes, (m->access & ~(unsigned)(ACC_PUBLIC | ACC_PROTECTED)) | ACC_PRIVATE);
+        set_u2(p->bytes + 2, pool_utf8(&ed->pool, name));
+        p->n = 4;
+        if (!ed->refs.code_name) {
+                ed->refs.code_name = pool_utf8(&ed->pool, "Code");
+                ed->refs.frames_name = pool_utf8(&ed->pool, "StackMapTable");
+        }
+        if (e->kind == JVA_EDIT_GUARDED && !ed->guard)
+                ed->guard =
+                    pool_member(&ed->pool, CP_FIELDREF, ed->hooks_class,
+                                pool_utf8(&ed->pool, ed->hooks->guard), pool_utf8(&ed->pool, "Z"));
+        ed->refs.hook = hook;
+        ed->refs.guard = ed->guard;
+        ed->refs.original = pool_member(&ed->pool, CP_METHODREF, ed->c.this_class,
+                                        get_u2(p->bytes + 2), m->descriptor);
+        r = put_wrapper(&ed->methods, &ed->c, m, e, &ed->refs);
+        if (r < 0) {
+                ed->n_patches--;
+                ed->methods.len = before;
+                say(result, r, "cannot wrap %s%s", e->method, e->descriptor);
+                return r == -ENOMEM ? r : 1;
+        }
+        ed->n_wrappers++;
+        return 0;
+}
+
+/* Plan one edit: 1 when made, 0 when result says why not, -ENOMEM. */
+static int plan_edit(struct editing *ed, const struct jva_edit *e, struct jva_edit_result *result)
+{
+        char hook_descriptor[512];
+        size_t sites[SITES_MAX];
+        struct method *m;
+        unsigned hook;
+        int k, r;
+
+        memset(result, 0, sizeof(*result));
+        if (check_edit(&ed->c, e, result, &m, hook_descriptor, sizeof(hook_descriptor), sites,
+                       &k) != 0)
+                return 0;
+        if (!ed->hooks_class)
+                ed->hooks_class = pool_class(&ed->pool, ed->hooks->name);
+        hook = pool_member(&ed->pool, CP_METHODREF, ed->hooks_class, pool_utf8(&ed->pool, e->hook),
+                           pool_utf8(&ed->pool, hook_descriptor));
+        if (e->kind == JVA_EDIT_REPLACE_CALL) {
+                plan_call_sites(ed, hook, sites, k);
+                return 1;
+        }
+        r = plan_wrapper(ed, m, e, hook, result);
+        return r < 0 ? r : r == 0;
+}
+
+/* The class with the patches applied, the pool's new entries and the wrappers appended. */
+static int emit_class(const struct editing *ed, const uint8_t *in, size_t in_len, struct buf *out)
+{
+        const struct class *c = &ed->c;
+        uint8_t *copy = malloc(in_len);
+
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, in, in_len);
+        for (unsigned i = 0; i < ed->n_patches; i++)
+                memcpy(copy + ed->patches[i].at, ed->patches[i].bytes, ed->patches[i].n);
+        put(out, copy, 8);
+        put_u2(out, ed->pool.next);
+        put(out, copy + 10, c->cp_end - 10);
+        put(out, ed->pool.entries.data, ed->pool.entries.len);
+        put(out, copy + c->cp_end, c->methods_count_at - c->cp_end);
+        put_u2(out, c->n_methods + ed->n_wrappers);
+        put(out, copy + c->methods_count_at + 2, c->methods_end - c->methods_count_at - 2);
+        put(out, ed->methods.data, ed->methods.len);
+        put(out, copy + c->methods_end, in_len - c->methods_end);
+        free(copy);
+        return out->failed ? -ENOMEM : 0;
+}
+
+static void editing_free(struct editing *ed)
+{
+        free(ed->patches);
+        free(ed->pool.entries.data);
+        free(ed->methods.data);
+        class_free(&ed->c);
+}
+
+/* Parse the class and plan every edit: the number made, or -errno. */
+static int plan_all(struct editing *ed, const uint8_t *in, size_t in_len,
+                    const struct jva_edit *edits, struct jva_edit_result *results, unsigned n)
+{
+        int made = 0, r = parse(in, in_len, &ed->c);
+
+        if (r < 0)
+                return r;
+        ed->patches = calloc((size_t)n * SITES_MAX + 1, sizeof(*ed->patches));
+        if (!ed->patches)
+                return -ENOMEM;
+        ed->pool.next = ed->c.cp_count;
+        for (unsigned i = 0; i < n; i++) {
+                r = plan_edit(ed, &edits[i], &results[i]);
+                if (r < 0)
+                        return r;
+                made += r;
+        }
+        if (ed->pool.full) {
                 for (unsigned i = 0; i < n; i++)
                         if (results[i].status == 0)
                                 say(&results[i], -EINVAL, "constant pool full");
                 made = 0;
         }
-        ret = -ENOMEM;
-        if (pool.entries.failed || methods.failed)
-                goto out;
-        if (made == 0) {
-                ret = 0;
-                goto out;
-        }
-        if (c.n_methods + n_wrappers > 0xffff) {
-                ret = -EINVAL;
-                goto out;
-        }
+        if (ed->pool.entries.failed || ed->methods.failed)
+                return -ENOMEM;
+        if (made > 0 && ed->c.n_methods + ed->n_wrappers > 0xffff)
+                return -EINVAL;
+        return made;
+}
 
-        copy = malloc(in_len);
-        if (!copy)
-                goto out;
-        memcpy(copy, in, in_len);
-        for (unsigned i = 0; i < n_patches; i++)
-                memcpy(copy + patches[i].at, patches[i].bytes, patches[i].n);
-        put(&out, copy, 8);
-        put_u2(&out, pool.next);
-        put(&out, copy + 10, c.cp_end - 10);
-        put(&out, pool.entries.data, pool.entries.len);
-        put(&out, copy + c.cp_end, c.methods_count_at - c.cp_end);
-        put_u2(&out, c.n_methods + n_wrappers);
-        put(&out, copy + c.methods_count_at + 2, c.methods_end - c.methods_count_at - 2);
-        put(&out, methods.data, methods.len);
-        put(&out, copy + c.methods_end, in_len - c.methods_end);
-        if (out.failed)
-                goto out;
-        *ret_out = out.data;
-        *ret_out_len = out.len;
-        out.data = NULL;
-        ret = made;
-out:
-        free(out.data);
-        free(copy);
-        free(patches);
-        free(pool.entries.data);
-        free(methods.data);
-        class_free(&c);
-        return ret;
+int jva_class_edit(const uint8_t *in, size_t in_len, const struct jva_hook_class *hooks,
+                   const struct jva_edit *edits, struct jva_edit_result *results, unsigned n,
+                   uint8_t **ret_out, size_t *ret_out_len)
+{
+        struct editing ed = {.hooks = hooks};
+        struct buf out = {0};
+        int made;
+
+        *ret_out = NULL;
+        *ret_out_len = 0;
+        made = plan_all(&ed, in, in_len, edits, results, n);
+        if (made > 0) {
+                int r = emit_class(&ed, in, in_len, &out);
+
+                if (r < 0) {
+                        free(out.data);
+                        made = r;
+                } else {
+                        *ret_out = out.data;
+                        *ret_out_len = out.len;
+                }
+        }
+        editing_free(&ed);
+        return made;
 }
 
 int jva_hook_class_build(const struct jva_hook_class *hooks, const struct jva_native *natives,
