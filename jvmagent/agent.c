@@ -40,6 +40,7 @@
 #include "agent-internal.h"
 #include "classfile.h"
 #include "psi.h"
+#include "util.h"
 
 #define CLASS_TMM             "Lorg/apache/spark/memory/TaskMemoryManager;"
 #define CLASS_CONSUMER        "Lorg/apache/spark/memory/MemoryConsumer;"
@@ -122,7 +123,7 @@ static const struct target targets[] = {
      {JVA_EDIT_GUARDED, "insertRecord", INSERT_SIGNATURE_SHUFFLE, "insertShuffle", NULL, NULL},
      HOOK_INSERT},
 };
-#define N_TARGETS (sizeof(targets) / sizeof(targets[0]))
+#define N_TARGETS ELEMENTSOF(targets)
 
 static struct {
         jvmtiEnv *jvmti;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "options.h"
+#include "util.h"
 
 #define JAVA_LONG_MAX UINT64_C(9223372036854775807)
 #define JAVA_INT_MAX  UINT64_C(2147483647)
@@ -29,7 +30,7 @@ static const char *const level_names[] = {
 
 const char *jva_log_level_name(enum jva_log_level level)
 {
-        if ((unsigned)level >= sizeof(level_names) / sizeof(level_names[0]))
+        if ((unsigned)level >= ELEMENTSOF(level_names))
                 return "?";
         return level_names[level];
 }
@@ -106,7 +107,7 @@ int jva_parse_bytes(const char *text, uint64_t *ret_bytes)
                 suffix[n++] = ascii_lower(*p);
         }
         suffix[n] = '\0';
-        for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
                 if (strcmp(suffix, suffixes[i].suffix) != 0)
                         continue;
                 if (v > (JAVA_LONG_MAX >> suffixes[i].shift))
@@ -290,7 +291,7 @@ static int parse_threshold_key(const struct key *key, const char *value,
 static int parse_log_key(const struct key *key, const char *value, struct jva_options *options,
                          struct util_error *ret_error)
 {
-        for (unsigned i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+        for (unsigned i = 0; i < ELEMENTSOF(level_names); i++) {
                 if (strcmp(value, level_names[i]) == 0) {
                         options->log_level = (enum jva_log_level)i;
                         return 0;
@@ -329,7 +330,7 @@ static const struct key keys[] = {
     KEY("log", parse_log_key, 0, 0, 0),
 };
 
-#define N_KEYS (sizeof(keys) / sizeof(keys[0]))
+#define N_KEYS ELEMENTSOF(keys)
 
 static const char *given_value(const char *const given[N_KEYS], const char *name)
 {

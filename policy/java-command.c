@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "util.h"
 
 /* The executor backends that Spark 3.3 to 4.x start (standalone, YARN, Kubernetes, Mesos). */
 static const char *const backends[] = {
@@ -61,7 +62,7 @@ static bool in(const char *const list[], size_t n, const char *s)
         return false;
 }
 
-#define LENGTH(list) (sizeof(list) / sizeof((list)[0]))
+#define LENGTH(list) (ELEMENTSOF(list))
 #define IN(list, s)  in(list, LENGTH(list), s)
 
 bool policy_java_is_backend(const char *class_name)

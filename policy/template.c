@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "util.h"
 
 static const struct {
         const char *token;
@@ -28,7 +29,7 @@ static const struct {
 /* The field starting at s ('{'), as an index in fields[], or -1. */
 static int field_at(const char *s)
 {
-        for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
                 if (strncmp(s, fields[i].token, fields[i].len) == 0)
                         return (int)i;
         return -1;

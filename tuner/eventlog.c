@@ -1205,7 +1205,7 @@ static bool known_event(const char *name)
             "SparkListenerStageExecutorMetrics",
         };
 
-        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        for (size_t i = 0; i < ELEMENTSOF(known); i++)
                 if (strcmp(name, known[i]) == 0)
                         return true;
         return false;

@@ -11,6 +11,7 @@
 #include "policy.h"
 #include "rules.h"
 #include "tuner.h"
+#include "util.h"
 
 const char *tuner_failure_name(enum tuner_failure f)
 {
@@ -376,7 +377,7 @@ json_t *tuner_run_to_json(const struct tuner_run *run)
         if (ok)
                 ok = json_object_set_new(doc, "app_id", json_string(run->app_id)) == 0 &&
                      json_object_set_new(doc, "job", json_string(run->job)) == 0;
-        for (size_t i = 0; ok && i < sizeof(run_fields) / sizeof(run_fields[0]); i++) {
+        for (size_t i = 0; ok && i < ELEMENTSOF(run_fields); i++) {
                 const void *at = (const char *)run + run_fields[i].offset;
                 json_t *v = NULL;
                 uint64_t u;
@@ -442,7 +443,7 @@ int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct util_er
             (r = copy_string(doc, "failure_detail", run.failure_detail, sizeof(run.failure_detail),
                              err)) < 0)
                 return r;
-        for (size_t i = 0; i < sizeof(run_fields) / sizeof(run_fields[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(run_fields); i++) {
                 const json_t *v = json_object_get(doc, run_fields[i].name);
                 void *at = (char *)&run + run_fields[i].offset;
                 bool null_ok = run_fields[i].kind == F_U64 || run_fields[i].kind == F_DOUBLE;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "classfile.h"
+#include "util.h"
 
 /*
  * The editor's memcpy calls go through here (the executable is linked with
@@ -185,7 +186,7 @@ Test(classfile, refuses_indexes_past_the_constant_pool)
 
         cr_assert_eq(in[8] << 8 | in[9], 32, "Sample.class: constant_pool_count changed");
         cr_assert_eq(in[len - 2] << 8 | in[len - 1], 0, "Sample.class: has class attributes");
-        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 uint8_t *class = malloc(len + 6);
                 int r;
 
@@ -224,7 +225,7 @@ Test(classfile, hook_descriptors)
         };
         char buf[256];
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 int n = jva_edit_hook_descriptor(&cases[i].edit, buf, sizeof(buf));
                 cr_expect_eq(n, (int)strlen(cases[i].want), "case %zu: %d", i, n);
                 cr_expect_str_eq(buf, cases[i].want, "case %zu", i);
@@ -236,7 +237,7 @@ Test(classfile, hook_descriptors)
                     {JVA_EDIT_CALL, "m", "J", "h", NULL, NULL},
                     {JVA_EDIT_REPLACE_CALL, "m", "()V", "h", "c", "(J)[J"},
                 };
-                for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                         cr_expect_eq(jva_edit_hook_descriptor(&bad[i], buf, sizeof(buf)), -EINVAL,
                                      "bad case %zu", i);
                 cr_expect_eq(jva_edit_hook_descriptor(&good[0], buf, 8), -EINVAL, "too small");

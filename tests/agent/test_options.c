@@ -12,6 +12,7 @@
 
 #include "agent-internal.h"
 #include "options.h"
+#include "util.h"
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)
@@ -59,7 +60,7 @@ static const struct bytes_case bytes_cases[] = {
 
 Test(options, parse_bytes)
 {
-        for (size_t i = 0; i < sizeof(bytes_cases) / sizeof(bytes_cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(bytes_cases); i++) {
                 const struct bytes_case *c = &bytes_cases[i];
                 uint64_t v = 12345;
                 int r = jva_parse_bytes(c->text, &v);
@@ -243,7 +244,7 @@ static const struct invalid_case invalid_cases[] = {
 
 Test(options, invalid)
 {
-        for (size_t i = 0; i < sizeof(invalid_cases) / sizeof(invalid_cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(invalid_cases); i++) {
                 const struct invalid_case *c = &invalid_cases[i];
                 struct jva_options o;
                 struct util_error e = {0};

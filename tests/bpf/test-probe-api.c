@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "probe.h"
+#include "util.h"
 
 static int failures;
 
@@ -89,7 +90,7 @@ static const char *cgroup2_root(void)
         static const char *const roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
         struct statfs sfs;
 
-        for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+        for (size_t i = 0; i < ELEMENTSOF(roots); i++)
                 if (statfs(roots[i], &sfs) == 0 && sfs.f_type == 0x63677270)
                         return roots[i];
         return NULL;

@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "util.h"
 
-#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
-#define CASES_MAX     64
-#define NAME_MAX_     256
+#define CASES_MAX 64
+#define NAME_MAX_ 256
 
 static void fixture_path(const char *rel, char *buf, size_t size)
 {

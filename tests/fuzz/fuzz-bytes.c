@@ -8,6 +8,7 @@
 
 #include "fuzz.h"
 #include "policy.h"
+#include "util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -19,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         if (!s)
                 return 0;
-        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        for (size_t i = 0; i < ELEMENTSOF(units); i++)
                 if (policy_parse_spark_bytes(s, units[i], &v) == 0)
                         policy_format_memory_quantity(v, text, sizeof(text));
         if (policy_parse_jvm_bytes(s, &v) == 0)

@@ -10,6 +10,7 @@
 
 #include "classfile.h"
 #include "fuzz.h"
+#include "util.h"
 
 /* the descriptors of jvmagent/agent.c's targets[] */
 #define ACQUIRE_SIGNATURE        "(JLorg/apache/spark/memory/MemoryConsumer;)J"
@@ -29,7 +30,7 @@ static const struct jva_edit edits[] = {
     {JVA_EDIT_GUARDED, "insertKVRecord", INSERT_KV_SIGNATURE, "insertUnsafeKV", NULL, NULL},
     {JVA_EDIT_GUARDED, "insertRecord", INSERT_SIGNATURE_SHUFFLE, "insertShuffle", NULL, NULL},
 };
-#define N_EDITS (sizeof(edits) / sizeof(edits[0]))
+#define N_EDITS ELEMENTSOF(edits)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bo.h"
+#include "util.h"
 
 #define GiB (UINT64_C(1) << 30)
 #define MiB (UINT64_C(1) << 20)
@@ -52,7 +53,7 @@ Test(bo, expected_improvement_closed_form)
             {2.0, 0.3, 1.0, 3.362336569049442e-05},
             {-1.0, 2.0, 0.5, 1.7623338357443066},
         };
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 double ei =
                     tuner_bo_expected_improvement(cases[i].mean, cases[i].sd, cases[i].best, 0);
                 cr_assert(fabs(ei - cases[i].ei) <= 1e-12 * fmax(1, cases[i].ei),
@@ -123,11 +124,11 @@ static size_t oom_history(struct tuner_bo_point *p)
         static const double failed[][2] = {{0.25, 0.5}, {0.2, 0.4}, {0.28, 0.6}};
         size_t n = 0;
 
-        for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++, n++) {
+        for (size_t i = 0; i < ELEMENTSOF(safe); i++, n++) {
                 p[n] = (struct tuner_bo_point){.x = {safe[i][0], safe[i][1]}};
                 p[n].y = 2.0 * safe[i][0] + 0.1 * (safe[i][1] - 0.5) * (safe[i][1] - 0.5);
         }
-        for (size_t i = 0; i < sizeof(failed) / sizeof(failed[0]); i++, n++)
+        for (size_t i = 0; i < ELEMENTSOF(failed); i++, n++)
                 p[n] = (struct tuner_bo_point){
                     .x = {failed[i][0], failed[i][1]}, .y = NAN, .failed = true};
         return n;
@@ -380,7 +381,7 @@ static size_t job_history(struct tuner_run *runs)
                 double heap_gib;
                 uint64_t millicores;
         } h[] = {{3.5, 2000}, {2.5, 2000}, {4, 2500}, {5, 3000}, {6, 3500}, {8, 4000}};
-        size_t n = sizeof(h) / sizeof(h[0]);
+        size_t n = ELEMENTSOF(h);
 
         for (size_t i = 0; i < n; i++) /* newest first */
                 make_run(&runs[i], (int)(n - i), (uint64_t)(h[i].heap_gib * (double)GiB),

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "util.h"
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)
@@ -81,7 +82,7 @@ static const struct bytes_case spark_cases[] = {
 
 Test(bytes, spark_byte_strings)
 {
-        for (size_t i = 0; i < sizeof(spark_cases) / sizeof(spark_cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(spark_cases); i++) {
                 const struct bytes_case *c = &spark_cases[i];
                 uint64_t v = 12345;
                 int r = policy_parse_spark_bytes(c->text, c->unit, &v);
@@ -134,7 +135,7 @@ static const struct jvm_case jvm_cases[] = {
 
 Test(bytes, jvm_sizes)
 {
-        for (size_t i = 0; i < sizeof(jvm_cases) / sizeof(jvm_cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(jvm_cases); i++) {
                 const struct jvm_case *c = &jvm_cases[i];
                 uint64_t v = 0;
                 int r = policy_parse_jvm_bytes(c->text, &v);
@@ -188,7 +189,7 @@ static const struct cpu_case cpu_cases[] = {
 
 Test(bytes, cpu_quantities)
 {
-        for (size_t i = 0; i < sizeof(cpu_cases) / sizeof(cpu_cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cpu_cases); i++) {
                 const struct cpu_case *c = &cpu_cases[i];
                 uint64_t v = 0;
                 int r = policy_parse_cpu_quantity(c->text, &v);
@@ -210,7 +211,7 @@ static const struct cpu_case millicore_cases[] = {
 
 Test(bytes, millicores)
 {
-        for (size_t i = 0; i < sizeof(millicore_cases) / sizeof(millicore_cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(millicore_cases); i++) {
                 const struct cpu_case *c = &millicore_cases[i];
                 uint64_t v = 0;
                 int r = policy_parse_millicores(c->text, &v);
@@ -233,7 +234,7 @@ Test(bytes, kubernetes_cpu_text)
         };
         char buf[32];
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 policy_format_cpu_quantity(cases[i].millicores, buf, sizeof(buf));
                 cr_expect_str_eq(buf, cases[i].text,
                                  "%" PRIu64 " millicores: \"%s\", expected \"%s\"",
@@ -252,7 +253,7 @@ Test(bytes, kubernetes_memory_text)
         };
         char buf[32];
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 policy_format_memory_quantity(cases[i].bytes, buf, sizeof(buf));
                 cr_expect_str_eq(buf, cases[i].text, "%" PRIu64 " bytes: \"%s\", expected \"%s\"",
                                  cases[i].bytes, buf, cases[i].text);

@@ -9,6 +9,7 @@
 
 #include "policy.h"
 #include "test_helpers.h"
+#include "util.h"
 
 static struct policy_decommission_conf from_fixture(const char *rel)
 {
@@ -39,7 +40,7 @@ Test(decommission, recorded_standalone_executors_carry_nothing)
             "java/standalone-3.5-executor.argv",
         };
 
-        for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(fixtures); i++) {
                 struct policy_decommission_conf c = from_fixture(fixtures[i]);
 
                 cr_expect_eq(c.enabled, POLICY_DECOMMISSION_UNSET, "%s: %s", fixtures[i],
@@ -71,7 +72,7 @@ Test(decommission, spark_boolean)
             {"-Xspark.decommission.enabled=true", POLICY_DECOMMISSION_UNSET},
         };
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 char *argv[] = {"java", (char *)cases[i].arg,
                                 "org.apache.spark.executor.CoarseGrainedExecutorBackend", NULL};
                 struct policy_decommission_conf c;

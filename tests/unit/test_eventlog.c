@@ -28,6 +28,7 @@
 #include "decompress.h"
 #include "eventlog.h"
 #include "test_helpers.h"
+#include "util.h"
 
 static const char *const app_start =
     "{\"Event\":\"SparkListenerApplicationStart\",\"App Name\":\"job\",\"App ID\":\"app-1\","
@@ -441,7 +442,7 @@ Test(eventlog_line, a_line_of_8_mib_costs_no_tree_of_it)
         cr_assert(line);
         json_set_alloc_funcs(counting_malloc, counting_free);
         feed(app_start);
-        for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+        for (size_t f = 0; f < ELEMENTSOF(forms); f++) {
                 size_t n = strlen(forms[f][0]), tail = strlen(forms[f][2]);
                 struct util_error err = {0};
                 int r;
@@ -1045,7 +1046,7 @@ Test(eventlog_file, real_logs_every_codec)
         expect_job(&app, "el-default");
         cr_expect(tuner_eventlog_detect(path));
         tuner_app_free(&app);
-        for (size_t i = 0; i < sizeof(codecs) / sizeof(codecs[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(codecs); i++) {
                 snprintf(name, sizeof(name), "eventlog/spark-3.5.9-%s.%s", codecs[i], codecs[i]);
                 fixture_path(name, path, sizeof(path));
                 read_ok(path, &app);

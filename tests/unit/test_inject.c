@@ -17,6 +17,7 @@
 #include "inject.h"
 #include "options.h" /* the agent's parser (jvmagent/options.h) */
 #include "test_helpers.h"
+#include "util.h"
 
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
@@ -39,7 +40,7 @@ Test(inject, java_launcher_and_method)
         enum shim_agent_method m;
         int r;
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 cr_expect_eq(shim_agent_is_java_launcher(cases[i].argv0), cases[i].java,
                              "is_java_launcher(\"%s\") should be %d", cases[i].argv0,
                              cases[i].java);
@@ -192,7 +193,7 @@ Test(inject, options_refused)
         int r;
 
         policy_init_defaults(&p);
-        for (size_t i = 0; i < sizeof(bad_paths) / sizeof(bad_paths[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(bad_paths); i++) {
                 r = shim_agent_options(
                     &(struct shim_agent_params){.agent = &p.agent, .stats_path = bad_paths[i]}, buf,
                     sizeof(buf));
@@ -221,7 +222,7 @@ Test(inject, agentpath_goes_right_after_java)
                               "x.jar",         "Main", "--cores", "4"};
 
         cr_assert_not_null(out, "out of memory");
-        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        for (size_t i = 0; i < ELEMENTSOF(want); i++)
                 cr_expect_str_eq(out[i], want[i], "argv[%zu] \"%s\", expected \"%s\"", i, out[i],
                                  want[i]);
         cr_expect_null(out[8], "argv is not NULL-terminated");
@@ -249,7 +250,7 @@ Test(inject, java_tool_options_appended)
             {"-Dq=\"a b\"", "-Dq=\"a b\" -agentpath:/a.so=x=1"},
         };
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 char *v = shim_agent_java_tool_options(cases[i].existing, "-agentpath:/a.so=x=1");
                 cr_assert_not_null(v, "out of memory");
                 cr_expect_str_eq(v, cases[i].want, "\"%s\" + agent gave \"%s\", expected \"%s\"",
@@ -776,7 +777,7 @@ Test(inject, stats_fields_bounded_and_typed)
         };
         char line[1024];
 
-        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 json_t *j;
 
                 snprintf(line, sizeof(line), AGENT_LINE "%s\n", bad[i]);

@@ -11,13 +11,11 @@
 #include "policy-internal.h"
 #include "policy.h"
 #include "test_helpers.h"
+#include "util.h"
 
 #define MiB      (UINT64_C(1) << 20)
 #define GiB      (UINT64_C(1) << 30)
 #define ARGV_MAX 256
-#ifndef ELEMENTSOF
-#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
-#endif
 
 /* The input fields an .expect file can name. */
 enum input_kind { I_U64, I_DOUBLE, I_BOOL };
@@ -92,7 +90,7 @@ static void input_text(const struct policy_inputs *in, size_t i, char *buf, size
  */
 static void check_expect(const char *name, const struct policy_inputs *in, char *expect)
 {
-        bool named[sizeof(inputs) / sizeof(inputs[0])] = {false};
+        bool named[ELEMENTSOF(inputs)] = {false};
         struct policy_write writes[POLICY_WRITES_MAX];
         struct util_error err = {0};
         struct policy_plan plan;
@@ -145,7 +143,7 @@ static void check_expect(const char *name, const struct policy_inputs *in, char 
                         continue;
                 }
 
-                for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+                for (size_t i = 0; i < ELEMENTSOF(inputs); i++) {
                         size_t n = strlen(inputs[i].name);
                         const char *origin;
                         enum policy_source source;
@@ -183,7 +181,7 @@ static void check_expect(const char *name, const struct policy_inputs *in, char 
                 cr_expect(found, "%s: unknown key %s", name, key);
         }
 
-        for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(inputs); i++) {
                 const char *origin;
                 enum policy_source source = input_source(in, i, &origin);
                 cr_expect(named[i] || source == POLICY_SOURCE_NONE,

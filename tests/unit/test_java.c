@@ -9,6 +9,7 @@
 
 #include "policy.h"
 #include "test_helpers.h"
+#include "util.h"
 
 Test(java, command_fixtures)
 {
@@ -196,14 +197,14 @@ Test(java, option_variables_end_the_launchers_exemption)
              "JAVA_OPTIONS=-Dx=1", NULL},
         };
 
-        for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(set); i++) {
                 cr_expect(policy_java_env_options(set[i]), "%s %s: not seen as options", set[i][0],
                           set[i][1] ? set[i][1] : "");
                 cr_expect(policy_java_runs_executor(5, launcher, policy_java_env_options(set[i])),
                           "%s %s: Spark's launcher naming a backend ran unwrapped", set[i][0],
                           set[i][1] ? set[i][1] : "");
         }
-        for (size_t i = 0; i < sizeof(unset) / sizeof(unset[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(unset); i++) {
                 cr_expect_not(policy_java_env_options(unset[i]), "%s %s: seen as options",
                               unset[i][0], unset[i][1] ? unset[i][1] : "");
                 cr_expect_not(

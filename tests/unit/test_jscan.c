@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "jscan.h"
+#include "util.h"
 
 static const char *const valid[] = {
     "{}",
@@ -69,7 +70,7 @@ static const char *const invalid[] = {
 
 Test(util_jscan, agrees_with_jansson)
 {
-        for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(valid); i++) {
                 json_error_t jerr;
                 json_t *doc = json_loads(valid[i], JSON_DECODE_ANY, &jerr);
                 cr_expect(doc != NULL, "jansson refuses %s: %s", valid[i], jerr.text);
@@ -77,7 +78,7 @@ Test(util_jscan, agrees_with_jansson)
                 cr_expect_eq(util_jscan(valid[i], strlen(valid[i]), NULL, NULL, NULL), 0,
                              "util_jscan refuses %s", valid[i]);
         }
-        for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(invalid); i++) {
                 json_error_t jerr;
                 json_t *doc = json_loads(invalid[i], JSON_DECODE_ANY, &jerr);
                 size_t offset = 99;

@@ -43,7 +43,7 @@ Test(jvm_target, status_ids)
                     "Uid:\t1\t1\t1\t1 \nGid:\t1\t1\t1\t1\n",
                     "Uid:\t1\t1\t\t1\nGid:\t1\t1\t1\t1\n",
                 };
-                for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                         cr_assert_eq(jvm_status_ids(bad[i], strlen(bad[i]), uid, gid), -EINVAL,
                                      "%s", bad[i]);
         }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "util.h"
 
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
@@ -27,6 +28,29 @@ static struct policy_plan compute_ok(const struct policy *p, const struct policy
 
         r = policy_plan_compute(p, in, &plan, &err);
         cr_assert_eq(r, 0, "plan: rc %d: %s", r, err.text);
+        return plan;
+}
+
+/* policy_plan_compute refuses in with exactly want, one line naming the input. */
+static void expect_refused(const struct policy *p, const struct policy_inputs *in, const char *want)
+{
+        struct util_error err = {0};
+        struct policy_plan plan;
+        int r = policy_plan_compute(p, in, &plan, &err);
+
+        cr_expect_eq(r, -EINVAL, "rc %d where \"%s\" was wanted", r, want);
+        cr_expect_str_eq(err.text, want, "error \"%s\"", err.text);
+}
+
+/* With out_of_bounds clamp the same inputs make a plan whose clamped line is want. */
+static struct policy_plan expect_clamped(struct policy *p, const struct policy_inputs *in,
+                                         const char *want)
+{
+        struct policy_plan plan;
+
+        p->out_of_bounds = POLICY_BOUNDS_CLAMP;
+        plan = compute_ok(p, in);
+        cr_expect_str_eq(plan.clamped, want, "clamped \"%s\"", plan.clamped);
         return plan;
 }
 
@@ -63,7 +87,7 @@ Test(plan, shares_to_weight_fixed_points)
             {4096, 303},
         };
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 uint64_t w = policy_shares_to_weight(cases[i].shares);
                 cr_expect_eq(w, cases[i].weight,
                              "shares %" PRIu64 " -> weight %" PRIu64 ", expected %" PRIu64,
@@ -215,20 +239,14 @@ Test(plan, cpu_bounds_reject_or_clamp)
         inputs_with_heap(&in, GiB);
         policy_input_set_u64(&in.millicores, 100000, POLICY_SOURCE_COMMAND,
                              "-Dspark.executor.millicores");
-        r = policy_plan_compute(&p, &in, &plan, &err);
-        cr_expect_eq(r, -EINVAL, "reject: rc %d", r);
-        cr_expect_str_eq(err.text,
-                         "-Dspark.executor.millicores: cpu.request_millicores 100000 millicores "
-                         "is out of range; allowed: >= 100 and <= 64000 millicores "
-                         "(cpu.millicores in the policy)",
-                         "error \"%s\"", err.text);
+        expect_refused(&p, &in,
+                       "-Dspark.executor.millicores: cpu.request_millicores 100000 millicores "
+                       "is out of range; allowed: >= 100 and <= 64000 millicores "
+                       "(cpu.millicores in the policy)");
 
-        p.out_of_bounds = POLICY_BOUNDS_CLAMP;
-        plan = compute_ok(&p, &in);
+        plan = expect_clamped(&p, &in, "cpu.request_millicores: 100000 -> 64000");
         cr_expect_eq(plan.cpu_request_millicores, 64000, "clamped to %" PRIu64,
                      plan.cpu_request_millicores);
-        cr_expect_str_eq(plan.clamped, "cpu.request_millicores: 100000 -> 64000", "clamped \"%s\"",
-                         plan.clamped);
 
         policy_input_set_u64(&in.millicores, 50, POLICY_SOURCE_FLAG, "--millicores");
         plan = compute_ok(&p, &in);
@@ -273,13 +291,10 @@ Test(plan, cpu_explicit_limit)
         /* above request x overcommit */
         policy_input_set_u64(&in.limit_millicores, 3000, POLICY_SOURCE_COMMAND,
                              "-Dspark.kubernetes.executor.limit.cores");
-        r = policy_plan_compute(&p, &in, &plan, &err);
-        cr_expect_eq(r, -EINVAL, "rc %d", r);
-        cr_expect_str_eq(err.text,
-                         "-Dspark.kubernetes.executor.limit.cores: cpu.limit_millicores 3000 "
-                         "millicores is out of range; allowed: >= 1000 and <= 2000 millicores "
-                         "(the request x cpu.overcommit 2 in the policy)",
-                         "error \"%s\"", err.text);
+        expect_refused(&p, &in,
+                       "-Dspark.kubernetes.executor.limit.cores: cpu.limit_millicores 3000 "
+                       "millicores is out of range; allowed: >= 1000 and <= 2000 millicores "
+                       "(the request x cpu.overcommit 2 in the policy)");
 
         /* below the request */
         policy_input_set_u64(&in.limit_millicores, 500, POLICY_SOURCE_COMMAND,
@@ -287,12 +302,9 @@ Test(plan, cpu_explicit_limit)
         r = policy_plan_compute(&p, &in, &plan, &err);
         cr_expect_eq(r, -EINVAL, "rc %d", r);
 
-        p.out_of_bounds = POLICY_BOUNDS_CLAMP;
-        plan = compute_ok(&p, &in);
+        plan = expect_clamped(&p, &in, "cpu.limit_millicores: 500 -> 1000");
         cr_expect_eq(plan.cpu_limit_millicores, 1000, "clamped up to the request: %" PRIu64,
                      plan.cpu_limit_millicores);
-        cr_expect_str_eq(plan.clamped, "cpu.limit_millicores: 500 -> 1000", "clamped \"%s\"",
-                         plan.clamped);
 }
 
 Test(plan, overrides_not_allowed)
@@ -402,7 +414,7 @@ static const struct memory_case memory_cases[] = {
 
 Test(plan, memory_formulas)
 {
-        for (size_t i = 0; i < sizeof(memory_cases) / sizeof(memory_cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(memory_cases); i++) {
                 const struct memory_case *c = &memory_cases[i];
                 struct policy_inputs in;
                 struct policy_plan plan;
@@ -472,11 +484,9 @@ Test(plan, memory_overhead_sources)
 
 Test(plan, burst_ratio_bounds)
 {
-        struct util_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
-        int r;
 
         policy_init_defaults(&p);
         p.burst_ratio_max = 0.5;
@@ -486,18 +496,12 @@ Test(plan, burst_ratio_bounds)
         cr_expect_eq(plan.burst_ratio, 0.25, "policy default %g", plan.burst_ratio);
 
         policy_input_set_double(&in.burst_ratio, 0.8, POLICY_SOURCE_ENV, "SPARKSHIM_BURST_RATIO");
-        r = policy_plan_compute(&p, &in, &plan, &err);
-        cr_expect_eq(r, -EINVAL, "rc %d", r);
-        cr_expect_str_eq(err.text,
-                         "SPARKSHIM_BURST_RATIO: 0.8 is out of range; allowed: >= 0 and <= 0.5 "
-                         "(memory.burst_ratio.max in the policy)",
-                         "error \"%s\"", err.text);
+        expect_refused(&p, &in,
+                       "SPARKSHIM_BURST_RATIO: 0.8 is out of range; allowed: >= 0 and <= 0.5 "
+                       "(memory.burst_ratio.max in the policy)");
 
-        p.out_of_bounds = POLICY_BOUNDS_CLAMP;
-        plan = compute_ok(&p, &in);
+        plan = expect_clamped(&p, &in, "memory.burst_ratio: 0.8 -> 0.5");
         cr_expect_eq(plan.burst_ratio, 0.5, "clamped %g", plan.burst_ratio);
-        cr_expect_str_eq(plan.clamped, "memory.burst_ratio: 0.8 -> 0.5", "clamped \"%s\"",
-                         plan.clamped);
 }
 
 Test(plan, memory_high_rounded_down_to_pages)
@@ -548,22 +552,17 @@ Test(plan, memory_high_rounded_down_to_pages)
 
 Test(plan, memory_limit_max)
 {
-        struct util_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
-        int r;
 
         policy_init_defaults(&p);
         p.memory_limit_max = 4 * GiB;
         inputs_with_heap(&in, 4096 * MiB);
-        r = policy_plan_compute(&p, &in, &plan, &err);
-        cr_expect_eq(r, -EINVAL, "rc %d", r);
-        cr_expect_str_eq(err.text,
-                         "-Xmx: memory limit 4723834880 bytes (heap + off-heap + pyspark + "
-                         "overhead) is out of range; allowed: <= 4294967296 bytes "
-                         "(memory.limit_max in the policy)",
-                         "error \"%s\"", err.text);
+        expect_refused(&p, &in,
+                       "-Xmx: memory limit 4723834880 bytes (heap + off-heap + pyspark + "
+                       "overhead) is out of range; allowed: <= 4294967296 bytes "
+                       "(memory.limit_max in the policy)");
 
         p.out_of_bounds = POLICY_BOUNDS_CLAMP;
         plan = compute_ok(&p, &in);
@@ -578,21 +577,16 @@ Test(plan, memory_limit_max)
 
 Test(plan, missing_heap)
 {
-        struct util_error err = {0};
         struct policy_inputs in;
         struct policy_plan plan;
         struct policy p;
-        int r;
 
         policy_init_defaults(&p);
         policy_inputs_init(&in);
         memset(&plan, 0x5a, sizeof(plan));
-        r = policy_plan_compute(&p, &in, &plan, &err);
-        cr_expect_eq(r, -EINVAL, "rc %d", r);
-        cr_expect_str_eq(err.text,
-                         "no executor memory: give --memory, SPARKSHIM_MEMORY or -Xmx in the "
-                         "command",
-                         "error \"%s\"", err.text);
+        expect_refused(&p, &in,
+                       "no executor memory: give --memory, SPARKSHIM_MEMORY or -Xmx in the "
+                       "command");
         cr_expect_eq(plan.cpu_weight, 0x5a5a5a5a5a5a5a5aull, "output changed on error");
 }
 
@@ -865,17 +859,11 @@ Test(plan, agent_spill_fraction)
         /* below the policy's range: refused, or clamped */
         policy_input_set_double(&in.spill_fraction, 0.2, POLICY_SOURCE_COMMAND,
                                 "-Dspark.executor.sparkshim.spillFraction");
-        r = policy_plan_compute(&p, &in, &plan, &err);
-        cr_expect_eq(r, -EINVAL, "rc %d", r);
-        cr_expect_str_eq(err.text,
-                         "-Dspark.executor.sparkshim.spillFraction: 0.2 is out of range; allowed: "
-                         ">= 0.5 and <= 1 (tuner.spill_fraction in the policy)",
-                         "error \"%s\"", err.text);
-        p.out_of_bounds = POLICY_BOUNDS_CLAMP;
-        plan = compute_ok(&p, &in);
+        expect_refused(&p, &in,
+                       "-Dspark.executor.sparkshim.spillFraction: 0.2 is out of range; allowed: "
+                       ">= 0.5 and <= 1 (tuner.spill_fraction in the policy)");
+        plan = expect_clamped(&p, &in, "agent.spill_fraction: 0.2 -> 0.5");
         cr_expect_eq(plan.agent_spill_fraction, 0.5, "clamped %g", plan.agent_spill_fraction);
-        cr_expect_str_eq(plan.clamped, "agent.spill_fraction: 0.2 -> 0.5", "clamped \"%s\"",
-                         plan.clamped);
 
         /* the job may not touch the agent when the policy says so */
         p.overrides &= ~(unsigned)POLICY_OVERRIDE_AGENT;

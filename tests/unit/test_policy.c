@@ -14,6 +14,7 @@
 
 #include "policy.h"
 #include "test_helpers.h"
+#include "util.h"
 
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
@@ -159,7 +160,7 @@ static void field_text(const struct policy *p, size_t i, char *buf, size_t size)
 static void check_field(const struct policy *p, const char *file, const char *key,
                         const char *expected)
 {
-        for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
                 char actual[POLICY_PATH_MAX + 1];
 
                 if (strcmp(fields[i].name, key) != 0)
@@ -183,7 +184,7 @@ static void check_field(const struct policy *p, const char *file, const char *ke
 static void check_same_policy(const struct policy *a, const struct policy *b, const char *what)
 {
         cr_expect_eq(a->version, b->version, "%s: version %u != %u", what, a->version, b->version);
-        for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
                 char x[POLICY_PATH_MAX + 1], y[POLICY_PATH_MAX + 1];
                 field_text(a, i, x, sizeof(x));
                 field_text(b, i, y, sizeof(y));
@@ -420,7 +421,7 @@ Test(policy, owner_check_rejects_group_or_world_writable)
 {
         static const mode_t modes[] = {0666, 0664, 0646, 0620, 0602};
 
-        for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(modes); i++) {
                 char path[64], want[256];
                 struct util_error err = {0};
                 struct policy p;
@@ -547,7 +548,7 @@ Test(policy, cgroup_paths)
         };
         char out[POLICY_PATH_MAX], longname[300], small[8];
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 int r = policy_normalize_cgroup_path(cases[i].in, out, sizeof(out));
                 cr_expect_eq(r, cases[i].rc, "\"%s\": rc %d, expected %d", cases[i].in, r,
                              cases[i].rc);
@@ -637,7 +638,7 @@ Test(template, hostile_values_stay_one_file_name)
             {"{name}", "/t/_name_.prom"},       /* a value is never expanded again */
         };
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
                 expect_expansion("/t/{app_id}.prom",
                                  &(struct policy_template_values){.app_id = cases[i].app_id},
                                  cases[i].want);
@@ -691,7 +692,7 @@ Test(template, bad_templates_are_refused)
             {"/t/{name}{name}{name}{name}.prom", true, ENAMETOOLONG, "may expand to 262 bytes"},
         };
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 struct util_error err = {0};
                 char out[POLICY_PATH_MAX];
                 int r = policy_template_check(cases[i].template, cases[i].prometheus, &err);

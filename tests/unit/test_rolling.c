@@ -21,6 +21,7 @@
 #include "policy.h"
 #include "rolling.h"
 #include "test_helpers.h"
+#include "util.h"
 
 #define SAMPLES_MAX 1024
 #define EXPECT_MAX  16
@@ -429,7 +430,7 @@ Test(rolling, status_text_is_read_strictly)
             {"Name:\tSigCgt:\t20000000\nSigCgt:\t0\n", 0, 0},          /* not at a line start */
         };
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 uint64_t mask = 42;
                 int r = rolling_status_sigcgt(cases[i].text, strlen(cases[i].text), &mask);
 

@@ -329,7 +329,7 @@ Test(store, params_by_sparks_rules)
             {"1.5g", "-1", "0", TUNER_UNKNOWN, TUNER_UNKNOWN, TUNER_UNKNOWN},
             {"1p", "1000b", "x", UINT64_C(1) << 50, TUNER_UNKNOWN, TUNER_UNKNOWN},
         };
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 char app_id[64], job[64], conf[256];
                 struct tuner_app app;
                 struct tuner_run run;
@@ -545,7 +545,7 @@ static const struct case_ cases[] = {
 
 Test(store, failure_classification)
 {
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 const struct case_ *c = &cases[i];
                 char app_id[128], job[128];
                 struct tuner_app app;
@@ -593,7 +593,7 @@ static bool same_run(const struct tuner_run *a, const struct tuner_run *b)
                         &y.runq_wait_per_cpu,  &y.max_stage_skew,
                         &y.params.burst_ratio, &y.params.spill_fraction};
 
-        for (size_t i = 0; i < sizeof(xd) / sizeof(xd[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(xd); i++) {
                 if (isnan(*xd[i]) != isnan(*yd[i]) || (!isnan(*xd[i]) && *xd[i] != *yd[i]))
                         return false;
                 *xd[i] = *yd[i] = 0;
@@ -802,7 +802,7 @@ Test(store_describe, never_the_password)
         };
         char buf[256];
 
-        for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(dbs); i++) {
                 cr_expect_eq(tuner_store_is_postgresql(dbs[i].db), dbs[i].postgresql,
                              "%s: PostgreSQL %d, want %d", dbs[i].db,
                              tuner_store_is_postgresql(dbs[i].db), dbs[i].postgresql);
@@ -825,7 +825,7 @@ Test(store_describe, no_password_in_a_connection_error)
             "host=127.0.0.1 password=s3cretpw bogus",
         };
 
-        for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(dbs); i++) {
                 struct tuner_store *s = NULL;
                 struct util_error err = {0};
 
@@ -952,7 +952,7 @@ Test(report_line, invalid_lines)
         struct util_error err = {0};
         char too_long[200];
 
-        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 json_t *doc = example_doc();
                 json_t *obj = bad[i].path ? json_object_get(doc, bad[i].path) : doc;
 

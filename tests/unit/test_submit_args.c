@@ -12,8 +12,9 @@
 #include <unistd.h>
 
 #include "policy.h"
+#include "util.h"
 
-#define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define N(a) ((int)(ELEMENTSOF(a)))
 
 static struct policy_submit s;
 static struct util_error err;
@@ -174,7 +175,7 @@ Test(submit, not_submissions)
             {"--help=yes", "x", "y", "z"},
         };
 
-        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++) {
                 policy_submit_free(&s);
                 parse(4, commands[i]);
                 cr_expect(!s.submission, "%s %s: read as a submission", commands[i][0],
@@ -214,7 +215,7 @@ Test(submit, what_spark_refuses)
             {N(u2028), u2028, "unknown option"},
         };
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 int r;
 
                 policy_submit_free(&s);
@@ -348,7 +349,7 @@ Test(submit, properties_text_edge_cases)
             {"k=v\x01\x02", "k", "v"}, /* trimmed as Spark trims */
         };
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 const char *got;
 
                 policy_submit_free(&s);
@@ -427,7 +428,7 @@ Test(submit, opting_out)
             {"spark.sparkshim.tune=offx", false}, {"spark.sparkshim.tuned=off", false},
         };
 
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 char *argv[] = {"--conf", (char *)cases[i].conf, "a.jar"};
 
                 policy_submit_free(&s);
