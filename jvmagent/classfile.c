@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Class-file surgery for the agent's hooks: see classfile.h. JVMS chapter 4 is the map. */
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -490,6 +491,7 @@ int jva_edit_hook_descriptor(const struct jva_edit *edit, char *buf, size_t size
         char kind;
         int ret = -EINVAL;
 
+        assert(buf);
         if (!d || *d++ != '(')
                 return -EINVAL;
         put(&out, "(" OBJECT, 1 + strlen(OBJECT));
@@ -1039,6 +1041,11 @@ int jva_class_edit(const uint8_t *in, size_t in_len, const struct jva_hook_class
         struct buf out = {0};
         int made;
 
+        assert(in);
+        assert(hooks);
+        assert(ret_out);
+        assert(ret_out_len);
+        assert(n == 0 || (edits && results));
         *ret_out = NULL;
         *ret_out_len = 0;
         made = plan_all(&ed, in, in_len, edits, results, n);
@@ -1063,6 +1070,9 @@ int jva_hook_class_build(const struct jva_hook_class *hooks, const struct jva_na
         struct buf out = {0};
         unsigned count = 7 + 2 * n;
 
+        assert(hooks);
+        assert(ret_out);
+        assert(ret_out_len);
         *ret_out = NULL;
         if (count > 0xffff)
                 return -EINVAL;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The agent's option string: key=value pairs, validated in full before the JVM starts. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -37,6 +38,8 @@ const char *jva_log_level_name(enum jva_log_level level)
 
 void jva_options_init(struct jva_options *options)
 {
+        assert(options);
+
         memset(options, 0, sizeof(*options));
         options->log_level = JVA_LOG_WARN;
         options->cooldown_ms = 500;
@@ -47,12 +50,16 @@ void jva_options_init(struct jva_options *options)
 
 bool jva_options_pressure_source(const struct jva_options *options)
 {
+        assert(options);
+
         return options->threshold_bytes > 0 || options->psi_stall_ms > 0 ||
                options->heap_threshold > 0;
 }
 
 bool jva_options_spill_enabled(const struct jva_options *options)
 {
+        assert(options);
+
         return options->force_bytes > 0 || options->periodic_bytes > 0 ||
                options->allow_bytes > 0 || options->allow_fraction > 0;
 }
@@ -86,6 +93,8 @@ int jva_parse_bytes(const char *text, uint64_t *ret_bytes)
         size_t n = 0;
         uint64_t v = 0;
 
+        assert(text);
+        assert(ret_bytes);
         if (!text)
                 return -EINVAL;
         end = text + strlen(text);
@@ -387,6 +396,7 @@ int jva_options_parse(const char *text, struct jva_options *ret_options,
         char *copy, *item, *next;
         int r = 0;
 
+        assert(ret_options);
         jva_options_init(ret_options);
         if (ret_error) {
                 ret_error->error = 0;

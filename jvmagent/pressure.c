@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Anonymous memory of the executor: cgroup v2 memory.stat "anon", or the process's RssAnon
  * where the executor's cgroup has no memory controller. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +14,8 @@ int jva_parse_decimal_u64(const char *p, uint64_t *ret_value, const char **ret_r
 {
         uint64_t v = 0;
 
+        assert(p);
+        assert(ret_value);
         if (*p < '0' || *p > '9')
                 return -EINVAL;
         for (; *p >= '0' && *p <= '9'; p++) {
@@ -53,6 +56,8 @@ int jva_parse_memory_stat_anon(const char *text, uint64_t *ret_bytes)
         uint64_t v;
         int r = find_number(text, "anon ", &v, &rest);
 
+        assert(text);
+        assert(ret_bytes);
         if (r < 0)
                 return r;
         if (*rest != '\n' && *rest != '\0')
@@ -67,6 +72,8 @@ int jva_parse_proc_status_anon(const char *text, uint64_t *ret_bytes)
         uint64_t v;
         int r = find_number(text, "RssAnon:", &v, &rest);
 
+        assert(text);
+        assert(ret_bytes);
         if (r < 0)
                 return r;
         if (strncmp(rest, " kB", 3) != 0 || v > UINT64_MAX / 1024)
@@ -83,6 +90,7 @@ int jva_read_anon(const char *cgroup_dir, uint64_t *ret_bytes)
         ssize_t n;
         int fd;
 
+        assert(ret_bytes);
         if (cgroup)
                 snprintf(path, sizeof(path), "%s/memory.stat", cgroup_dir);
         else

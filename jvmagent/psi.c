@@ -5,6 +5,7 @@
  * kernel lets this process create one, else the "some" total read at every poll and its
  * growth compared with the same stall-per-window rate.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -23,6 +24,8 @@ int jva_parse_psi_some_total(const char *text, uint64_t *ret_us)
         const char *p;
         uint64_t v = 0;
 
+        assert(text);
+        assert(ret_us);
         if (strncmp(text, "some ", 5) != 0)
                 return -ENOENT;
         p = strstr(text, " total=");
@@ -50,6 +53,7 @@ int jva_psi_open(struct jva_psi *psi, const char *cgroup_dir, uint64_t stall_us,
         char trigger[64];
         int fd, len, r;
 
+        assert(psi);
         memset(psi, 0, sizeof(*psi));
         psi->fd = -1;
         if (stall_us == 0 || window_us == 0 || stall_us > window_us)
@@ -115,6 +119,9 @@ int jva_psi_open(struct jva_psi *psi, const char *cgroup_dir, uint64_t stall_us,
 
 int jva_psi_poll(struct jva_psi *psi, bool *ret_fired)
 {
+        assert(psi);
+        assert(ret_fired);
+
         *ret_fired = false;
         if (psi->fd < 0)
                 return -EBADF;
@@ -152,6 +159,8 @@ int jva_psi_poll(struct jva_psi *psi, bool *ret_fired)
 
 void jva_psi_close(struct jva_psi *psi)
 {
+        assert(psi);
+
         if (psi->fd >= 0)
                 close(psi->fd);
         psi->fd = -1;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Per-operator statistics and their JSON-lines snapshot. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,6 +25,8 @@ static const char *const hook_state_names[] = {
 
 void jva_stats_init(struct jva_stats *stats)
 {
+        assert(stats);
+
         memset(stats, 0, sizeof(*stats));
         pthread_mutex_init(&stats->lock, NULL);
 }
@@ -50,6 +53,8 @@ void jva_stats_count_call(struct jva_stats *stats, const char *name, uint64_t re
 {
         struct jva_operator *op;
 
+        assert(stats);
+        assert(name);
         pthread_mutex_lock(&stats->lock);
         op = operator_locked(stats, name);
         if (op) {
@@ -75,6 +80,8 @@ void jva_stats_count_spill(struct jva_stats *stats, const char *name, enum jva_r
 {
         struct jva_operator *op;
 
+        assert(stats);
+        assert(name);
         pthread_mutex_lock(&stats->lock);
         op = operator_locked(stats, name);
         if (op) {
@@ -99,6 +106,8 @@ void jva_stats_count_denial(struct jva_stats *stats, const char *name, enum jva_
 {
         struct jva_operator *op;
 
+        assert(stats);
+        assert(name);
         pthread_mutex_lock(&stats->lock);
         op = operator_locked(stats, name);
         if (op) {
@@ -116,6 +125,8 @@ void jva_stats_count_decision(struct jva_stats *stats, const char *name, uint64_
 {
         struct jva_operator *op;
 
+        assert(stats);
+        assert(name);
         pthread_mutex_lock(&stats->lock);
         op = operator_locked(stats, name);
         if (op) {
@@ -130,6 +141,8 @@ void jva_stats_count_capped(struct jva_stats *stats, const char *name)
 {
         struct jva_operator *op;
 
+        assert(stats);
+        assert(name);
         pthread_mutex_lock(&stats->lock);
         op = operator_locked(stats, name);
         if (op)
@@ -141,6 +154,9 @@ bool jva_stats_get(struct jva_stats *stats, const char *name, struct jva_operato
 {
         bool found = false;
 
+        assert(stats);
+        assert(name);
+        assert(ret);
         pthread_mutex_lock(&stats->lock);
         for (unsigned i = 0; i < stats->n_operators; i++) {
                 if (strcmp(stats->operators[i].name, name) == 0) {
@@ -207,6 +223,8 @@ int jva_stats_write(struct jva_stats *stats, const char *path, bool final,
         FILE *f;
         int fd, r = 0;
 
+        assert(stats);
+        assert(path);
         pthread_mutex_lock(&stats->lock);
         n = stats->n_operators;
         memcpy(copy, stats->operators, n * sizeof(copy[0]));
