@@ -117,14 +117,14 @@ static bool is_bpffs(int fd)
 }
 
 /*
- * flock(2) fd, waiting at most PROBE_NODE_LOCK_MS: a lock that another process holds for
+ * flock(2) fd, waiting at most wait_ms: a lock that another process holds for
  * longer (a shim stopped while it held it, or anyone who could open the directory) never
  * stops a shim's monitor.
  */
-static int lock_root(int fd, const char *root, struct util_error *err)
+static int lock_root(int fd, const char *root, int wait_ms, struct util_error *err)
 {
         struct timespec pause = {.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
-        uint64_t end = util_now_ns() + (uint64_t)PROBE_NODE_LOCK_MS * 1000000u;
+        uint64_t end = util_now_ns() + (uint64_t)wait_ms * 1000000u;
 
         for (;;) {
                 int r;
@@ -139,7 +139,7 @@ static int lock_root(int fd, const char *root, struct util_error *err)
                 if (util_now_ns() >= end) {
                         util_error_set(err, -ETIMEDOUT,
                                        "another process held the lock on %s for %d ms", root,
-                                       PROBE_NODE_LOCK_MS);
+                                       wait_ms);
                         return -ETIMEDOUT;
                 }
                 nanosleep(&pause, NULL);
@@ -150,7 +150,7 @@ static int lock_root(int fd, const char *root, struct util_error *err)
  * The default place has no bpf filesystem on a host without systemd: mount one there, as
  * systemd does at boot (and bpftool when it pins), mode 0700. Under a lock on the mount point
  * so that two shims do not stack two mounts; but until the mount, that is a sysfs directory
- * anyone may open and lock: the lock is waited for at most PROBE_NODE_LOCK_MS and then done
+ * anyone may open and lock: the lock is waited for at most PROBE_NODE_MOUNT_LOCK_MS and then done
  * without (the worst case, two shims mounting at once, gives two stacked instances, each
  * consistent: the shim that pinned in the lower one keeps a set of its own).
  */
@@ -166,7 +166,7 @@ static int mount_bpffs(const char *parent, struct util_error *err)
         }
         if (is_bpffs(fd))
                 return 0;
-        lock_root(fd, parent, NULL); /* or without it, see above */
+        lock_root(fd, parent, PROBE_NODE_MOUNT_LOCK_MS, NULL); /* or without it, see above */
         again = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (again >= 0 && is_bpffs(again))
                 return 0; /* another shim mounted it meanwhile */
@@ -554,7 +554,7 @@ struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct util_
         p->node_root_fd = open_root(root, err);
         if (p->node_root_fd < 0)
                 goto fail;
-        r = lock_root(p->node_root_fd, root, err);
+        r = lock_root(p->node_root_fd, root, PROBE_NODE_LOCK_MS, err);
         if (r < 0)
                 goto fail;
         if (!set_complete(p) && load_set(p, err) < 0)
@@ -584,7 +584,7 @@ void probe_node_leave(struct probe *p)
 
         if (!p->node || p->watched_fd < 0 || p->node_root_fd < 0)
                 return;
-        locked = lock_root(p->node_root_fd, p->node_dir, NULL) == 0;
+        locked = lock_root(p->node_root_fd, p->node_dir, PROBE_NODE_LOCK_MS, NULL) == 0;
         if (bpf_map_lookup_elem(p->watched_fd, &p->ids[0], &w) == 0 &&
             w.owner_pid == p->node_watch.owner_pid && w.owner_start == p->node_watch.owner_start &&
             w.owner_pidns == p->node_watch.owner_pidns)

@@ -99,7 +99,15 @@ int probe_read(struct probe *p, uint64_t cgroup_id, struct probe_usage *ret);
  * not privileged), -ETIMEDOUT (another shim held the lock for PROBE_NODE_LOCK_MS), -ENOSPC
  * (PROBE_NODE_MAX cgroups watched), -EBUSY (a live shim watches cgroup_id), or probe_open's.
  */
-#define PROBE_NODE_LOCK_MS 5000
+/*
+ * The lock on the node's root (only root can open it) is waited for up to 30 s: as long as
+ * a load of the set takes on a loaded node, with room (about 60 ms on an idle host, seconds
+ * in an emulated guest under load); a shim that gives up loads a set of its own, which costs
+ * as much. The mount point's lock, which a user can take before the bpf filesystem is there,
+ * is waited for 5 s.
+ */
+#define PROBE_NODE_LOCK_MS       30000
+#define PROBE_NODE_MOUNT_LOCK_MS 5000
 struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct util_error *err);
 
 /* Is p a registration with the node's set (probe_open_node)? */

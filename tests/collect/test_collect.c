@@ -226,7 +226,7 @@ static void check_expect(const char *path, const void *got, const struct field *
         }
         for (size_t i = 0; i < nfields; i++)
                 cr_expect(seen[i], "%s does not name %s", path, fields[i].name);
-        cr_expect(seen_extra, "%s does not name %s", path, extra_name);
+        cr_expect(seen_extra, "%s does not name %s", path, extra_name ? extra_name : "-");
         free(text);
 }
 
