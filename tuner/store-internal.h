@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The history store's backends (store-sqlite.c, store-pg.c) behind one table of operations,
- * as crun puts its cgroup managers behind one: store.c holds every SQL statement and the run
- * assembly, a backend only runs statements. SQL is written once, in the dialect both accept;
- * parameters are $1, $2, ... (store-sqlite.c turns them into ?1, ?2, ...).
+ * as crun puts its cgroup managers behind one: store.c holds every SQL statement, a backend
+ * only runs statements, and assemble.c makes a run of the rows store.c reads (no SQL). SQL is
+ * written once, in the dialect both accept; parameters are $1, $2, ... (store-sqlite.c turns
+ * them into ?1, ?2, ...).
  */
 #pragma once
 
@@ -47,6 +48,6 @@ extern const struct store_ops store_pg_ops;
 /* tuner_store_describe() of a PostgreSQL connection string (store-pg.c) */
 void store_pg_describe(const char *db, char *buf, size_t size);
 
-/* A run from its event log (if has_eventlog) and its n executor reports (store.c). */
+/* A run from its event log (if has_eventlog) and its n executor reports (assemble.c). */
 void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
                           const struct tuner_executor *ex, size_t n, struct tuner_run *run);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The history store's interface (store.h): the schema, every statement, and the assembly of
- * struct tuner_run from a run's rows. The backends (store-sqlite.c, store-pg.c) only run what
- * this file writes. Tables follow the structs of tuner.h column for column (the tables below
- * drive the schema, the upserts and the reads alike), so that a field is stored and read back
- * the same way by both backends.
+ * The history store's interface (store.h): the schema and every statement. The backends
+ * (store-sqlite.c, store-pg.c) only run what this file writes; assemble.c makes a struct
+ * tuner_run of the rows it reads. Tables follow the structs of tuner.h column for column (the
+ * tables below drive the schema, the upserts and the reads alike), so that a field is stored
+ * and read back the same way by both backends.
  *
  * Unknown values are NULL in the database: NAN doubles and TUNER_UNKNOWN counts.
  */
@@ -20,10 +20,6 @@
 
 #include <nettle/sha2.h>
 
-#include <jansson.h>
-
-#include "policy.h"
-#include "publish.h"
 #include "store-internal.h"
 #include "utf8.h"
 #include "util.h"
@@ -251,55 +247,63 @@ static void add_updates(struct text *t, const struct column *c, size_t n, size_t
         "COALESCE(NULLIF(r.owner_uid, 0), "                                                        \
         "(SELECT MAX(e.owner_uid) FROM executors e WHERE e.app_id = r.app_id), 0)"
 
-static char *build(enum stmt_id id)
+/* the statements that write a run */
+static void build_write(struct text *t, enum stmt_id id)
 {
-        struct text t = {0};
-
         switch (id) {
         case S_PUT_APP:
-                add(&t, "INSERT INTO runs (app_id, job, has_eventlog, conf_json");
-                add_names(&t, app_columns, N(app_columns), "");
-                add(&t, ") VALUES ($1, $2, 1, $3");
-                add_params(&t, 4, N(app_columns));
-                add(&t, ") ON CONFLICT (app_id) DO UPDATE SET job = CASE WHEN runs.job_from_flag "
-                        "= 1 THEN runs.job ELSE COALESCE(excluded.job, runs.job) END, "
-                        "has_eventlog = 1, conf_json = excluded.conf_json, ");
-                add_updates(&t, app_columns, N(app_columns), 0);
+                add(t, "INSERT INTO runs (app_id, job, has_eventlog, conf_json");
+                add_names(t, app_columns, N(app_columns), "");
+                add(t, ") VALUES ($1, $2, 1, $3");
+                add_params(t, 4, N(app_columns));
+                add(t, ") ON CONFLICT (app_id) DO UPDATE SET job = CASE WHEN runs.job_from_flag "
+                       "= 1 THEN runs.job ELSE COALESCE(excluded.job, runs.job) END, "
+                       "has_eventlog = 1, conf_json = excluded.conf_json, ");
+                add_updates(t, app_columns, N(app_columns), 0);
                 break;
         case S_PUT_RUN:
-                add(&t, "INSERT INTO runs (app_id) VALUES ($1) ON CONFLICT (app_id) DO NOTHING");
+                add(t, "INSERT INTO runs (app_id) VALUES ($1) ON CONFLICT (app_id) DO NOTHING");
                 break;
         case S_SET_JOB:
-                add(&t, "INSERT INTO runs (app_id, job, job_from_flag) VALUES ($1, $2, 1) "
-                        "ON CONFLICT (app_id) DO UPDATE SET job = excluded.job, job_from_flag = 1");
+                add(t, "INSERT INTO runs (app_id, job, job_from_flag) VALUES ($1, $2, 1) "
+                       "ON CONFLICT (app_id) DO UPDATE SET job = excluded.job, job_from_flag = 1");
                 break;
         case S_PUT_EXECUTOR:
-                add(&t, "INSERT INTO executors (app_id");
-                add_names(&t, executor_columns + 1, N(executor_columns) - 1, "");
-                add(&t, ") VALUES ($1");
-                add_params(&t, 2, N(executor_columns) - 1);
-                add(&t, ") ON CONFLICT (app_id, executor_id) DO UPDATE SET ");
-                add_updates(&t, executor_columns, N(executor_columns), 2);
+                add(t, "INSERT INTO executors (app_id");
+                add_names(t, executor_columns + 1, N(executor_columns) - 1, "");
+                add(t, ") VALUES ($1");
+                add_params(t, 2, N(executor_columns) - 1);
+                add(t, ") ON CONFLICT (app_id, executor_id) DO UPDATE SET ");
+                add_updates(t, executor_columns, N(executor_columns), 2);
                 break;
         case S_PUT_APP_EXECUTOR:
-                add(&t, "INSERT INTO app_executors (app_id");
-                add_names(&t, app_executor_columns, N(app_executor_columns), "");
-                add(&t, ") VALUES ($1");
-                add_params(&t, 2, N(app_executor_columns));
-                add(&t, ") ON CONFLICT (app_id, executor_id) DO UPDATE SET ");
-                add_updates(&t, app_executor_columns, N(app_executor_columns), 1);
+                add(t, "INSERT INTO app_executors (app_id");
+                add_names(t, app_executor_columns, N(app_executor_columns), "");
+                add(t, ") VALUES ($1");
+                add_params(t, 2, N(app_executor_columns));
+                add(t, ") ON CONFLICT (app_id, executor_id) DO UPDATE SET ");
+                add_updates(t, app_executor_columns, N(app_executor_columns), 1);
                 break;
         case S_PUT_STAGE:
-                add(&t, "INSERT INTO stages (app_id");
-                add_names(&t, stage_columns, N(stage_columns), "");
-                add(&t, ") VALUES ($1");
-                add_params(&t, 2, N(stage_columns));
-                add(&t, ") ON CONFLICT (app_id, stage_id, attempt) DO UPDATE SET ");
-                add_updates(&t, stage_columns, N(stage_columns), 2);
+                add(t, "INSERT INTO stages (app_id");
+                add_names(t, stage_columns, N(stage_columns), "");
+                add(t, ") VALUES ($1");
+                add_params(t, 2, N(stage_columns));
+                add(t, ") ON CONFLICT (app_id, stage_id, attempt) DO UPDATE SET ");
+                add_updates(t, stage_columns, N(stage_columns), 2);
                 break;
+        default:
+                break;
+        }
+}
+
+/* the statements that read runs, jobs and their owners */
+static void build_read(struct text *t, enum stmt_id id)
+{
+        switch (id) {
         case S_RUN_LIST:
                 /* a run without an event log starts when its first executor started */
-                add(&t,
+                add(t,
                     "SELECT r.app_id FROM runs r WHERE r.job = $1 AND " HAS_DATA " "
                     "AND (CAST($2 AS BIGINT) < 0 OR " RUN_OWNER_OF_R " IN (0, CAST($2 AS BIGINT))) "
                     "ORDER BY COALESCE(r.start_ms, "
@@ -307,71 +311,119 @@ static char *build(enum stmt_id id)
                     "DESC NULLS LAST, r.app_id DESC LIMIT $3");
                 break;
         case S_RUN_GET:
-                add(&t, "SELECT job, has_eventlog, conf_json");
-                add_names(&t, app_columns, N(app_columns), "");
-                add(&t, " FROM runs WHERE app_id = $1");
+                add(t, "SELECT job, has_eventlog, conf_json");
+                add_names(t, app_columns, N(app_columns), "");
+                add(t, " FROM runs WHERE app_id = $1");
                 break;
         case S_EXECUTORS_OF:
-                add(&t, "SELECT app_id");
-                add_names(&t, executor_columns + 1, N(executor_columns) - 1, "");
-                add(&t, " FROM executors WHERE app_id = $1 "
-                        "ORDER BY LENGTH(executor_id), executor_id");
+                add(t, "SELECT app_id");
+                add_names(t, executor_columns + 1, N(executor_columns) - 1, "");
+                add(t, " FROM executors WHERE app_id = $1 "
+                       "ORDER BY LENGTH(executor_id), executor_id");
                 break;
         case S_APP_EXECUTORS_OF:
-                add(&t, "SELECT app_id");
-                add_names(&t, app_executor_columns, N(app_executor_columns), "");
-                add(&t, " FROM app_executors WHERE app_id = $1 "
-                        "ORDER BY LENGTH(executor_id), executor_id");
+                add(t, "SELECT app_id");
+                add_names(t, app_executor_columns, N(app_executor_columns), "");
+                add(t, " FROM app_executors WHERE app_id = $1 "
+                       "ORDER BY LENGTH(executor_id), executor_id");
                 break;
         case S_STAGES_OF:
-                add(&t, "SELECT app_id");
-                add_names(&t, stage_columns, N(stage_columns), "");
-                add(&t, " FROM stages WHERE app_id = $1 ORDER BY stage_id, attempt");
+                add(t, "SELECT app_id");
+                add_names(t, stage_columns, N(stage_columns), "");
+                add(t, " FROM stages WHERE app_id = $1 ORDER BY stage_id, attempt");
                 break;
         case S_JOBS:
-                add(&t, "SELECT r.job, COUNT(*), MAX(COALESCE(r.start_ms, (SELECT MIN(e.start_ms) "
-                        "FROM executors e WHERE e.app_id = r.app_id))) FROM runs r "
-                        "WHERE r.job IS NOT NULL AND " HAS_DATA " GROUP BY r.job ORDER BY r.job");
-                break;
-        case S_VERSION:
-                add(&t, "SELECT MAX(version) FROM schema_version");
+                add(t, "SELECT r.job, COUNT(*), MAX(COALESCE(r.start_ms, (SELECT MIN(e.start_ms) "
+                       "FROM executors e WHERE e.app_id = r.app_id))) FROM runs r "
+                       "WHERE r.job IS NOT NULL AND " HAS_DATA " GROUP BY r.job ORDER BY r.job");
                 break;
         case S_RUN_OWNER:
                 /* the user a run is already known from: its event log's, or its reports' */
-                add(&t, "SELECT owner_uid FROM runs WHERE app_id = $1 AND owner_uid <> 0 "
-                        "UNION ALL SELECT owner_uid FROM executors WHERE app_id = $1 "
-                        "AND owner_uid <> 0");
+                add(t, "SELECT owner_uid FROM runs WHERE app_id = $1 AND owner_uid <> 0 "
+                       "UNION ALL SELECT owner_uid FROM executors WHERE app_id = $1 "
+                       "AND owner_uid <> 0");
                 break;
         case S_JOB_OWNERS:
-                add(&t, "SELECT DISTINCT " RUN_OWNER_OF_R
-                        " AS o FROM runs r WHERE r.job = $1 AND " HAS_DATA " AND " RUN_OWNER_OF_R
-                        " <> 0 ORDER BY o");
-                break;
-        case S_FILES_ALL:
-                add(&t, "SELECT dev, ino, size, mtime_ns, done_offset FROM ingested_files");
-                break;
-        case S_FILE_PUT:
-                add(&t, "INSERT INTO ingested_files (dev, ino, size, mtime_ns, done_offset) "
-                        "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (dev, ino) DO UPDATE SET "
-                        "size = excluded.size, mtime_ns = excluded.mtime_ns, "
-                        "done_offset = excluded.done_offset");
+                add(t, "SELECT DISTINCT " RUN_OWNER_OF_R
+                       " AS o FROM runs r WHERE r.job = $1 AND " HAS_DATA " AND " RUN_OWNER_OF_R
+                       " <> 0 ORDER BY o");
                 break;
         case S_RUN_KEY:
-                add(&t, "SELECT r.job, " RUN_OWNER_OF_R " FROM runs r WHERE r.app_id = $1");
+                add(t, "SELECT r.job, " RUN_OWNER_OF_R " FROM runs r WHERE r.app_id = $1");
+                break;
+        default:
+                break;
+        }
+}
+
+/* the schema's version and tune-service's files and state */
+static void build_state(struct text *t, enum stmt_id id)
+{
+        switch (id) {
+        case S_VERSION:
+                add(t, "SELECT MAX(version) FROM schema_version");
+                break;
+        case S_FILES_ALL:
+                add(t, "SELECT dev, ino, size, mtime_ns, done_offset FROM ingested_files");
+                break;
+        case S_FILE_PUT:
+                add(t, "INSERT INTO ingested_files (dev, ino, size, mtime_ns, done_offset) "
+                       "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (dev, ino) DO UPDATE SET "
+                       "size = excluded.size, mtime_ns = excluded.mtime_ns, "
+                       "done_offset = excluded.done_offset");
                 break;
         case S_STATE_GET:
-                add(&t, "SELECT value FROM service_state WHERE name = $1");
+                add(t, "SELECT value FROM service_state WHERE name = $1");
                 break;
         case S_STATE_PUT:
-                add(&t, "INSERT INTO service_state (name, value) VALUES ($1, $2) "
-                        "ON CONFLICT (name) DO UPDATE SET value = excluded.value");
+                add(t, "INSERT INTO service_state (name, value) VALUES ($1, $2) "
+                       "ON CONFLICT (name) DO UPDATE SET value = excluded.value");
                 break;
         case S_FILE_FORGET:
-                add(&t, "DELETE FROM ingested_files WHERE dev = $1 AND ino = $2");
+                add(t, "DELETE FROM ingested_files WHERE dev = $1 AND ino = $2");
                 break;
         case S_STATE_NEW:
-                add(&t, "INSERT INTO service_state (name, value) VALUES ($1, $2) "
-                        "ON CONFLICT (name) DO NOTHING");
+                add(t, "INSERT INTO service_state (name, value) VALUES ($1, $2) "
+                       "ON CONFLICT (name) DO NOTHING");
+                break;
+        default:
+                break;
+        }
+}
+
+/* the text of a statement; NULL for no memory */
+static char *build(enum stmt_id id)
+{
+        struct text t = {0};
+
+        switch (id) {
+        case S_PUT_APP:
+        case S_PUT_RUN:
+        case S_SET_JOB:
+        case S_PUT_EXECUTOR:
+        case S_PUT_APP_EXECUTOR:
+        case S_PUT_STAGE:
+                build_write(&t, id);
+                break;
+        case S_RUN_LIST:
+        case S_RUN_GET:
+        case S_EXECUTORS_OF:
+        case S_APP_EXECUTORS_OF:
+        case S_STAGES_OF:
+        case S_JOBS:
+        case S_RUN_OWNER:
+        case S_JOB_OWNERS:
+        case S_RUN_KEY:
+                build_read(&t, id);
+                break;
+        case S_VERSION:
+        case S_FILES_ALL:
+        case S_FILE_PUT:
+        case S_STATE_GET:
+        case S_STATE_PUT:
+        case S_FILE_FORGET:
+        case S_STATE_NEW:
+                build_state(&t, id);
                 break;
         case S_COUNT:
                 break;
@@ -989,397 +1041,6 @@ static int read_rows(struct tuner_store *s, enum stmt_id id, const char *app_id,
         rows = NULL;
         *ret_n = n;
         return 0;
-}
-
-/*
- * A size of whole MiB as Spark reads spark.executor.memory and .memoryOverhead
- * (bytesConf(ByteUnit.MiB): a byte string, MiB without a suffix, truncated to whole MiB:
- * "1500k" is 1 MiB, the executor's -Xmx1m), with the shim's parser of Spark byte strings
- * (policy_parse_spark_bytes); 0 MiB is no size.
- */
-static uint64_t spark_mib_size(const char *v)
-{
-        uint64_t b;
-
-        if (!v || policy_parse_spark_bytes(v, POLICY_UNIT_MIB, &b) < 0 || b < (UINT64_C(1) << 20))
-                return TUNER_UNKNOWN;
-        return b >> 20 << 20;
-}
-
-/* spark.executor.millicores as the shim reads it (policy_parse_millicores) */
-static uint64_t conf_millicores(const char *v)
-{
-        uint64_t m;
-
-        return v && policy_parse_millicores(v, &m) == 0 ? m : TUNER_UNKNOWN;
-}
-
-static const char *conf_get(json_t *conf, const char *key)
-{
-        return json_string_value(json_object_get(conf, key));
-}
-
-static bool known(uint64_t v)
-{
-        return v != TUNER_UNKNOWN;
-}
-
-static void add_known(uint64_t *sum, uint64_t v)
-{
-        if (!known(v))
-                return;
-        if (!known(*sum))
-                *sum = 0;
-        *sum = __builtin_add_overflow(*sum, v, sum) ? TUNER_UNKNOWN - 1 : *sum;
-}
-
-static void max_known(uint64_t *max, uint64_t v)
-{
-        if (known(v) && (!known(*max) || v > *max))
-                *max = v;
-}
-
-static bool terminated(const struct tuner_executor *e)
-{
-        return e->exit_signal == 15 || e->exit_signal == 9 || e->exit_status == 143 ||
-               e->exit_status == 137;
-}
-
-static bool report_oom(const struct tuner_executor *e)
-{
-        return e->oom_killed || (known(e->oom_kills) && e->oom_kills > 0);
-}
-
-static void exit_text(const struct tuner_executor *e, char *buf, size_t size)
-{
-        if (e->exit_signal)
-                snprintf(buf, size, "signal %d", e->exit_signal);
-        else
-                snprintf(buf, size, "exit %d", e->exit_status);
-}
-
-static const struct tuner_app_executor *app_executor(const struct tuner_app *app, const char *id)
-{
-        for (size_t i = 0; i < app->n_executors; i++)
-                if (strcmp(app->executors[i].executor_id, id) == 0)
-                        return &app->executors[i];
-        return NULL;
-}
-
-static bool reason_says_oom(const char *reason)
-{
-        return strstr(reason, "OutOfMemoryError") || strstr(reason, "OOMKilled");
-}
-
-/*
- * The run's failure, most severe first (enum tuner_failure). See docs/tuner-store.md for the
- * exact rules; TUNER_FAIL_RUNTIME is the caller's.
- */
-static void classify(const struct tuner_app *app, bool has_eventlog,
-                     const struct tuner_executor *ex, size_t n, struct tuner_run *run)
-{
-        int64_t app_end = 0;
-        char what[64];
-        unsigned lost = 0;
-        const char *first_lost = NULL, *first_lost_why = NULL;
-        char lost_detail[TUNER_REASON_MAX] = "";
-
-        /* executors lost (counted whatever the class): the event log says so, or a report
-           ended other than by the application's end */
-        if (has_eventlog && app->ended && app->end_ms > 0)
-                app_end = app->end_ms;
-        else
-                for (size_t i = 0; i < n; i++)
-                        if (ex[i].end_ms > app_end)
-                                app_end = ex[i].end_ms;
-        for (size_t i = 0; has_eventlog && i < app->n_executors; i++)
-                if (app->executors[i].lost) {
-                        if (!lost++) {
-                                first_lost = app->executors[i].executor_id;
-                                first_lost_why = app->executors[i].removed_reason;
-                        }
-                }
-        for (size_t i = 0; i < n; i++) {
-                const struct tuner_app_executor *ae =
-                    has_eventlog ? app_executor(app, ex[i].executor_id) : NULL;
-                bool at_end = app_end > 0 && ex[i].end_ms >= app_end - TUNER_STORE_END_GRACE_MS;
-
-                if (ex[i].exit_status == 0 && ex[i].exit_signal == 0)
-                        continue;
-                if (ae && ae->lost)
-                        continue; /* counted above */
-                /* stopped: by the application's end, or mid-run by the driver (dynamic
-                   allocation) when the event log says it was not lost */
-                if (terminated(&ex[i]) && (at_end || (ae && !ae->lost)))
-                        continue;
-                if (!lost++) {
-                        exit_text(&ex[i], what, sizeof(what));
-                        snprintf(lost_detail, sizeof(lost_detail), "executor %s ended with %s %s",
-                                 ex[i].executor_id, what,
-                                 at_end ? "at the application's end"
-                                        : "before the application's end");
-                }
-        }
-        run->executors_lost = lost;
-
-        /* OOM: the kernel's kill in a report, an OutOfMemoryError task, an executor removed
-           for one */
-        for (size_t i = 0; i < n; i++)
-                if (report_oom(&ex[i])) {
-                        exit_text(&ex[i], what, sizeof(what));
-                        run->failure = TUNER_FAIL_OOM;
-                        snprintf(run->failure_detail, sizeof(run->failure_detail),
-                                 "executor %s OOM-killed (oom_kills %" PRIu64 ", %s)",
-                                 ex[i].executor_id, known(ex[i].oom_kills) ? ex[i].oom_kills : 0,
-                                 what);
-                        return;
-                }
-        if (has_eventlog && app->oom_task_failures > 0) {
-                run->failure = TUNER_FAIL_OOM;
-                snprintf(run->failure_detail, sizeof(run->failure_detail),
-                         "%u task attempts failed with java.lang.OutOfMemoryError",
-                         app->oom_task_failures);
-                return;
-        }
-        for (size_t i = 0; has_eventlog && i < app->n_executors; i++)
-                if (reason_says_oom(app->executors[i].removed_reason)) {
-                        run->failure = TUNER_FAIL_OOM;
-                        snprintf(run->failure_detail, sizeof(run->failure_detail),
-                                 "executor %s removed: %s", app->executors[i].executor_id,
-                                 app->executors[i].removed_reason);
-                        return;
-                }
-
-        if (lost) {
-                run->failure = TUNER_FAIL_EXECUTOR_LOST;
-                if (first_lost)
-                        snprintf(run->failure_detail, sizeof(run->failure_detail),
-                                 "%u executors lost; executor %s: %s", lost, first_lost,
-                                 *first_lost_why ? first_lost_why : "lost");
-                else
-                        snprintf(run->failure_detail, sizeof(run->failure_detail),
-                                 "%u executors lost; %s", lost, lost_detail);
-                return;
-        }
-        if (has_eventlog && app->lost_task_failures > 0) {
-                run->failure = TUNER_FAIL_EXECUTOR_LOST;
-                snprintf(run->failure_detail, sizeof(run->failure_detail),
-                         "%u task attempts failed with ExecutorLostFailure",
-                         app->lost_task_failures);
-                return;
-        }
-
-        if (has_eventlog && app->failed_tasks > 0) {
-                run->failure = TUNER_FAIL_TASKS;
-                snprintf(run->failure_detail, sizeof(run->failure_detail),
-                         "%u failed task attempts", app->failed_tasks);
-                return;
-        }
-        for (size_t i = 0; has_eventlog && i < app->n_stages; i++)
-                if (app->stages[i].failed) {
-                        run->failure = TUNER_FAIL_TASKS;
-                        snprintf(run->failure_detail, sizeof(run->failure_detail),
-                                 "stage %d attempt %d failed", app->stages[i].stage_id,
-                                 app->stages[i].attempt);
-                        return;
-                }
-
-        if (has_eventlog && !app->ended) {
-                run->failure = TUNER_FAIL_APP;
-                snprintf(run->failure_detail, sizeof(run->failure_detail),
-                         "the application did not end (no SparkListenerApplicationEnd)");
-                return;
-        }
-        if (has_eventlog && app->failed_jobs > 0) {
-                run->failure = TUNER_FAIL_APP;
-                snprintf(run->failure_detail, sizeof(run->failure_detail), "%u of %u jobs failed",
-                         app->failed_jobs, app->jobs);
-                return;
-        }
-        run->failure = TUNER_OK;
-        run->failure_detail[0] = '\0';
-}
-
-static double ratio(double num, double den)
-{
-        return isfinite(num) && isfinite(den) && den > 0 ? num / den : NAN;
-}
-
-void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
-                          const struct tuner_executor *ex, size_t n, struct tuner_run *run)
-{
-        double cpu = 0, capacity = 0, peak = 0, request = 0, throttled = 0, wall = 0, runq = 0,
-               runq_cpu = 0;
-        bool have_cpu = false, have_mem = false, have_throttled = false, have_runq = false;
-        int64_t first_start = 0, last_end = 0;
-        json_t *conf = NULL;
-
-        snprintf(run->app_id, sizeof(run->app_id), "%s", app->app_id);
-        run->has_eventlog = has_eventlog;
-        run->has_reports = n > 0;
-        run->executors = (uint32_t)n;
-        run->enforced = n > 0;
-        run->cpu_limit_ratio = NAN;
-        run->owner_uid = has_eventlog ? app->owner_uid : 0;
-        run->cpu_peak_util = NAN;
-        run->memory_peak_bytes = run->heap_peak_bytes = run->offheap_peak_bytes = TUNER_UNKNOWN;
-        run->high_events = run->oom_kills = TUNER_UNKNOWN;
-        run->forced_spills = -1;
-        run->max_stage_skew = NAN;
-        run->duration_seconds = NAN;
-        run->params = (struct tuner_params){
-            .millicores = TUNER_UNKNOWN,
-            .heap_bytes = TUNER_UNKNOWN,
-            .overhead_bytes = TUNER_UNKNOWN,
-            .burst_ratio = NAN,
-            .spill_fraction = NAN,
-        };
-
-        for (size_t i = 0; i < n; i++) {
-                const struct tuner_executor *e = &ex[i];
-                double cap = e->wall_seconds * (double)e->request_millicores / 1000.0;
-
-                run->enforced = run->enforced && e->enforced;
-                if (!run->owner_uid)
-                        run->owner_uid = e->owner_uid;
-                if (isnan(run->cpu_limit_ratio) && known(e->request_millicores) &&
-                    known(e->limit_millicores) && e->request_millicores > 0 &&
-                    e->limit_millicores > 0)
-                        run->cpu_limit_ratio =
-                            (double)e->limit_millicores / (double)e->request_millicores;
-                if (isfinite(e->cpu_seconds) && isfinite(cap) && known(e->request_millicores)) {
-                        cpu += e->cpu_seconds;
-                        capacity += cap;
-                        have_cpu = true;
-                }
-                if (known(e->memory_peak_bytes) && known(e->request_bytes)) {
-                        peak += (double)e->memory_peak_bytes;
-                        request += (double)e->request_bytes;
-                        have_mem = true;
-                }
-                if (isfinite(e->throttled_seconds) && isfinite(e->wall_seconds)) {
-                        throttled += e->throttled_seconds;
-                        wall += e->wall_seconds;
-                        have_throttled = true;
-                }
-                if (isfinite(e->runq_wait_seconds) && isfinite(e->cpu_seconds)) {
-                        runq += e->runq_wait_seconds;
-                        runq_cpu += e->cpu_seconds;
-                        have_runq = true;
-                }
-                if (isfinite(e->cpu_peak_util) &&
-                    (isnan(run->cpu_peak_util) || e->cpu_peak_util > run->cpu_peak_util))
-                        run->cpu_peak_util = e->cpu_peak_util;
-                max_known(&run->memory_peak_bytes, e->memory_peak_bytes);
-                add_known(&run->high_events, e->high_events);
-                add_known(&run->oom_kills, e->oom_kills);
-                if (e->forced_spills >= 0)
-                        run->forced_spills = run->forced_spills < 0 ? e->forced_spills
-                                             : INT64_MAX - run->forced_spills < e->forced_spills
-                                                 ? INT64_MAX
-                                                 : run->forced_spills + e->forced_spills;
-                if (e->start_ms > 0 && (!first_start || e->start_ms < first_start))
-                        first_start = e->start_ms;
-                if (e->end_ms > last_end)
-                        last_end = e->end_ms;
-        }
-        run->cpu_util = have_cpu ? ratio(cpu, capacity) : NAN;
-        run->mem_util = have_mem ? ratio(peak, request) : NAN;
-        /* use beyond the request is borrowing from the overcommitted limit, not better
-         * packing: the objective caps each utilisation at 1 (docs/tuner.md) */
-        run->objective = run->cpu_util > 0 && run->mem_util > 0
-                             ? 1.0 / (fmin(run->cpu_util, 1.0) * fmin(run->mem_util, 1.0))
-                             : NAN;
-        run->throttled_fraction = have_throttled ? ratio(throttled, wall) : NAN;
-        run->runq_wait_per_cpu = have_runq ? ratio(runq, runq_cpu) : NAN;
-
-        /* what the run asked for: its first executor's report, else the event log's conf */
-        if (has_eventlog && app->conf_json)
-                conf = json_loads(app->conf_json, 0, NULL);
-        if (conf) {
-                const char *v = conf_get(conf, "spark.executor.cores");
-                uint64_t u;
-
-                if (v && util_parse_u64(v, &u) == 0 && u <= UINT32_MAX)
-                        run->params.cores = (uint32_t)u;
-                run->params.heap_bytes = spark_mib_size(conf_get(conf, "spark.executor.memory"));
-                run->params.overhead_bytes =
-                    spark_mib_size(conf_get(conf, "spark.executor.memoryOverhead"));
-                v = conf_get(conf, "spark.executor.memoryBurst.ratio");
-                if (v && util_parse_double(v, &run->params.burst_ratio) < 0)
-                        run->params.burst_ratio = NAN;
-                run->params.millicores =
-                    conf_millicores(conf_get(conf, "spark.executor.millicores"));
-                v = conf_get(conf, "spark.executor.sparkshim.spillFraction");
-                if (v && (util_parse_double(v, &run->params.spill_fraction) < 0 ||
-                          !(run->params.spill_fraction >= 0 && run->params.spill_fraction <= 1)))
-                        run->params.spill_fraction = NAN;
-                v = conf_get(conf, "spark.sql.shuffle.partitions");
-                if (v && util_parse_u64(v, &u) == 0 && u <= UINT32_MAX)
-                        run->params.shuffle_partitions = (uint32_t)u;
-                v = conf_get(conf, POLICY_CONFIG_PROPERTY);
-                if (v && tuner_config_id_valid(v))
-                        snprintf(run->config, sizeof(run->config), "%s", v);
-                json_decref(conf);
-        }
-        if (n > 0) {
-                if (ex[0].cores)
-                        run->params.cores = ex[0].cores;
-                if (known(ex[0].request_millicores))
-                        run->params.millicores = ex[0].request_millicores;
-                if (known(ex[0].heap_bytes))
-                        run->params.heap_bytes = ex[0].heap_bytes;
-                if (known(ex[0].overhead_bytes))
-                        run->params.overhead_bytes = ex[0].overhead_bytes;
-                if (isfinite(ex[0].burst_ratio))
-                        run->params.burst_ratio = ex[0].burst_ratio;
-                if (isfinite(ex[0].spill_threshold_fraction))
-                        run->params.spill_fraction = ex[0].spill_threshold_fraction;
-        }
-
-        /* the event log */
-        if (has_eventlog) {
-                run->start_ms = app->start_ms;
-                run->duration_seconds = app->ended && app->end_ms >= app->start_ms
-                                            ? (double)(app->end_ms - app->start_ms) / 1000.0
-                                            : NAN;
-                run->stages = (uint32_t)(app->n_stages > UINT32_MAX ? UINT32_MAX : app->n_stages);
-                run->tasks = app->tasks;
-                run->failed_tasks = app->failed_tasks;
-                run->oom_task_failures = app->oom_task_failures;
-                run->gc_seconds = app->gc_seconds;
-                for (size_t i = 0; i < app->n_stages; i++) {
-                        const struct tuner_stage *g = &app->stages[i];
-                        /* a stage of short tasks has no skew worth keeping partitions for:
-                         * its spread is scheduling and JIT warm-up (Dr. Elephant, too, judges
-                         * skew only where tasks run long) */
-                        double skew = g->task_max_seconds >= TUNER_STORE_SKEW_MIN_SECONDS
-                                          ? ratio(g->task_max_seconds, g->task_median_seconds)
-                                          : NAN;
-
-                        if (g->tasks > run->max_stage_tasks)
-                                run->max_stage_tasks = g->tasks;
-                        if (isfinite(skew) &&
-                            (isnan(run->max_stage_skew) || skew > run->max_stage_skew))
-                                run->max_stage_skew = skew;
-                        add_known(&run->memory_spill_bytes, g->memory_spill_bytes);
-                        add_known(&run->disk_spill_bytes, g->disk_spill_bytes);
-                        add_known(&run->shuffle_read_bytes, g->shuffle_read_bytes);
-                        add_known(&run->shuffle_write_bytes, g->shuffle_write_bytes);
-                        if (isfinite(g->run_seconds))
-                                run->executor_run_seconds += g->run_seconds;
-                }
-                for (size_t i = 0; i < app->n_executors; i++) {
-                        max_known(&run->heap_peak_bytes, app->executors[i].jvm_heap_peak);
-                        max_known(&run->offheap_peak_bytes, app->executors[i].jvm_offheap_peak);
-                }
-        }
-        if (!has_eventlog || !run->start_ms)
-                run->start_ms = first_start;
-        if (isnan(run->duration_seconds) && first_start && last_end >= first_start)
-                run->duration_seconds = (double)(last_end - first_start) / 1000.0;
-
-        classify(app, has_eventlog, ex, n, run);
 }
 
 static int read_run(struct tuner_store *s, const char *app_id, struct tuner_run *run,
