@@ -619,7 +619,7 @@ static void episode(const struct world *w, enum tuner_kind kind, const struct tu
 
         *out = (struct outcome){.best_cost = INFINITY};
         b.seed = seed;
-        /* xoshiro256** (bo.h), not splitmix64 alone: every other output of one splitmix64
+        /* xoshiro256** (rng.h), not splitmix64 alone: every other output of one splitmix64
            stream (a draw each for the heap and the replicate) is a weak generator of its own,
            and drew 8 heaps in a row on the same side */
         tuner_rng_seed(&rng, seed * UINT64_C(7919) + 1);

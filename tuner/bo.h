@@ -13,6 +13,10 @@
  * around the best known safe point, raised to the caller's floor; only candidates with
  * P(failure) < the bound are eligible. Deterministic given the seed (same build, same
  * BLAS). Never logs; memory O(n^2), time O(n^3) for n points of history.
+ *
+ * bo.c holds the acquisition and tuner_bo_suggest() over points in the unit cube; bo-runs.c
+ * maps a job's runs into the cube and back (tuner_bo_recommend()); the genetic algorithm is
+ * ga.h, its random stream rng.h.
  */
 #pragma once
 
@@ -20,23 +24,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ga.h"
 #include "shim-common.h"
 #include "tuner.h"
 
 #define TUNER_BO_DIMS_MAX   6 /* millicores, heap, overhead, burst, spill, partitions */
 #define TUNER_BO_POINTS_MAX 256
 #define TUNER_BO_USAGES_MAX 5 /* usage measures per point (the usage models) */
-
-/* ---- the random stream: xoshiro256** seeded through splitmix64 ---- */
-
-struct tuner_rng {
-        uint64_t s[4];
-};
-
-void tuner_rng_seed(struct tuner_rng *rng, uint64_t seed);
-uint64_t tuner_rng_next(struct tuner_rng *rng);
-double tuner_rng_uniform(struct tuner_rng *rng); /* [0,1), 53 bits */
-double tuner_rng_normal(struct tuner_rng *rng);  /* N(0,1), Box-Muller */
 
 /* ---- acquisition ---- */
 
@@ -48,33 +42,6 @@ double tuner_rng_normal(struct tuner_rng *rng);  /* N(0,1), Box-Muller */
 double tuner_bo_expected_improvement(double mean, double sd, double best, double xi);
 double tuner_bo_normal_cdf(double z); /* 0.5 erfc(-z / sqrt 2) */
 double tuner_bo_normal_pdf(double z);
-
-/* ---- the genetic algorithm ---- */
-
-struct tuner_ga_options {
-        unsigned population;   /* default 48 */
-        unsigned generations;  /* default 40 */
-        unsigned tournament;   /* default 3 */
-        unsigned elite;        /* best individuals copied unchanged; default 2 */
-        unsigned immigrants;   /* uniform draws replacing the worst each generation; default 6 */
-        double crossover_rate; /* default 0.9 */
-        double blend_alpha;    /* BLX-alpha; default 0.5 */
-        double mutation_rate;  /* per gene; 0 = 1 / dims */
-        double mutation_sd;    /* x the box's width; default 0.1 */
-};
-
-void tuner_ga_options_default(struct tuner_ga_options *opt);
-
-/*
- * Maximise fitness over the box [lo, hi] (lo[k] <= hi[k]) of dims dimensions. The first
- * generation is the n_seeds rows of seeds (clamped into the box) then uniform draws.
- * fitness must be deterministic and may return -INFINITY. Returns 0 with the best point in
- * ret_x and its fitness in ret_fitness, -EINVAL, or -ENOMEM.
- */
-int tuner_ga_maximise(double (*fitness)(const double *x, void *userdata), void *userdata,
-                      unsigned dims, const double *lo, const double *hi, const double *seeds,
-                      size_t n_seeds, const struct tuner_ga_options *opt, struct tuner_rng *rng,
-                      double *ret_x, double *ret_fitness);
 
 /* ---- over raw points (the offline benchmark) ---- */
 

@@ -87,30 +87,35 @@ static double two_peaks(const double *x, void *userdata)
 Test(bo, ga_finds_known_maxima)
 {
         const double lo[] = {0, 0}, hi[] = {1, 1}, lo2[] = {0.5, 0};
+        const struct tuner_ga_problem bowl_box = {.fitness = bowl, .dims = 2, .lo = lo, .hi = hi};
+        const struct tuner_ga_problem peaks_box = {
+            .fitness = two_peaks, .dims = 2, .lo = lo, .hi = hi};
+        const struct tuner_ga_problem bowl_narrow = {
+            .fitness = bowl, .dims = 2, .lo = lo2, .hi = hi};
+        const struct tuner_ga_problem bowl_inverted = {
+            .fitness = bowl, .dims = 2, .lo = hi, .hi = lo};
         struct tuner_ga_options opt;
         struct tuner_rng rng;
         double x[2], f;
 
         tuner_ga_options_default(&opt);
         tuner_rng_seed(&rng, 7);
-        cr_assert_eq(tuner_ga_maximise(bowl, NULL, 2, lo, hi, NULL, 0, &opt, &rng, x, &f), 0);
+        cr_assert_eq(tuner_ga_maximise(&bowl_box, &opt, &rng, x, &f), 0);
         cr_assert(fabs(x[0] - 0.3) < 0.01 && fabs(x[1] - 0.7) < 0.01, "bowl: (%g, %g)", x[0], x[1]);
 
         for (uint64_t seed = 1; seed <= 10; seed++) {
                 tuner_rng_seed(&rng, seed);
-                cr_assert_eq(
-                    tuner_ga_maximise(two_peaks, NULL, 2, lo, hi, NULL, 0, &opt, &rng, x, &f), 0);
+                cr_assert_eq(tuner_ga_maximise(&peaks_box, &opt, &rng, x, &f), 0);
                 cr_assert(f > 0.99, "seed %" PRIu64 ": stuck at (%g, %g) f %g", seed, x[0], x[1],
                           f);
         }
 
         /* the box binds: the bowl's best with x0 >= 0.5 is (0.5, 0.7) */
         tuner_rng_seed(&rng, 7);
-        cr_assert_eq(tuner_ga_maximise(bowl, NULL, 2, lo2, hi, NULL, 0, &opt, &rng, x, &f), 0);
+        cr_assert_eq(tuner_ga_maximise(&bowl_narrow, &opt, &rng, x, &f), 0);
         cr_assert(x[0] >= 0.5 && x[0] < 0.51 && fabs(x[1] - 0.7) < 0.01, "(%g, %g)", x[0], x[1]);
 
-        cr_assert_eq(tuner_ga_maximise(bowl, NULL, 2, hi, lo, NULL, 0, &opt, &rng, x, &f), -EINVAL,
-                     "lo > hi");
+        cr_assert_eq(tuner_ga_maximise(&bowl_inverted, &opt, &rng, x, &f), -EINVAL, "lo > hi");
 }
 
 /*
