@@ -287,14 +287,35 @@ static const char *backend_option(int argc, char *const argv[], int *i, const ch
         return argv[*i];
 }
 
+/* -Dkey=value: a property the plan reads (the others are the JVM's business). */
+static int take_property(struct seen *seen, const char *arg, struct util_error *err)
+{
+        const char *eq = strchr(arg, '=');
+        size_t klen = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+
+        for (size_t k = 0; k < ELEMENTSOF(properties); k++) {
+                char origin[64];
+
+                if (strlen(properties[k].property) != klen ||
+                    strncmp(arg + 2, properties[k].property, klen) != 0)
+                        continue;
+                snprintf(origin, sizeof(origin), "-D%s", properties[k].property);
+                return take(seen, properties[k].target, properties[k].kind, eq ? eq + 1 : "",
+                            origin, arg, err);
+        }
+        return 0;
+}
+
+struct names {
+        char app_id[POLICY_NAME_MAX], executor_id[POLICY_NAME_MAX];
+};
+
 /*
- * Precedence inside the command, where Spark's own launch code and the JVM agree:
- * -Xmx (what the JVM really uses) over spark.executor.memory; the backend's --cores over
- * spark.executor.cores; spark.executor.millicores over spark.kubernetes.executor.request.cores.
- * Several occurrences of one option: the last wins, as for the JVM.
+ * The backend's --cores, --app-id or --executor-id at argv[*i], with its value (*i moves
+ * past a separate one). Returns 1 when taken, 0 when argv[*i] is none of them, or -errno.
  */
-int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const argv[],
-                               struct util_error *err)
+static int take_backend_option(struct seen *seen, struct names *names, int argc, char *const argv[],
+                               int *i, struct util_error *err)
 {
         static const struct {
                 const char *name;
@@ -304,75 +325,40 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
             {"--app-id", T_COUNT},
             {"--executor-id", T_COUNT},
         };
-        struct seen seen[T_COUNT] = {0};
-        char app_id[POLICY_NAME_MAX] = "", executor_id[POLICY_NAME_MAX] = "";
-        const enum policy_source src = POLICY_SOURCE_COMMAND;
-        int r;
+        const char *arg = argv[*i];
 
-        for (int i = 1; i < argc && argv[i]; i++) {
-                const char *arg = argv[i];
-                bool handled = false;
+        for (size_t k = 0; k < ELEMENTSOF(backend); k++) {
+                int at = *i, r;
+                bool missing;
+                const char *value = backend_option(argc, argv, i, backend[k].name, &missing);
+                char shown[256];
 
-                if (strncmp(arg, "-D", 2) == 0) {
-                        const char *eq = strchr(arg, '=');
-                        size_t klen = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
-
-                        for (size_t k = 0; k < ELEMENTSOF(properties); k++) {
-                                char origin[64];
-                                if (strlen(properties[k].property) != klen ||
-                                    strncmp(arg + 2, properties[k].property, klen) != 0)
-                                        continue;
-                                snprintf(origin, sizeof(origin), "-D%s", properties[k].property);
-                                r = take(seen, properties[k].target, properties[k].kind,
-                                         eq ? eq + 1 : "", origin, arg, err);
-                                if (r < 0)
-                                        return r;
-                                break;
-                        }
+                if (missing)
+                        return command_error(err, EINVAL, arg, "missing value",
+                                             k == 0 ? CORES_ALLOWED : "a name");
+                if (!value)
                         continue;
-                }
-                if (strncmp(arg, "-Xmx", 4) == 0) {
-                        r = take(seen, T_HEAP_JVM, KIND_JVM_BYTES, arg + 4, "-Xmx", arg, err);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                if (strncmp(arg, "-XX:MaxHeapSize=", 16) == 0) {
-                        r = take(seen, T_HEAP_JVM, KIND_JVM_BYTES, arg + 16, "-XX:MaxHeapSize", arg,
+                if (*i != at)
+                        snprintf(shown, sizeof(shown), "%s %.200s", arg, value);
+                else
+                        snprintf(shown, sizeof(shown), "%.250s", arg);
+                if (backend[k].target == T_CORES_BACKEND)
+                        r = take(seen, T_CORES_BACKEND, KIND_CORES, value, backend[k].name, shown,
                                  err);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-
-                for (size_t k = 0; k < ELEMENTSOF(backend) && !handled; k++) {
-                        int at = i;
-                        bool missing;
-                        const char *value =
-                            backend_option(argc, argv, &i, backend[k].name, &missing);
-                        char shown[256];
-
-                        if (missing)
-                                return command_error(err, EINVAL, arg, "missing value",
-                                                     k == 0 ? CORES_ALLOWED : "a name");
-                        if (!value)
-                                continue;
-                        handled = true;
-                        if (i != at)
-                                snprintf(shown, sizeof(shown), "%s %.200s", arg, value);
-                        else
-                                snprintf(shown, sizeof(shown), "%.250s", arg);
-                        if (backend[k].target == T_CORES_BACKEND)
-                                r = take(seen, T_CORES_BACKEND, KIND_CORES, value, backend[k].name,
-                                         shown, err);
-                        else
-                                r = take_name(k == 1 ? app_id : executor_id, value, shown, err);
-                        if (r < 0)
-                                return r;
-                }
+                else
+                        r = take_name(k == 1 ? names->app_id : names->executor_id, value, shown,
+                                      err);
+                return r < 0 ? r : 1;
         }
+        return 0;
+}
 
-        /* Everything is valid: store, resolving the precedence inside the command. */
+/* Everything is valid: store, resolving the precedence inside the command. */
+static void store_command(struct policy_inputs *in, const struct seen *seen,
+                          const struct names *names)
+{
+        const enum policy_source src = POLICY_SOURCE_COMMAND;
+
         if (seen[T_HEAP_JVM].set) {
                 policy_input_set_u64(&in->heap_bytes, seen[T_HEAP_JVM].value.u, src,
                                      seen[T_HEAP_JVM].origin);
@@ -421,10 +407,41 @@ int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const a
                 policy_input_set_double(&in->spill_fraction, seen[T_SPILL_FRACTION].value.d, src,
                                         seen[T_SPILL_FRACTION].origin);
 
-        if (app_id[0])
-                memcpy(in->app_id, app_id, sizeof(app_id));
-        if (executor_id[0])
-                memcpy(in->executor_id, executor_id, sizeof(executor_id));
+        if (names->app_id[0])
+                memcpy(in->app_id, names->app_id, sizeof(names->app_id));
+        if (names->executor_id[0])
+                memcpy(in->executor_id, names->executor_id, sizeof(names->executor_id));
+}
+
+/*
+ * Precedence inside the command, where Spark's own launch code and the JVM agree:
+ * -Xmx (what the JVM really uses) over spark.executor.memory; the backend's --cores over
+ * spark.executor.cores; spark.executor.millicores over spark.kubernetes.executor.request.cores.
+ * Several occurrences of one option: the last wins, as for the JVM.
+ */
+int policy_inputs_from_command(struct policy_inputs *in, int argc, char *const argv[],
+                               struct util_error *err)
+{
+        struct seen seen[T_COUNT] = {0};
+        struct names names = {"", ""};
+        int r;
+
+        for (int i = 1; i < argc && argv[i]; i++) {
+                const char *arg = argv[i];
+
+                if (strncmp(arg, "-D", 2) == 0)
+                        r = take_property(seen, arg, err);
+                else if (strncmp(arg, "-Xmx", 4) == 0)
+                        r = take(seen, T_HEAP_JVM, KIND_JVM_BYTES, arg + 4, "-Xmx", arg, err);
+                else if (strncmp(arg, "-XX:MaxHeapSize=", 16) == 0)
+                        r = take(seen, T_HEAP_JVM, KIND_JVM_BYTES, arg + 16, "-XX:MaxHeapSize", arg,
+                                 err);
+                else
+                        r = take_backend_option(seen, &names, argc, argv, &i, err);
+                if (r < 0)
+                        return r;
+        }
+        store_command(in, seen, &names);
         return 0;
 }
 
