@@ -611,16 +611,88 @@ static void keep_duration(struct tuner_eventlog *el, struct stage_state *s, uint
 
 enum task_outcome { TASK_OK, TASK_FAILED, TASK_KILLED, TASK_IGNORED };
 
+/* Spark's task end reason as an outcome; TASK_IGNORED: Resubmitted, counted when it ended. */
+static enum task_outcome outcome_of(const char *reason)
+{
+        if (strcmp(reason, "Success") == 0)
+                return TASK_OK;
+        if (strcmp(reason, "Resubmitted") == 0)
+                /* a successful map task whose output was lost: already counted when it ended */
+                return TASK_IGNORED;
+        if (strcmp(reason, "TaskKilled") == 0 || strcmp(reason, "TaskCommitDenied") == 0)
+                return TASK_KILLED; /* Spark counts neither toward the task's failures */
+        /* ExceptionFailure, ExecutorLostFailure, FetchFailed, TaskResultLost, UnknownReason,
+         * and whatever a later Spark adds */
+        return TASK_FAILED;
+}
+
+static int count_outcome(struct tuner_eventlog *el, const struct ctx *c, struct tuner_stage *st,
+                         enum task_outcome outcome, const char *reason, const json_t *reason_obj)
+{
+        const char *cls;
+        int r;
+
+        inc_u32(&el->app.tasks);
+        if (outcome == TASK_KILLED)
+                inc_u32(&el->app.killed_tasks);
+        if (outcome != TASK_FAILED)
+                return 0;
+        inc_u32(&el->app.failed_tasks);
+        inc_u32(&st->failed_tasks);
+        if (strcmp(reason, "ExceptionFailure") == 0) {
+                r = field_str(c, reason_obj, "Class Name", &cls);
+                if (r < 0)
+                        return r;
+                if (r == 0 && oom_class(cls))
+                        inc_u32(&el->app.oom_task_failures);
+        } else if (strcmp(reason, "ExecutorLostFailure") == 0) {
+                inc_u32(&el->app.lost_task_failures);
+        }
+        return 0;
+}
+
+/* The task's Task Metrics into its stage: times, spills, shuffle and input bytes. */
+static int add_task_metrics(struct tuner_eventlog *el, const struct ctx *c, struct tuner_stage *st,
+                            const json_t *metrics)
+{
+        uint64_t run = 0, cpu = 0, gc = 0;
+        const json_t *sub;
+        int r;
+
+        if ((r = field_add(c, metrics, "Executor Run Time", &run)) < 0 ||
+            (r = field_add(c, metrics, "Executor CPU Time", &cpu)) < 0 ||
+            (r = field_add(c, metrics, "JVM GC Time", &gc)) < 0 ||
+            (r = field_add(c, metrics, "Memory Bytes Spilled", &st->memory_spill_bytes)) < 0 ||
+            (r = field_add(c, metrics, "Disk Bytes Spilled", &st->disk_spill_bytes)) < 0)
+                return r;
+        st->run_seconds += (double)run / 1e3;
+        st->cpu_seconds += (double)cpu / 1e9;
+        st->gc_seconds += (double)gc / 1e3;
+        el->app.gc_seconds += (double)gc / 1e3;
+        r = field_obj(c, metrics, "Shuffle Read Metrics", &sub);
+        if (r < 0 ||
+            (r == 0 && ((r = field_add(c, sub, "Remote Bytes Read", &st->shuffle_read_bytes)) < 0 ||
+                        (r = field_add(c, sub, "Local Bytes Read", &st->shuffle_read_bytes)) < 0)))
+                return r;
+        r = field_obj(c, metrics, "Shuffle Write Metrics", &sub);
+        if (r < 0 || (r == 0 && (r = field_add(c, sub, "Shuffle Bytes Written",
+                                               &st->shuffle_write_bytes)) < 0))
+                return r;
+        r = field_obj(c, metrics, "Input Metrics", &sub);
+        if (r < 0 || (r == 0 && (r = field_add(c, sub, "Bytes Read", &st->input_bytes)) < 0))
+                return r;
+        return 0;
+}
+
 static int on_task_end(struct tuner_eventlog *el, const struct ctx *c, const json_t *ev)
 {
-        const json_t *reason_obj = NULL, *info = NULL, *metrics = NULL, *peaks = NULL, *sub;
+        const json_t *reason_obj = NULL, *info = NULL, *metrics = NULL, *peaks = NULL;
         const char *reason = NULL, *executor = NULL;
         int64_t id = 0, attempt = 0, launch = 0, finish = 0;
         int32_t id32v = 0, attempt32 = 0;
         enum task_outcome outcome;
         struct stage_state *s;
         struct tuner_stage scratch = {0}, *st;
-        uint64_t run = 0, cpu = 0, gc = 0;
         int r;
 
         if ((r = require_int(c, ev, "Stage ID", &id)) < 0 ||
@@ -637,70 +709,18 @@ static int on_task_end(struct tuner_eventlog *el, const struct ctx *c, const jso
                      (r = field_int(c, info, "Finish Time", &finish)) < 0 ||
                      (r = field_str(c, info, "Executor ID", &executor)) < 0))
                 return r;
-
-        if (strcmp(reason, "Success") == 0) {
-                outcome = TASK_OK;
-        } else if (strcmp(reason, "Resubmitted") == 0) {
-                /* a successful map task whose output was lost: already counted when it ended */
+        outcome = outcome_of(reason);
+        if (outcome == TASK_IGNORED)
                 return 0;
-        } else if (strcmp(reason, "TaskKilled") == 0 || strcmp(reason, "TaskCommitDenied") == 0) {
-                outcome = TASK_KILLED; /* Spark counts neither toward the task's failures */
-        } else {
-                /* ExceptionFailure, ExecutorLostFailure, FetchFailed, TaskResultLost,
-                 * UnknownReason, and whatever a later Spark adds */
-                outcome = TASK_FAILED;
-        }
 
         s = stage_get(el, id32v, attempt32, &r);
         if (r < 0)
                 return oom(c);
         st = s ? &s->stage : &scratch;
-        inc_u32(&el->app.tasks);
-        if (outcome == TASK_FAILED) {
-                const char *cls;
-
-                inc_u32(&el->app.failed_tasks);
-                inc_u32(&st->failed_tasks);
-                if (strcmp(reason, "ExceptionFailure") == 0) {
-                        r = field_str(c, reason_obj, "Class Name", &cls);
-                        if (r < 0)
-                                return r;
-                        if (r == 0 && oom_class(cls))
-                                inc_u32(&el->app.oom_task_failures);
-                } else if (strcmp(reason, "ExecutorLostFailure") == 0) {
-                        inc_u32(&el->app.lost_task_failures);
-                }
-        } else if (outcome == TASK_KILLED) {
-                inc_u32(&el->app.killed_tasks);
-        }
-
-        if (metrics) {
-                if ((r = field_add(c, metrics, "Executor Run Time", &run)) < 0 ||
-                    (r = field_add(c, metrics, "Executor CPU Time", &cpu)) < 0 ||
-                    (r = field_add(c, metrics, "JVM GC Time", &gc)) < 0 ||
-                    (r = field_add(c, metrics, "Memory Bytes Spilled", &st->memory_spill_bytes)) <
-                        0 ||
-                    (r = field_add(c, metrics, "Disk Bytes Spilled", &st->disk_spill_bytes)) < 0)
-                        return r;
-                st->run_seconds += (double)run / 1e3;
-                st->cpu_seconds += (double)cpu / 1e9;
-                st->gc_seconds += (double)gc / 1e3;
-                el->app.gc_seconds += (double)gc / 1e3;
-                r = field_obj(c, metrics, "Shuffle Read Metrics", &sub);
-                if (r < 0 ||
-                    (r == 0 &&
-                     ((r = field_add(c, sub, "Remote Bytes Read", &st->shuffle_read_bytes)) < 0 ||
-                      (r = field_add(c, sub, "Local Bytes Read", &st->shuffle_read_bytes)) < 0)))
-                        return r;
-                r = field_obj(c, metrics, "Shuffle Write Metrics", &sub);
-                if (r < 0 || (r == 0 && (r = field_add(c, sub, "Shuffle Bytes Written",
-                                                       &st->shuffle_write_bytes)) < 0))
-                        return r;
-                r = field_obj(c, metrics, "Input Metrics", &sub);
-                if (r < 0 ||
-                    (r == 0 && (r = field_add(c, sub, "Bytes Read", &st->input_bytes)) < 0))
-                        return r;
-        }
+        if ((r = count_outcome(el, c, st, outcome, reason, reason_obj)) < 0)
+                return r;
+        if (metrics && (r = add_task_metrics(el, c, st, metrics)) < 0)
+                return r;
         if (s && outcome == TASK_OK && launch > 0 && finish >= launch) {
                 double seconds = (double)(finish - launch) / 1e3;
 
