@@ -97,6 +97,111 @@ int tuner_cli_check_db(const char *db)
         return 0;
 }
 
+static int set_job(const char *command, const char *arg, struct tune_options *o)
+{
+        if (!arg[0] || strlen(arg) >= TUNER_JOB_MAX) {
+                log_error("%s: --job: '%s' is not a job key; allowed: 1 to %d bytes", command, arg,
+                          TUNER_JOB_MAX - 1);
+                return SHIM_EXIT_USAGE;
+        }
+        o->job = arg;
+        return 0;
+}
+
+static int set_format(const char *arg, bool report, struct tune_options *o)
+{
+        if (report) {
+                log_error("report: --format: not a flag of report --job; allowed: --json");
+                return SHIM_EXIT_USAGE;
+        }
+        if (strcmp(arg, "conf") == 0)
+                o->format = FORMAT_CONF;
+        else if (strcmp(arg, "properties") == 0)
+                o->format = FORMAT_PROPERTIES;
+        else if (strcmp(arg, "json") == 0)
+                o->format = FORMAT_JSON;
+        else {
+                log_error("tune: --format: '%s' is not a format; allowed: conf, properties, json",
+                          arg);
+                return SHIM_EXIT_USAGE;
+        }
+        return 0;
+}
+
+static int set_owner(const char *command, const char *arg, struct tune_options *o)
+{
+        uint64_t v;
+
+        if (util_parse_u64(arg, &v) < 0 || v > UINT32_MAX) {
+                log_error("%s: --owner: '%s' is not a user id; allowed: 0 to 4294967295", command,
+                          arg);
+                return SHIM_EXIT_USAGE;
+        }
+        o->owner = (uint32_t)v;
+        o->owner_set = true;
+        return 0;
+}
+
+static int set_stage(const char *command, const char *arg, bool report, struct tune_options *o)
+{
+        if (report ||
+            (strcmp(arg, "auto") != 0 && strcmp(arg, "rules") != 0 && strcmp(arg, "bo") != 0)) {
+                log_error("%s: --stage: '%s' is not a stage; allowed: auto, rules, bo (tune only)",
+                          command, arg);
+                return SHIM_EXIT_USAGE;
+        }
+        o->stage = strcmp(arg, "rules") == 0 ? TUNER_STAGE_RULES
+                   : strcmp(arg, "bo") == 0  ? TUNER_STAGE_BO
+                                             : TUNER_STAGE_NONE;
+        return 0;
+}
+
+static int set_seed(const char *command, const char *arg, struct tune_options *o)
+{
+        unsigned long long v;
+        char *end;
+
+        errno = 0;
+        v = strtoull(arg, &end, 10);
+        if (errno || end == arg || *end || arg[0] == '-') {
+                log_error("%s: --seed: '%s' is not a seed; allowed: an integer 0 to 2^64-1",
+                          command, arg);
+                return SHIM_EXIT_USAGE;
+        }
+        o->seed = v;
+        o->seed_set = true;
+        return 0;
+}
+
+static int usage(bool report)
+{
+        printf(report ? "usage: sparkshim report --job KEY [--db DB] [--policy FILE] [--owner UID] "
+                        "[--json]\n"
+                      : "usage: sparkshim tune --job KEY [--db DB] [--policy FILE] "
+                        "[--format conf|properties|json] [--seed N] [--stage auto|rules|bo] "
+                        "[--owner UID]\n");
+        printf("See sparkshim-tune(1).\n");
+        return -1;
+}
+
+/* What is left after the options: nothing, and --job was given. */
+static int check_rest(const char *command, int argc, char **argv, const struct tune_options *o)
+{
+        if (optind < argc) {
+                log_error("%s: unexpected argument '%s'; see sparkshim-tune(1)", command,
+                          argv[optind]);
+                return SHIM_EXIT_USAGE;
+        }
+        if (!o->job) {
+                log_error("%s: --job KEY is required: the recurring job's key (the policy's "
+                          "tuner.job_key property)",
+                          command);
+                return SHIM_EXIT_USAGE;
+        }
+        return 0;
+}
+
+/* Returns 0, -1 after --help, or SHIM_EXIT_USAGE after a line saying what is wrong. */
 static int parse(int argc, char **argv, bool report, struct tune_options *o)
 {
         enum {
@@ -123,21 +228,15 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
             {NULL, 0, NULL, 0},
         };
         const char *command = report ? "report" : "tune";
-        int c;
+        int c, r = 0;
 
         *o = (struct tune_options){.policy_path = SPARKSHIM_DEFAULT_POLICY};
         opterr = 0;
         optind = 1;
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+        while (r == 0 && (c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
                 switch (c) {
                 case OPT_JOB:
-                        if (!optarg[0] || strlen(optarg) >= TUNER_JOB_MAX) {
-                                log_error(
-                                    "%s: --job: '%s' is not a job key; allowed: 1 to %d bytes",
-                                    command, optarg, TUNER_JOB_MAX - 1);
-                                return SHIM_EXIT_USAGE;
-                        }
-                        o->job = optarg;
+                        r = set_job(command, optarg, o);
                         break;
                 case OPT_DB:
                         o->db = optarg;
@@ -147,97 +246,37 @@ static int parse(int argc, char **argv, bool report, struct tune_options *o)
                         o->policy_explicit = true;
                         break;
                 case OPT_FORMAT:
-                        if (report) {
-                                log_error("report: --format: not a flag of report --job; allowed: "
-                                          "--json");
-                                return SHIM_EXIT_USAGE;
-                        }
-                        if (strcmp(optarg, "conf") == 0)
-                                o->format = FORMAT_CONF;
-                        else if (strcmp(optarg, "properties") == 0)
-                                o->format = FORMAT_PROPERTIES;
-                        else if (strcmp(optarg, "json") == 0)
-                                o->format = FORMAT_JSON;
-                        else {
-                                log_error("tune: --format: '%s' is not a format; allowed: conf, "
-                                          "properties, json",
-                                          optarg);
-                                return SHIM_EXIT_USAGE;
-                        }
+                        r = set_format(optarg, report, o);
                         break;
                 case OPT_JSON:
                         o->json = true;
                         break;
-                case OPT_OWNER: {
-                        uint64_t v;
-
-                        if (util_parse_u64(optarg, &v) < 0 || v > UINT32_MAX) {
-                                log_error("%s: --owner: '%s' is not a user id; allowed: 0 to "
-                                          "4294967295",
-                                          command, optarg);
-                                return SHIM_EXIT_USAGE;
-                        }
-                        o->owner = (uint32_t)v;
-                        o->owner_set = true;
+                case OPT_OWNER:
+                        r = set_owner(command, optarg, o);
                         break;
-                }
                 case OPT_STAGE:
-                        if (report || (strcmp(optarg, "auto") != 0 &&
-                                       strcmp(optarg, "rules") != 0 && strcmp(optarg, "bo") != 0)) {
-                                log_error("%s: --stage: '%s' is not a stage; allowed: auto, rules, "
-                                          "bo (tune only)",
-                                          command, optarg);
-                                return SHIM_EXIT_USAGE;
-                        }
-                        o->stage = strcmp(optarg, "rules") == 0 ? TUNER_STAGE_RULES
-                                   : strcmp(optarg, "bo") == 0  ? TUNER_STAGE_BO
-                                                                : TUNER_STAGE_NONE;
+                        r = set_stage(command, optarg, report, o);
                         break;
-                case OPT_SEED: {
-                        char *end;
-                        errno = 0;
-                        unsigned long long v = strtoull(optarg, &end, 10);
-                        if (errno || end == optarg || *end || optarg[0] == '-') {
-                                log_error("%s: --seed: '%s' is not a seed; allowed: an integer 0 "
-                                          "to 2^64-1",
-                                          command, optarg);
-                                return SHIM_EXIT_USAGE;
-                        }
-                        o->seed = v;
-                        o->seed_set = true;
+                case OPT_SEED:
+                        r = set_seed(command, optarg, o);
                         break;
-                }
                 case OPT_HELP:
                 case 'h':
-                        printf(report ? "usage: sparkshim report --job KEY [--db DB] [--policy "
-                                        "FILE] [--owner UID] [--json]\n"
-                                      : "usage: sparkshim tune --job KEY [--db DB] [--policy FILE] "
-                                        "[--format conf|properties|json] [--seed N] [--stage "
-                                        "auto|rules|bo] [--owner UID]\n");
-                        printf("See sparkshim-tune(1).\n");
-                        return -1;
+                        r = usage(report);
+                        break;
                 case ':':
                         log_error("%s: %s: needs a value; see sparkshim-tune(1)", command,
                                   argv[optind - 1]);
-                        return SHIM_EXIT_USAGE;
+                        r = SHIM_EXIT_USAGE;
+                        break;
                 default:
                         log_error("%s: %s: unknown option; see sparkshim-tune(1)", command,
                                   argv[optind - 1]);
-                        return SHIM_EXIT_USAGE;
+                        r = SHIM_EXIT_USAGE;
+                        break;
                 }
         }
-        if (optind < argc) {
-                log_error("%s: unexpected argument '%s'; see sparkshim-tune(1)", command,
-                          argv[optind]);
-                return SHIM_EXIT_USAGE;
-        }
-        if (!o->job) {
-                log_error("%s: --job KEY is required: the recurring job's key (the policy's "
-                          "tuner.job_key property)",
-                          command);
-                return SHIM_EXIT_USAGE;
-        }
-        return 0;
+        return r != 0 ? r : check_rest(command, argc, argv, o);
 }
 
 /* The job's runs, newest first, from the store the flags or the policy name. */
