@@ -957,19 +957,13 @@ static void rule_oom(const struct tuner_run *r, struct tuner_recommendation *rec
 }
 
 /* Raise to the floor, then clamp to the bounds; each says so in its reason. */
-/*
- * Raise to the floor, then clamp to the bounds; each says so in its reason. The overhead's
- * floor is taken against the heap recommended, not the heap's floor: the per-parameter floor
- * (stage 2's box) fills the limit's floor on top of the smallest heap, and applied to a
- * larger heap it gave a limit far above any need (the first loop's skew: 1434m of heap and
- * an overhead held near 1 GB because a 512m heap would have needed it).
- */
-static void apply_floor_and_bounds(const struct memory_floor *f, const struct tuner_bounds *b,
-                                   struct tuner_recommendation *rec)
+/* The floor (partitions, heap, the overhead against the heap): the overhead needed. */
+static uint64_t apply_floor(const struct memory_floor *f, const struct tuner_bounds *b,
+                            struct tuner_recommendation *rec)
 {
         const struct tuner_params *floor = &f->params;
         struct tuner_params *p = &rec->params;
-        uint64_t heap, overhead, need;
+        uint64_t heap, need;
 
         if (floor->shuffle_partitions > b->partitions_min &&
             partitions_of(p) < floor->shuffle_partitions) {
@@ -996,36 +990,38 @@ static void apply_floor_and_bounds(const struct memory_floor *f, const struct tu
                               need / MIB);
                 p->overhead_bytes = need;
         }
+        return need;
+}
 
-#define CLAMP_U64(field, idx, lo, hi, unit, scale)                                                 \
-        do {                                                                                       \
-                if (p->field < (lo)) {                                                             \
-                        append_reason(rec, idx, "bound", "clamped to the minimum %.0f" unit,       \
-                                      (double)(lo) / (scale));                                     \
-                        p->field = (lo);                                                           \
-                } else if (p->field > (hi)) {                                                      \
-                        append_reason(rec, idx, "bound", "clamped to the maximum %.0f" unit,       \
-                                      (double)(hi) / (scale));                                     \
-                        p->field = (hi);                                                           \
-                }                                                                                  \
-        } while (0)
+static void clamp_u64(struct tuner_recommendation *rec, enum tuner_param_index idx, uint64_t *value,
+                      uint64_t lo, uint64_t hi, const char *unit, double scale)
+{
+        if (*value < lo) {
+                append_reason(rec, idx, "bound", "clamped to the minimum %.0f%s",
+                              (double)lo / scale, unit);
+                *value = lo;
+        } else if (*value > hi) {
+                append_reason(rec, idx, "bound", "clamped to the maximum %.0f%s",
+                              (double)hi / scale, unit);
+                *value = hi;
+        }
+}
 
-        CLAMP_U64(millicores, TUNER_P_MILLICORES, b->millicores_min, b->millicores_max, "m", 1.0);
-        CLAMP_U64(heap_bytes, TUNER_P_HEAP, b->heap_min_bytes, b->heap_max_bytes, " MiB", MIB);
-        CLAMP_U64(overhead_bytes, TUNER_P_OVERHEAD, b->overhead_min_bytes, b->overhead_max_bytes,
-                  " MiB", MIB);
-#undef CLAMP_U64
-        heap = p->heap_bytes;
-        overhead = p->overhead_bytes;
+/* heap + overhead within memory_limit_max: what is above the floor goes first, overhead first. */
+static void apply_limit_max(const struct memory_floor *f, const struct tuner_bounds *b,
+                            uint64_t need, struct tuner_recommendation *rec)
+{
+        struct tuner_params *p = &rec->params;
+        uint64_t heap = p->heap_bytes, overhead = p->overhead_bytes;
+
         if (b->memory_limit_max > 0 && add_sat(heap, overhead) > b->memory_limit_max) {
-                /* take what is above the floor first, the overhead before the heap */
                 uint64_t excess = add_sat(heap, overhead) - b->memory_limit_max;
                 uint64_t keep = max_u64(need, b->overhead_min_bytes);
                 uint64_t take = overhead > keep ? min_u64(excess, overhead - keep) : 0;
 
                 overhead -= take;
                 excess -= take;
-                keep = max_u64(floor->heap_bytes, b->heap_min_bytes);
+                keep = max_u64(f->params.heap_bytes, b->heap_min_bytes);
                 take = heap > keep ? min_u64(excess, heap - keep) : 0;
                 heap -= take;
                 clamp_limit(&heap, &overhead, b); /* the bounds win over the floor */
@@ -1040,6 +1036,12 @@ static void apply_floor_and_bounds(const struct memory_floor *f, const struct tu
                               b->memory_limit_max / MIB);
         p->heap_bytes = heap;
         p->overhead_bytes = overhead;
+}
+
+/* The burst ratio, the spill fraction and the partitions (0: Spark's default, left alone). */
+static void apply_other_bounds(const struct tuner_bounds *b, struct tuner_recommendation *rec)
+{
+        struct tuner_params *p = &rec->params;
 
         if (p->burst_ratio > b->burst_ratio_max) {
                 append_reason(rec, TUNER_P_BURST_RATIO, "bound", "clamped to burst_ratio_max %.2f",
@@ -1060,7 +1062,6 @@ static void apply_floor_and_bounds(const struct memory_floor *f, const struct tu
                         p->spill_fraction = b->spill_fraction_max;
                 }
         }
-        /* 0 = not set (Spark's default): left alone unless a rule set a value */
         if (p->shuffle_partitions != 0) {
                 if (p->shuffle_partitions < b->partitions_min) {
                         append_reason(rec, TUNER_P_PARTITIONS, "bound",
@@ -1072,6 +1073,29 @@ static void apply_floor_and_bounds(const struct memory_floor *f, const struct tu
                         p->shuffle_partitions = b->partitions_max;
                 }
         }
+}
+
+/*
+ * Raise to the floor, then clamp to the bounds; each says so in its reason. The overhead's
+ * floor is taken against the heap recommended, not the heap's floor: the per-parameter floor
+ * (stage 2's box) fills the limit's floor on top of the smallest heap, and applied to a
+ * larger heap it gave a limit far above any need (the first loop's skew: 1434m of heap and
+ * an overhead held near 1 GB because a 512m heap would have needed it).
+ */
+static void apply_floor_and_bounds(const struct memory_floor *f, const struct tuner_bounds *b,
+                                   struct tuner_recommendation *rec)
+{
+        struct tuner_params *p = &rec->params;
+        uint64_t need = apply_floor(f, b, rec);
+
+        clamp_u64(rec, TUNER_P_MILLICORES, &p->millicores, b->millicores_min, b->millicores_max,
+                  "m", 1.0);
+        clamp_u64(rec, TUNER_P_HEAP, &p->heap_bytes, b->heap_min_bytes, b->heap_max_bytes, " MiB",
+                  MIB);
+        clamp_u64(rec, TUNER_P_OVERHEAD, &p->overhead_bytes, b->overhead_min_bytes,
+                  b->overhead_max_bytes, " MiB", MIB);
+        apply_limit_max(f, b, need, rec);
+        apply_other_bounds(b, rec);
 }
 
 static bool streq(const char *a, const char *b)
