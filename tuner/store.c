@@ -8,6 +8,7 @@
  *
  * Unknown values are NULL in the database: NAN doubles and TUNER_UNKNOWN counts.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -693,6 +694,8 @@ fail:
 
 const char *tuner_store_backend(const struct tuner_store *s)
 {
+        assert(s);
+
         return s->ops->name;
 }
 
@@ -700,6 +703,7 @@ bool tuner_store_is_postgresql(const char *db)
 {
         const char *eq = strchr(db, '='), *slash = strchr(db, '/');
 
+        assert(db);
         /* libpq takes any string with an '=' for key=value pairs; a SQLite path may hold one
          * after a '/' ("/var/lib/a=b/h.db", "./a=b.db") */
         return strncmp(db, "postgresql://", 13) == 0 || strncmp(db, "postgres://", 11) == 0 ||
@@ -727,6 +731,7 @@ int tuner_store_open(const char *db, struct tuner_store **ret, struct util_error
         struct tuner_store *s;
         int r;
 
+        assert(ret);
         if (!db)
                 return util_error_set(err, EINVAL, "no history store given");
         s = calloc(1, sizeof(*s));
@@ -766,6 +771,7 @@ int tuner_store_begin(struct tuner_store *s, struct util_error *err)
 {
         int r;
 
+        assert(s);
         if (s->in_transaction)
                 return util_error_set(err, EBUSY, "a transaction is open already");
         r = s->ops->exec(s->conn, s->ops->begin_sql, err);
@@ -778,6 +784,7 @@ int tuner_store_commit(struct tuner_store *s, struct util_error *err)
 {
         int r;
 
+        assert(s);
         if (!s->in_transaction)
                 return util_error_set(err, EINVAL, "no transaction to commit");
         r = s->ops->exec(s->conn, "COMMIT", err);
@@ -789,6 +796,8 @@ int tuner_store_commit(struct tuner_store *s, struct util_error *err)
 
 int tuner_store_rollback(struct tuner_store *s, struct util_error *err)
 {
+        assert(s);
+
         if (!s->in_transaction)
                 return 0;
         s->in_transaction = false;
@@ -879,6 +888,9 @@ int tuner_store_run_id(struct tuner_store *s, const char *app_id, uint32_t uid,
         char head[48], hex[13];
         int r, n;
 
+        assert(s);
+        assert(app_id);
+        assert(out);
         r = owned_by_another(s, app_id, uid, err);
         if (r <= 0) {
                 if (r == 0)
@@ -910,9 +922,10 @@ int tuner_store_put_app(struct tuner_store *s, const char *job, const struct tun
 {
         struct store_stmt *st = NULL;
         int r;
-
         struct tuner_app keyed;
 
+        assert(s);
+        assert(app);
         if ((r = check_app_id(app->app_id, sizeof(app->app_id), err)) < 0)
                 return r;
         /* another user's run under the id: this one is kept apart (tuner_store_run_id()) */
@@ -960,9 +973,10 @@ int tuner_store_put_executor(struct tuner_store *s, const struct tuner_executor 
 {
         struct store_stmt *st = NULL;
         int r;
-
         struct tuner_executor keyed;
 
+        assert(s);
+        assert(e);
         if ((r = check_app_id(e->app_id, sizeof(e->app_id), err)) < 0)
                 return r;
         keyed = *e;
@@ -984,6 +998,9 @@ int tuner_store_set_job(struct tuner_store *s, const char *app_id, uint32_t owne
         char key[TUNER_APP_ID_MAX];
         int r;
 
+        assert(s);
+        assert(app_id);
+        assert(job);
         if ((r = check_app_id(app_id, TUNER_APP_ID_MAX, err)) < 0)
                 return r;
         if ((r = tuner_store_run_id(s, app_id, owner, key, err)) < 0)
@@ -1109,6 +1126,10 @@ int tuner_store_runs(struct tuner_store *s, const char *job, int64_t owner, unsi
         struct store_stmt *st = NULL;
         int r;
 
+        assert(s);
+        assert(job);
+        assert(ret);
+        assert(ret_n);
         if ((r = stmt(s, S_RUN_LIST, &st, err)) < 0)
                 return r;
         r = bind_text(s, st, 1, job);
@@ -1158,6 +1179,10 @@ int tuner_store_job_owners(struct tuner_store *s, const char *job, uint32_t *own
         size_t n = 0;
         int r;
 
+        assert(s);
+        assert(job);
+        assert(ret_n);
+        assert(max == 0 || owners);
         if ((r = stmt(s, S_JOB_OWNERS, &st, err)) < 0)
                 return r;
         r = bind_text(s, st, 1, job);
@@ -1185,6 +1210,9 @@ int tuner_store_jobs(struct tuner_store *s, struct tuner_store_job **ret, size_t
         struct store_stmt *st = NULL;
         int r;
 
+        assert(s);
+        assert(ret);
+        assert(ret_n);
         if ((r = stmt(s, S_JOBS, &st, err)) < 0)
                 return r;
         while ((r = s->ops->step(st, err)) > 0) {
@@ -1224,6 +1252,8 @@ int tuner_store_files(struct tuner_store *s, int (*each)(void *, const struct tu
         struct store_stmt *st = NULL;
         int r;
 
+        assert(s);
+        assert(each);
         if ((r = stmt(s, S_FILES_ALL, &st, err)) < 0)
                 return r;
         while ((r = s->ops->step(st, err)) > 0) {
@@ -1250,6 +1280,8 @@ int tuner_store_put_file(struct tuner_store *s, const struct tuner_store_file *f
         struct store_stmt *st = NULL;
         int r;
 
+        assert(s);
+        assert(f);
         if ((r = stmt(s, S_FILE_PUT, &st, err)) < 0)
                 return r;
         /* dev and ino as the bits of a signed 64-bit integer (both backends' BIGINT) */
@@ -1267,6 +1299,7 @@ int tuner_store_forget_file(struct tuner_store *s, uint64_t dev, uint64_t ino,
         struct store_stmt *st = NULL;
         int r;
 
+        assert(s);
         if ((r = stmt(s, S_FILE_FORGET, &st, err)) < 0)
                 return r;
         if ((r = s->ops->bind_int64(st, 1, (int64_t)dev)) >= 0)
@@ -1280,6 +1313,10 @@ int tuner_store_run_key(struct tuner_store *s, const char *app_id, char job[TUNE
         struct store_stmt *st = NULL;
         int r;
 
+        assert(s);
+        assert(app_id);
+        assert(job);
+        assert(owner);
         if ((r = stmt(s, S_RUN_KEY, &st, err)) < 0)
                 return r;
         if ((r = bind_text(s, st, 1, app_id)) < 0) {
@@ -1304,6 +1341,9 @@ int tuner_store_state(struct tuner_store *s, const char *name, int64_t *value,
         struct store_stmt *st = NULL;
         int r;
 
+        assert(s);
+        assert(name);
+        assert(value);
         if ((r = stmt(s, S_STATE_GET, &st, err)) < 0)
                 return r;
         if ((r = bind_text(s, st, 1, name)) < 0) {
@@ -1323,6 +1363,8 @@ int tuner_store_set_state(struct tuner_store *s, const char *name, int64_t value
         struct store_stmt *st = NULL;
         int r;
 
+        assert(s);
+        assert(name);
         if ((r = stmt(s, S_STATE_PUT, &st, err)) < 0)
                 return r;
         if ((r = bind_text(s, st, 1, name)) >= 0)
