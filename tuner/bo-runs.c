@@ -400,20 +400,6 @@ static double usage_objective(const double *x, const double *median, void *userd
         return -log(fmin(cpu, 1.0)) - log(fmin(mem, 1.0));
 }
 
-static const char *param_name(enum tuner_param_index p)
-{
-        static const char *const names[TUNER_P_COUNT] = {
-            [TUNER_P_CORES] = "cores",
-            [TUNER_P_MILLICORES] = "millicores",
-            [TUNER_P_HEAP] = "heap",
-            [TUNER_P_OVERHEAD] = "overhead",
-            [TUNER_P_BURST_RATIO] = "burst_ratio",
-            [TUNER_P_SPILL_FRACTION] = "spill_fraction",
-            [TUNER_P_PARTITIONS] = "shuffle_partitions",
-        };
-        return p < TUNER_P_COUNT ? names[p] : "?";
-}
-
 static void format_value(const struct tuner_params *p, enum tuner_param_index param, char *buf,
                          size_t size)
 {
@@ -772,10 +758,10 @@ static void explain(const struct mapping *map, const struct tuner_run *runs,
                         set_reason(&rec->reasons[p], "unchanged",
                                    "%s %s: not tuned (bounds leave no choice, never set, or the "
                                    "same in every run and marked fixed)",
-                                   param_name(d->param), after);
+                                   tuner_param_name(d->param), after);
                 else
-                        set_reason(&rec->reasons[p], "bo", "%s %s -> %s: %s", param_name(d->param),
-                                   before, after, summary);
+                        set_reason(&rec->reasons[p], "bo", "%s %s -> %s: %s",
+                                   tuner_param_name(d->param), before, after, summary);
         }
         if (tightened) {
                 struct tuner_reason *o = &rec->reasons[TUNER_P_OVERHEAD];

@@ -356,16 +356,6 @@ static const char *stage_name(enum tuner_stage_used s)
         return s == TUNER_STAGE_RULES ? "rules" : s == TUNER_STAGE_BO ? "bo" : "none";
 }
 
-static const char *const param_names[TUNER_P_COUNT] = {
-    [TUNER_P_CORES] = "cores",
-    [TUNER_P_MILLICORES] = "millicores",
-    [TUNER_P_HEAP] = "heap",
-    [TUNER_P_OVERHEAD] = "overhead",
-    [TUNER_P_BURST_RATIO] = "burst_ratio",
-    [TUNER_P_SPILL_FRACTION] = "spill_fraction",
-    [TUNER_P_PARTITIONS] = "shuffle_partitions",
-};
-
 static json_t *number_or_null(double d)
 {
         return isfinite(d) ? json_real(d) : json_null();
@@ -388,7 +378,7 @@ static int print_json(const struct tune_options *o, const struct tuner_run *runs
         for (size_t i = 0; i < np; i++)
                 json_object_set_new(jp, props[i].key, json_string(props[i].value));
         for (size_t i = 0; i < TUNER_P_COUNT; i++)
-                json_object_set_new(jr, param_names[i],
+                json_object_set_new(jr, tuner_param_name((enum tuner_param_index)i),
                                     json_pack("{s:s, s:s}", "source", rec->reasons[i].source,
                                               "text", rec->reasons[i].text));
         json_object_set_new(last, "app_id", json_string(runs[0].app_id));

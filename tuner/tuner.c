@@ -32,6 +32,21 @@ const char *tuner_failure_name(enum tuner_failure f)
         return "unknown";
 }
 
+const char *tuner_param_name(enum tuner_param_index p)
+{
+        static const char *const names[TUNER_P_COUNT] = {
+            [TUNER_P_CORES] = "cores",
+            [TUNER_P_MILLICORES] = "millicores",
+            [TUNER_P_HEAP] = "heap",
+            [TUNER_P_OVERHEAD] = "overhead",
+            [TUNER_P_BURST_RATIO] = "burst_ratio",
+            [TUNER_P_SPILL_FRACTION] = "spill_fraction",
+            [TUNER_P_PARTITIONS] = "shuffle_partitions",
+        };
+
+        return (unsigned)p < TUNER_P_COUNT ? names[p] : "?";
+}
+
 void tuner_app_free(struct tuner_app *app)
 {
         if (!app)

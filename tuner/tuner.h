@@ -231,6 +231,9 @@ enum tuner_param_index {
         TUNER_P_COUNT,
 };
 
+/* The parameter's name in reports and reasons: "heap", "shuffle_partitions", ...; "?" past them. */
+const char *tuner_param_name(enum tuner_param_index p);
+
 enum tuner_stage_used {
         TUNER_STAGE_NONE = 0, /* no usable history: the last run's settings, unchanged */
         TUNER_STAGE_RULES,
