@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The cluster policy: defaults, the JSON schema (version 1), loading with an owner check. */
+/* The cluster policy: defaults, the JSON schema (version 1) as tables of keys, loading with an
+ * owner check. */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -424,6 +425,11 @@ static int section(struct parser *ps, json_t *obj, const char *key, const char *
 
 /* Field helpers: 0 when absent, 1 when present and valid (stored), or -EINVAL. */
 
+static void uint_allowed(uint64_t min, uint64_t max, char *buf, size_t size)
+{
+        snprintf(buf, size, "an integer >= %" PRIu64 " and <= %" PRIu64, min, max);
+}
+
 static int field_uint(struct parser *ps, json_t *obj, const char *key, uint64_t min, uint64_t max,
                       uint64_t *ret)
 {
@@ -434,7 +440,7 @@ static int field_uint(struct parser *ps, json_t *obj, const char *key, uint64_t 
 
         if (!v)
                 return 0;
-        snprintf(allowed, sizeof(allowed), "an integer >= %" PRIu64 " and <= %" PRIu64, min, max);
+        uint_allowed(min, max, allowed, sizeof(allowed));
         push_key(ps, key);
         if (!json_is_integer(v))
                 r = fail_value(ps, "is not an integer", allowed);
@@ -523,6 +529,243 @@ static int field_choice(struct parser *ps, json_t *obj, const char *key, const c
         return r;
 }
 
+static int field_bool(struct parser *ps, json_t *obj, const char *key, bool *ret)
+{
+        json_t *v = json_object_get(obj, key);
+        int r = 1;
+
+        if (!v)
+                return 0;
+        push_key(ps, key);
+        if (!json_is_boolean(v))
+                r = fail_value(ps, "is not a boolean", "true or false");
+        else
+                *ret = json_is_true(v);
+        pop(ps);
+        return r;
+}
+
+/* A percentage of a pressure window: > 0 and <= 100; 0 when absent. */
+static int field_percent(struct parser *ps, json_t *obj, const char *key, double *ret)
+{
+        static const char allowed[] = "a number > 0 and <= 100";
+        json_t *v = json_object_get(obj, key);
+        int r = 1;
+
+        if (!v)
+                return 0;
+        push_key(ps, key);
+        if (!json_is_number(v))
+                r = fail_value(ps, "is not a number", allowed);
+        else if (!(json_number_value(v) > 0.0 && json_number_value(v) <= 100.0))
+                r = fail_value(ps, "is out of range", allowed);
+        else
+                *ret = json_number_value(v);
+        pop(ps);
+        return r;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Sections as tables                                                                  */
+
+/*
+ * Each section of the schema is a table of its keys, as systemd hands sd_json_dispatch() a
+ * table of { name, type, offset, flags }: an entry names the key, the field_* helper that
+ * checks it (with the entry's bounds, so the messages are the helper's) and where the value
+ * goes, as an offset into the struct the section fills. The keys are checked in table order
+ * and the first error is the one reported; a key whose check is not one of the helpers is a
+ * FIELD_CUSTOM entry with its own function, in its place in that order.
+ */
+enum field_kind {
+        FIELD_UINT,     /* uint64_t in [min, max] (field_uint) */
+        FIELD_UNSIGNED, /* unsigned in [min, max] (field_uint, then narrowed) */
+        FIELD_NUMBER,   /* double in [min_number, max_number] (field_number) */
+        FIELD_SIZE,     /* uint64_t bytes (field_size) */
+        FIELD_PERCENT,  /* double in (0, 100] (field_percent) */
+        FIELD_BOOL,     /* bool (field_bool) */
+        FIELD_CHOICE,   /* an enum: the index of the string in choices (field_choice) */
+        FIELD_CUSTOM,   /* parse() checks and stores the key */
+        FIELD_OBJECT,   /* a nested section: its keys, its fields, then finish() */
+};
+
+#define FIELD_REQUIRED 1u /* absent is an error naming the key (FIELD_UINT only) */
+#define FIELDS_MAX     16 /* entries in the table of a FIELD_OBJECT without keys */
+
+struct field {
+        const char *name;
+        enum field_kind kind;
+        unsigned flags; /* FIELD_REQUIRED */
+        /* where the value goes in the section's struct; for FIELD_OBJECT, where the struct
+         * its fields go in is (0: the same one) */
+        size_t offset;
+        uint64_t min, max;             /* FIELD_UINT, FIELD_UNSIGNED */
+        double min_number, max_number; /* FIELD_NUMBER */
+        const char *const *choices;    /* FIELD_CHOICE */
+        size_t n_choices;
+        const struct field *fields; /* FIELD_OBJECT, in the order they are checked */
+        size_t n_fields;
+        /* FIELD_OBJECT: its keys as the messages list them; NULL when that is the fields' order */
+        const char *const *keys;
+        size_t n_keys;
+        /* FIELD_CUSTOM: key in obj, stored into base (the section's struct); >= 0 or -EINVAL */
+        int (*parse)(struct parser *ps, json_t *obj, const char *key, void *base);
+        /* FIELD_OBJECT, optional: once its fields passed, the checks across them and what
+         * follows from them; obj is the object, base its struct; >= 0 or -EINVAL */
+        int (*finish)(struct parser *ps, json_t *obj, void *base);
+};
+
+/* The offset of member, refused at compile time unless its type is ctype, the one the kind
+ * stores; for an enum, unless it is int-sized (field_choice's index is stored as an int). */
+#define FIELD_AT(type, member, ctype) _Generic(((type *)0)->member, ctype : offsetof(type, member))
+#define FIELD_ENUM_AT(type, member)                                                                \
+        (offsetof(type, member) +                                                                  \
+         0 * sizeof(char[sizeof(((type *)0)->member) == sizeof(int) ? 1 : -1]))
+
+#define F_UINT(key, lo, hi, type, member)                                                          \
+        {                                                                                          \
+                .name = (key), .kind = FIELD_UINT, .offset = FIELD_AT(type, member, uint64_t),     \
+                .min = (lo), .max = (hi)                                                           \
+        }
+#define F_UINT_REQUIRED(key, lo, hi, type, member)                                                 \
+        {                                                                                          \
+                .name = (key), .kind = FIELD_UINT, .flags = FIELD_REQUIRED,                        \
+                .offset = FIELD_AT(type, member, uint64_t), .min = (lo), .max = (hi)               \
+        }
+#define F_UNSIGNED(key, lo, hi, type, member)                                                      \
+        {                                                                                          \
+                .name = (key), .kind = FIELD_UNSIGNED, .offset = FIELD_AT(type, member, unsigned), \
+                .min = (lo), .max = (hi)                                                           \
+        }
+#define F_NUMBER(key, lo, hi, type, member)                                                        \
+        {                                                                                          \
+                .name = (key), .kind = FIELD_NUMBER, .offset = FIELD_AT(type, member, double),     \
+                .min_number = (lo), .max_number = (hi)                                             \
+        }
+#define F_SIZE(key, type, member)                                                                  \
+        {                                                                                          \
+                .name = (key), .kind = FIELD_SIZE, .offset = FIELD_AT(type, member, uint64_t)      \
+        }
+#define F_PERCENT(key, type, member)                                                               \
+        {                                                                                          \
+                .name = (key), .kind = FIELD_PERCENT, .offset = FIELD_AT(type, member, double)     \
+        }
+#define F_BOOL(key, type, member)                                                                  \
+        {                                                                                          \
+                .name = (key), .kind = FIELD_BOOL, .offset = FIELD_AT(type, member, bool)          \
+        }
+#define F_CHOICE(key, values, type, member)                                                        \
+        {                                                                                          \
+                .name = (key), .kind = FIELD_CHOICE, .offset = FIELD_ENUM_AT(type, member),        \
+                .choices = (values), .n_choices = ELEMENTSOF(values)                               \
+        }
+#define F_CUSTOM(key, function)                                                                    \
+        {                                                                                          \
+                .name = (key), .kind = FIELD_CUSTOM, .parse = (function)                           \
+        }
+#define F_OBJECT(key, at, table, then)                                                             \
+        {                                                                                          \
+                .name = (key), .kind = FIELD_OBJECT, .offset = (at), .fields = (table),            \
+                .n_fields = ELEMENTSOF(table), .finish = (then)                                    \
+        }
+#define F_OBJECT_KEYS(key, at, names, table, then)                                                 \
+        {                                                                                          \
+                .name = (key), .kind = FIELD_OBJECT, .offset = (at), .fields = (table),            \
+                .n_fields = ELEMENTSOF(table), .keys = (names), .n_keys = ELEMENTSOF(names),       \
+                .finish = (then)                                                                   \
+        }
+
+static int parse_section(struct parser *ps, json_t *obj, const struct field table[], size_t n,
+                         void *base);
+
+/* A FIELD_OBJECT: 0 absent, 1 present and valid, or -EINVAL. */
+static int parse_object(struct parser *ps, json_t *obj, const struct field *f, void *base)
+{
+        const char *names[FIELDS_MAX];
+        const char *const *keys = f->keys;
+        size_t n_keys = f->n_keys;
+        json_t *sub;
+        int r;
+
+        if (!keys) {
+                assert(f->n_fields <= ELEMENTSOF(names));
+                for (size_t i = 0; i < f->n_fields; i++)
+                        names[i] = f->fields[i].name;
+                keys = names;
+                n_keys = f->n_fields;
+        }
+        r = section(ps, obj, f->name, keys, n_keys, &sub);
+        if (r <= 0)
+                return r;
+        push_key(ps, f->name);
+        r = parse_section(ps, sub, f->fields, f->n_fields, base);
+        if (r >= 0 && f->finish)
+                r = f->finish(ps, sub, base);
+        pop(ps);
+        return r < 0 ? r : 1;
+}
+
+/* One entry of a table: >= 0, or -EINVAL. */
+static int parse_field(struct parser *ps, json_t *obj, const struct field *f, void *base)
+{
+        void *at = (char *)base + f->offset;
+        int r, choice = 0;
+        uint64_t u = 0;
+
+        switch (f->kind) {
+        case FIELD_UINT:
+                return field_uint(ps, obj, f->name, f->min, f->max, at);
+        case FIELD_UNSIGNED:
+                r = field_uint(ps, obj, f->name, f->min, f->max, &u);
+                if (r > 0)
+                        *(unsigned *)at = (unsigned)u;
+                return r;
+        case FIELD_NUMBER:
+                return field_number(ps, obj, f->name, f->min_number, f->max_number, at);
+        case FIELD_SIZE:
+                return field_size(ps, obj, f->name, at);
+        case FIELD_PERCENT:
+                return field_percent(ps, obj, f->name, at);
+        case FIELD_BOOL:
+                return field_bool(ps, obj, f->name, at);
+        case FIELD_CHOICE:
+                r = field_choice(ps, obj, f->name, f->choices, f->n_choices, &choice);
+                if (r > 0)
+                        *(int *)at = choice;
+                return r;
+        case FIELD_CUSTOM:
+                return f->parse(ps, obj, f->name, base);
+        case FIELD_OBJECT:
+                return parse_object(ps, obj, f, at);
+        }
+        assert(!"unknown field kind");
+        return -EINVAL;
+}
+
+/* The keys of obj that table describes, in table order, into base: 0, or the first -EINVAL. */
+static int parse_section(struct parser *ps, json_t *obj, const struct field table[], size_t n,
+                         void *base)
+{
+        for (size_t i = 0; i < n; i++) {
+                const struct field *f = &table[i];
+                int r;
+
+                if ((f->flags & FIELD_REQUIRED) && !json_object_get(obj, f->name)) {
+                        char allowed[96];
+
+                        assert(f->kind == FIELD_UINT);
+                        uint_allowed(f->min, f->max, allowed, sizeof(allowed));
+                        return fail_missing(ps, f->name, allowed);
+                }
+                r = parse_field(ps, obj, f, base);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* The sections                                                                        */
+
 static int parse_version(struct parser *ps, json_t *root)
 {
         json_t *v = json_object_get(root, "version");
@@ -539,203 +782,182 @@ static int parse_version(struct parser *ps, json_t *root)
         return r;
 }
 
-static int parse_cgroup(struct parser *ps, json_t *root, struct policy *p)
+/* "cgroup.parent" */
+static int cgroup_parent(struct parser *ps, json_t *obj, const char *key, void *base)
 {
-        static const char *const keys[] = {"parent"};
         static const char allowed[] =
             "a relative path below the cgroup2 mount of components [A-Za-z0-9_.-]+, "
             "none \".\" or \"..\"";
-        json_t *obj, *v;
+        struct policy *p = base;
+        json_t *v = json_object_get(obj, key);
         int r;
 
-        r = section(ps, root, "cgroup", keys, ELEMENTSOF(keys), &obj);
-        if (r <= 0)
-                return r;
-        push_key(ps, "cgroup");
-        v = json_object_get(obj, "parent");
-        if (v) {
-                push_key(ps, "parent");
-                if (!json_is_string(v))
-                        r = fail_value(ps, "is not a string", allowed);
-                else {
-                        r = policy_normalize_cgroup_path(json_string_value(v), p->cgroup_parent,
-                                                         sizeof(p->cgroup_parent));
-                        if (r == -ENAMETOOLONG)
-                                r = fail_value(ps, "is too long", allowed);
-                        else if (r < 0)
-                                r = fail_value(ps, "is not a valid cgroup path", allowed);
-                }
-                pop(ps);
+        if (!v)
+                return 0;
+        push_key(ps, key);
+        if (!json_is_string(v))
+                r = fail_value(ps, "is not a string", allowed);
+        else {
+                r = policy_normalize_cgroup_path(json_string_value(v), p->cgroup_parent,
+                                                 sizeof(p->cgroup_parent));
+                if (r == -ENAMETOOLONG)
+                        r = fail_value(ps, "is too long", allowed);
+                else if (r < 0)
+                        r = fail_value(ps, "is not a valid cgroup path", allowed);
         }
         pop(ps);
-        return r < 0 ? r : 0;
+        return r;
 }
 
-static int parse_cpu(struct parser *ps, json_t *root, struct policy *p)
+static const struct field cgroup_fields[] = {
+    F_CUSTOM("parent", cgroup_parent),
+};
+
+/* "cpu.overcommit": a factor, or "unlimited" */
+static int cpu_overcommit(struct parser *ps, json_t *obj, const char *key, void *base)
 {
-        static const char *const keys[] = {"overcommit", "millicores"};
-        static const char *const mkeys[] = {"min", "max"};
-        static const char overcommit_allowed[] = "a number >= 1 and <= 64, or \"unlimited\"";
-        json_t *obj, *millicores, *v;
-        char allowed[128];
-        int r, has_min, has_max;
+        static const char allowed[] = "a number >= 1 and <= 64, or \"unlimited\"";
+        struct policy *p = base;
+        json_t *v = json_object_get(obj, key);
+        int r = 0;
 
-        r = section(ps, root, "cpu", keys, ELEMENTSOF(keys), &obj);
-        if (r <= 0)
-                return r;
-        push_key(ps, "cpu");
-
-        v = json_object_get(obj, "overcommit");
-        if (v) {
-                push_key(ps, "overcommit");
-                if (json_is_string(v) && strcmp(json_string_value(v), "unlimited") == 0)
-                        p->cpu_unlimited = true;
-                else if (!json_is_number(v))
-                        r = fail_value(ps, "is not a valid value", overcommit_allowed);
-                else if (json_number_value(v) < 1.0 || json_number_value(v) > OVERCOMMIT_MAX)
-                        r = fail_value(ps, "is out of range", overcommit_allowed);
-                else {
-                        p->cpu_unlimited = false;
-                        p->overcommit = json_number_value(v);
-                }
-                pop(ps);
-                if (r < 0)
-                        goto out;
-        }
-
-        r = section(ps, obj, "millicores", mkeys, ELEMENTSOF(mkeys), &millicores);
-        if (r <= 0)
-                goto out;
-        push_key(ps, "millicores");
-        has_min = field_uint(ps, millicores, "min", 1, POLICY_MILLICORES_LIMIT, &p->millicores_min);
-        if (has_min < 0) {
-                r = has_min;
-                goto out_millicores;
-        }
-        has_max = field_uint(ps, millicores, "max", 1, POLICY_MILLICORES_LIMIT, &p->millicores_max);
-        if (has_max < 0) {
-                r = has_max;
-                goto out_millicores;
-        }
-        if (p->millicores_min > p->millicores_max) {
-                if (has_max) {
-                        push_key(ps, "max");
-                        snprintf(allowed, sizeof(allowed),
-                                 "an integer >= cpu.millicores.min (%" PRIu64 ") and <= %" PRIu64,
-                                 p->millicores_min, POLICY_MILLICORES_LIMIT);
-                } else {
-                        push_key(ps, "min");
-                        snprintf(allowed, sizeof(allowed),
-                                 "an integer >= 1 and <= cpu.millicores.max (%" PRIu64 ")",
-                                 p->millicores_max);
-                }
+        if (!v)
+                return 0;
+        push_key(ps, key);
+        if (json_is_string(v) && strcmp(json_string_value(v), "unlimited") == 0)
+                p->cpu_unlimited = true;
+        else if (!json_is_number(v))
+                r = fail_value(ps, "is not a valid value", allowed);
+        else if (json_number_value(v) < 1.0 || json_number_value(v) > OVERCOMMIT_MAX)
                 r = fail_value(ps, "is out of range", allowed);
-                pop(ps);
+        else {
+                p->cpu_unlimited = false;
+                p->overcommit = json_number_value(v);
         }
-out_millicores:
         pop(ps);
-out:
-        pop(ps);
-        return r < 0 ? r : 0;
+        return r;
 }
 
-static int parse_memory(struct parser *ps, json_t *root, struct policy *p)
+/* "cpu.millicores": min <= max, told at max when it was given */
+static int millicores_ordered(struct parser *ps, json_t *obj, void *base)
 {
-        static const char *const keys[] = {"burst_ratio", "protection", "high_factor", "overhead",
-                                           "limit_max"};
-        static const char *const burst_keys[] = {"default", "max"};
-        static const char *const overhead_keys[] = {"min", "factor"};
-        static const char *const protections[] = {"low", "min", "none"};
-        static const char high_allowed[] = "a number >= 0 and <= 1, null or false";
-        json_t *obj, *sub, *v;
-        int r, has_default, protection;
+        struct policy *p = base;
+        char allowed[128];
+        int r;
 
-        r = section(ps, root, "memory", keys, ELEMENTSOF(keys), &obj);
-        if (r <= 0)
-                return r;
-        push_key(ps, "memory");
-
-        r = section(ps, obj, "burst_ratio", burst_keys, ELEMENTSOF(burst_keys), &sub);
-        if (r < 0)
-                goto out;
-        if (sub) {
-                push_key(ps, "burst_ratio");
-                r = field_number(ps, sub, "max", 0.0, 1.0, &p->burst_ratio_max);
-                has_default =
-                    r < 0 ? r : field_number(ps, sub, "default", 0.0, 1.0, &p->burst_ratio_default);
-                if (r >= 0 && has_default < 0)
-                        r = has_default;
-                if (r >= 0 && p->burst_ratio_default > p->burst_ratio_max) {
-                        char allowed[128];
-                        snprintf(allowed, sizeof(allowed),
-                                 "a number >= 0 and <= memory.burst_ratio.max (%g)",
-                                 p->burst_ratio_max);
-                        push_key(ps, has_default ? "default" : "max");
-                        r = fail_value(ps, "is out of range", allowed);
-                        pop(ps);
-                }
-                pop(ps);
-                if (r < 0)
-                        goto out;
+        if (p->millicores_min <= p->millicores_max)
+                return 0;
+        if (json_object_get(obj, "max")) {
+                push_key(ps, "max");
+                snprintf(allowed, sizeof(allowed),
+                         "an integer >= cpu.millicores.min (%" PRIu64 ") and <= %" PRIu64,
+                         p->millicores_min, POLICY_MILLICORES_LIMIT);
+        } else {
+                push_key(ps, "min");
+                snprintf(allowed, sizeof(allowed),
+                         "an integer >= 1 and <= cpu.millicores.max (%" PRIu64 ")",
+                         p->millicores_max);
         }
-
-        r = field_choice(ps, obj, "protection", protections, ELEMENTSOF(protections), &protection);
-        if (r < 0)
-                goto out;
-        if (r > 0)
-                p->protection = (enum policy_protection)protection;
-
-        v = json_object_get(obj, "high_factor");
-        if (v) {
-                push_key(ps, "high_factor");
-                if (json_is_null(v) || json_is_false(v))
-                        p->memory_high_enabled = false;
-                else if (!json_is_number(v))
-                        r = fail_value(ps, "is not a valid value", high_allowed);
-                else if (json_number_value(v) < 0.0 || json_number_value(v) > 1.0)
-                        r = fail_value(ps, "is out of range", high_allowed);
-                else {
-                        p->memory_high_enabled = true;
-                        p->memory_high_factor = json_number_value(v);
-                }
-                pop(ps);
-                if (r < 0)
-                        goto out;
-        }
-
-        r = section(ps, obj, "overhead", overhead_keys, ELEMENTSOF(overhead_keys), &sub);
-        if (r < 0)
-                goto out;
-        if (sub) {
-                push_key(ps, "overhead");
-                r = field_size(ps, sub, "min", &p->overhead_min_bytes);
-                if (r >= 0)
-                        r = field_number(ps, sub, "factor", 0.0, OVERHEAD_FACTOR_MAX,
-                                         &p->overhead_factor);
-                pop(ps);
-                if (r < 0)
-                        goto out;
-        }
-
-        r = field_size(ps, obj, "limit_max", &p->memory_limit_max);
-out:
+        r = fail_value(ps, "is out of range", allowed);
         pop(ps);
-        return r < 0 ? r : 0;
+        return r;
 }
 
-static int parse_overrides(struct parser *ps, json_t *root, struct policy *p)
+static const struct field millicores_fields[] = {
+    F_UINT("min", 1, POLICY_MILLICORES_LIMIT, struct policy, millicores_min),
+    F_UINT("max", 1, POLICY_MILLICORES_LIMIT, struct policy, millicores_max),
+};
+
+static const struct field cpu_fields[] = {
+    F_CUSTOM("overcommit", cpu_overcommit),
+    F_OBJECT("millicores", 0, millicores_fields, millicores_ordered),
+};
+
+/* "memory.burst_ratio": default <= max */
+static int burst_ratio_ordered(struct parser *ps, json_t *obj, void *base)
+{
+        struct policy *p = base;
+        char allowed[128];
+        int r;
+
+        if (p->burst_ratio_default <= p->burst_ratio_max)
+                return 0;
+        snprintf(allowed, sizeof(allowed), "a number >= 0 and <= memory.burst_ratio.max (%g)",
+                 p->burst_ratio_max);
+        push_key(ps, json_object_get(obj, "default") ? "default" : "max");
+        r = fail_value(ps, "is out of range", allowed);
+        pop(ps);
+        return r;
+}
+
+/* "memory.high_factor": memory.high as a share of the limit, or null or false for none */
+static int memory_high_factor(struct parser *ps, json_t *obj, const char *key, void *base)
+{
+        static const char allowed[] = "a number >= 0 and <= 1, null or false";
+        struct policy *p = base;
+        json_t *v = json_object_get(obj, key);
+        int r = 0;
+
+        if (!v)
+                return 0;
+        push_key(ps, key);
+        if (json_is_null(v) || json_is_false(v))
+                p->memory_high_enabled = false;
+        else if (!json_is_number(v))
+                r = fail_value(ps, "is not a valid value", allowed);
+        else if (json_number_value(v) < 0.0 || json_number_value(v) > 1.0)
+                r = fail_value(ps, "is out of range", allowed);
+        else {
+                p->memory_high_enabled = true;
+                p->memory_high_factor = json_number_value(v);
+        }
+        pop(ps);
+        return r;
+}
+
+/* max first: it bounds default */
+static const char *const burst_ratio_keys[] = {"default", "max"};
+static const struct field burst_ratio_fields[] = {
+    F_NUMBER("max", 0.0, 1.0, struct policy, burst_ratio_max),
+    F_NUMBER("default", 0.0, 1.0, struct policy, burst_ratio_default),
+};
+
+static const struct field overhead_fields[] = {
+    F_SIZE("min", struct policy, overhead_min_bytes),
+    F_NUMBER("factor", 0.0, OVERHEAD_FACTOR_MAX, struct policy, overhead_factor),
+};
+
+static const char *const protections[] = {"low", "min", "none"};
+static const struct field memory_fields[] = {
+    F_OBJECT_KEYS("burst_ratio", 0, burst_ratio_keys, burst_ratio_fields, burst_ratio_ordered),
+    F_CHOICE("protection", protections, struct policy, protection),
+    F_CUSTOM("high_factor", memory_high_factor),
+    F_OBJECT("overhead", 0, overhead_fields, NULL),
+    F_SIZE("limit_max", struct policy, memory_limit_max),
+};
+
+static const struct field pids_fields[] = {
+    F_UINT("max", 1, PIDS_MAX_LIMIT, struct policy, pids_max),
+};
+
+static const struct field io_fields[] = {
+    F_UNSIGNED("weight", 1, IO_WEIGHT_MAX, struct policy, io_weight),
+};
+
+static int parse_overrides(struct parser *ps, json_t *root, const char *key, void *base)
 {
         static const char allowed[] = "an array of \"millicores\", \"cores\", \"memory\", "
                                       "\"burst_ratio\", \"cgroup_parent\", \"fail_mode\", "
                                       "\"agent\", \"grace\", \"name\"";
-        json_t *v = json_object_get(root, "overrides"), *e;
+        struct policy *p = base;
+        json_t *v = json_object_get(root, key), *e;
         unsigned bits = 0;
         size_t i;
         int r = 0;
 
         if (!v)
                 return 0;
-        push_key(ps, "overrides");
+        push_key(ps, key);
         if (!json_is_array(v)) {
                 r = fail_value(ps, "is not an array", allowed);
                 goto out;
@@ -802,56 +1024,43 @@ static int report_path(struct parser *ps, json_t *obj, const char *key, enum rep
         return r;
 }
 
-static int parse_report(struct parser *ps, json_t *root, struct policy *p)
+static int report_file(struct parser *ps, json_t *obj, const char *key, void *base)
 {
-        static const char *const keys[] = {"path", "socket", "prometheus_path", "interval_seconds",
-                                           "sink_failure"};
-        static const char *const sink_failures[] = {"warn", "refuse"};
-        uint64_t interval = p->report_interval_seconds;
-        int choice = -1;
-        json_t *obj;
-        int r;
+        struct policy *p = base;
 
-        r = section(ps, root, "report", keys, ELEMENTSOF(keys), &obj);
-        if (r <= 0)
-                return r;
-        push_key(ps, "report");
-        r = report_path(ps, obj, "path", REPORT_PATH_TEMPLATE, p->report_path,
-                        sizeof(p->report_path));
-        if (r >= 0)
-                r = report_path(ps, obj, "socket", REPORT_PATH_PLAIN, p->report_socket,
-                                sizeof(p->report_socket));
-        if (r >= 0)
-                r = report_path(ps, obj, "prometheus_path", REPORT_PATH_PROMETHEUS,
-                                p->report_prometheus, sizeof(p->report_prometheus));
-        if (r >= 0)
-                r = field_uint(ps, obj, "interval_seconds", 1, 3600, &interval);
-        if (r >= 0)
-                p->report_interval_seconds = (unsigned)interval;
-        if (r >= 0)
-                r = field_choice(ps, obj, "sink_failure", sink_failures, ELEMENTSOF(sink_failures),
-                                 &choice);
-        if (r > 0)
-                p->report_sink_failure = (enum policy_sink_failure)choice;
-        pop(ps);
-        return r < 0 ? r : 0;
+        return report_path(ps, obj, key, REPORT_PATH_TEMPLATE, p->report_path,
+                           sizeof(p->report_path));
 }
 
-static int field_bool(struct parser *ps, json_t *obj, const char *key, bool *ret)
+static int report_socket(struct parser *ps, json_t *obj, const char *key, void *base)
 {
-        json_t *v = json_object_get(obj, key);
-        int r = 1;
+        struct policy *p = base;
 
-        if (!v)
-                return 0;
-        push_key(ps, key);
-        if (!json_is_boolean(v))
-                r = fail_value(ps, "is not a boolean", "true or false");
-        else
-                *ret = json_is_true(v);
-        pop(ps);
-        return r;
+        return report_path(ps, obj, key, REPORT_PATH_PLAIN, p->report_socket,
+                           sizeof(p->report_socket));
 }
+
+static int report_prometheus(struct parser *ps, json_t *obj, const char *key, void *base)
+{
+        struct policy *p = base;
+
+        return report_path(ps, obj, key, REPORT_PATH_PROMETHEUS, p->report_prometheus,
+                           sizeof(p->report_prometheus));
+}
+
+static const char *const sink_failures[] = {"warn", "refuse"};
+static const struct field report_fields[] = {
+    F_CUSTOM("path", report_file),
+    F_CUSTOM("socket", report_socket),
+    F_CUSTOM("prometheus_path", report_prometheus),
+    F_UNSIGNED("interval_seconds", 1, 3600, struct policy, report_interval_seconds),
+    F_CHOICE("sink_failure", sink_failures, struct policy, report_sink_failure),
+};
+
+/* read by sparkshim's Kubernetes feature step (sparkshim-k8s(7)) through `plan` */
+static const struct field kubernetes_fields[] = {
+    F_BOOL("init", struct policy, kubernetes_init),
+};
 
 /*
  * The agent's library: "" or an absolute path the JVM can take both in -agentpath:<path>=...
@@ -869,15 +1078,42 @@ static bool agent_path_valid(const char *s)
         return true;
 }
 
-static int agent_threshold(struct parser *ps, json_t *obj, struct policy_agent *a)
+static int agent_path(struct parser *ps, json_t *obj, const char *key, void *base)
+{
+        static const char allowed[] =
+            "an absolute path without blanks, quotes, '\\', ',' or '=', or \"\" for the "
+            "installed agent";
+        struct policy_agent *a = base;
+        json_t *v = json_object_get(obj, key);
+        int r = 0;
+
+        if (!v)
+                return 0;
+        push_key(ps, key);
+        if (!json_is_string(v))
+                r = fail_value(ps, "is not a string", allowed);
+        else if (json_string_length(v) >= sizeof(a->path))
+                r = fail_value(ps, "is too long", allowed);
+        else if (strlen(json_string_value(v)) != json_string_length(v) ||
+                 !agent_path_valid(json_string_value(v)))
+                r = fail_value(ps, "is not a valid path", allowed);
+        else
+                memcpy(a->path, json_string_value(v), json_string_length(v) + 1);
+        pop(ps);
+        return r;
+}
+
+/* "agent.threshold": a size, a fraction of the request or the limit, or null for none */
+static int agent_threshold(struct parser *ps, json_t *obj, const char *key, void *base)
 {
         static const char *const keys[] = {"fraction", "of"};
         static const char *const bases[] = {"request", "limit"};
         static const char allowed[] =
             "a size (bytes, or a string such as \"6g\"), an object "
             "{\"fraction\": F, \"of\": \"request\" or \"limit\"} with F > 0 and <= 1, or null";
-        json_t *v = json_object_get(obj, "threshold"), *f;
-        int r = 0, base = 0;
+        struct policy_agent *a = base;
+        json_t *v = json_object_get(obj, key), *f;
+        int r = 0, of = 0;
 
         if (!v)
                 return 0;
@@ -889,7 +1125,7 @@ static int agent_threshold(struct parser *ps, json_t *obj, struct policy_agent *
                 uint64_t bytes = 0;
                 int k = 0;
 
-                push_key(ps, "threshold");
+                push_key(ps, key);
                 if (json_is_integer(v))
                         bytes = json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
                 else
@@ -907,15 +1143,15 @@ static int agent_threshold(struct parser *ps, json_t *obj, struct policy_agent *
                 return 0;
         }
         if (!json_is_object(v)) {
-                push_key(ps, "threshold");
+                push_key(ps, key);
                 r = fail_value(ps, "is not a valid value", allowed);
                 pop(ps);
                 return r;
         }
-        r = section(ps, obj, "threshold", keys, ELEMENTSOF(keys), &v);
+        r = section(ps, obj, key, keys, ELEMENTSOF(keys), &v);
         if (r < 0)
                 return r;
-        push_key(ps, "threshold");
+        push_key(ps, key);
         a->threshold_fraction = 1.0;
         f = json_object_get(v, "fraction");
         if (f) {
@@ -929,132 +1165,74 @@ static int agent_threshold(struct parser *ps, json_t *obj, struct policy_agent *
                 pop(ps);
         }
         if (r >= 0)
-                r = field_choice(ps, v, "of", bases, ELEMENTSOF(bases), &base);
+                r = field_choice(ps, v, "of", bases, ELEMENTSOF(bases), &of);
         pop(ps);
         if (r < 0)
                 return r;
-        a->threshold = base == 1 ? POLICY_AGENT_THRESHOLD_LIMIT : POLICY_AGENT_THRESHOLD_REQUEST;
+        a->threshold = of == 1 ? POLICY_AGENT_THRESHOLD_LIMIT : POLICY_AGENT_THRESHOLD_REQUEST;
         return 0;
 }
 
-static int parse_agent(struct parser *ps, json_t *root, struct policy *p)
+/* "agent.psi_stall_ms": no longer than the window it is measured in */
+static int agent_psi_stall(struct parser *ps, json_t *obj, const char *key, void *base)
 {
-        static const char *const keys[] = {
-            "enabled",        "path",          "injection",      "force_bytes",
-            "periodic_bytes", "allow_bytes",   "allow_fraction", "records",
-            "threshold",      "cooldown_ms",   "min_spill",      "max_spills",
-            "psi_stall_ms",   "psi_window_ms", "heap_threshold", "log"};
-        static const char *const injections[] = {"auto", "agentpath", "java_tool_options"};
-        static const char *const levels[] = {"error", "warn", "info", "debug"};
-        static const char path_allowed[] =
-            "an absolute path without blanks, quotes, '\\', ',' or '=', or \"\" for the "
-            "installed agent";
-        struct policy_agent a = p->agent;
-        json_t *obj, *v;
-        int r, choice;
+        struct policy_agent *a = base;
 
-        r = section(ps, root, "agent", keys, ELEMENTSOF(keys), &obj);
-        if (r <= 0)
-                return r;
-        push_key(ps, "agent");
-
-        r = field_bool(ps, obj, "enabled", &a.enabled);
-        if (r < 0)
-                goto out;
-
-        v = json_object_get(obj, "path");
-        if (v) {
-                push_key(ps, "path");
-                if (!json_is_string(v))
-                        r = fail_value(ps, "is not a string", path_allowed);
-                else if (json_string_length(v) >= sizeof(a.path))
-                        r = fail_value(ps, "is too long", path_allowed);
-                else if (strlen(json_string_value(v)) != json_string_length(v) ||
-                         !agent_path_valid(json_string_value(v)))
-                        r = fail_value(ps, "is not a valid path", path_allowed);
-                else
-                        memcpy(a.path, json_string_value(v), json_string_length(v) + 1);
-                pop(ps);
-                if (r < 0)
-                        goto out;
-        }
-
-        r = field_choice(ps, obj, "injection", injections, ELEMENTSOF(injections), &choice);
-        if (r < 0)
-                goto out;
-        if (r > 0)
-                a.injection = (enum policy_agent_injection)choice;
-
-        r = field_size(ps, obj, "force_bytes", &a.force_bytes);
-        if (r >= 0)
-                r = field_size(ps, obj, "periodic_bytes", &a.periodic_bytes);
-        if (r >= 0)
-                r = field_size(ps, obj, "allow_bytes", &a.allow_bytes);
-        if (r >= 0)
-                r = field_number(ps, obj, "allow_fraction", 0.0, 1.0, &a.allow_fraction);
-        if (r >= 0)
-                r = field_uint(ps, obj, "records", 0, AGENT_RECORDS_MAX, &a.records);
-        if (r >= 0)
-                r = agent_threshold(ps, obj, &a);
-        if (r >= 0)
-                r = field_uint(ps, obj, "cooldown_ms", 0, AGENT_COOLDOWN_MAX, &a.cooldown_ms);
-        if (r >= 0)
-                r = field_size(ps, obj, "min_spill", &a.min_spill_bytes);
-        if (r >= 0)
-                r = field_uint(ps, obj, "max_spills", 0, AGENT_MAX_SPILLS_MAX, &a.max_spills);
-        if (r >= 0)
-                r = field_uint(ps, obj, "psi_window_ms", AGENT_PSI_MS_MIN, AGENT_PSI_MS_MAX,
-                               &a.psi_window_ms);
-        if (r >= 0)
-                r = field_uint(ps, obj, "psi_stall_ms", 0, a.psi_window_ms, &a.psi_stall_ms);
-        if (r >= 0)
-                r = field_number(ps, obj, "heap_threshold", 0.0, 1.0, &a.heap_threshold);
-        if (r < 0)
-                goto out;
-        r = field_choice(ps, obj, "log", levels, ELEMENTSOF(levels), &choice);
-        if (r < 0)
-                goto out;
-        if (r > 0)
-                a.log = (enum policy_agent_log)choice;
-
-        /* the agent refuses the JVM's start for these; say so here, at the key */
-        if (a.threshold == POLICY_AGENT_THRESHOLD_NONE && !a.psi_stall_ms &&
-            !(a.heap_threshold > 0) && (a.allow_bytes || a.allow_fraction > 0)) {
-                push_key(ps, a.allow_bytes ? "allow_bytes" : "allow_fraction");
-                r = fail_value(ps,
-                               "applies under memory pressure only, but agent.threshold is null "
-                               "and neither agent.psi_stall_ms nor agent.heap_threshold is set",
-                               "0 (off) without a pressure source, or a threshold as a size or "
-                               "{\"fraction\": F, \"of\": \"request\" or \"limit\"}, or "
-                               "psi_stall_ms or heap_threshold");
-                pop(ps);
-                goto out;
-        }
-        p->agent = a;
-        r = 0;
-out:
-        pop(ps);
-        return r < 0 ? r : 0;
+        return field_uint(ps, obj, key, 0, a->psi_window_ms, &a->psi_stall_ms);
 }
+
+/* the agent refuses the JVM's start for these; say so here, at the key */
+static int agent_pressure_source(struct parser *ps, json_t *obj, void *base)
+{
+        const struct policy_agent *a = base;
+        int r;
+
+        if (!(a->threshold == POLICY_AGENT_THRESHOLD_NONE && !a->psi_stall_ms &&
+              !(a->heap_threshold > 0) && (a->allow_bytes || a->allow_fraction > 0)))
+                return 0;
+        push_key(ps, a->allow_bytes ? "allow_bytes" : "allow_fraction");
+        r = fail_value(ps,
+                       "applies under memory pressure only, but agent.threshold is null "
+                       "and neither agent.psi_stall_ms nor agent.heap_threshold is set",
+                       "0 (off) without a pressure source, or a threshold as a size or "
+                       "{\"fraction\": F, \"of\": \"request\" or \"limit\"}, or "
+                       "psi_stall_ms or heap_threshold");
+        pop(ps);
+        return r;
+}
+
+/* psi_window_ms is checked before psi_stall_ms, which it bounds */
+static const char *const agent_keys[] = {
+    "enabled",        "path",          "injection",      "force_bytes",
+    "periodic_bytes", "allow_bytes",   "allow_fraction", "records",
+    "threshold",      "cooldown_ms",   "min_spill",      "max_spills",
+    "psi_stall_ms",   "psi_window_ms", "heap_threshold", "log"};
+static const char *const agent_injections[] = {"auto", "agentpath", "java_tool_options"};
+static const char *const agent_levels[] = {"error", "warn", "info", "debug"};
+static const struct field agent_fields[] = {
+    F_BOOL("enabled", struct policy_agent, enabled),
+    F_CUSTOM("path", agent_path),
+    F_CHOICE("injection", agent_injections, struct policy_agent, injection),
+    F_SIZE("force_bytes", struct policy_agent, force_bytes),
+    F_SIZE("periodic_bytes", struct policy_agent, periodic_bytes),
+    F_SIZE("allow_bytes", struct policy_agent, allow_bytes),
+    F_NUMBER("allow_fraction", 0.0, 1.0, struct policy_agent, allow_fraction),
+    F_UINT("records", 0, AGENT_RECORDS_MAX, struct policy_agent, records),
+    F_CUSTOM("threshold", agent_threshold),
+    F_UINT("cooldown_ms", 0, AGENT_COOLDOWN_MAX, struct policy_agent, cooldown_ms),
+    F_SIZE("min_spill", struct policy_agent, min_spill_bytes),
+    F_UINT("max_spills", 0, AGENT_MAX_SPILLS_MAX, struct policy_agent, max_spills),
+    F_UINT("psi_window_ms", AGENT_PSI_MS_MIN, AGENT_PSI_MS_MAX, struct policy_agent, psi_window_ms),
+    F_CUSTOM("psi_stall_ms", agent_psi_stall),
+    F_NUMBER("heap_threshold", 0.0, 1.0, struct policy_agent, heap_threshold),
+    F_CHOICE("log", agent_levels, struct policy_agent, log),
+};
 
 /* "java": what the java personality of a `sparkshim java-home` does with an executor. */
-static int parse_java(struct parser *ps, json_t *root, struct policy *p)
-{
-        static const char *const keys[] = {"executors"};
-        static const char *const modes[] = {"run", "exec"};
-        json_t *obj;
-        int r, choice = -1;
-
-        r = section(ps, root, "java", keys, ELEMENTSOF(keys), &obj);
-        if (r <= 0)
-                return r;
-        push_key(ps, "java");
-        r = field_choice(ps, obj, "executors", modes, ELEMENTSOF(modes), &choice);
-        if (r > 0)
-                p->java_executors = (enum policy_java_executors)choice;
-        pop(ps);
-        return r < 0 ? r : 0;
-}
+static const char *const java_modes[] = {"run", "exec"};
+static const struct field java_fields[] = {
+    F_CHOICE("executors", java_modes, struct policy, java_executors),
+};
 
 /* A Spark property name: [A-Za-z0-9._-], starting with a letter. */
 static bool is_property_name(const char *s)
@@ -1068,29 +1246,39 @@ static bool is_property_name(const char *s)
         return true;
 }
 
-/* "min" <= "max" of one of the tuner's ranges, both optional. */
-static int tuner_range(struct parser *ps, json_t *obj, const char *key, bool sizes, uint64_t lo,
-                       uint64_t hi, uint64_t *min, uint64_t *max)
+/* "min" <= "max" of one of the tuner's ranges, told at max when it was given */
+static int range_ordered(struct parser *ps, json_t *obj, bool ordered, const char *allowed)
 {
-        static const char *const range_keys[] = {"min", "max"};
-        json_t *sub;
         int r;
 
-        r = section(ps, obj, key, range_keys, ELEMENTSOF(range_keys), &sub);
-        if (r <= 0)
-                return r;
-        push_key(ps, key);
-        r = sizes ? field_size(ps, sub, "min", min) : field_uint(ps, sub, "min", lo, hi, min);
-        if (r >= 0)
-                r = sizes ? field_size(ps, sub, "max", max)
-                          : field_uint(ps, sub, "max", lo, hi, max);
-        if (r >= 0 && *min > *max) {
-                push_key(ps, json_object_get(sub, "max") ? "max" : "min");
-                r = fail_value(ps, "is out of range", "min <= max");
-                pop(ps);
-        }
+        if (ordered)
+                return 0;
+        push_key(ps, json_object_get(obj, "max") ? "max" : "min");
+        r = fail_value(ps, "is out of range", allowed);
         pop(ps);
-        return r < 0 ? r : 0;
+        return r;
+}
+
+static int heap_ordered(struct parser *ps, json_t *obj, void *base)
+{
+        const struct policy_tuner *t = base;
+
+        return range_ordered(ps, obj, t->heap_min <= t->heap_max, "min <= max");
+}
+
+static int partitions_ordered(struct parser *ps, json_t *obj, void *base)
+{
+        const struct policy_tuner *t = base;
+
+        return range_ordered(ps, obj, t->partitions_min <= t->partitions_max, "min <= max");
+}
+
+static int spill_fraction_ordered(struct parser *ps, json_t *obj, void *base)
+{
+        const struct policy_tuner *t = base;
+
+        return range_ordered(ps, obj, t->spill_fraction_min <= t->spill_fraction_max,
+                             "min <= max, each in [0.05, 1]");
 }
 
 /* An absolute path of a directory: no ".." or "." component, no control character. */
@@ -1157,17 +1345,80 @@ static int field_dirs(struct parser *ps, json_t *obj, const char *key,
         return r < 0 ? r : 1;
 }
 
-/* "tuner.service.history_servers": [{"url": "http://host:18080", "owner": "spark_user" | UID}] */
-static int field_history_servers(struct parser *ps, json_t *obj, struct policy_tuner_service *svc)
+static const char history_url_allowed[] =
+    "an http:// or https:// URL of a Spark History Server (no blank, quote, '?' or '#', "
+    "no trailing '/')";
+static const char history_owner_allowed[] =
+    "\"spark_user\" (the local user named by each attempt's sparkUser) or a uid from 1 "
+    "to 4294967294";
+
+static int history_server_url(struct parser *ps, const char *url, struct policy_history_server *hs)
+{
+        int r = 0;
+
+        push_key(ps, "url");
+        if (!url)
+                r = fail_value(ps, "is not a string", history_url_allowed);
+        else if ((strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) ||
+                 strpbrk(url, " \t\"'?#\\") || url[strlen(url) - 1] == '/' || strlen(url) < 9)
+                r = fail_value(ps, "is not a History Server URL", history_url_allowed);
+        else if (strlen(url) >= sizeof(hs->url))
+                r = fail_value(ps, "is too long", history_url_allowed);
+        else
+                for (const char *c = url; *c && r >= 0; c++)
+                        if ((unsigned char)*c < ' ' || *c == 0x7f)
+                                r = fail_value(ps, "holds a control character",
+                                               history_url_allowed);
+        if (r >= 0)
+                snprintf(hs->url, sizeof(hs->url), "%s", url);
+        pop(ps);
+        return r;
+}
+
+static int history_server_owner(struct parser *ps, json_t *owner, struct policy_history_server *hs)
+{
+        const char *owner_s = json_string_value(owner);
+        int r = 0;
+
+        push_key(ps, "owner");
+        if (owner_s && strcmp(owner_s, "spark_user") == 0)
+                hs->owner_spark_user = true;
+        else if (json_is_integer(owner) && json_integer_value(owner) >= 1 &&
+                 json_integer_value(owner) <= 4294967294)
+                hs->owner_uid = (uint32_t)json_integer_value(owner);
+        else
+                r = fail_value(ps, "is not an owner", history_owner_allowed);
+        pop(ps);
+        return r;
+}
+
+/* One entry of the array, its index pushed; allowed describes the array. */
+static int history_server(struct parser *ps, json_t *e, const char *allowed,
+                          struct policy_history_server *hs)
 {
         static const char *const keys[] = {"url", "owner"};
-        static const char url_allowed[] =
-            "an http:// or https:// URL of a Spark History Server (no blank, quote, '?' or '#', "
-            "no trailing '/')";
-        static const char owner_allowed[] =
-            "\"spark_user\" (the local user named by each attempt's sparkUser) or a uid from 1 "
-            "to 4294967294";
-        json_t *v = json_object_get(obj, "history_servers"), *e;
+        int r;
+
+        if (!json_is_object(e))
+                return fail_value(ps, "is not an object", allowed);
+        r = check_keys(ps, e, keys, ELEMENTSOF(keys));
+        if (r < 0)
+                return r;
+        if (!json_object_get(e, "url"))
+                return fail_missing(ps, "url", history_url_allowed);
+        if (!json_object_get(e, "owner"))
+                return fail_missing(ps, "owner", history_owner_allowed);
+        r = history_server_url(ps, json_string_value(json_object_get(e, "url")), hs);
+        if (r >= 0)
+                r = history_server_owner(ps, json_object_get(e, "owner"), hs);
+        return r;
+}
+
+/* "tuner.service.history_servers": [{"url": "http://host:18080", "owner": "spark_user" | UID}] */
+static int field_history_servers(struct parser *ps, json_t *obj, const char *key, void *base)
+{
+        struct policy_tuner_service *svc = base;
+        json_t *v = json_object_get(obj, key), *e;
         char allowed[128];
         size_t i;
         int r = 0;
@@ -1178,7 +1429,7 @@ static int field_history_servers(struct parser *ps, json_t *obj, struct policy_t
                  "an array of at most %d objects with \"url\" and "
                  "\"owner\"",
                  POLICY_HISTORY_SERVERS_MAX);
-        push_key(ps, "history_servers");
+        push_key(ps, key);
         if (!json_is_array(v) || json_array_size(v) > POLICY_HISTORY_SERVERS_MAX) {
                 r = fail_value(ps, json_is_array(v) ? "has too many entries" : "is not an array",
                                allowed);
@@ -1186,57 +1437,8 @@ static int field_history_servers(struct parser *ps, json_t *obj, struct policy_t
         }
         json_array_foreach(v, i, e)
         {
-                struct policy_history_server *hs = &svc->history_servers[i];
-                const char *url, *owner_s;
-                json_t *owner;
-
                 push_index(ps, i);
-                if (!json_is_object(e)) {
-                        r = fail_value(ps, "is not an object", allowed);
-                } else if ((r = check_keys(ps, e, keys, ELEMENTSOF(keys))) >= 0) {
-                        url = json_string_value(json_object_get(e, "url"));
-                        owner = json_object_get(e, "owner");
-                        owner_s = json_string_value(owner);
-                        if (!json_object_get(e, "url")) {
-                                r = fail_missing(ps, "url", url_allowed);
-                                pop(ps);
-                                goto out;
-                        }
-                        if (!owner) {
-                                r = fail_missing(ps, "owner", owner_allowed);
-                                pop(ps);
-                                goto out;
-                        }
-                        push_key(ps, "url");
-                        if (!url)
-                                r = fail_value(ps, "is not a string", url_allowed);
-                        else if ((strncmp(url, "http://", 7) != 0 &&
-                                  strncmp(url, "https://", 8) != 0) ||
-                                 strpbrk(url, " \t\"'?#\\") || url[strlen(url) - 1] == '/' ||
-                                 strlen(url) < 9)
-                                r = fail_value(ps, "is not a History Server URL", url_allowed);
-                        else if (strlen(url) >= sizeof(hs->url))
-                                r = fail_value(ps, "is too long", url_allowed);
-                        else
-                                for (const char *c = url; *c && r >= 0; c++)
-                                        if ((unsigned char)*c < ' ' || *c == 0x7f)
-                                                r = fail_value(ps, "holds a control character",
-                                                               url_allowed);
-                        if (r >= 0)
-                                snprintf(hs->url, sizeof(hs->url), "%s", url);
-                        pop(ps);
-                        if (r >= 0) {
-                                push_key(ps, "owner");
-                                if (owner_s && strcmp(owner_s, "spark_user") == 0)
-                                        hs->owner_spark_user = true;
-                                else if (json_is_integer(owner) && json_integer_value(owner) >= 1 &&
-                                         json_integer_value(owner) <= 4294967294)
-                                        hs->owner_uid = (uint32_t)json_integer_value(owner);
-                                else
-                                        r = fail_value(ps, "is not an owner", owner_allowed);
-                                pop(ps);
-                        }
-                }
+                r = history_server(ps, e, allowed, &svc->history_servers[i]);
                 pop(ps);
                 if (r < 0)
                         goto out;
@@ -1247,352 +1449,279 @@ out:
         return r < 0 ? r : 1;
 }
 
-/* "tuner.service": what `sparkshim tune-service` collects and where it publishes. */
-static int parse_tuner_service(struct parser *ps, json_t *tuner, struct policy_tuner *t)
+static int service_reports(struct parser *ps, json_t *obj, const char *key, void *base)
 {
-        static const char *const keys[] = {"reports",        "eventlogs",   "history_servers",
-                                           "period_seconds", "publish_dir", "expiry_seconds"};
-        json_t *obj, *v;
-        uint64_t u;
-        int r;
+        struct policy_tuner_service *svc = base;
 
-        r = section(ps, tuner, "service", keys, ELEMENTSOF(keys), &obj);
-        if (r <= 0)
-                return r;
-        push_key(ps, "service");
-        if ((r = field_dirs(ps, obj, "reports", t->service.reports, &t->service.n_reports)) < 0 ||
-            (r = field_dirs(ps, obj, "eventlogs", t->service.eventlogs, &t->service.n_eventlogs)) <
-                0 ||
-            (r = field_history_servers(ps, obj, &t->service)) < 0)
-                goto out;
-        if ((r = field_uint(ps, obj, "period_seconds", 10, 86400, &u)) < 0)
-                goto out;
-        if (r > 0)
-                t->service.period_seconds = (unsigned)u;
-        if ((r = field_uint(ps, obj, "expiry_seconds", 600, 366 * 86400, &u)) < 0)
-                goto out;
-        if (r > 0)
-                t->service.expiry_seconds = (unsigned)u;
-        if ((v = json_object_get(obj, "publish_dir"))) {
-                push_key(ps, "publish_dir");
-                r = field_dir(ps, v, t->service.publish_dir, sizeof(t->service.publish_dir));
-                pop(ps);
-                if (r < 0)
-                        goto out;
-        }
-        r = 0;
-out:
-        pop(ps);
-        return r;
+        return field_dirs(ps, obj, key, svc->reports, &svc->n_reports);
 }
 
-/* "tuner": the history store and the bounds of `sparkshim tune` (sparkshim-tune(1)). */
-static int parse_tuner(struct parser *ps, json_t *root, struct policy *p)
+static int service_eventlogs(struct parser *ps, json_t *obj, const char *key, void *base)
 {
-        static const char *const keys[] = {"db",
-                                           "job_key",
-                                           "history_runs",
-                                           "failure_bound",
-                                           "runtime_allowance",
-                                           "runtime_target",
-                                           "cpu_target",
-                                           "memory_target",
-                                           "seed",
-                                           "heap",
-                                           "overhead_max",
-                                           "spill_fraction",
-                                           "partitions",
-                                           "apply",
-                                           "service"};
-        static const char *const fraction_keys[] = {"min", "max"};
-        static const char *const apply_names[] = {"off", "show", "safe", "explore"};
-        int apply = -1;
-        static const char db_allowed[] =
-            "an absolute path of a SQLite file, or a postgresql:// URL";
-        static const char key_allowed[] =
-            "a Spark property name: a letter, then letters, digits, '.', '_', '-'";
-        struct policy_tuner t = p->tuner;
-        json_t *obj, *v, *sub;
-        uint64_t u;
-        int r = 0;
+        struct policy_tuner_service *svc = base;
 
-        r = section(ps, root, "tuner", keys, ELEMENTSOF(keys), &obj);
-        if (r <= 0)
-                return r;
-        push_key(ps, "tuner");
-
-        if ((v = json_object_get(obj, "db"))) {
-                const char *s = json_string_value(v);
-
-                /* a URL's user info or a key=value string may hold a password: messages
-                 * go to logs, the value is not shown */
-                bool secret = s && (strchr(s, '@') || strchr(s, '='));
-
-                push_key(ps, "db");
-                if (!s)
-                        r = fail_value(ps, "is not a string", db_allowed);
-                else if (s[0] != '/' && strncmp(s, "postgresql://", 13) != 0 &&
-                         strncmp(s, "postgres://", 11) != 0)
-                        r = secret ? fail_value_hidden(ps, "(a connection string, not shown)",
-                                                       "is neither an absolute path nor a "
-                                                       "PostgreSQL URL",
-                                                       db_allowed)
-                                   : fail_value(ps,
-                                                "is neither an absolute path nor a "
-                                                "PostgreSQL URL",
-                                                db_allowed);
-                else if (strlen(s) >= sizeof(t.db))
-                        r = secret ? fail_value_hidden(ps, "(a URL, not shown)", "is too long",
-                                                       db_allowed)
-                                   : fail_value(ps, "is too long", db_allowed);
-                else
-                        snprintf(t.db, sizeof(t.db), "%s", s);
-                pop(ps);
-                if (r < 0)
-                        goto out;
-        }
-        if ((v = json_object_get(obj, "job_key"))) {
-                const char *s = json_string_value(v);
-
-                push_key(ps, "job_key");
-                if (!s || strlen(s) >= sizeof(t.job_key) || !is_property_name(s))
-                        r = fail_value(ps, "is not a Spark property name", key_allowed);
-                else
-                        snprintf(t.job_key, sizeof(t.job_key), "%s", s);
-                pop(ps);
-                if (r < 0)
-                        goto out;
-        }
-        r = field_uint(ps, obj, "history_runs", 1, 1000, &u);
-        if (r < 0)
-                goto out;
-        if (r > 0)
-                t.history_runs = (unsigned)u;
-        if ((r = field_number(ps, obj, "failure_bound", 0.001, 0.999, &t.failure_bound)) < 0 ||
-            (r = field_number(ps, obj, "runtime_allowance", 1.0, 100.0, &t.runtime_allowance)) <
-                0 ||
-            (r = field_number(ps, obj, "runtime_target", 1.0, 100.0, &t.runtime_target)) < 0 ||
-            (r = field_number(ps, obj, "cpu_target", 0.05, 1.0, &t.cpu_target)) < 0 ||
-            (r = field_number(ps, obj, "memory_target", 0.05, 1.0, &t.memory_target)) < 0 ||
-            (r = field_uint(ps, obj, "seed", 0, JAVA_LONG_MAX, &t.seed)) < 0 ||
-            (r = tuner_range(ps, obj, "heap", true, 0, 0, &t.heap_min, &t.heap_max)) < 0 ||
-            (r = field_size(ps, obj, "overhead_max", &t.overhead_max)) < 0 ||
-            (r = tuner_range(ps, obj, "partitions", false, 1, 1000000, &t.partitions_min,
-                             &t.partitions_max)) < 0)
-                goto out;
-        if ((r = field_choice(ps, obj, "apply", apply_names, ELEMENTSOF(apply_names), &apply)) < 0)
-                goto out;
-        if (r > 0)
-                t.apply = (enum policy_tuner_apply)apply;
-        if ((r = parse_tuner_service(ps, obj, &t)) < 0)
-                goto out;
-
-        r = section(ps, obj, "spill_fraction", fraction_keys, ELEMENTSOF(fraction_keys), &sub);
-        if (r < 0)
-                goto out;
-        if (sub) {
-                push_key(ps, "spill_fraction");
-                r = field_number(ps, sub, "min", 0.05, 1.0, &t.spill_fraction_min);
-                if (r >= 0)
-                        r = field_number(ps, sub, "max", 0.05, 1.0, &t.spill_fraction_max);
-                if (r >= 0 && t.spill_fraction_min > t.spill_fraction_max) {
-                        push_key(ps, json_object_get(sub, "max") ? "max" : "min");
-                        r = fail_value(ps, "is out of range", "min <= max, each in [0.05, 1]");
-                        pop(ps);
-                }
-                pop(ps);
-                if (r < 0)
-                        goto out;
-        }
-        p->tuner = t;
-        r = 0;
-out:
-        pop(ps);
-        return r < 0 ? r : 0;
+        return field_dirs(ps, obj, key, svc->eventlogs, &svc->n_eventlogs);
 }
 
-/* A percentage of a pressure window: > 0 and <= 100; 0 when absent. */
-static int field_percent(struct parser *ps, json_t *obj, const char *key, double *ret)
+static int service_publish_dir(struct parser *ps, json_t *obj, const char *key, void *base)
 {
-        static const char allowed[] = "a number > 0 and <= 100";
+        struct policy_tuner_service *svc = base;
         json_t *v = json_object_get(obj, key);
-        int r = 1;
+        int r;
 
         if (!v)
                 return 0;
         push_key(ps, key);
-        if (!json_is_number(v))
-                r = fail_value(ps, "is not a number", allowed);
-        else if (!(json_number_value(v) > 0.0 && json_number_value(v) <= 100.0))
-                r = fail_value(ps, "is out of range", allowed);
-        else
-                *ret = json_number_value(v);
+        r = field_dir(ps, v, svc->publish_dir, sizeof(svc->publish_dir));
         pop(ps);
         return r;
 }
 
-/* window_seconds and cooldown_seconds of a rolling trigger (window only when window != NULL). */
-static int rolling_timing(struct parser *ps, json_t *obj, uint64_t *window, uint64_t *cooldown)
+/* "tuner.service": what `sparkshim tune-service` collects and where it publishes. */
+static const char *const service_keys[] = {"reports",        "eventlogs",   "history_servers",
+                                           "period_seconds", "publish_dir", "expiry_seconds"};
+static const struct field service_fields[] = {
+    F_CUSTOM("reports", service_reports),
+    F_CUSTOM("eventlogs", service_eventlogs),
+    F_CUSTOM("history_servers", field_history_servers),
+    F_UNSIGNED("period_seconds", 10, 86400, struct policy_tuner_service, period_seconds),
+    F_UNSIGNED("expiry_seconds", 600, 366 * 86400, struct policy_tuner_service, expiry_seconds),
+    F_CUSTOM("publish_dir", service_publish_dir),
+};
+
+static int tuner_db(struct parser *ps, json_t *obj, const char *key, void *base)
 {
+        static const char db_allowed[] =
+            "an absolute path of a SQLite file, or a postgresql:// URL";
+        struct policy_tuner *t = base;
+        json_t *v = json_object_get(obj, key);
+        const char *s = json_string_value(v);
+        /* a URL's user info or a key=value string may hold a password: messages
+         * go to logs, the value is not shown */
+        bool secret = s && (strchr(s, '@') || strchr(s, '='));
         int r = 0;
 
-        if (window)
-                r = field_uint(ps, obj, "window_seconds", 1, ROLLING_WINDOW_MAX, window);
-        if (r >= 0)
-                r = field_uint(ps, obj, "cooldown_seconds", 0, ROLLING_COOLDOWN_MAX, cooldown);
+        if (!v)
+                return 0;
+        push_key(ps, key);
+        if (!s)
+                r = fail_value(ps, "is not a string", db_allowed);
+        else if (s[0] != '/' && strncmp(s, "postgresql://", 13) != 0 &&
+                 strncmp(s, "postgres://", 11) != 0)
+                r = secret ? fail_value_hidden(ps, "(a connection string, not shown)",
+                                               "is neither an absolute path nor a "
+                                               "PostgreSQL URL",
+                                               db_allowed)
+                           : fail_value(ps,
+                                        "is neither an absolute path nor a "
+                                        "PostgreSQL URL",
+                                        db_allowed);
+        else if (strlen(s) >= sizeof(t->db))
+                r = secret ? fail_value_hidden(ps, "(a URL, not shown)", "is too long", db_allowed)
+                           : fail_value(ps, "is too long", db_allowed);
+        else
+                snprintf(t->db, sizeof(t->db), "%s", s);
+        pop(ps);
         return r;
 }
 
-/* A trigger's required threshold key: absent is an error naming it. */
-static int rolling_required(struct parser *ps, json_t *obj, const char *key, const char *allowed)
+static int tuner_job_key(struct parser *ps, json_t *obj, const char *key, void *base)
 {
-        return json_object_get(obj, key) ? 0 : fail_missing(ps, key, allowed);
+        static const char key_allowed[] =
+            "a Spark property name: a letter, then letters, digits, '.', '_', '-'";
+        struct policy_tuner *t = base;
+        json_t *v = json_object_get(obj, key);
+        const char *s = json_string_value(v);
+        int r = 0;
+
+        if (!v)
+                return 0;
+        push_key(ps, key);
+        if (!s || strlen(s) >= sizeof(t->job_key) || !is_property_name(s))
+                r = fail_value(ps, "is not a Spark property name", key_allowed);
+        else
+                snprintf(t->job_key, sizeof(t->job_key), "%s", s);
+        pop(ps);
+        return r;
 }
 
-/* "rolling": executor rolling through Spark's decommission (docs/rolling.md). */
-static int parse_rolling(struct parser *ps, json_t *root, struct policy *p)
+static const struct field heap_fields[] = {
+    F_SIZE("min", struct policy_tuner, heap_min),
+    F_SIZE("max", struct policy_tuner, heap_max),
+};
+
+static const struct field partitions_fields[] = {
+    F_UINT("min", 1, 1000000, struct policy_tuner, partitions_min),
+    F_UINT("max", 1, 1000000, struct policy_tuner, partitions_max),
+};
+
+static const struct field spill_fraction_fields[] = {
+    F_NUMBER("min", 0.05, 1.0, struct policy_tuner, spill_fraction_min),
+    F_NUMBER("max", 0.05, 1.0, struct policy_tuner, spill_fraction_max),
+};
+
+/* "tuner": the history store and the bounds of `sparkshim tune` (sparkshim-tune(1)).
+ * spill_fraction is checked last. */
+static const char *const tuner_keys[] = {"db",
+                                         "job_key",
+                                         "history_runs",
+                                         "failure_bound",
+                                         "runtime_allowance",
+                                         "runtime_target",
+                                         "cpu_target",
+                                         "memory_target",
+                                         "seed",
+                                         "heap",
+                                         "overhead_max",
+                                         "spill_fraction",
+                                         "partitions",
+                                         "apply",
+                                         "service"};
+static const char *const tuner_applies[] = {"off", "show", "safe", "explore"};
+static const struct field tuner_fields[] = {
+    F_CUSTOM("db", tuner_db),
+    F_CUSTOM("job_key", tuner_job_key),
+    F_UNSIGNED("history_runs", 1, 1000, struct policy_tuner, history_runs),
+    F_NUMBER("failure_bound", 0.001, 0.999, struct policy_tuner, failure_bound),
+    F_NUMBER("runtime_allowance", 1.0, 100.0, struct policy_tuner, runtime_allowance),
+    F_NUMBER("runtime_target", 1.0, 100.0, struct policy_tuner, runtime_target),
+    F_NUMBER("cpu_target", 0.05, 1.0, struct policy_tuner, cpu_target),
+    F_NUMBER("memory_target", 0.05, 1.0, struct policy_tuner, memory_target),
+    F_UINT("seed", 0, JAVA_LONG_MAX, struct policy_tuner, seed),
+    F_OBJECT("heap", 0, heap_fields, heap_ordered),
+    F_SIZE("overhead_max", struct policy_tuner, overhead_max),
+    F_OBJECT("partitions", 0, partitions_fields, partitions_ordered),
+    F_CHOICE("apply", tuner_applies, struct policy_tuner, apply),
+    F_OBJECT_KEYS("service", FIELD_AT(struct policy_tuner, service, struct policy_tuner_service),
+                  service_keys, service_fields, NULL),
+    F_OBJECT("spill_fraction", 0, spill_fraction_fields, spill_fraction_ordered),
+};
+
+/* "rolling.disk_write.bytes": required, and more than 0 */
+static int rolling_disk_bytes(struct parser *ps, json_t *obj, const char *key, void *base)
 {
-        static const char *const keys[] = {"grace_seconds", "min_age_seconds", "disk_write", "age",
-                                           "memory_high",   "memory_pressure", "spills"};
-        static const char *const disk_keys[] = {"bytes", "cooldown_seconds"};
-        static const char *const age_keys[] = {"seconds", "cooldown_seconds"};
-        static const char *const high_keys[] = {"events", "window_seconds", "cooldown_seconds"};
-        static const char *const pressure_keys[] = {"some_percent", "full_percent",
-                                                    "window_seconds", "cooldown_seconds"};
-        static const char *const spill_keys[] = {"ineffective", "fraction", "window_seconds",
-                                                 "cooldown_seconds"};
-        static const char bytes_allowed[] = "a size > 0: " SIZE_ALLOWED;
-        struct policy_rolling g = p->rolling;
-        json_t *obj, *sub;
-        char allowed[96];
+        static const char allowed[] = "a size > 0: " SIZE_ALLOWED;
+        struct policy_rolling *g = base;
         int r;
 
-        r = section(ps, root, "rolling", keys, ELEMENTSOF(keys), &obj);
-        if (r <= 0)
-                return r;
-        push_key(ps, "rolling");
-        r = field_uint(ps, obj, "grace_seconds", 1, ROLLING_GRACE_MAX, &g.grace_seconds);
-        if (r >= 0)
-                r = field_uint(ps, obj, "min_age_seconds", 0, ROLLING_AGE_MAX, &g.min_age_seconds);
-        if (r < 0)
-                goto out;
-
-        r = section(ps, obj, "disk_write", disk_keys, ELEMENTSOF(disk_keys), &sub);
-        if (r > 0) {
-                push_key(ps, "disk_write");
-                r = rolling_required(ps, sub, "bytes", bytes_allowed);
-                if (r >= 0)
-                        r = field_size(ps, sub, "bytes", &g.disk_write_bytes);
-                if (r >= 0 && g.disk_write_bytes == 0) {
-                        push_key(ps, "bytes");
-                        r = fail_value(ps, "is out of range", bytes_allowed);
-                        pop(ps);
-                }
-                if (r >= 0)
-                        r = rolling_timing(ps, sub, NULL, &g.disk_write_cooldown_seconds);
+        if (!json_object_get(obj, key))
+                return fail_missing(ps, key, allowed);
+        r = field_size(ps, obj, key, &g->disk_write_bytes);
+        if (r >= 0 && g->disk_write_bytes == 0) {
+                push_key(ps, key);
+                r = fail_value(ps, "is out of range", allowed);
                 pop(ps);
         }
-        if (r < 0)
-                goto out;
-
-        r = section(ps, obj, "age", age_keys, ELEMENTSOF(age_keys), &sub);
-        if (r > 0) {
-                push_key(ps, "age");
-                snprintf(allowed, sizeof(allowed), "an integer >= 1 and <= %" PRIu64,
-                         ROLLING_AGE_MAX);
-                r = rolling_required(ps, sub, "seconds", allowed);
-                if (r >= 0)
-                        r = field_uint(ps, sub, "seconds", 1, ROLLING_AGE_MAX, &g.age_seconds);
-                if (r >= 0)
-                        r = rolling_timing(ps, sub, NULL, &g.age_cooldown_seconds);
-                pop(ps);
-        }
-        if (r < 0)
-                goto out;
-
-        r = section(ps, obj, "memory_high", high_keys, ELEMENTSOF(high_keys), &sub);
-        if (r > 0) {
-                push_key(ps, "memory_high");
-                snprintf(allowed, sizeof(allowed), "an integer >= 1 and <= %" PRIu64,
-                         ROLLING_EVENTS_MAX);
-                r = rolling_required(ps, sub, "events", allowed);
-                if (r >= 0)
-                        r = field_uint(ps, sub, "events", 1, ROLLING_EVENTS_MAX,
-                                       &g.memory_high_events);
-                if (r >= 0)
-                        r = rolling_timing(ps, sub, &g.memory_high_window_seconds,
-                                           &g.memory_high_cooldown_seconds);
-                pop(ps);
-        }
-        if (r < 0)
-                goto out;
-
-        r = section(ps, obj, "memory_pressure", pressure_keys, ELEMENTSOF(pressure_keys), &sub);
-        if (r > 0) {
-                push_key(ps, "memory_pressure");
-                if (!json_object_get(sub, "some_percent") && !json_object_get(sub, "full_percent"))
-                        r = fail_missing(ps, "some_percent",
-                                         "some_percent and/or full_percent, each a number > 0 "
-                                         "and <= 100");
-                if (r >= 0)
-                        r = field_percent(ps, sub, "some_percent", &g.pressure_some_percent);
-                if (r >= 0)
-                        r = field_percent(ps, sub, "full_percent", &g.pressure_full_percent);
-                if (r >= 0)
-                        r = rolling_timing(ps, sub, &g.pressure_window_seconds,
-                                           &g.pressure_cooldown_seconds);
-                pop(ps);
-        }
-        if (r < 0)
-                goto out;
-
-        r = section(ps, obj, "spills", spill_keys, ELEMENTSOF(spill_keys), &sub);
-        if (r > 0) {
-                push_key(ps, "spills");
-                snprintf(allowed, sizeof(allowed), "an integer >= 1 and <= %" PRIu64,
-                         ROLLING_SPILLS_MAX);
-                r = rolling_required(ps, sub, "ineffective", allowed);
-                if (r >= 0)
-                        r = field_uint(ps, sub, "ineffective", 1, ROLLING_SPILLS_MAX,
-                                       &g.spills_ineffective);
-                if (r >= 0)
-                        r = field_number(ps, sub, "fraction", 0.0, 1.0, &g.spills_fraction);
-                if (r >= 0)
-                        r = rolling_timing(ps, sub, &g.spills_window_seconds,
-                                           &g.spills_cooldown_seconds);
-                pop(ps);
-        }
-        if (r < 0)
-                goto out;
-
-        g.enabled = g.disk_write_bytes || g.age_seconds || g.memory_high_events ||
-                    g.pressure_some_percent > 0 || g.pressure_full_percent > 0 ||
-                    g.spills_ineffective;
-        p->rolling = g;
-        r = 0;
-out:
-        pop(ps);
-        return r < 0 ? r : 0;
+        return r;
 }
+
+/* "rolling.memory_pressure.some_percent": it or full_percent is required */
+static int rolling_some_percent(struct parser *ps, json_t *obj, const char *key, void *base)
+{
+        struct policy_rolling *g = base;
+
+        if (!json_object_get(obj, "some_percent") && !json_object_get(obj, "full_percent"))
+                return fail_missing(ps, "some_percent",
+                                    "some_percent and/or full_percent, each a number > 0 "
+                                    "and <= 100");
+        return field_percent(ps, obj, key, &g->pressure_some_percent);
+}
+
+/* rolling is on when a trigger is set */
+static int rolling_enable(struct parser *ps, json_t *obj, void *base)
+{
+        struct policy_rolling *g = base;
+
+        g->enabled = g->disk_write_bytes || g->age_seconds || g->memory_high_events ||
+                     g->pressure_some_percent > 0 || g->pressure_full_percent > 0 ||
+                     g->spills_ineffective;
+        return 0;
+}
+
+/* Each trigger: its threshold (required), then window_seconds and cooldown_seconds. */
+static const struct field disk_write_fields[] = {
+    F_CUSTOM("bytes", rolling_disk_bytes),
+    F_UINT("cooldown_seconds", 0, ROLLING_COOLDOWN_MAX, struct policy_rolling,
+           disk_write_cooldown_seconds),
+};
+
+static const struct field age_fields[] = {
+    F_UINT_REQUIRED("seconds", 1, ROLLING_AGE_MAX, struct policy_rolling, age_seconds),
+    F_UINT("cooldown_seconds", 0, ROLLING_COOLDOWN_MAX, struct policy_rolling,
+           age_cooldown_seconds),
+};
+
+static const struct field memory_high_fields[] = {
+    F_UINT_REQUIRED("events", 1, ROLLING_EVENTS_MAX, struct policy_rolling, memory_high_events),
+    F_UINT("window_seconds", 1, ROLLING_WINDOW_MAX, struct policy_rolling,
+           memory_high_window_seconds),
+    F_UINT("cooldown_seconds", 0, ROLLING_COOLDOWN_MAX, struct policy_rolling,
+           memory_high_cooldown_seconds),
+};
+
+static const struct field memory_pressure_fields[] = {
+    F_CUSTOM("some_percent", rolling_some_percent),
+    F_PERCENT("full_percent", struct policy_rolling, pressure_full_percent),
+    F_UINT("window_seconds", 1, ROLLING_WINDOW_MAX, struct policy_rolling, pressure_window_seconds),
+    F_UINT("cooldown_seconds", 0, ROLLING_COOLDOWN_MAX, struct policy_rolling,
+           pressure_cooldown_seconds),
+};
+
+static const struct field spills_fields[] = {
+    F_UINT_REQUIRED("ineffective", 1, ROLLING_SPILLS_MAX, struct policy_rolling,
+                    spills_ineffective),
+    F_NUMBER("fraction", 0.0, 1.0, struct policy_rolling, spills_fraction),
+    F_UINT("window_seconds", 1, ROLLING_WINDOW_MAX, struct policy_rolling, spills_window_seconds),
+    F_UINT("cooldown_seconds", 0, ROLLING_COOLDOWN_MAX, struct policy_rolling,
+           spills_cooldown_seconds),
+};
+
+/* "rolling": executor rolling through Spark's decommission (docs/rolling.md). */
+static const struct field rolling_fields[] = {
+    F_UINT("grace_seconds", 1, ROLLING_GRACE_MAX, struct policy_rolling, grace_seconds),
+    F_UINT("min_age_seconds", 0, ROLLING_AGE_MAX, struct policy_rolling, min_age_seconds),
+    F_OBJECT("disk_write", 0, disk_write_fields, NULL),
+    F_OBJECT("age", 0, age_fields, NULL),
+    F_OBJECT("memory_high", 0, memory_high_fields, NULL),
+    F_OBJECT("memory_pressure", 0, memory_pressure_fields, NULL),
+    F_OBJECT("spills", 0, spills_fields, NULL),
+};
+
+/* The top level, after version; the sections are checked in this order, not the keys'. */
+static const char *const root_keys[] = {
+    "version",   "cgroup",        "cpu",       "memory",        "pids",   "io",
+    "overrides", "out_of_bounds", "fail_mode", "grace_seconds", "report", "agent",
+    "java",      "kubernetes",    "tuner",     "rolling"};
+static const char *const bounds[] = {"reject", "clamp"};
+static const char *const fail_modes[] = {"closed", "open"};
+static const struct field root_fields[] = {
+    F_OBJECT("cgroup", 0, cgroup_fields, NULL),
+    F_OBJECT("cpu", 0, cpu_fields, NULL),
+    F_OBJECT("memory", 0, memory_fields, NULL),
+    F_OBJECT("pids", 0, pids_fields, NULL),
+    F_OBJECT("io", 0, io_fields, NULL),
+    F_CUSTOM("overrides", parse_overrides),
+    F_CHOICE("out_of_bounds", bounds, struct policy, out_of_bounds),
+    F_CHOICE("fail_mode", fail_modes, struct policy, fail_mode),
+    F_UNSIGNED("grace_seconds", 0, GRACE_SECONDS_MAX, struct policy, grace_seconds),
+    F_OBJECT("kubernetes", 0, kubernetes_fields, NULL),
+    F_OBJECT("report", 0, report_fields, NULL),
+    F_OBJECT_KEYS("agent", FIELD_AT(struct policy, agent, struct policy_agent), agent_keys,
+                  agent_fields, agent_pressure_source),
+    F_OBJECT_KEYS("tuner", FIELD_AT(struct policy, tuner, struct policy_tuner), tuner_keys,
+                  tuner_fields, NULL),
+    F_OBJECT("rolling", FIELD_AT(struct policy, rolling, struct policy_rolling), rolling_fields,
+             rolling_enable),
+    F_OBJECT("java", 0, java_fields, NULL),
+};
 
 static int parse_root(struct parser *ps, json_t *root, struct policy *p)
 {
-        static const char *const keys[] = {
-            "version",   "cgroup",        "cpu",       "memory",        "pids",   "io",
-            "overrides", "out_of_bounds", "fail_mode", "grace_seconds", "report", "agent",
-            "java",      "kubernetes",    "tuner",     "rolling"};
-        static const char *const pids_keys[] = {"max"};
-        static const char *const kubernetes_keys[] = {"init"};
-        static const char *const io_keys[] = {"weight"};
-        static const char *const bounds[] = {"reject", "clamp"};
-        static const char *const fail_modes[] = {"closed", "open"};
-        json_t *sub;
-        uint64_t u;
-        int r, choice;
+        int r;
 
         if (!json_is_object(root)) {
                 char list[256], allowed[300];
-                join_names(keys, ELEMENTSOF(keys), false, list, sizeof(list));
+                join_names(root_keys, ELEMENTSOF(root_keys), false, list, sizeof(list));
                 snprintf(allowed, sizeof(allowed), "an object with the keys %s", list);
                 return fail_value(ps, "is not an object", allowed);
         }
@@ -1601,85 +1730,10 @@ static int parse_root(struct parser *ps, json_t *root, struct policy *p)
         r = parse_version(ps, root);
         if (r < 0)
                 return r;
-        r = check_keys(ps, root, keys, ELEMENTSOF(keys));
+        r = check_keys(ps, root, root_keys, ELEMENTSOF(root_keys));
         if (r < 0)
                 return r;
-
-        r = parse_cgroup(ps, root, p);
-        if (r < 0)
-                return r;
-        r = parse_cpu(ps, root, p);
-        if (r < 0)
-                return r;
-        r = parse_memory(ps, root, p);
-        if (r < 0)
-                return r;
-
-        r = section(ps, root, "pids", pids_keys, ELEMENTSOF(pids_keys), &sub);
-        if (r > 0) {
-                push_key(ps, "pids");
-                r = field_uint(ps, sub, "max", 1, PIDS_MAX_LIMIT, &p->pids_max);
-                pop(ps);
-        }
-        if (r < 0)
-                return r;
-
-        r = section(ps, root, "io", io_keys, ELEMENTSOF(io_keys), &sub);
-        if (r > 0) {
-                push_key(ps, "io");
-                r = field_uint(ps, sub, "weight", 1, IO_WEIGHT_MAX, &u);
-                if (r > 0)
-                        p->io_weight = (unsigned)u;
-                pop(ps);
-        }
-        if (r < 0)
-                return r;
-
-        r = parse_overrides(ps, root, p);
-        if (r < 0)
-                return r;
-
-        r = field_choice(ps, root, "out_of_bounds", bounds, ELEMENTSOF(bounds), &choice);
-        if (r < 0)
-                return r;
-        if (r > 0)
-                p->out_of_bounds = (enum policy_out_of_bounds)choice;
-
-        r = field_choice(ps, root, "fail_mode", fail_modes, ELEMENTSOF(fail_modes), &choice);
-        if (r < 0)
-                return r;
-        if (r > 0)
-                p->fail_mode = (enum policy_fail_mode)choice;
-
-        r = field_uint(ps, root, "grace_seconds", 0, GRACE_SECONDS_MAX, &u);
-        if (r < 0)
-                return r;
-        if (r > 0)
-                p->grace_seconds = (unsigned)u;
-
-        /* read by sparkshim's Kubernetes feature step (sparkshim-k8s(7)) through `plan` */
-        r = section(ps, root, "kubernetes", kubernetes_keys, ELEMENTSOF(kubernetes_keys), &sub);
-        if (r > 0) {
-                push_key(ps, "kubernetes");
-                r = field_bool(ps, sub, "init", &p->kubernetes_init);
-                pop(ps);
-        }
-        if (r < 0)
-                return r;
-
-        r = parse_report(ps, root, p);
-        if (r < 0)
-                return r;
-        r = parse_agent(ps, root, p);
-        if (r < 0)
-                return r;
-        r = parse_tuner(ps, root, p);
-        if (r < 0)
-                return r;
-        r = parse_rolling(ps, root, p);
-        if (r < 0)
-                return r;
-        return parse_java(ps, root, p);
+        return parse_section(ps, root, root_fields, ELEMENTSOF(root_fields), p);
 }
 
 int policy_parse(const char *text, size_t len, const char *source, struct policy *ret,
