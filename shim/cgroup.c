@@ -727,9 +727,56 @@ static int mount_root(const char *mount, char *buf, size_t size)
         return found ? 0 : -ENOENT;
 }
 
+/*
+ * Does the cgroup2 mount at mount show the root of this process's cgroup namespace (link),
+ * and is that root not the hierarchy's own? 0, or -EOPNOTSUPP or -EPERM with detail set.
+ */
+static int check_namespace_mount(const char *mount, const char *link, char *detail, size_t size)
+{
+        char root[PATH_MAX], events[PATH_MAX + 16];
+        int r;
+
+        r = mount_root(mount, root, sizeof(root));
+        if (r < 0) {
+                snprintf(detail, size,
+                         "own cgroup namespace %s, but /proc/self/mountinfo shows no cgroup2 mount "
+                         "at %s "
+                         "(%s): what the mount shows cannot be told",
+                         link, mount, strerror(-r));
+                return -EOPNOTSUPP;
+        }
+        if (strcmp(root, "/") != 0) {
+                snprintf(
+                    detail, size,
+                    "own cgroup namespace %s, but the cgroup2 mount at %s shows %s of it, not its "
+                    "root "
+                    "(a bind mount of another hierarchy, as some runtimes give privileged "
+                    "containers): "
+                    "fix: a cgroup2 mount made in the container's namespace (what runtimes do for "
+                    "unprivileged containers, made writable as sparkshim-k8s(7) says)",
+                    link, mount, root);
+                return -EPERM;
+        }
+        /* every cgroup but the hierarchy's own root has cgroup.events */
+        snprintf(events, sizeof(events), "%s/cgroup.events", mount);
+        if (access(events, F_OK) < 0 && errno == ENOENT) {
+                snprintf(detail, size,
+                         "own cgroup namespace %s, but its root is the hierarchy's own "
+                         "root (%s has "
+                         "no cgroup.events): the namespace was made in the node's root "
+                         "cgroup, and "
+                         "init mode would move the node's processes: fix: a container in a "
+                         "cgroup of "
+                         "its own, with a cgroup namespace rooted there",
+                         link, mount);
+                return -EPERM;
+        }
+        return 0;
+}
+
 int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size)
 {
-        char link[64] = "", path[PATH_MAX], root[PATH_MAX];
+        char link[64] = "", path[PATH_MAX];
         unsigned long long ino = 0;
         ssize_t n = readlink("/proc/self/ns/cgroup", link, sizeof(link) - 1);
         int r;
@@ -763,45 +810,9 @@ int shim_cgroup_init_namespace(const char *mount, char *detail, size_t size)
                          link);
                 return -EOPNOTSUPP;
         }
-        r = mount_root(mount, root, sizeof(root));
-        if (r < 0) {
-                snprintf(detail, size,
-                         "own cgroup namespace %s, but /proc/self/mountinfo shows no cgroup2 mount "
-                         "at %s "
-                         "(%s): what the mount shows cannot be told",
-                         link, mount, strerror(-r));
-                return -EOPNOTSUPP;
-        }
-        if (strcmp(root, "/") != 0) {
-                snprintf(
-                    detail, size,
-                    "own cgroup namespace %s, but the cgroup2 mount at %s shows %s of it, not its "
-                    "root "
-                    "(a bind mount of another hierarchy, as some runtimes give privileged "
-                    "containers): "
-                    "fix: a cgroup2 mount made in the container's namespace (what runtimes do for "
-                    "unprivileged containers, made writable as sparkshim-k8s(7) says)",
-                    link, mount, root);
-                return -EPERM;
-        }
-        /* every cgroup but the hierarchy's own root has cgroup.events */
-        {
-                char events[PATH_MAX + 16];
-
-                snprintf(events, sizeof(events), "%s/cgroup.events", mount);
-                if (access(events, F_OK) < 0 && errno == ENOENT) {
-                        snprintf(detail, size,
-                                 "own cgroup namespace %s, but its root is the hierarchy's own "
-                                 "root (%s has "
-                                 "no cgroup.events): the namespace was made in the node's root "
-                                 "cgroup, and "
-                                 "init mode would move the node's processes: fix: a container in a "
-                                 "cgroup of "
-                                 "its own, with a cgroup namespace rooted there",
-                                 link, mount);
-                        return -EPERM;
-                }
-        }
+        r = check_namespace_mount(mount, link, detail, size);
+        if (r < 0)
+                return r;
         if (strcmp(path, "/") != 0) {
                 snprintf(
                     detail, size,

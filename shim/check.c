@@ -331,16 +331,11 @@ static void check_init_namespace(struct init_checker *c, const char *mount)
         init_row(c, "init: cgroup namespace", r >= 0, "%s", detail);
 }
 
-static void check_init(struct init_checker *c, const char *root,
+/* The policy's kubernetes.init, and a cgroup2 mount at root. */
+static void init_mount(struct init_checker *c, const char *root,
                        const struct shim_cgroup_host *host, const struct policy *p)
 {
-        const char *needed[4] = {"cpu", "memory"}, *mount = host->mount;
-        char have[512] = "", missing[64] = "", v1[512] = "";
-        size_t nneeded = 2;
-        _cleanup_close_ int fd = -1;
-        struct statvfs vfs;
-        bool rdonly = false;
-        ssize_t n;
+        const char *mount = host->mount;
 
         printf("%-22s %-6s %s\n", "init: policy", "info",
                p->kubernetes_init
@@ -368,13 +363,14 @@ static void check_init(struct init_checker *c, const char *root,
                          "runtimes do, on "
                          "cgroup v2 nodes)",
                          root);
-        if (!mount[0])
-                return;
-        if (host->layout != SHIM_CGROUP_UNIFIED)
-                printf("%-22s %-6s %s\n", "init: (hierarchy)", "info",
-                       "the rows below look at the cgroup2 hierarchy this host has");
+}
 
-        /* a writable mount */
+/* A writable mount: true when it is read-only. */
+static bool init_writable_mount(struct init_checker *c, const char *mount)
+{
+        struct statvfs vfs;
+        bool rdonly = false;
+
         if (statvfs(mount, &vfs) < 0)
                 init_row(c, "init: writable mount", false, "cannot inspect %s: %s", mount,
                          strerror(errno));
@@ -392,16 +388,23 @@ static void check_init(struct init_checker *c, const char *root,
                     mount);
         else
                 init_row(c, "init: writable mount", true, "%s is mounted read-write", mount);
+        return rdonly;
+}
 
-        check_init_namespace(c, mount);
+/* The controllers the plan needs, available at the namespace's root (fd, or open_error). */
+static void init_controllers(struct init_checker *c, const char *root, const struct policy *p,
+                             const char *mount, int fd, int open_error)
+{
+        const char *needed[4] = {"cpu", "memory"};
+        char have[512] = "", missing[64] = "", v1[512] = "";
+        size_t nneeded = 2;
+        ssize_t n;
 
-        /* the controllers the plan needs, available at the namespace's root */
         if (p->pids_max)
                 needed[nneeded++] = "pids";
         if (p->io_weight)
                 needed[nneeded++] = "io";
-        fd = open(mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        n = fd < 0 ? -errno : util_read_at(fd, "cgroup.controllers", have, sizeof(have));
+        n = fd < 0 ? -open_error : util_read_at(fd, "cgroup.controllers", have, sizeof(have));
         if (n < 0) {
                 init_row(c, "init: controllers", false, "cannot read %s/cgroup.controllers: %s",
                          mount, strerror((int)-n));
@@ -427,39 +430,61 @@ static void check_init(struct init_checker *c, const char *root,
                                  "systemd's Delegate=yes do)",
                                  mount, missing, have);
         }
+}
 
-        /* writable by this uid: create cgroups, move processes, enable controllers */
-        {
-                static const char *const files[] = {".", "cgroup.procs", "cgroup.subtree_control"};
-                char denied[256] = "";
-                int error = 0;
+/* Writable by this uid: create cgroups, move processes, enable controllers. */
+static void init_writable_by_uid(struct init_checker *c, const char *mount, int fd, bool rdonly)
+{
+        static const char *const files[] = {".", "cgroup.procs", "cgroup.subtree_control"};
+        char denied[256] = "";
+        int error = 0;
 
-                for (size_t i = 0; fd >= 0 && i < ELEMENTSOF(files); i++)
-                        if (faccessat(fd, files[i], W_OK, AT_EACCESS) < 0) {
-                                error = error ? error : errno;
-                                snprintf(denied + strlen(denied), sizeof(denied) - strlen(denied),
-                                         "%s%s", denied[0] ? ", " : "",
-                                         i == 0 ? "the directory" : files[i]);
-                        }
-                if (fd < 0)
-                        init_row(c, "init: writable by uid", false, "cannot open %s", mount);
-                else if (!denied[0])
-                        init_row(c, "init: writable by uid", true,
-                                 "uid %u may create cgroups in %s and write its cgroup.procs and "
-                                 "cgroup.subtree_control",
-                                 (unsigned)geteuid(), mount);
-                else if (error == EROFS || rdonly)
-                        init_row(c, "init: writable by uid", false,
-                                 "%s: %s not writable: the mount is read-only (above)", mount,
-                                 denied);
-                else
-                        init_row(
-                            c, "init: writable by uid", false,
-                            "%s: %s not writable by uid %u (%s): fix: run sparkshim as root in the "
-                            "container (runAsUser: 0), or delegate the cgroup to this uid (systemd "
-                            "Delegate=yes chowns it)",
-                            mount, denied, (unsigned)geteuid(), strerror(error));
-        }
+        for (size_t i = 0; fd >= 0 && i < ELEMENTSOF(files); i++)
+                if (faccessat(fd, files[i], W_OK, AT_EACCESS) < 0) {
+                        error = error ? error : errno;
+                        snprintf(denied + strlen(denied), sizeof(denied) - strlen(denied), "%s%s",
+                                 denied[0] ? ", " : "", i == 0 ? "the directory" : files[i]);
+                }
+        if (fd < 0)
+                init_row(c, "init: writable by uid", false, "cannot open %s", mount);
+        else if (!denied[0])
+                init_row(c, "init: writable by uid", true,
+                         "uid %u may create cgroups in %s and write its cgroup.procs and "
+                         "cgroup.subtree_control",
+                         (unsigned)geteuid(), mount);
+        else if (error == EROFS || rdonly)
+                init_row(c, "init: writable by uid", false,
+                         "%s: %s not writable: the mount is read-only (above)", mount, denied);
+        else
+                init_row(c, "init: writable by uid", false,
+                         "%s: %s not writable by uid %u (%s): fix: run sparkshim as root in the "
+                         "container (runAsUser: 0), or delegate the cgroup to this uid (systemd "
+                         "Delegate=yes chowns it)",
+                         mount, denied, (unsigned)geteuid(), strerror(error));
+}
+
+static void check_init(struct init_checker *c, const char *root,
+                       const struct shim_cgroup_host *host, const struct policy *p)
+{
+        const char *mount = host->mount;
+        _cleanup_close_ int fd = -1;
+        bool rdonly;
+
+        init_mount(c, root, host, p);
+        if (!mount[0])
+                return;
+        if (host->layout != SHIM_CGROUP_UNIFIED)
+                printf("%-22s %-6s %s\n", "init: (hierarchy)", "info",
+                       "the rows below look at the cgroup2 hierarchy this host has");
+
+        rdonly = init_writable_mount(c, mount);
+
+        check_init_namespace(c, mount);
+
+        fd = open(mount, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        init_controllers(c, root, p, mount, fd, fd < 0 ? errno : 0);
+
+        init_writable_by_uid(c, mount, fd, rdonly);
 }
 
 int shim_check(const char *policy_path, bool policy_explicit, const char *cgroup_root, bool init)

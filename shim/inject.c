@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The JVMTI agent in `sparkshim run`: injection into the launch. The option string follows
- * sparkshim-agent(7). The statistics the agent leaves are read by measure/agent-stats.c.
+ * The JVMTI agent in `sparkshim run`: injection into the launch, and the run's private
+ * directory for the statistics the agent leaves. The option string follows
+ * sparkshim-agent(7). The statistics are read by measure/agent-stats.c.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "inject.h"
+#include "log.h"
 #include "util.h"
 
 static const char *base_name(const char *path)
@@ -323,4 +328,110 @@ char *shim_agent_java_tool_options(const char *existing, const char *arg)
                      strchr(" \t\n\r", existing[strlen(existing) - 1]) ? "" : " ", arg) < 0)
                 return NULL;
         return value;
+}
+
+/* ---------------------------------------------------------------- the private directory */
+
+/*
+ * Where root makes the agent's private directory: the admin's run directory
+ * (SPARKSHIM_RUNDIR, built in), never $TMPDIR, which is the user's. It is made 0711 when
+ * missing, and refused when anyone but root could change it. A shim that is not root has
+ * no one to guard against: it uses $TMPDIR as any program does.
+ */
+static int private_dir_base(char *buf, size_t size, char *why, size_t why_size)
+{
+        const char *tmp = getenv("TMPDIR");
+        struct stat st;
+
+        if (geteuid() != 0) {
+                snprintf(buf, size, "%s",
+                         tmp && *tmp && shim_agent_option_path_ok(tmp) && strlen(tmp) < 1024
+                             ? tmp
+                             : "/tmp");
+                return 0;
+        }
+        if (mkdir(SPARKSHIM_RUNDIR, 0711) < 0 && errno != EEXIST) {
+                snprintf(why, why_size, "cannot create %s: %s", SPARKSHIM_RUNDIR, strerror(errno));
+                return -errno;
+        }
+        if (lstat(SPARKSHIM_RUNDIR, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+            (st.st_mode & (S_IWGRP | S_IWOTH))) {
+                snprintf(why, why_size, "%s is not a directory that only root can change",
+                         SPARKSHIM_RUNDIR);
+                return -EPERM;
+        }
+        snprintf(buf, size, "%s", SPARKSHIM_RUNDIR);
+        return 0;
+}
+
+/* Remove the private run directory and what the agent left in it. */
+void shim_agent_dir_remove(const char *dir)
+{
+        _cleanup_close_ int fd = -1;
+        DIR *d;
+
+        if (!dir[0])
+                return;
+        fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd >= 0 && (d = fdopendir(fd))) {
+                fd = -1; /* the DIR owns it */
+                for (struct dirent *de; (de = readdir(d));)
+                        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                                unlinkat(dirfd(d), de->d_name, 0);
+                closedir(d);
+        }
+        if (rmdir(dir) < 0 && errno != ENOENT)
+                log_warn("cannot remove %s: %s", dir, strerror(errno));
+}
+
+/* Private directories of shims that are gone (agent.<pid>.XXXXXX, the pid dead): removed. */
+static void sweep_private_dirs(const char *base)
+{
+        _cleanup_close_ int fd = -1;
+        struct dirent *de;
+        DIR *d;
+
+        if (geteuid() != 0)
+                return; /* $TMPDIR is not ours to sweep */
+        fd = open(base, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 || !(d = fdopendir(fd)))
+                return;
+        fd = -1; /* the DIR owns it */
+        while ((de = readdir(d))) {
+                char path[POLICY_PATH_MAX];
+                int pid;
+
+                if (sscanf(de->d_name, "agent.%d.", &pid) != 1 || pid <= 0 || kill(pid, 0) == 0 ||
+                    errno != ESRCH)
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s", base, de->d_name);
+                shim_agent_dir_remove(path);
+        }
+        closedir(d);
+}
+
+/* The run's private directory for the agent's statistics: <base>/agent.<pid>.XXXXXX. */
+int shim_agent_dir_make(char *dir, size_t size, char *why, size_t why_size)
+{
+        char base[POLICY_PATH_MAX];
+        int r;
+
+        r = private_dir_base(base, sizeof(base), why, why_size);
+        if (r < 0)
+                return r;
+        sweep_private_dirs(base);
+        snprintf(dir, size, "%s/agent.%d.XXXXXX", base, (int)getpid());
+        if (!mkdtemp(dir)) {
+                r = -errno;
+                snprintf(why, why_size, "cannot create %s: %s", dir, strerror(-r));
+                return r;
+        }
+        /* a JVM that runs as another user writes here too; no one but root lists it */
+        if (geteuid() == 0 && chmod(dir, 01733) < 0) {
+                r = -errno;
+                snprintf(why, why_size, "cannot chmod %s: %s", dir, strerror(-r));
+                shim_agent_dir_remove(dir);
+                return r;
+        }
+        return 0;
 }

@@ -2,10 +2,12 @@
 /*
  * The JVMTI agent (libsparkshim-agent.so, sparkshim-agent(7)) in `sparkshim run`: how it is
  * put into the executor's launch (-agentpath: in the java command, or JAVA_TOOL_OPTIONS)
- * and the option string derived from the plan. The agent's statistics file turned into the
- * report's "agent" object is measure/agent-stats.h (included below).
+ * and the option string derived from the plan, and the run's private directory where the
+ * agent writes its statistics. The agent's statistics file turned into the report's "agent"
+ * object is measure/agent-stats.h (included below).
  *
- * No logging, no global state. Functions returning int give >= 0 or -errno.
+ * No global state; only the private directory's removal logs (a warning). Functions
+ * returning int give >= 0 or -errno.
  */
 #pragma once
 
@@ -75,3 +77,15 @@ char **shim_agent_argv(char *const argv[], const char *arg);
  * appended after one blank, so that options already there are kept. malloc'd; NULL on ENOMEM.
  */
 char *shim_agent_java_tool_options(const char *existing, const char *arg);
+
+/*
+ * The run's private directory for the agent's statistics, <base>/agent.<pid>.XXXXXX (mkdtemp)
+ * into dir, after the directories of shims that are gone were removed from base. As root, base
+ * is the build's run directory (SPARKSHIM_RUNDIR: made 0711 when missing, refused when anyone
+ * but root could change it) and the directory is made 1733; otherwise base is $TMPDIR (else
+ * /tmp). Returns 0, or -errno with why set.
+ */
+int shim_agent_dir_make(char *dir, size_t size, char *why, size_t why_size);
+
+/* Remove a private directory and what the agent left in it ("" : nothing); a failure is logged. */
+void shim_agent_dir_remove(const char *dir);

@@ -128,16 +128,11 @@ static int check_target(int parentfd, const char *name, const char *path, bool *
         return 0;
 }
 
-int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, struct util_error *err)
+/* The JDK that --jdk names, resolved into jdk (PATH_MAX): a JDK's home, not a java home. */
+static int check_jdk(const char *jdk_arg, char *jdk, struct util_error *err)
 {
-        char jdk[PATH_MAX], self[PATH_MAX], java[PATH_MAX + 16], tmp[PATH_MAX];
-        char dir_copy[PATH_MAX], parent_copy[PATH_MAX], buf[8];
-        _cleanup_close_ int parentfd = -1, tmpfd = -1, binfd = -1;
-        const char *name;
+        char java[PATH_MAX + 16], tmp[PATH_MAX], buf[8];
         struct stat st;
-        bool exists;
-        ssize_t n;
-        int r;
 
         if (!realpath(jdk_arg, jdk))
                 return util_error_set(err, errno,
@@ -161,7 +156,15 @@ int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, str
                                       "--jdk: '%s' is a java home made by sparkshim java-home; "
                                       "allowed: the JDK it mirrors",
                                       jdk_arg);
-        n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        return 0;
+}
+
+/* This program, which bin/java will be, into self (PATH_MAX); as root, only a trusted one. */
+static int check_self(char *self, struct util_error *err)
+{
+        ssize_t n;
+
+        n = readlink("/proc/self/exe", self, PATH_MAX - 1);
         if (n < 0)
                 return util_error_set(err, errno, "cannot read /proc/self/exe: %s",
                                       strerror(errno));
@@ -177,21 +180,39 @@ int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, str
                                               "sparkshim only root can change (the installed one)",
                                               self, why.text);
         }
+        return 0;
+}
 
-        if (strlen(dir) >= sizeof(dir_copy) - 32 || !dir[0])
+/* Where a java home goes: its name in the parent directory, and the copy built beside it. */
+struct home_place {
+        char dir_copy[PATH_MAX];    /* dir without trailing slashes: name points into it */
+        char parent_copy[PATH_MAX]; /* dir's parent, for messages */
+        const char *name;
+        int parentfd;
+        char tmp[PATH_MAX]; /* the copy's name in the parent */
+};
+
+/* The parent of dir opened (into place->parentfd), and refused when others could swap dir. */
+static int open_place(const char *dir, struct home_place *place, struct util_error *err)
+{
+        char *parent_copy = place->parent_copy, *dir_copy = place->dir_copy;
+        struct stat st;
+
+        if (strlen(dir) >= sizeof(place->dir_copy) - 32 || !dir[0])
                 return util_error_set(err, ENAMETOOLONG, "'%s': not a usable directory name", dir);
         strcpy(dir_copy, dir);
         strcpy(parent_copy, dir);
         /* trailing slashes would leave basename empty */
         for (size_t l = strlen(dir_copy); l > 1 && dir_copy[l - 1] == '/'; l--)
                 dir_copy[l - 1] = parent_copy[l - 1] = '\0';
-        name = basename(dir_copy);
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, "/") == 0)
+        place->name = basename(dir_copy);
+        if (strcmp(place->name, ".") == 0 || strcmp(place->name, "..") == 0 ||
+            strcmp(place->name, "/") == 0)
                 return util_error_set(err, EINVAL, "'%s': name the java home's own directory", dir);
-        parentfd = open(dirname(parent_copy), O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (parentfd < 0)
+        place->parentfd = open(dirname(parent_copy), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (place->parentfd < 0)
                 return util_error_set(err, errno, "'%s': %s", parent_copy, strerror(errno));
-        if (fstat(parentfd, &st) < 0)
+        if (fstat(place->parentfd, &st) < 0)
                 return util_error_set(err, errno, "'%s': %s", parent_copy, strerror(errno));
         if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
                 return util_error_set(
@@ -199,68 +220,112 @@ int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, str
                     "'%s': writable by group or others without the sticky bit: anyone could swap "
                     "the home; allowed: a directory only its owner may change",
                     parent_copy);
-        r = check_target(parentfd, name, dir, &exists, err);
-        if (r < 0)
-                return r;
+        return 0;
+}
 
-        /* build it beside its place, then one rename */
+/* The copy's directory beside the home's place: .<name>.<pid>.<attempt>, into place->tmp. */
+static int make_copy_dir(struct home_place *place, struct util_error *err)
+{
         for (int attempt = 0;; attempt++) {
-                snprintf(tmp, sizeof(tmp), ".%s.%d.%d", name, (int)getpid(), attempt);
-                if (mkdirat(parentfd, tmp, 0755) == 0)
-                        break;
+                snprintf(place->tmp, sizeof(place->tmp), ".%s.%d.%d", place->name, (int)getpid(),
+                         attempt);
+                if (mkdirat(place->parentfd, place->tmp, 0755) == 0)
+                        return 0;
                 if (errno != EEXIST || attempt > 100)
-                        return util_error_set(err, errno, "cannot create %s/%s: %s", parent_copy,
-                                              tmp, strerror(errno));
+                        return util_error_set(err, errno, "cannot create %s/%s: %s",
+                                              place->parent_copy, place->tmp, strerror(errno));
         }
-        tmpfd = openat(parentfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (tmpfd < 0 || fchmod(tmpfd, 0755) < 0) {
-                r = util_error_set(err, errno, "%s/%s: %s", parent_copy, tmp, strerror(errno));
-                goto fail;
-        }
+}
+
+/* The copy filled: JDK's entries, the two links, bin/ with JDK's bin but java, which is self. */
+static int fill_copy(const struct home_place *place, const char *jdk, const char *policy,
+                     const char *self, struct util_error *err)
+{
+        const char *parent_copy = place->parent_copy, *tmp = place->tmp;
+        _cleanup_close_ int tmpfd = -1, binfd = -1;
+        char java[PATH_MAX + 16];
+        int r;
+
+        tmpfd = openat(place->parentfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (tmpfd < 0 || fchmod(tmpfd, 0755) < 0)
+                return util_error_set(err, errno, "%s/%s: %s", parent_copy, tmp, strerror(errno));
         r = mirror_entries(jdk, tmpfd, "bin", err);
         if (r < 0)
-                goto fail;
+                return r;
         if (symlinkat(jdk, tmpfd, JDK_LINK) < 0 ||
             (policy && symlinkat(policy, tmpfd, POLICY_LINK) < 0) ||
-            mkdirat(tmpfd, "bin", 0755) < 0) {
-                r = util_error_set(err, errno, "%s/%s: %s", parent_copy, tmp, strerror(errno));
-                goto fail;
-        }
+            mkdirat(tmpfd, "bin", 0755) < 0)
+                return util_error_set(err, errno, "%s/%s: %s", parent_copy, tmp, strerror(errno));
         binfd = openat(tmpfd, "bin", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (binfd < 0 || fchmod(binfd, 0755) < 0) {
-                r = util_error_set(err, errno, "%s/%s/bin: %s", parent_copy, tmp, strerror(errno));
-                goto fail;
-        }
+        if (binfd < 0 || fchmod(binfd, 0755) < 0)
+                return util_error_set(err, errno, "%s/%s/bin: %s", parent_copy, tmp,
+                                      strerror(errno));
         snprintf(java, sizeof(java), "%s/bin", jdk);
         r = mirror_entries(java, binfd, "java", err);
         if (r < 0)
-                goto fail;
-        if (symlinkat(self, binfd, "java") < 0) {
-                r = util_error_set(err, errno, "cannot link bin/java to %s: %s", self,
-                                   strerror(errno));
-                goto fail;
-        }
+                return r;
+        if (symlinkat(self, binfd, "java") < 0)
+                return util_error_set(err, errno, "cannot link bin/java to %s: %s", self,
+                                      strerror(errno));
+        return 0;
+}
+
+/* The copy put in place by one rename (an exchange when a home exists, which then goes). */
+static int put_in_place(const struct home_place *place, const char *dir, bool exists,
+                        struct util_error *err)
+{
+        int parentfd = place->parentfd, r;
 
         if (exists) {
-                if (syscall(SYS_renameat2, parentfd, tmp, parentfd, name, RENAME_EXCHANGE) < 0) {
-                        r = util_error_set(err, errno, "cannot put %s in place: %s", dir,
-                                           strerror(errno));
-                        goto fail;
-                }
+                if (syscall(SYS_renameat2, parentfd, place->tmp, parentfd, place->name,
+                            RENAME_EXCHANGE) < 0)
+                        return util_error_set(err, errno, "cannot put %s in place: %s", dir,
+                                              strerror(errno));
                 /* tmp is the old home now */
-                r = remove_home(parentfd, tmp);
+                r = remove_home(parentfd, place->tmp);
                 if (r < 0)
                         log_warn("the previous java home, now %s/%s, was not removed: %s",
-                                 parent_copy, tmp, strerror(-r));
-        } else if (renameat(parentfd, tmp, parentfd, name) < 0) {
-                r = util_error_set(err, errno, "cannot put %s in place: %s", dir, strerror(errno));
-                goto fail;
+                                 place->parent_copy, place->tmp, strerror(-r));
+        } else if (renameat(parentfd, place->tmp, parentfd, place->name) < 0) {
+                return util_error_set(err, errno, "cannot put %s in place: %s", dir,
+                                      strerror(errno));
+        }
+        return 0;
+}
+
+int shim_java_home(const char *jdk_arg, const char *policy, const char *dir, struct util_error *err)
+{
+        struct home_place place = {.parentfd = -1};
+        char jdk[PATH_MAX], self[PATH_MAX];
+        bool exists = false;
+        int r;
+
+        r = check_jdk(jdk_arg, jdk, err);
+        if (r >= 0)
+                r = check_self(self, err);
+        if (r >= 0)
+                r = open_place(dir, &place, err);
+        if (r >= 0)
+                r = check_target(place.parentfd, place.name, dir, &exists, err);
+        if (r < 0)
+                goto out;
+
+        /* build it beside its place, then one rename */
+        r = make_copy_dir(&place, err);
+        if (r < 0)
+                goto out;
+        r = fill_copy(&place, jdk, policy, self, err);
+        if (r >= 0)
+                r = put_in_place(&place, dir, exists, err);
+        if (r < 0) {
+                (void)remove_home(place.parentfd, place.tmp);
+                goto out;
         }
         log_info("%s: a java home of %s whose bin/java is %s, policy %s", dir, jdk, self,
                  policy ? policy : "the default");
-        return 0;
-fail:
-        (void)remove_home(parentfd, tmp);
+out:
+        if (place.parentfd >= 0)
+                close(place.parentfd);
         return r;
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sparkshim executable: private declarations shared by its files. Functions return >= 0
- * or -errno; the human detail goes into a struct util_error (one line) and only main.c
- * and the supervisor log.
+ * or -errno; the human detail goes into a struct util_error (one line) and the commands
+ * (main.c, options.c, cmd-plan.c, run.c) and the supervisor log. The command line's own
+ * declarations are in run.h.
  */
 #pragma once
 

@@ -513,36 +513,100 @@ static char **with_job(int argc, char **argv, int at, const struct policy_submit
         return out ? out : argv;
 }
 
+/*
+ * The submit's arguments after argv[at] read as Spark reads them, into s: false when they
+ * stay unchanged (said when they cannot be read).
+ */
+static bool read_submit(int argc, char **argv, int at, struct policy_submit *s)
+{
+        struct util_error perr = {0};
+        int r;
+
+        r = policy_submit_parse(argc - at - 1, argv + at + 1, s, &perr);
+        if (r == 0 && s->submission)
+                r = policy_submit_read_properties(s, &perr);
+        if (r < 0) {
+                unchanged("arguments not read as Spark reads them: %s", perr.text);
+                return false;
+        }
+        /* --help, --kill, ...: nothing is submitted; opted out; settings already applied (the
+         * driver pod's spark-submit in Kubernetes cluster mode gets the first one's) */
+        if (!s->submission || policy_submit_opted_out(s) ||
+            policy_submit_get(s, POLICY_CONFIG_PROPERTY))
+                return false;
+        return true;
+}
+
+/*
+ * The published file (len bytes of text, read from path) parsed and checked for job into
+ * pub, whose strings it holds; NULL (said) when it is refused.
+ */
+static json_t *load_published(const char *text, size_t len, const char *path, const char *job,
+                              struct published *pub)
+{
+        json_error_t jerr;
+        json_t *root;
+        char why[512];
+
+        root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!root) {
+                unchanged("%s: line %d: %s", path, jerr.line, jerr.text);
+                return NULL;
+        }
+        if (check_published(root, job, pub, why, sizeof(why)) < 0) {
+                unchanged("%s: refused: %s", path, why);
+                json_decref(root);
+                return NULL;
+        }
+        return root;
+}
+
+/* The configuration to apply and why (into because): what explore launches; show says what
+ * it would. */
+static const struct config *choose(const struct published *pub, enum policy_tuner_apply mode,
+                                   char *because, size_t size)
+{
+        const struct config *chosen;
+        char reason[200];
+
+        printable(pub->reason, reason, sizeof(reason));
+        if (mode == POLICY_APPLY_SAFE) {
+                chosen = &pub->safe;
+                snprintf(because, size, "tuner.apply safe");
+        } else if (strcmp(pub->state, "fallback") == 0 || strcmp(pub->state, "held") == 0) {
+                chosen = &pub->safe;
+                snprintf(because, size, "state %s%s%s", pub->state, reason[0] ? ": " : "", reason);
+        } else if (!pub->next.id) {
+                chosen = &pub->safe;
+                snprintf(because, size, "state %s, no next configuration", pub->state);
+        } else if (launched_before(pub->next.id) && !ran(pub, pub->next.id)) {
+                chosen = &pub->safe;
+                snprintf(because, size, "retry of %s", pub->next.id);
+        } else {
+                chosen = &pub->next;
+                snprintf(because, size, "state %s%s%s", pub->state, reason[0] ? ": " : "", reason);
+        }
+        return chosen;
+}
+
 static char **apply(int argc, char **argv, int at, const struct policy *policy)
 {
         enum policy_tuner_apply mode = policy->tuner.apply;
-        struct util_error perr = {0};
         struct policy_submit s;
         _cleanup_free_ char *text = NULL;
         _cleanup_(json_decrefp) json_t *root = NULL;
-        char name[POLICY_PUBLISHED_NAME_MAX + 16], path[PATH_MAX + 512], shown[300], why[512];
-        char line[800], kept[400], reason[200], because[400];
+        char name[POLICY_PUBLISHED_NAME_MAX + 16], path[PATH_MAX + 512], shown[300];
+        char line[800], kept[400], because[400];
         const struct config *chosen;
         struct published pub = {0};
         bool user_set[PUBLISHED_CONF_MAX] = {false};
         const char *job, *kind;
-        json_error_t jerr;
         size_t len = 0;
         char **out = argv;
         int r;
 
         policy_submit_init(&s);
-        r = policy_submit_parse(argc - at - 1, argv + at + 1, &s, &perr);
-        if (r == 0 && s.submission)
-                r = policy_submit_read_properties(&s, &perr);
-        if (r < 0) {
-                unchanged("arguments not read as Spark reads them: %s", perr.text);
-                goto out;
-        }
-        /* --help, --kill, ...: nothing is submitted; opted out; settings already applied (the
-         * driver pod's spark-submit in Kubernetes cluster mode gets the first one's) */
-        if (!s.submission || policy_submit_opted_out(&s) ||
-            policy_submit_get(&s, POLICY_CONFIG_PROPERTY))
+        if (!read_submit(argc, argv, at, &s))
                 goto out;
         job = policy_submit_job(&s, policy->tuner.job_key);
         if (!job) {
@@ -562,35 +626,10 @@ static char **apply(int argc, char **argv, int at, const struct policy *policy)
                 out = with_job(argc, argv, at, &s, job, mode);
         if (r <= 0)
                 goto out;
-        root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-        if (!root) {
-                unchanged("%s: line %d: %s", path, jerr.line, jerr.text);
+        root = load_published(text, len, path, job, &pub);
+        if (!root)
                 goto out;
-        }
-        if (check_published(root, job, &pub, why, sizeof(why)) < 0) {
-                unchanged("%s: refused: %s", path, why);
-                goto out;
-        }
-        printable(pub.reason, reason, sizeof(reason));
-        /* what explore launches; show says what it would */
-        if (mode == POLICY_APPLY_SAFE) {
-                chosen = &pub.safe;
-                snprintf(because, sizeof(because), "tuner.apply safe");
-        } else if (strcmp(pub.state, "fallback") == 0 || strcmp(pub.state, "held") == 0) {
-                chosen = &pub.safe;
-                snprintf(because, sizeof(because), "state %s%s%s", pub.state, reason[0] ? ": " : "",
-                         reason);
-        } else if (!pub.next.id) {
-                chosen = &pub.safe;
-                snprintf(because, sizeof(because), "state %s, no next configuration", pub.state);
-        } else if (launched_before(pub.next.id) && !ran(&pub, pub.next.id)) {
-                chosen = &pub.safe;
-                snprintf(because, sizeof(because), "retry of %s", pub.next.id);
-        } else {
-                chosen = &pub.next;
-                snprintf(because, sizeof(because), "state %s%s%s", pub.state, reason[0] ? ": " : "",
-                         reason);
-        }
+        chosen = choose(&pub, mode, because, sizeof(because));
         kind = chosen == &pub.next ? "next" : "safe";
         if (!chosen->id) {
                 log_info("job '%s': %s nothing (%s; no safe configuration published)", shown,
