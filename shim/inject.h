@@ -3,7 +3,7 @@
  * The JVMTI agent (libsparkshim-agent.so, sparkshim-agent(7)) in `sparkshim run`: how it is
  * put into the executor's launch (-agentpath: in the java command, or JAVA_TOOL_OPTIONS)
  * and the option string derived from the plan. The agent's statistics file turned into the
- * report's "agent" object is measure/agent-stats.h (included below).
+ * report's "agent" object is measure/agent-stats.h (included below, through measure.h).
  *
  * No logging, no global state. Functions returning int give >= 0 or -errno.
  */
@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "agent-stats.h" /* struct shim_agent_run, enum shim_agent_method */
+#include "measure.h" /* struct shim_agent_run, enum shim_agent_method (agent-stats.h) */
 #include "policy.h"
 
 /* The variables a JVM takes options from, besides its command line. */

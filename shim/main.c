@@ -18,7 +18,7 @@
 
 #include "config.h"
 #include "inject.h"
-#include "monitor.h"
+#include "measure.h"
 #include "shim.h"
 #include "util.h"
 
