@@ -3,18 +3,19 @@
  * Measurement of one executor run and its reports. Sampling is cheap (a dozen small
  * files) and runs once a second so that averages and percentiles of short runs mean
  * something; sample lines go to the sinks at the policy's interval.
+ *
+ * Here: the monitor's life cycle and thread, sampling, pid tracking, the sinks and the
+ * executor rolling glue. The report's JSON is built in report-build.c, the Prometheus file
+ * written in prometheus.c (monitor-internal.h).
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -24,6 +25,7 @@
 #include "collect.h"
 #include "agent-stats.h"
 #include "jvm-target.h"
+#include "monitor-internal.h"
 #include "monitor.h"
 #include "probe.h"
 #include "rolling.h"
@@ -31,283 +33,11 @@
 #include "utf8.h"
 #include "util.h"
 
-#define SAMPLES_IN_REPORT 360
-#define KNOWN_PIDS_MAX    4096
-/* rolling decisions kept for the report; the cool-downs bound them, the rest are counted */
-#define ROLLING_DECISIONS_MAX 32
-
-struct sample {
-        uint64_t t_ns;
-        uint64_t cpu_us;     /* cumulative, COLLECT_UNSET when unknown */
-        uint64_t mem_bytes;  /* memory.current, else the sum of VmRSS */
-        uint64_t anon_bytes; /* memory.stat anon, COLLECT_UNSET without memory */
-        uint64_t rbytes, wbytes;
-};
-
-#define SINKS_MAX 3
-
-struct shim_monitor {
-        struct shim_monitor_config cfg;
-        char file[4096];       /* the report file, its template expanded */
-        char prometheus[4096]; /* the Prometheus file, its template expanded; "" = none */
-        int prometheus_dirfd; /* its directory, held for the run (nothing swapped in is followed) */
-        const char *prometheus_name; /* its file name, in prometheus */
-        struct stat prometheus_st;   /* the file this run renamed there last */
-        bool prometheus_written;     /* ... and not removed yet */
-        char owner[192];             /* its first line: which sparkshim writes it (sweep_stale) */
-        uint64_t prometheus_failed;  /* updates of the Prometheus file that failed */
-        char prometheus_error[256];
-        struct sink sinks[SINKS_MAX];
-        size_t nsinks;
-
-        /*
-         * The monitor thread, and what the supervisor hands it: fields under `lock` are
-         * written by the caller's thread and taken by the monitor's; the lock is never held
-         * across I/O, so the supervisor never waits on a sink.
-         */
-        pthread_t thread;
-        bool thread_started, abandoned;
-        int wake_fd; /* eventfd: something changed under lock */
-        pthread_mutex_t lock;
-        pthread_cond_t done_cond;
-        pid_t new_pid;                /* lock: 0 = none */
-        int new_pidfd;                /* lock: its pidfd (rolling), -1 = none */
-        int new_uid_pidfd;            /* lock: its pidfd (identity.run_as_uid), -1 = none */
-        bool finish_requested, stop;  /* lock */
-        bool done;                    /* lock: the thread has ended */
-        int exit_code;                /* lock */
-        struct shim_memory_events ev; /* lock */
-        bool have_ev;                 /* lock */
-        uint64_t finish_deadline_ns;  /* lock */
-        bool rolling_term;            /* lock: rolling's TERM, for the supervisor */
-        char undelivered[1024];       /* lock (after done): sinks without the final report */
-        atomic_uint lines;
-
-        /* the run */
-        char app_id[POLICY_NAME_MAX], executor_id[POLICY_NAME_MAX], name[POLICY_NAME_MAX];
-        char command[256], mode[16], host[256], reason[512], cgroup_path[4096];
-        char **argv; /* the command line as started, bounded (ARGV_BYTES_MAX) */
-        size_t argc;
-        bool argv_truncated;
-        struct policy_plan plan;
-        bool has_plan, started, enforced;
-        int cgroup_fd;
-        pid_t pid;
-        /* the real uid the executor (the child) runs as, read at every sample while its
-         * pidfd says it lives: a root launch may become the job's user (setpriv, gosu, an
-         * entrypoint that execs as the user); -1 until read. Ingest attributes a report of
-         * root's to this user. */
-        int uid_pidfd;
-        int64_t run_as_uid;
-        uint64_t start_ns, last_sample_ns, last_line_ns;
-        struct timespec start_rt;
-
-        struct sample *samples;
-        size_t nsamples, cap;
-        struct collect_cgroup first, last;
-        bool have_cgroup;
-        uint64_t rss_peak;
-        struct collect_procs procs_last;
-        /*
-         * The sum of the live processes' /proc/PID/io, the most seen at a sample. A
-         * process's figures hold its exited threads and the children it reaped, so the
-         * exited tasks' taskstats records are not added: they would count those twice.
-         * What a process wrote after its last sample and before it exited unreaped by a
-         * member of the cgroup is missed: a lower bound, never a double count.
-         */
-        uint64_t proc_read_bytes, proc_write_bytes;
-        bool have_procs;
-
-        struct collect_taskstats *taskstats;
-        struct collect_taskstats_totals exits;
-        char taskstats_reason[256];
-        pid_t known[KNOWN_PIDS_MAX];
-        size_t nknown;
-
-        struct probe *probe;
-        uint64_t cgroup_id, probe_attached_ns;
-        bool probe_tried;
-        char probe_reason[256];
-        char probe_node_reason[256]; /* why not the node's set ("" when it is used) */
-
-        struct shim_agent_run *agent; /* NULL: no agent object */
-
-        /* executor rolling (monitor thread only); NULL: off */
-        struct rolling *rolling;
-        struct jvm_target *jvm;
-        enum rolling_sigpwr sigpwr; /* at the last sample */
-        enum policy_decommission command_line;
-        bool rolling_warned;     /* the first "unavailable" was logged */
-        uint64_t spills_read_ns; /* the agent's totals, read at the report interval */
-        uint64_t spills_forced, spills_ineffective;
-        struct rolling_decision decisions[ROLLING_DECISIONS_MAX];
-        size_t ndecisions;
-        uint64_t decisions_dropped;
-        uint64_t decided[ROLLING_TRIGGER_COUNT][ROLLING_TERMINATE + 1]; /* by trigger, action */
-};
-
 static void wake(struct shim_monitor *m);
 static int start_thread(struct shim_monitor *m);
-static void rolling_start(struct shim_monitor *m);
+static void monitor_rolling_start(struct shim_monitor *m);
 
 /* ---------------------------------------------------------------- sinks */
-
-/* ---------------------------------------------------------------- the Prometheus file */
-
-/*
- * Who writes a Prometheus file, as its first line (a comment to Prometheus): the pid, its
- * start time (clock ticks after boot, /proc/PID/stat field 22), the pid namespace the pid
- * means something in, and the boot. A file whose writer is gone is stale (sweep_stale).
- */
-#define OWNER_FORMAT "# sparkshim-owner pid=%d start=%llu pidns=%llu boot=%36s"
-
-static void boot_id(char *buf, size_t size)
-{
-        char text[64] = "";
-        int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-        ssize_t len = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
-
-        if (fd >= 0)
-                close(fd);
-        text[len > 0 ? len : 0] = '\0';
-        text[strcspn(text, "\n")] = '\0';
-        snprintf(buf, size, "%s", text[0] ? text : "unknown");
-}
-
-static unsigned long long pid_namespace(void)
-{
-        struct stat st;
-
-        return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
-}
-
-static void owner_line(char *buf, size_t size)
-{
-        uint64_t start = 0;
-        char boot[64];
-
-        util_process_start_time(getpid(), &start);
-        boot_id(boot, sizeof(boot));
-        snprintf(buf, size, "# sparkshim-owner pid=%d start=%llu pidns=%llu boot=%s", (int)getpid(),
-                 (unsigned long long)start, pid_namespace(), boot);
-}
-
-/*
- * Whether the file dirfd/name is a Prometheus file of a sparkshim that is gone: its first
- * line is an owner line (OWNER_FORMAT) of another boot, or of this boot and pid namespace
- * naming a pid that is not running or started at another time. Owners in another pid
- * namespace (another container) cannot be told from here: never stale.
- */
-static bool stale(int dirfd, const char *name, uid_t uid, const char *our_boot,
-                  unsigned long long our_pidns)
-{
-        char text[256], boot[40];
-        unsigned long long start, pidns;
-        uint64_t now;
-        struct stat st;
-        ssize_t len;
-        int pid, fd, r;
-
-        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid || st.st_nlink != 1) {
-                close(fd);
-                return false;
-        }
-        len = read(fd, text, sizeof(text) - 1);
-        close(fd);
-        if (len <= 0)
-                return false;
-        text[len] = '\0';
-        if (sscanf(text, OWNER_FORMAT, &pid, &start, &pidns, boot) != 4 || pid <= 0)
-                return false;
-        if (strcmp(boot, our_boot) != 0)
-                return true;
-        if (pidns != our_pidns)
-                return false;
-        r = util_process_start_time(pid, &now);
-        return r == -ENOENT || (r == 0 && now != start);
-}
-
-/*
- * Remove the *.prom files of dirfd that a sparkshim which is gone left (it was killed before
- * it could remove its own): their series would otherwise stay on the node for good. Only
- * regular files of our user with one link and an owner line are looked at; bounded.
- */
-static void sweep_stale(int dirfd, const char *dir, const char *own_name)
-{
-        unsigned long long pidns = pid_namespace();
-        char boot[64];
-        unsigned seen = 0;
-        struct dirent *de;
-        DIR *d;
-        int fd;
-
-        boot_id(boot, sizeof(boot));
-        fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return;
-        d = fdopendir(fd);
-        if (!d) {
-                close(fd);
-                return;
-        }
-        while ((de = readdir(d)) && seen++ < 4096) {
-                size_t len = strlen(de->d_name);
-
-                if (de->d_name[0] == '.' || len < 6 || strcmp(de->d_name + len - 5, ".prom") != 0 ||
-                    strcmp(de->d_name, own_name) == 0 ||
-                    (de->d_type != DT_REG && de->d_type != DT_UNKNOWN))
-                        continue;
-                if (stale(dirfd, de->d_name, geteuid(), boot, pidns) &&
-                    unlinkat(dirfd, de->d_name, 0) == 0)
-                        log_info("removed %s/%s, the Prometheus file of a sparkshim that is gone",
-                                 dir, de->d_name);
-        }
-        closedir(d);
-}
-
-/* The Prometheus file is written next to its final name and renamed: its directory is held now. */
-static int open_prometheus(struct shim_monitor *m, struct util_error *err)
-{
-        _cleanup_close_ int dirfd = -1;
-        const char *name;
-        struct util_error why = {0};
-        char dir[4096];
-
-        dirfd = util_open_dir_of(m->prometheus, &name, &why);
-        if (dirfd < 0)
-                return util_error_set(err, dirfd, "prometheus file %s: %s", m->prometheus,
-                                      why.text);
-        if (faccessat(dirfd, ".", W_OK, 0) < 0)
-                return util_error_set(err, errno,
-                                      "prometheus file %s: its directory is not writable: %s",
-                                      m->prometheus, strerror(errno));
-        snprintf(dir, sizeof(dir), "%.*s",
-                 name > m->prometheus ? (int)(name - m->prometheus - 1) : 1,
-                 name > m->prometheus ? m->prometheus : ".");
-        sweep_stale(dirfd, dir[0] ? dir : "/", name);
-        owner_line(m->owner, sizeof(m->owner));
-        m->prometheus_name = name;
-        m->prometheus_dirfd = dirfd;
-        dirfd = -1;
-        return 0;
-}
-
-/* The run is over (or never started): its series go with it, unless another run replaced the file.
- */
-static void remove_prometheus(struct shim_monitor *m)
-{
-        int r;
-
-        if (!m->prometheus_written)
-                return;
-        m->prometheus_written = false;
-        r = util_unlink_if_same(m->prometheus_dirfd, m->prometheus_name, &m->prometheus_st);
-        if (r < 0 && r != -ENOENT && r != -ESTALE)
-                log_warn("prometheus file %s: cannot remove it: %s", m->prometheus, strerror(-r));
-}
 
 /* A template (report.path, report.prometheus_path, or a flag) for this executor. */
 static int expand(const struct shim_monitor_config *cfg, const char *what, const char *template,
@@ -382,7 +112,7 @@ int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor
                         shim_monitor_free(m);
                         return r;
                 }
-                r = open_prometheus(m, err);
+                r = measure_prometheus_open(m, err);
                 if (r < 0) {
                         snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s", err->text);
                         r = sink_unusable(cfg, r == -EPERM, false, err);
@@ -427,26 +157,6 @@ static void emit(struct shim_monitor *m, json_t *doc, bool final)
                 if (!final || m->sinks[i].fd >= 0)
                         sink_push(&m->sinks[i], line, (size_t)len);
         }
-}
-
-/* The report's "sinks" object: what each line sink did not take so far. */
-static json_t *sinks_json(const struct shim_monitor *m)
-{
-        json_t *o = json_object();
-
-        for (size_t i = 0; o && i < m->nsinks; i++) {
-                const struct sink *s = &m->sinks[i];
-                json_object_set_new(o, s->name,
-                                    json_pack("{s:I, s:s?}", "dropped_lines",
-                                              (json_int_t)s->dropped, "error",
-                                              s->error[0] ? s->error : NULL));
-        }
-        if (o && m->prometheus[0])
-                json_object_set_new(o, "prometheus",
-                                    json_pack("{s:I, s:s?}", "dropped_lines",
-                                              (json_int_t)m->prometheus_failed, "error",
-                                              m->prometheus_error[0] ? m->prometheus_error : NULL));
-        return o;
 }
 
 /* ---------------------------------------------------------------- sampling */
@@ -646,7 +356,7 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
         m->last_line_ns = m->start_ns;
         if (!m->cfg.own_thread)
                 return;
-        rolling_start(m);
+        monitor_rolling_start(m);
         r = start_thread(m);
         if (r < 0)
                 log_warn("cannot start the monitor thread: %s; no reports for this run",
@@ -712,89 +422,9 @@ void shim_monitor_pid(struct shim_monitor *m, pid_t pid)
         wake(m);
 }
 
-/* ---------------------------------------------------------------- the report */
-
-static json_t *u64_or_null(uint64_t v)
-{
-        return v == COLLECT_UNSET ? json_null() : json_integer((json_int_t)v);
-}
-
-static json_t *real_or_null(double v)
-{
-        return isfinite(v) ? json_real(v) : json_null();
-}
-
-static void iso8601(const struct timespec *ts, char *buf, size_t size)
-{
-        struct tm tm;
-
-        gmtime_r(&ts->tv_sec, &tm);
-        strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-        return x < y ? -1 : x > y;
-}
-
-/* average and p95 of the memory samples */
-static void memory_stats(const struct shim_monitor *m, uint64_t *ret_avg, uint64_t *ret_p95,
-                         uint64_t *ret_max, uint64_t *ret_anon_max)
-{
-        _cleanup_free_ uint64_t *v = calloc(m->nsamples ? m->nsamples : 1, sizeof(*v));
-        size_t n = 0;
-        long double sum = 0;
-        uint64_t anon = COLLECT_UNSET;
-
-        *ret_avg = *ret_p95 = *ret_max = COLLECT_UNSET;
-        for (size_t i = 0; v && i < m->nsamples; i++) {
-                if (m->samples[i].mem_bytes != COLLECT_UNSET) {
-                        v[n++] = m->samples[i].mem_bytes;
-                        sum += m->samples[i].mem_bytes;
-                }
-                if (m->samples[i].anon_bytes != COLLECT_UNSET &&
-                    (anon == COLLECT_UNSET || m->samples[i].anon_bytes > anon))
-                        anon = m->samples[i].anon_bytes;
-        }
-        *ret_anon_max = anon;
-        if (n == 0)
-                return;
-        qsort(v, n, sizeof(*v), cmp_u64);
-        *ret_avg = (uint64_t)(sum / n);
-        *ret_p95 = v[(size_t)ceil(0.95 * (double)n) - 1];
-        *ret_max = v[n - 1];
-}
-
-static json_t *psi_json(const struct collect_psi *p)
-{
-        return json_pack("{s:o, s:o, s:o, s:o}", "some_avg10", real_or_null(p->some_avg10),
-                         "some_total_us", u64_or_null(p->some_total_us), "full_avg10",
-                         real_or_null(p->full_avg10), "full_total_us",
-                         u64_or_null(p->full_total_us));
-}
-
-static json_t *hist_json(const uint64_t hist[PROBE_HIST_SLOTS])
-{
-        json_t *a = json_array();
-        size_t last = 0;
-
-        for (size_t i = 0; i < PROBE_HIST_SLOTS; i++)
-                if (hist[i])
-                        last = i + 1;
-        for (size_t i = 0; a && i < last; i++)
-                json_array_append_new(a, json_integer((json_int_t)hist[i]));
-        return a;
-}
-
-static uint64_t delta(uint64_t a, uint64_t b)
-{
-        return a == COLLECT_UNSET || b == COLLECT_UNSET || b < a ? COLLECT_UNSET : b - a;
-}
-
 /* ---------------------------------------------------------------- executor rolling */
 
-static void rolling_start(struct shim_monitor *m)
+static void monitor_rolling_start(struct shim_monitor *m)
 {
         if (!m->cfg.rolling.enabled)
                 return;
@@ -815,7 +445,7 @@ static void rolling_start(struct shim_monitor *m)
 }
 
 /* The agent's spill totals (its statistics file), when it parsed. */
-static void rolling_spills(struct shim_monitor *m, struct rolling_sample *s)
+static void monitor_rolling_spills(struct shim_monitor *m, struct rolling_sample *s)
 {
         json_t *agent, *totals, *forced, *empty, *failed;
         const char *status;
@@ -853,55 +483,25 @@ static void rolling_spills(struct shim_monitor *m, struct rolling_sample *s)
 }
 
 /*
- * What the executor read and wrote, without io.stat: the larger of the block probe and
- * /proc/PID/io (proc_write_bytes), each direction on its own. The block probe
- * attributes a write to the task that issues the request, and buffered writes (shuffle
- * files) are issued by the kernel's flusher threads: a standalone executor that wrote ~160 MB
- * was reported as 0.04-1.0 MB by it alone. /proc's write_bytes counts a page when the task
- * dirties it. Returns the source's name for the report; NULL when neither is there.
- */
-static const char *disk_without_io_stat(const struct shim_monitor *m, const struct probe_usage *pu,
-                                        uint64_t *rbytes, uint64_t *wbytes)
-{
-        uint64_t pr, pw;
-
-        if (!m->have_procs) {
-                if (!pu)
-                        return NULL;
-                *rbytes = pu->read_bytes, *wbytes = pu->write_bytes;
-                return "bpf:block_rq";
-        }
-        pr = m->proc_read_bytes;
-        pw = m->proc_write_bytes;
-        if (!pu) {
-                *rbytes = pr, *wbytes = pw;
-                return "proc:io";
-        }
-        *rbytes = pr > pu->read_bytes ? pr : pu->read_bytes;
-        *wbytes = pw > pu->write_bytes ? pw : pu->write_bytes;
-        return "max(bpf:block_rq,proc:io)";
-}
-
-/*
  * Rolling's bytes written since the start: io.stat, which counts what reached the disk for
- * the cgroup, writeback included; without it, what the report says (disk_without_io_stat).
+ * the cgroup, writeback included; without it, what the report says (measure_disk_without_io_stat).
  */
-static uint64_t rolling_disk_write(const struct shim_monitor *m)
+static uint64_t monitor_rolling_disk_write(const struct shim_monitor *m)
 {
         uint64_t rbytes, wbytes;
         struct probe_usage pu;
         bool have_probe;
 
         if (m->have_cgroup && m->last.has_io)
-                return delta(m->first.io_wbytes, m->last.io_wbytes);
+                return measure_delta(m->first.io_wbytes, m->last.io_wbytes);
         have_probe = m->probe && (probe_attached(m->probe) & PROBE_DISK) &&
                      probe_read(m->probe, m->cgroup_id, &pu) == 0;
-        if (!disk_without_io_stat(m, have_probe ? &pu : NULL, &rbytes, &wbytes))
+        if (!measure_disk_without_io_stat(m, have_probe ? &pu : NULL, &rbytes, &wbytes))
                 return ROLLING_UNKNOWN;
         return wbytes;
 }
 
-static void rolling_record(struct shim_monitor *m, const struct rolling_decision *d)
+static void monitor_rolling_record(struct shim_monitor *m, const struct rolling_decision *d)
 {
         if (d->trigger < ROLLING_TRIGGER_COUNT && d->action <= ROLLING_TERMINATE)
                 m->decided[d->trigger][d->action]++;
@@ -922,14 +522,14 @@ static void roll(struct shim_monitor *m)
         if (!m->rolling || m->pid <= 0)
                 return;
         s = rolling_sample_unknown(m->last_sample_ns);
-        s.disk_write_bytes = rolling_disk_write(m);
+        s.disk_write_bytes = monitor_rolling_disk_write(m);
         if (m->have_cgroup && c->has_memory && c->events_high != COLLECT_UNSET)
                 s.memory_high_events = c->events_high;
         if (m->have_cgroup && c->has_psi && c->psi_memory.some_total_us != COLLECT_UNSET)
                 s.psi_some_us = c->psi_memory.some_total_us;
         if (m->have_cgroup && c->has_psi && c->psi_memory.full_total_us != COLLECT_UNSET)
                 s.psi_full_us = c->psi_memory.full_total_us;
-        rolling_spills(m, &s);
+        monitor_rolling_spills(m, &s);
         s.sigpwr = m->sigpwr = jvm_target_update(m->jvm, m->cgroup_fd);
         if (jvm_target_pid(m->jvm) > 0 &&
             jvm_target_command_line(m->jvm) != POLICY_DECOMMISSION_UNSET)
@@ -962,7 +562,7 @@ static void roll(struct shim_monitor *m)
                 m->rolling_term = true;
                 pthread_mutex_unlock(&m->lock);
         }
-        rolling_record(m, &d);
+        monitor_rolling_record(m, &d);
 }
 
 bool shim_monitor_rolling_term(struct shim_monitor *m)
@@ -976,676 +576,6 @@ bool shim_monitor_rolling_term(struct shim_monitor *m)
         m->rolling_term = false;
         pthread_mutex_unlock(&m->lock);
         return term;
-}
-
-/* The report's "rolling": null when off. */
-static json_t *rolling_json(const struct shim_monitor *m)
-{
-        struct rolling_counts n;
-        json_t *decisions, *doc;
-
-        if (!m->rolling)
-                return json_null();
-        rolling_counts(m->rolling, &n);
-        decisions = json_array();
-        for (size_t i = 0; i < m->ndecisions && decisions; i++) {
-                const struct rolling_decision *d = &m->decisions[i];
-                char reason[ROLLING_REASON_MAX];
-
-                snprintf(reason, sizeof(reason), "%s", d->reason);
-                util_utf8_sanitize(reason);
-                json_array_append_new(
-                    decisions,
-                    json_pack("{s:f, s:s, s:s, s:f, s:f, s:s, s:o, s:s}", "age_seconds",
-                              (double)d->age_ns / 1e9, "action", rolling_action_name(d->action),
-                              "trigger", rolling_trigger_name(d->trigger), "value", d->value,
-                              "threshold", d->threshold, "unit", d->unit, "window_seconds",
-                              d->window_ns ? json_real((double)d->window_ns / 1e9) : json_null(),
-                              "reason", reason));
-        }
-        doc = json_pack(
-            "{s:o, s:s, s:s, s:o, s:I, s:{s:I, s:I, s:I}}", "sigpwr_caught",
-            m->sigpwr == ROLLING_SIGPWR_UNKNOWN ? json_null()
-                                                : json_boolean(m->sigpwr == ROLLING_SIGPWR_CAUGHT),
-            "command_line", policy_decommission_name(m->command_line), "state",
-            n.terminate                           ? "terminating"
-            : rolling_decommissioning(m->rolling) ? "decommissioning"
-                                                  : "watching",
-            "decisions", decisions ? decisions : json_null(), "decisions_dropped",
-            (json_int_t)m->decisions_dropped, "counts", "decommission", (json_int_t)n.decommission,
-            "unavailable", (json_int_t)n.unavailable, "terminate", (json_int_t)n.terminate);
-        return doc ? doc : json_null();
-}
-
-/* What one report is computed from: read once, shared by the parts below. */
-struct report_ctx {
-        const struct shim_monitor *m;
-        const struct collect_cgroup *f, *l; /* first and last cgroup readings */
-        const struct shim_memory_events *ev;
-        bool final, have_probe, have_ru;
-        unsigned attached; /* PROBE_* */
-        struct probe_usage pu;
-        struct rusage ru; /* of the reaped children, final reports only */
-        uint64_t start_ns;
-        double wall;
-};
-
-/* The figures and the source each came from (NULL: none). */
-struct figures {
-        uint64_t cpu_us, user_us, sys_us;
-        uint64_t mem_avg, mem_p95, mem_max, anon_max, peak, oom;
-        uint64_t rbytes, wbytes, rops, wops;
-        const char *cpu_src, *peak_src, *disk_src, *oom_src, *runq_src;
-};
-
-static uint64_t timeval_us(const struct timeval *tv)
-{
-        return (uint64_t)tv->tv_sec * 1000000 + (uint64_t)tv->tv_usec;
-}
-
-/* CPU: the cgroup's own account, else taskstats exit records, else rusage */
-static void cpu_figures(const struct report_ctx *c, struct figures *fg)
-{
-        const struct shim_monitor *m = c->m;
-
-        if (m->have_cgroup && c->l->has_cpu) {
-                fg->cpu_us = delta(c->f->cpu_usage_us, c->l->cpu_usage_us);
-                fg->user_us = delta(c->f->cpu_user_us, c->l->cpu_user_us);
-                fg->sys_us = delta(c->f->cpu_system_us, c->l->cpu_system_us);
-                fg->cpu_src = "cgroup:cpu.stat";
-        } else if (m->exits.tasks > 0) {
-                fg->user_us = m->exits.cpu_user_us;
-                fg->sys_us = m->exits.cpu_system_us;
-                /* the scheduler's runtime; utime/stime are tick samples */
-                fg->cpu_us = m->exits.cpu_run_virtual_ns ? m->exits.cpu_run_virtual_ns / 1000
-                                                         : fg->user_us + fg->sys_us;
-                fg->cpu_src = "taskstats";
-        } else if (c->have_ru) {
-                fg->user_us = timeval_us(&c->ru.ru_utime);
-                fg->sys_us = timeval_us(&c->ru.ru_stime);
-                fg->cpu_us = fg->user_us + fg->sys_us;
-                fg->cpu_src = "rusage:children";
-        }
-        if (c->have_probe && (c->attached & PROBE_CPU))
-                fg->runq_src = "bpf:sched_switch"; /* sched_info.run_delay, read at switch-out */
-}
-
-/* memory peak: memory.peak, else the samples, else the largest RSS seen */
-static void memory_peak(const struct report_ctx *c, struct figures *fg)
-{
-        const struct shim_monitor *m = c->m;
-
-        if (m->have_cgroup && c->l->has_memory && c->l->memory_peak != COLLECT_UNSET) {
-                fg->peak = c->l->memory_peak;
-                fg->peak_src = "cgroup:memory.peak";
-                return;
-        }
-        if (m->have_cgroup && c->l->has_memory) {
-                fg->peak = fg->mem_max;
-                fg->peak_src = "cgroup:memory.current";
-                return;
-        }
-        fg->peak = m->rss_peak;
-        if (m->exits.hiwater_rss_bytes > fg->peak)
-                fg->peak = m->exits.hiwater_rss_bytes;
-        fg->peak_src = m->exits.hiwater_rss_bytes ? "taskstats+proc:VmRSS" : "proc:VmRSS";
-        if (c->have_ru && (uint64_t)c->ru.ru_maxrss * 1024 > fg->peak) {
-                fg->peak = (uint64_t)c->ru.ru_maxrss * 1024;
-                fg->peak_src = "rusage:children";
-        }
-        if (fg->peak == 0) {
-                fg->peak = COLLECT_UNSET;
-                fg->peak_src = NULL;
-        }
-}
-
-static void memory_figures(const struct report_ctx *c, struct figures *fg)
-{
-        memory_stats(c->m, &fg->mem_avg, &fg->mem_p95, &fg->mem_max, &fg->anon_max);
-        memory_peak(c, fg);
-        if (c->ev) {
-                fg->oom = c->ev->oom_kill;
-                fg->oom_src = "cgroup:memory.events";
-        } else if (c->m->have_cgroup && c->l->has_memory) {
-                fg->oom = c->l->events_oom_kill;
-                fg->oom_src = "cgroup:memory.events";
-        } else if (c->attached & PROBE_MEMORY) {
-                fg->oom = c->pu.oom_kills;
-                fg->oom_src = "bpf:mark_victim";
-        }
-}
-
-/*
- * disk: io.stat, else the larger of the block probe and /proc with taskstats (each
- * direction; disk_without_io_stat), else rusage. Operations come from io.stat or the probe.
- */
-static void disk_figures(const struct report_ctx *c, struct figures *fg)
-{
-        const struct shim_monitor *m = c->m;
-        bool have_probe = c->have_probe && (c->attached & PROBE_DISK);
-        const char *src;
-
-        if (m->have_cgroup && c->l->has_io) {
-                fg->rbytes = delta(c->f->io_rbytes, c->l->io_rbytes);
-                fg->wbytes = delta(c->f->io_wbytes, c->l->io_wbytes);
-                fg->rops = delta(c->f->io_rios, c->l->io_rios);
-                fg->wops = delta(c->f->io_wios, c->l->io_wios);
-                fg->disk_src = "cgroup:io.stat";
-        } else if ((src = disk_without_io_stat(m, have_probe ? &c->pu : NULL, &fg->rbytes,
-                                               &fg->wbytes))) {
-                if (have_probe)
-                        fg->rops = c->pu.read_ops, fg->wops = c->pu.write_ops;
-                fg->disk_src = src;
-        } else if (c->have_ru) {
-                /* the kernel counts these in 512-byte units of read_bytes/write_bytes */
-                fg->rbytes = (uint64_t)c->ru.ru_inblock * 512;
-                fg->wbytes = (uint64_t)c->ru.ru_oublock * 512;
-                fg->disk_src = "rusage:children";
-        }
-}
-
-static json_t *seconds_or_null(uint64_t us)
-{
-        return real_or_null(us == COLLECT_UNSET ? NAN : (double)us / 1e6);
-}
-
-/* A run-queue wait percentile, or null without the probe. */
-static json_t *runq_percentile(const struct report_ctx *c, const struct figures *fg, unsigned p)
-{
-        return fg->runq_src ? json_integer((json_int_t)probe_hist_percentile_us(c->pu.runq_hist, p))
-                            : json_null();
-}
-
-static json_t *runq_json(const struct report_ctx *c, const struct figures *fg)
-{
-        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "seconds",
-                         real_or_null(fg->runq_src ? (double)c->pu.runq_wait_ns / 1e9 : NAN),
-                         "count",
-                         fg->runq_src ? json_integer((json_int_t)c->pu.runq_count) : json_null(),
-                         "p50_us", runq_percentile(c, fg, 50), "p95_us", runq_percentile(c, fg, 95),
-                         "p99_us", runq_percentile(c, fg, 99), "histogram_log2_us",
-                         fg->runq_src ? hist_json(c->pu.runq_hist) : json_null());
-}
-
-/* A pressure file's figures, or null without them. */
-static json_t *psi_or_null(const struct report_ctx *c, const struct collect_psi *p)
-{
-        return c->m->have_cgroup && c->l->has_psi ? psi_json(p) : json_null();
-}
-
-static json_t *cpu_json(const struct report_ctx *c, const struct figures *fg)
-{
-        const struct shim_monitor *m = c->m;
-        bool throttled = m->have_cgroup && c->l->cpu_throttled_us != COLLECT_UNSET;
-
-        return json_pack(
-            "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "seconds", seconds_or_null(fg->cpu_us),
-            "user_seconds", seconds_or_null(fg->user_us), "system_seconds",
-            seconds_or_null(fg->sys_us), "throttled_seconds",
-            real_or_null(throttled
-                             ? (double)delta(c->f->cpu_throttled_us, c->l->cpu_throttled_us) / 1e6
-                             : NAN),
-            "nr_throttled",
-            u64_or_null(m->have_cgroup ? delta(c->f->cpu_nr_throttled, c->l->cpu_nr_throttled)
-                                       : COLLECT_UNSET),
-            "bpf_oncpu_seconds",
-            real_or_null(c->have_probe && (c->attached & PROBE_CPU) ? (double)c->pu.oncpu_ns / 1e9
-                                                                    : NAN),
-            "runq_wait", runq_json(c, fg), "psi", psi_or_null(c, &c->l->psi_cpu));
-}
-
-static json_t *memory_json(const struct report_ctx *c, const struct figures *fg)
-{
-        const struct shim_monitor *m = c->m;
-        uint64_t high = c->ev                                ? c->ev->high
-                        : m->have_cgroup && c->l->has_memory ? c->l->events_high
-                                                             : COLLECT_UNSET;
-
-        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "peak_bytes",
-                         u64_or_null(fg->peak), "average_bytes", u64_or_null(fg->mem_avg),
-                         "p95_bytes", u64_or_null(fg->mem_p95), "anon_peak_bytes",
-                         u64_or_null(fg->anon_max), "oom_kills", u64_or_null(fg->oom),
-                         "high_events", u64_or_null(high), "reclaim_stall_seconds",
-                         real_or_null(c->have_probe && (c->attached & PROBE_MEMORY)
-                                          ? (double)c->pu.reclaim_ns / 1e9
-                                          : NAN),
-                         "psi", psi_or_null(c, &c->l->psi_memory));
-}
-
-/* A block-latency percentile, or null without the probe. */
-static json_t *disk_percentile(const struct report_ctx *c, unsigned p)
-{
-        return c->have_probe && (c->attached & PROBE_DISK)
-                   ? json_integer((json_int_t)probe_hist_percentile_us(c->pu.disk_lat_hist, p))
-                   : json_null();
-}
-
-static json_t *disk_json(const struct report_ctx *c, const struct figures *fg)
-{
-        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "read_bytes",
-                         u64_or_null(fg->rbytes), "write_bytes", u64_or_null(fg->wbytes),
-                         "read_ops", u64_or_null(fg->rops), "write_ops", u64_or_null(fg->wops),
-                         "latency_p50_us", disk_percentile(c, 50), "latency_p95_us",
-                         disk_percentile(c, 95), "psi", psi_or_null(c, &c->l->psi_io));
-}
-
-static json_t *sources_json(const struct report_ctx *c, const struct figures *fg)
-{
-        const struct shim_monitor *m = c->m;
-        const char *average = m->have_cgroup && c->l->has_memory ? "cgroup:memory.current"
-                              : fg->mem_avg != COLLECT_UNSET     ? "proc:VmRSS"
-                                                                 : NULL;
-
-        return json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?}", "cpu", fg->cpu_src,
-                         "cpu.runq_wait", fg->runq_src, "memory.peak", fg->peak_src,
-                         "memory.average", average, "memory.oom_kills", fg->oom_src, "disk",
-                         fg->disk_src, "psi",
-                         m->have_cgroup && c->l->has_psi ? "cgroup:*.pressure" : NULL);
-}
-
-static json_t *usage_json(const struct report_ctx *c, const struct figures *fg)
-{
-        json_t *usage = json_pack("{s:o, s:o, s:o}", "cpu", cpu_json(c, fg), "memory",
-                                  memory_json(c, fg), "disk", disk_json(c, fg));
-
-        if (usage)
-                json_object_set_new(usage, "sources", sources_json(c, fg));
-        return usage;
-}
-
-/* Up to SAMPLES_IN_REPORT evenly spaced samples (final reports; [] in sample lines). */
-static json_t *samples_json(const struct shim_monitor *m, bool final)
-{
-        json_t *samples = json_array();
-        size_t stride = m->nsamples / SAMPLES_IN_REPORT + 1;
-
-        for (size_t i = 0; final && samples && i < m->nsamples; i += stride) {
-                const struct sample *s = &m->samples[i];
-                json_array_append_new(samples, json_pack("{s:f, s:o, s:o, s:o, s:o}", "t_seconds",
-                                                         (double)(s->t_ns - m->start_ns) / 1e9,
-                                                         "cpu_usage_us", u64_or_null(s->cpu_us),
-                                                         "memory_bytes", u64_or_null(s->mem_bytes),
-                                                         "read_bytes", u64_or_null(s->rbytes),
-                                                         "write_bytes", u64_or_null(s->wbytes)));
-        }
-        return samples;
-}
-
-static json_t *identity_json(const struct report_ctx *c)
-{
-        const struct shim_monitor *m = c->m;
-        struct timespec end_rt;
-        char start[32], end[32];
-        json_t *argv;
-
-        clock_gettime(CLOCK_REALTIME, &end_rt);
-        iso8601(&m->start_rt, start, sizeof(start));
-        iso8601(&end_rt, end, sizeof(end));
-        argv = json_array();
-        for (size_t i = 0; argv && i < m->argc; i++)
-                json_array_append_new(argv, json_string(m->argv[i]));
-        return json_pack(
-            "{s:s, s:s, s:s, s:s, s:s, s:o?, s:b, s:s, s:s, s:s, s:f, s:I, s:o}", "app_id",
-            m->app_id, "executor_id", m->executor_id, "name", m->name, "host", m->host, "command",
-            m->command, "argv", argv, "argv_truncated", m->argv_truncated, "mode", m->mode, "start",
-            start, "end", end, "wall_seconds", c->wall, "pid", (json_int_t)m->pid, "run_as_uid",
-            m->run_as_uid >= 0 ? json_integer((json_int_t)m->run_as_uid) : json_null());
-}
-
-static json_t *collectors_json(const struct report_ctx *c)
-{
-        const struct shim_monitor *m = c->m;
-        json_t *o = json_pack("{s:s?, s:s?}", "bpf", m->probe ? NULL : m->probe_reason, "taskstats",
-                              m->taskstats ? NULL : m->taskstats_reason);
-
-        if (!o)
-                return NULL;
-        json_object_set_new(o, "bpf_attached",
-                            json_pack("{s:b, s:b, s:b}", "cpu", (c->attached & PROBE_CPU) != 0,
-                                      "memory", (c->attached & PROBE_MEMORY) != 0, "disk",
-                                      (c->attached & PROBE_DISK) != 0));
-        json_object_set_new(o, "bpf_since_seconds",
-                            m->probe ? json_real((double)(m->probe_attached_ns - m->start_ns) / 1e9)
-                                     : json_null());
-        json_object_set_new(o, "bpf_set",
-                            !m->probe ? json_null()
-                                      : json_string(probe_is_node(m->probe) ? "node" : "executor"));
-        json_object_set_new(o, "bpf_node",
-                            m->probe_node_reason[0] ? json_string(m->probe_node_reason)
-                                                    : json_null());
-        return o;
-}
-
-static json_t *exit_json(const struct report_ctx *c, int exit_code, uint64_t oom)
-{
-        if (!c->final || exit_code < 0)
-                return json_null();
-        return json_pack(
-            "{s:i, s:o, s:b}", "status", exit_code, "signal",
-            exit_code > 128 && exit_code < 128 + NSIG ? json_integer(exit_code - 128) : json_null(),
-            "oom_killed", oom != COLLECT_UNSET && oom > 0 && exit_code == 128 + SIGKILL);
-}
-
-/* "agent" and its totals again as "spills" */
-static void add_agent(json_t *doc, const struct shim_monitor *m)
-{
-        /* the agent's statistics file is read again for every line: the agent rewrites it */
-        json_t *agent = m->agent ? shim_agent_report_json(m->agent) : NULL;
-        json_t *totals;
-
-        json_object_set_new(doc, "agent", agent ? agent : json_null());
-        totals = json_object_get(agent, "totals");
-        json_object_set_new(doc, "spills",
-                            json_is_object(totals) ? json_deep_copy(totals) : json_null());
-}
-
-static void report_ctx_init(struct report_ctx *c, struct shim_monitor *m, bool final,
-                            const struct shim_memory_events *ev)
-{
-        *c = (struct report_ctx){.m = m, .f = &m->first, .l = &m->last, .ev = ev, .final = final};
-        c->have_probe = m->probe && probe_read(m->probe, m->cgroup_id, &c->pu) == 0;
-        c->attached = m->probe ? probe_attached(m->probe) : 0;
-        c->wall = (double)(util_now_ns() - m->start_ns) / 1e9;
-        /* sparkshim reaps every process of the executor: rusage covers them all */
-        c->have_ru = final && getrusage(RUSAGE_CHILDREN, &c->ru) == 0;
-}
-
-/* The whole report: kind "final" or "sample". */
-static json_t *build_report(struct shim_monitor *m, const char *kind, int exit_code,
-                            const struct shim_memory_events *ev)
-{
-        struct figures fg = {.cpu_us = COLLECT_UNSET,
-                             .user_us = COLLECT_UNSET,
-                             .sys_us = COLLECT_UNSET,
-                             .peak = COLLECT_UNSET,
-                             .oom = COLLECT_UNSET,
-                             .rbytes = COLLECT_UNSET,
-                             .wbytes = COLLECT_UNSET,
-                             .rops = COLLECT_UNSET,
-                             .wops = COLLECT_UNSET};
-        struct policy_utilization util = {NAN, NAN, NAN};
-        struct report_ctx c;
-        json_t *doc;
-
-        report_ctx_init(&c, m, strcmp(kind, "final") == 0, ev);
-        cpu_figures(&c, &fg);
-        memory_figures(&c, &fg);
-        disk_figures(&c, &fg);
-        if (m->has_plan)
-                policy_utilization(&m->plan,
-                                   fg.cpu_us == COLLECT_UNSET ? NAN : (double)fg.cpu_us / 1e6,
-                                   c.wall, fg.peak == COLLECT_UNSET ? NAN : (double)fg.peak, &util);
-
-        doc = json_pack("{s:s, s:s, s:o, s:o?, s:{s:b, s:s?, s:s}, s:o}", "schema", REPORT_SCHEMA,
-                        "kind", kind, "identity", identity_json(&c), "plan",
-                        m->has_plan ? policy_plan_to_json(&m->plan) : NULL, "enforcement",
-                        "enforced", m->enforced, "reason", m->reason[0] ? m->reason : NULL,
-                        "cgroup", m->cgroup_path, "collectors", collectors_json(&c));
-        if (!doc)
-                return NULL;
-        json_object_set_new(doc, "usage", usage_json(&c, &fg));
-        json_object_set_new(doc, "utilization",
-                            json_pack("{s:o, s:o, s:o}", "cpu", real_or_null(util.cpu), "memory",
-                                      real_or_null(util.memory), "objective",
-                                      real_or_null(util.objective)));
-        json_object_set_new(doc, "exit", exit_json(&c, exit_code, fg.oom));
-        add_agent(doc, m);
-        json_object_set_new(doc, "rolling", rolling_json(m));
-        json_object_set_new(doc, "samples", samples_json(m, c.final));
-        json_object_set_new(doc, "sinks", sinks_json(m));
-        return doc;
-}
-
-/* ---------------------------------------------------------------- prometheus */
-
-/*
- * A label value in the exposition format: backslash, quote and newline escaped; other
- * control characters and bytes that are not UTF-8 (the job's ids may hold anything, and one
- * bad byte makes node_exporter drop the whole file) become '?'.
- */
-static void label_value(const char *s, char *buf, size_t size)
-{
-        const unsigned char *p = (const unsigned char *)s;
-        size_t n = 0;
-
-        while (*p && n + 5 < size) {
-                size_t len = util_utf8_length(p);
-
-                if (*p == '\\' || *p == '"' || *p == '\n') {
-                        buf[n++] = '\\';
-                        buf[n++] = *p == '\n' ? 'n' : (char)*p;
-                } else if (len == 0 || *p < ' ' || *p == 0x7f) {
-                        buf[n++] = '?';
-                } else {
-                        memcpy(buf + n, p, len);
-                        n += len;
-                        p += len;
-                        continue;
-                }
-                p++;
-        }
-        buf[n] = '\0';
-}
-
-/* The agent's forced spills and released bytes, one series per operator type. */
-static void write_agent_metrics(FILE *f, json_t *operators, const char *labels)
-{
-        static const struct {
-                const char *name, *help, *field;
-        } metrics[] = {
-            {"sparkshim_agent_forced_spills_total",
-             "Spills the JVM agent forced, per operator type.", "forced_spills"},
-            {"sparkshim_agent_released_bytes_total",
-             "Bytes released by the spills the JVM agent forced.", "released_bytes"},
-        };
-        size_t i;
-        json_t *op;
-
-        /* declared without samples when the agent made no operator spill (or is off) */
-        for (size_t k = 0; k < ELEMENTSOF(metrics); k++) {
-                fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", metrics[k].name, metrics[k].help,
-                        metrics[k].name);
-                json_array_foreach(operators, i, op)
-                {
-                        const char *name = json_string_value(json_object_get(op, "operator"));
-                        json_t *v = json_object_get(op, metrics[k].field);
-                        char escaped[256];
-
-                        if (!name || !json_is_integer(v))
-                                continue;
-                        label_value(name, escaped, sizeof(escaped));
-                        fprintf(f, "%s{%s,operator=\"%s\"} %" JSON_INTEGER_FORMAT "\n",
-                                metrics[k].name, labels, escaped, json_integer_value(v));
-                }
-        }
-}
-
-/* The value of doc.a.b.c (c may be NULL), or NULL when absent. */
-static json_t *at(json_t *doc, const char *a, const char *b, const char *c)
-{
-        json_t *v = json_object_get(json_object_get(doc, a), b);
-
-        return c ? json_object_get(v, c) : v;
-}
-
-/* A PSI total in microseconds as seconds (a new reference), NULL when unknown. */
-static json_t *psi_seconds(json_t *doc, const char *resource, const char *key)
-{
-        json_t *v = json_object_get(at(doc, "usage", resource, "psi"), key);
-
-        return json_is_integer(v) ? json_real((double)json_integer_value(v) / 1e6) : NULL;
-}
-
-static json_t *real_if(bool known, double v)
-{
-        return known && isfinite(v) ? json_real(v) : NULL;
-}
-
-/* One series per trigger and action that occurred; declared without samples otherwise. */
-static void write_rolling_metrics(FILE *f, const struct shim_monitor *m, const char *labels)
-{
-        static const char name[] = "sparkshim_executor_rolling_decisions_total";
-
-        fprintf(f,
-                "# HELP %s Executor rolling decisions: SIGPWR sent (decommission), not possible "
-                "(unavailable), TERM after the rolling grace (terminate).\n# TYPE %s counter\n",
-                name, name);
-        if (!m->rolling)
-                return;
-        for (int t = ROLLING_TRIGGER_NONE + 1; t < ROLLING_TRIGGER_COUNT; t++)
-                for (int a = ROLLING_DECOMMISSION; a <= ROLLING_TERMINATE; a++)
-                        if (m->decided[t][a])
-                                fprintf(f, "%s{%s,trigger=\"%s\",action=\"%s\"} %" PRIu64 "\n",
-                                        name, labels, rolling_trigger_name((enum rolling_trigger)t),
-                                        rolling_action_name((enum rolling_action)a),
-                                        m->decided[t][a]);
-}
-
-/*
- * The metrics of docs/sparkshim-report.5.md (PROMETHEUS), in Prometheus' conventions: base
- * units (seconds, bytes, cores), counters ending in _total, every series labelled app_id,
- * executor_id and name. Values that are unknown are left out, never written as 0.
- */
-static void write_prometheus(struct shim_monitor *m, json_t *doc)
-{
-        const struct sample *last = m->nsamples ? &m->samples[m->nsamples - 1] : NULL;
-        struct timespec now;
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-        struct util_error why = {0};
-        char labels[1024];
-        FILE *f;
-        struct {
-                const char *name, *help, *type;
-                json_t *value; /* a new reference, or NULL */
-        } metrics[] = {
-            {"sparkshim_container_cpu_usage_seconds_total", "CPU time of the executor's cgroup.",
-             "counter", json_incref(at(doc, "usage", "cpu", "seconds"))},
-            {"sparkshim_container_cpu_cfs_throttled_seconds_total",
-             "Time the executor was throttled by cpu.max.", "counter",
-             json_incref(at(doc, "usage", "cpu", "throttled_seconds"))},
-            {"sparkshim_container_cpu_cfs_throttled_periods_total",
-             "Periods in which the executor was throttled.", "counter",
-             json_incref(at(doc, "usage", "cpu", "nr_throttled"))},
-            {"sparkshim_container_memory_usage_bytes",
-             "Memory of the executor now (memory.current, else the sum of its processes' VmRSS).",
-             "gauge",
-             last && last->mem_bytes != COLLECT_UNSET ? json_integer((json_int_t)last->mem_bytes)
-                                                      : NULL},
-            {"sparkshim_container_memory_max_usage_bytes", "Peak memory of the executor.", "gauge",
-             json_incref(at(doc, "usage", "memory", "peak_bytes"))},
-            {"sparkshim_container_memory_average_bytes", "Average memory of the executor.", "gauge",
-             json_incref(at(doc, "usage", "memory", "average_bytes"))},
-            {"sparkshim_container_oom_events_total", "OOM kills in the executor's cgroup.",
-             "counter", json_incref(at(doc, "usage", "memory", "oom_kills"))},
-            {"sparkshim_container_memory_high_events_total",
-             "Times the executor's cgroup went over memory.high.", "counter",
-             json_incref(at(doc, "usage", "memory", "high_events"))},
-            {"sparkshim_container_fs_reads_bytes_total", "Bytes read from block devices.",
-             "counter", json_incref(at(doc, "usage", "disk", "read_bytes"))},
-            {"sparkshim_container_fs_writes_bytes_total", "Bytes written to block devices.",
-             "counter", json_incref(at(doc, "usage", "disk", "write_bytes"))},
-            {"sparkshim_container_pressure_cpu_waiting_seconds_total",
-             "Time some tasks of the executor waited for a CPU (cpu.pressure some).", "counter",
-             psi_seconds(doc, "cpu", "some_total_us")},
-            {"sparkshim_container_pressure_cpu_stalled_seconds_total",
-             "Time all tasks of the executor waited for a CPU (cpu.pressure full).", "counter",
-             psi_seconds(doc, "cpu", "full_total_us")},
-            {"sparkshim_container_pressure_memory_waiting_seconds_total",
-             "Time some tasks of the executor waited for memory (memory.pressure some).", "counter",
-             psi_seconds(doc, "memory", "some_total_us")},
-            {"sparkshim_container_pressure_memory_stalled_seconds_total",
-             "Time all tasks of the executor waited for memory (memory.pressure full).", "counter",
-             psi_seconds(doc, "memory", "full_total_us")},
-            {"sparkshim_container_pressure_io_waiting_seconds_total",
-             "Time some tasks of the executor waited for I/O (io.pressure some).", "counter",
-             psi_seconds(doc, "disk", "some_total_us")},
-            {"sparkshim_container_pressure_io_stalled_seconds_total",
-             "Time all tasks of the executor waited for I/O (io.pressure full).", "counter",
-             psi_seconds(doc, "disk", "full_total_us")},
-            {"sparkshim_container_spec_cpu_request_cores", "Planned CPU request, in cores.",
-             "gauge", real_if(m->has_plan, (double)m->plan.cpu_request_millicores / 1000.0)},
-            {"sparkshim_container_spec_cpu_limit_cores",
-             "Planned CPU limit (cpu.max), in cores; absent when unlimited.", "gauge",
-             real_if(m->has_plan && m->plan.cpu_limit_millicores > 0,
-                     (double)m->plan.cpu_limit_millicores / 1000.0)},
-            {"sparkshim_container_spec_memory_limit_bytes", "Planned memory limit (memory.max).",
-             "gauge", m->has_plan ? json_integer((json_int_t)m->plan.memory_limit_bytes) : NULL},
-            {"sparkshim_container_spec_memory_request_bytes", "Planned memory request.", "gauge",
-             m->has_plan ? json_integer((json_int_t)m->plan.memory_request_bytes) : NULL},
-            {"sparkshim_cpu_utilization_ratio", "CPU seconds / (request cores x wall time).",
-             "gauge", json_incref(json_object_get(json_object_get(doc, "utilization"), "cpu"))},
-            {"sparkshim_memory_utilization_ratio", "Memory peak / memory request.", "gauge",
-             json_incref(json_object_get(json_object_get(doc, "utilization"), "memory"))},
-            {"sparkshim_enforced",
-             "1 when the plan is enforced in the executor's cgroup, 0 when it runs unconstrained "
-             "(fail_mode open).",
-             "gauge", json_integer(m->enforced)},
-            {"sparkshim_start_time_seconds",
-             "When the executor started, in seconds since the epoch.", "gauge",
-             json_real((double)m->start_rt.tv_sec + (double)m->start_rt.tv_nsec / 1e9)},
-            {"sparkshim_last_update_timestamp_seconds",
-             "When sparkshim wrote this file, in seconds since the epoch (older than a few "
-             "intervals: the file is stale).",
-             "gauge", NULL},
-        };
-        struct util_error err = {0};
-        int r;
-
-        clock_gettime(CLOCK_REALTIME, &now);
-        metrics[ELEMENTSOF(metrics) - 1].value =
-            json_real((double)now.tv_sec + (double)now.tv_nsec / 1e9);
-        if (m->prometheus_dirfd < 0 && open_prometheus(m, &err) < 0) {
-                m->prometheus_failed++;
-                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s", err.text);
-                goto out;
-        }
-        /* composed in memory, then written under an exclusive random name and renamed */
-        f = open_memstream(&text, &len);
-        if (!f) {
-                m->prometheus_failed++;
-                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "out of memory");
-                goto out;
-        }
-        {
-                /* every label value escaped, as the agent's operator label is */
-                char app[256], executor[256], name[256];
-
-                label_value(m->app_id, app, sizeof(app));
-                label_value(m->executor_id, executor, sizeof(executor));
-                label_value(m->name, name, sizeof(name));
-                snprintf(labels, sizeof(labels), "app_id=\"%s\",executor_id=\"%s\",name=\"%s\"",
-                         app, executor, name);
-        }
-        fprintf(f, "%s\n", m->owner);
-        for (size_t i = 0; i < ELEMENTSOF(metrics); i++) {
-                /* every family is declared, with no sample when its value is unknown here */
-                fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", metrics[i].name, metrics[i].help,
-                        metrics[i].name, metrics[i].type);
-                if (json_is_number(metrics[i].value))
-                        fprintf(f, "%s{%s} %.17g\n", metrics[i].name, labels,
-                                json_number_value(metrics[i].value));
-        }
-        write_agent_metrics(f, json_object_get(json_object_get(doc, "agent"), "operators"), labels);
-        write_rolling_metrics(f, m, labels);
-        if (fclose(f) != 0) {
-                m->prometheus_failed++;
-                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "out of memory");
-                goto out;
-        }
-        r = util_write_file_atomic_at(m->prometheus_dirfd, m->prometheus_name, text, len, 0644,
-                                      &m->prometheus_st, &why);
-        if (r < 0) {
-                m->prometheus_failed++;
-                snprintf(m->prometheus_error, sizeof(m->prometheus_error), "%s: %s", m->prometheus,
-                         why.text);
-        } else {
-                m->prometheus_written = true;
-                m->prometheus_error[0] = '\0';
-        }
-out:
-        for (size_t i = 0; i < ELEMENTSOF(metrics); i++)
-                json_decref(metrics[i].value);
 }
 
 /* ---------------------------------------------------------------- ticks and the end */
@@ -1701,18 +631,18 @@ static void tick(struct shim_monitor *m)
         if (now - m->last_line_ns < (uint64_t)m->cfg.interval_seconds * 1000000000ULL) {
                 /* the executor's series appear at its first second, not at its first interval */
                 if (m->prometheus[0] && !m->prometheus_written && m->prometheus_failed == 0 &&
-                    (doc = build_report(m, "sample", 0, NULL))) {
-                        write_prometheus(m, doc);
+                    (doc = measure_report_build(m, "sample", 0, NULL))) {
+                        measure_prometheus_write(m, doc);
                         json_decref(doc);
                 }
                 return;
         }
         m->last_line_ns = now;
         atomic_fetch_add(&m->lines, 1);
-        doc = build_report(m, "sample", 0, NULL);
+        doc = measure_report_build(m, "sample", 0, NULL);
         emit(m, doc, false);
         if (doc && m->prometheus[0])
-                write_prometheus(m, doc);
+                measure_prometheus_write(m, doc);
         json_decref(doc);
 }
 
@@ -1733,11 +663,11 @@ static void final_report(struct shim_monitor *m, int exit_code, const struct shi
                 if (s->fd < 0)
                         s->dropped++; /* this final report, which the sink cannot take */
         }
-        doc = build_report(m, "final", exit_code, ev);
+        doc = measure_report_build(m, "final", exit_code, ev);
         emit(m, doc, true);
         json_decref(doc);
         /* node_exporter's textfile convention: the executor's series end with it */
-        remove_prometheus(m);
+        measure_prometheus_remove(m);
 }
 
 /* What the supervisor handed over since the last look. Returns true once the final report is
@@ -1982,7 +912,7 @@ void shim_monitor_free(struct shim_monitor *m)
                 wake(m);
                 pthread_join(m->thread, NULL);
         }
-        remove_prometheus(m); /* a run that ended without its final report */
+        measure_prometheus_remove(m); /* a run that ended without its final report */
         util_closep(&m->prometheus_dirfd);
         probe_close(m->probe);
         rolling_free(m->rolling);
@@ -2002,71 +932,4 @@ void shim_monitor_free(struct shim_monitor *m)
                 free(m->argv[i]);
         free(m->argv);
         free(m);
-}
-
-/* ---------------------------------------------------------------- validation */
-
-int shim_report_validate(json_t *doc, struct util_error *err)
-{
-        static const struct {
-                const char *path;
-                json_type type; /* JSON_NULL: any, null allowed */
-        } required[] = {
-            {"schema", JSON_STRING},
-            {"kind", JSON_STRING},
-            {"identity/app_id", JSON_STRING},
-            {"identity/executor_id", JSON_STRING},
-            {"identity/host", JSON_STRING},
-            {"identity/start", JSON_STRING},
-            {"identity/end", JSON_STRING},
-            {"identity/wall_seconds", JSON_REAL},
-            {"plan/cpu/request_millicores", JSON_INTEGER},
-            {"plan/memory/request_bytes", JSON_INTEGER},
-            {"plan/memory/limit_bytes", JSON_INTEGER},
-            {"enforcement/enforced", JSON_TRUE},
-            {"usage/cpu/seconds", JSON_NULL},
-            {"usage/cpu/throttled_seconds", JSON_NULL},
-            {"usage/cpu/runq_wait/p95_us", JSON_NULL},
-            {"usage/memory/peak_bytes", JSON_NULL},
-            {"usage/memory/average_bytes", JSON_NULL},
-            {"usage/memory/p95_bytes", JSON_NULL},
-            {"usage/memory/anon_peak_bytes", JSON_NULL},
-            {"usage/memory/oom_kills", JSON_NULL},
-            {"usage/memory/high_events", JSON_NULL},
-            {"usage/disk/read_bytes", JSON_NULL},
-            {"usage/disk/write_bytes", JSON_NULL},
-            {"usage/sources", JSON_OBJECT},
-            {"utilization/cpu", JSON_NULL},
-            {"utilization/memory", JSON_NULL},
-            {"utilization/objective", JSON_NULL},
-            {"samples", JSON_ARRAY},
-        };
-
-        if (!json_is_object(doc))
-                return util_error_set(err, EINVAL, "not a JSON object");
-        if (!json_is_string(json_object_get(doc, "schema")) ||
-            strcmp(json_string_value(json_object_get(doc, "schema")), REPORT_SCHEMA) != 0)
-                return util_error_set(err, EINVAL, "schema is not %s", REPORT_SCHEMA);
-        for (size_t i = 0; i < ELEMENTSOF(required); i++) {
-                char path[128], *save = NULL;
-                json_t *v = doc;
-
-                /* sparkshim probe watches cgroups without a plan */
-                if (strncmp(required[i].path, "plan/", 5) == 0 &&
-                    json_is_null(json_object_get(doc, "plan")))
-                        continue;
-                snprintf(path, sizeof(path), "%s", required[i].path);
-                for (char *k = strtok_r(path, "/", &save); k && v; k = strtok_r(NULL, "/", &save))
-                        v = json_object_get(v, k);
-                if (!v)
-                        return util_error_set(err, EINVAL, "%s is missing", required[i].path);
-                if (required[i].type == JSON_NULL)
-                        continue;
-                if (required[i].type == JSON_TRUE   ? !json_is_boolean(v)
-                    : required[i].type == JSON_REAL ? !json_is_number(v)
-                                                    : json_typeof(v) != required[i].type)
-                        return util_error_set(err, EINVAL, "%s has the wrong type",
-                                              required[i].path);
-        }
-        return 0;
 }

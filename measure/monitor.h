@@ -20,8 +20,6 @@
 #include "policy.h"
 #include "shim-common.h"
 
-#define REPORT_SCHEMA "sparkshim.report/v1"
-
 /*
  * After the executor ends, the sinks get this long to take the final report (and what they
  * still queue); what they did not take by then is dropped and counted. A fixed bound, not
@@ -141,8 +139,3 @@ bool shim_monitor_rolling_term(struct shim_monitor *m);
 
 /* How many sample lines were queued so far (any thread). */
 unsigned shim_monitor_lines(const struct shim_monitor *m);
-
-/* ---- report reading (sparkshim report) ---- */
-
-/* Validate a report document: schema, kind, every required field present with its type. */
-int shim_report_validate(json_t *doc, struct util_error *err);

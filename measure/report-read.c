@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "lines.h"
-#include "monitor.h"
 #include "report-read.h"
+#include "report-schema.h"
 #include "util.h"
 
 void shim_report_reader_init(struct shim_report_reader *r, FILE *out, bool as_json, bool all)

@@ -13,8 +13,7 @@
 #include <sys/statfs.h>
 #include <linux/magic.h>
 
-#include "monitor.h"
-#include "report-read.h"
+#include "measure.h"
 #include "shim.h"
 #include "util.h"
 

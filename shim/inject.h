@@ -4,7 +4,7 @@
  * put into the executor's launch (-agentpath: in the java command, or JAVA_TOOL_OPTIONS)
  * and the option string derived from the plan, and the run's private directory where the
  * agent writes its statistics. The agent's statistics file turned into the report's "agent"
- * object is measure/agent-stats.h (included below).
+ * object is measure/agent-stats.h (included below, through measure.h).
  *
  * No global state; only the private directory's removal logs (a warning). Functions
  * returning int give >= 0 or -errno.
@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "agent-stats.h" /* struct shim_agent_run, enum shim_agent_method */
+#include "measure.h" /* struct shim_agent_run, enum shim_agent_method (agent-stats.h) */
 #include "policy.h"
 
 /* The variables a JVM takes options from, besides its command line. */

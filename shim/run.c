@@ -17,7 +17,7 @@
 
 #include "config.h"
 #include "inject.h"
-#include "monitor.h"
+#include "measure.h"
 #include "run.h"
 #include "shim.h"
 #include "util.h"
