@@ -3,7 +3,8 @@
 # bpf-disk: 64 MiB written and read back with O_DIRECT from a watched leaf are counted within
 # 5% (bytes), with ops > 0 and one latency sample per op, while 32 MiB of the same from an
 # unwatched leaf are not. Twice: attributing at block_io_start (this kernel, >= 6.5), and at
-# block_rq_insert/issue as on older kernels (forced with the library's test hook).
+# block_rq_insert/issue as on older kernels (forced with the library's test hook), within
+# 15% there: see run() for why.
 . "$(dirname "$0")/lib.sh"
 
 mib=64
@@ -39,13 +40,19 @@ run() {
 	p99=$(field "$WORK/out$1" "$a" disk_p99_us)
 	echo "[$hooks] $fstype on $(df --output=source "$dir" | tail -1): read $rb bytes in $rops ops ($(pct "$rb" "$want")), write $wb bytes in $wops ops ($(pct "$wb" "$want")); latency samples $lat, p99 <= $p99 us"
 
-	within "$wb" "$want" 5 || fail "[$hooks] write bytes $wb not within 5% of $want"
-	within "$rb" "$want" 5 || fail "[$hooks] read bytes $rb not within 5% of $want"
+	# Before 6.5 (the insert variant) a request the device could not take at once is issued
+	# later by whoever runs the queue next, another task or kblockd, and is that task's
+	# (docs/probes.md): with other I/O on the device, a few requests of either leaf go astray
+	# (-4.7% seen with a second copy of this test running). block_io_start has no such gap.
+	tol=5
+	[ "$1" = insert ] && tol=15
+	within "$wb" "$want" $tol || fail "[$hooks] write bytes $wb not within $tol% of $want"
+	within "$rb" "$want" $tol || fail "[$hooks] read bytes $rb not within $tol% of $want"
 	[ "$rops" -gt 0 ] && [ "$wops" -gt 0 ] || fail "[$hooks] read ops $rops, write ops $wops"
 	[ "$lat" = $((rops + wops)) ] || fail "[$hooks] latency histogram total $lat != ops $((rops + wops))"
 	lost=$(field "$WORK/out$1" "$a" disk_requests_lost)
 	[ "$lost" = 0 ] || fail "[$hooks] $lost requests not followed (no room in their bucket)"
-	pass "[$hooks] O_DIRECT bytes within 5% of $want each way, ops > 0, B's 32 MiB not counted"
+	pass "[$hooks] O_DIRECT bytes within $tol% of $want each way, ops > 0, B's 32 MiB not counted"
 }
 
 run ""
