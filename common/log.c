@@ -9,19 +9,19 @@
 #include "utf8.h"
 #include "util.h"
 
-static enum shim_log_level max_level = SHIM_LOG_WARN;
+static enum util_log_level max_level = UTIL_LOG_WARN;
 
-void shim_log_set_level(enum shim_log_level level)
+void util_log_set_level(enum util_log_level level)
 {
         max_level = level;
 }
 
-enum shim_log_level shim_log_get_level(void)
+enum util_log_level util_log_get_level(void)
 {
         return max_level;
 }
 
-void shim_log(enum shim_log_level level, const char *fmt, ...)
+void util_log(enum util_log_level level, const char *fmt, ...)
 {
         static const char *const names[] = {"error", "warning", "info", "debug"};
         char line[1280], message[1024];

@@ -6,14 +6,14 @@
  */
 #pragma once
 
-enum shim_log_level { SHIM_LOG_ERROR, SHIM_LOG_WARN, SHIM_LOG_INFO, SHIM_LOG_DEBUG };
+enum util_log_level { UTIL_LOG_ERROR, UTIL_LOG_WARN, UTIL_LOG_INFO, UTIL_LOG_DEBUG };
 
-void shim_log_set_level(enum shim_log_level level);
-enum shim_log_level shim_log_get_level(void);
-void shim_log(enum shim_log_level level, const char *fmt, ...)
+void util_log_set_level(enum util_log_level level);
+enum util_log_level util_log_get_level(void);
+void util_log(enum util_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-#define log_error(...) shim_log(SHIM_LOG_ERROR, __VA_ARGS__)
-#define log_warn(...)  shim_log(SHIM_LOG_WARN, __VA_ARGS__)
-#define log_info(...)  shim_log(SHIM_LOG_INFO, __VA_ARGS__)
-#define log_debug(...) shim_log(SHIM_LOG_DEBUG, __VA_ARGS__)
+#define log_error(...) util_log(UTIL_LOG_ERROR, __VA_ARGS__)
+#define log_warn(...)  util_log(UTIL_LOG_WARN, __VA_ARGS__)
+#define log_info(...)  util_log(UTIL_LOG_INFO, __VA_ARGS__)
+#define log_debug(...) util_log(UTIL_LOG_DEBUG, __VA_ARGS__)

@@ -29,6 +29,6 @@ enum {
 /* ---- cgroup facts shared with measure/ ---- */
 
 /* memory.events counters, for OOM reporting. */
-struct shim_memory_events {
+struct util_memory_events {
         uint64_t low, high, max, oom, oom_kill;
 };

@@ -69,7 +69,7 @@ struct shim_monitor {
         bool finish_requested, stop;  /* lock */
         bool done;                    /* lock: the thread has ended */
         int exit_code;                /* lock */
-        struct shim_memory_events ev; /* lock */
+        struct util_memory_events ev; /* lock */
         bool have_ev;                 /* lock */
         uint64_t finish_deadline_ns;  /* lock */
         bool rolling_term;            /* lock: rolling's TERM, for the supervisor */
@@ -156,7 +156,7 @@ static inline uint64_t measure_delta(uint64_t a, uint64_t b)
  * end (NULL: the cgroup's last reading stands).
  */
 json_t *measure_report_build(struct shim_monitor *m, const char *kind, int exit_code,
-                             const struct shim_memory_events *ev);
+                             const struct util_memory_events *ev);
 
 /*
  * What the executor read and wrote without io.stat (pu: the block probe's figures, NULL

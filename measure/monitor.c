@@ -651,7 +651,7 @@ static void tick(struct shim_monitor *m)
  * first, so that the final report, which holds all they say, is next in line everywhere;
  * a sink that is closed (it failed, or never opened) counts the final report too.
  */
-static void final_report(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev)
+static void final_report(struct shim_monitor *m, int exit_code, const struct util_memory_events *ev)
 {
         json_t *doc;
 
@@ -674,7 +674,7 @@ static void final_report(struct shim_monitor *m, int exit_code, const struct shi
  * queued. */
 static bool take_events(struct shim_monitor *m, bool final_queued, uint64_t *ret_deadline)
 {
-        struct shim_memory_events ev;
+        struct util_memory_events ev;
         bool finish, have_ev, stop;
         int exit_code, pidfd, uid_pidfd;
         pid_t pid;
@@ -834,7 +834,7 @@ void shim_monitor_tick(struct shim_monitor *m)
 }
 
 /* Without a thread: the final report, and the sinks get MONITOR_FLUSH_SECONDS to take it. */
-static int finish_here(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev,
+static int finish_here(struct shim_monitor *m, int exit_code, const struct util_memory_events *ev,
                        struct util_error *err)
 {
         uint64_t deadline = util_now_ns() + MONITOR_FLUSH_SECONDS * 1000000000ULL;
@@ -852,7 +852,7 @@ static int finish_here(struct shim_monitor *m, int exit_code, const struct shim_
         return m->undelivered[0] ? util_error_set(err, EAGAIN, "%s", m->undelivered) : 0;
 }
 
-int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev,
+int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct util_memory_events *ev,
                         struct util_error *err)
 {
         struct timespec until;

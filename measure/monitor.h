@@ -126,7 +126,7 @@ void shim_monitor_tick(struct shim_monitor *m);
  * thread does not end in time (a write to a hung disk), it is left behind and
  * shim_monitor_free leaves the monitor to it: the caller is about to exit.
  */
-int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct shim_memory_events *ev,
+int shim_monitor_finish(struct shim_monitor *m, int exit_code, const struct util_memory_events *ev,
                         struct util_error *err);
 
 void shim_monitor_free(struct shim_monitor *m);

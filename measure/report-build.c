@@ -190,7 +190,7 @@ static json_t *monitor_rolling_json(const struct shim_monitor *m)
 struct report_ctx {
         const struct shim_monitor *m;
         const struct collect_cgroup *f, *l; /* first and last cgroup readings */
-        const struct shim_memory_events *ev;
+        const struct util_memory_events *ev;
         bool final, have_probe, have_ru;
         unsigned attached; /* PROBE_* */
         struct probe_usage pu;
@@ -511,7 +511,7 @@ static void add_agent(json_t *doc, const struct shim_monitor *m)
 }
 
 static void report_ctx_init(struct report_ctx *c, struct shim_monitor *m, bool final,
-                            const struct shim_memory_events *ev)
+                            const struct util_memory_events *ev)
 {
         *c = (struct report_ctx){.m = m, .f = &m->first, .l = &m->last, .ev = ev, .final = final};
         c->have_probe = m->probe && probe_read(m->probe, m->cgroup_id, &c->pu) == 0;
@@ -523,7 +523,7 @@ static void report_ctx_init(struct report_ctx *c, struct shim_monitor *m, bool f
 
 /* The whole report: kind "final" or "sample". */
 json_t *measure_report_build(struct shim_monitor *m, const char *kind, int exit_code,
-                             const struct shim_memory_events *ev)
+                             const struct util_memory_events *ev)
 {
         struct figures fg = {.cpu_us = COLLECT_UNSET,
                              .user_us = COLLECT_UNSET,

@@ -981,9 +981,9 @@ int shim_cgroup_destroy(struct shim_cgroup *cg)
         return r;
 }
 
-int shim_cgroup_memory_events(const struct shim_cgroup *cg, struct shim_memory_events *ret)
+int shim_cgroup_memory_events(const struct shim_cgroup *cg, struct util_memory_events *ret)
 {
-        struct shim_memory_events e = {0};
+        struct util_memory_events e = {0};
         struct {
                 const char *key;
                 uint64_t *value;

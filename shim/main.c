@@ -157,7 +157,7 @@ static int java_personality(struct shim_options *o, int argc, char **argv)
         struct util_error err = {0};
         struct policy policy;
 
-        shim_log_set_level(SHIM_LOG_WARN);
+        util_log_set_level(UTIL_LOG_WARN);
 #ifdef SPARKSHIM_TEST_HOOKS
         log_error("java: refused as a home's java: %s", TEST_HOOKS_REFUSED);
         return SHIM_EXIT_NOT_FOUND;
@@ -329,10 +329,10 @@ int main(int argc, char **argv)
         }
         optind = 2;
         parse_options(argc, argv, &o);
-        shim_log_set_level(o.verbosity < 0    ? SHIM_LOG_ERROR
-                           : o.verbosity == 0 ? SHIM_LOG_WARN
-                           : o.verbosity == 1 ? SHIM_LOG_INFO
-                                              : SHIM_LOG_DEBUG);
+        util_log_set_level(o.verbosity < 0    ? UTIL_LOG_ERROR
+                           : o.verbosity == 0 ? UTIL_LOG_WARN
+                           : o.verbosity == 1 ? UTIL_LOG_INFO
+                                              : UTIL_LOG_DEBUG);
         apply_environment(&o);
         return dispatch(command, &o, argc - optind, argv + optind);
 }

@@ -492,7 +492,7 @@ static int supervise(struct run *run)
 }
 
 /* An OOM kill in the executor's cgroup: said, and the exit status is 137 (128 + SIGKILL). */
-static int oom_status(const struct run *run, const struct shim_memory_events *ev, int code)
+static int oom_status(const struct run *run, const struct util_memory_events *ev, int code)
 {
         if (ev->oom_kill == 0)
                 return code;
@@ -504,7 +504,7 @@ static int oom_status(const struct run *run, const struct shim_memory_events *ev
 }
 
 /* The final report (before the cgroup goes: it needs the final readings), then the cleanup. */
-static void end_run(struct run *run, int code, const struct shim_memory_events *ev)
+static void end_run(struct run *run, int code, const struct util_memory_events *ev)
 {
         struct util_error err = {0};
         int r;
@@ -535,7 +535,7 @@ int shim_cmd_run(struct shim_options *o, int argc, char **cmd)
             .cg = SHIM_CGROUP_INIT,
             .agent = &agent,
         };
-        struct shim_memory_events ev;
+        struct util_memory_events ev;
         bool have_events = false;
         int code;
 

@@ -85,7 +85,7 @@ int shim_cgroup_kill(const struct shim_cgroup *cg);
 /* Kill leftovers, wait for empty, rmdir; closes the fds. NULL-safe, idempotent. */
 int shim_cgroup_destroy(struct shim_cgroup *cg);
 
-int shim_cgroup_memory_events(const struct shim_cgroup *cg, struct shim_memory_events *ret);
+int shim_cgroup_memory_events(const struct shim_cgroup *cg, struct util_memory_events *ret);
 
 /*
  * The leaf name for <name>: '_' in front of a name that starts with '_' or '.', or with a

@@ -668,14 +668,14 @@ out:
 char **shim_submit_apply(int argc, char **argv, int class_index, const char *policy_path,
                          bool policy_explicit)
 {
-        enum shim_log_level level = shim_log_get_level();
+        enum util_log_level level = util_log_get_level();
         struct util_error err = {0};
         struct policy policy;
         char **out = argv;
         int r;
 
         /* its lines say what happened to the submit: shown whatever the home's level */
-        shim_log_set_level(SHIM_LOG_INFO);
+        util_log_set_level(UTIL_LOG_INFO);
         policy_init_defaults(&policy);
         /* the home's policy, or the build's default; root's, whoever submits */
         r = policy_load_file(policy_path, true, &policy, &err);
@@ -687,6 +687,6 @@ char **shim_submit_apply(int argc, char **argv, int class_index, const char *pol
                 unchanged("policy %s", err.text);
         else if (policy.tuner.apply != POLICY_APPLY_OFF)
                 out = apply(argc, argv, class_index, &policy);
-        shim_log_set_level(level);
+        util_log_set_level(level);
         return out;
 }

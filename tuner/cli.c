@@ -27,7 +27,7 @@ static int usage(FILE *f, int status)
 
 int main(int argc, char **argv)
 {
-        shim_log_set_level(SHIM_LOG_WARN);
+        util_log_set_level(UTIL_LOG_WARN);
         /* one recommendation is a few ms on one thread; OpenBLAS's threads only add start-up
          * and scheduling noise (and the seed's result is the same either way) */
         openblas_set_num_threads(1);

@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         if (!devnull) {
                 devnull = fopen("/dev/null", "we");
-                shim_log_set_level(SHIM_LOG_ERROR); /* bad lines are warnings */
+                util_log_set_level(UTIL_LOG_ERROR); /* bad lines are warnings */
         }
         if (size < 1 || !devnull)
                 return 0;
