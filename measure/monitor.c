@@ -8,6 +8,7 @@
  * executor rolling glue. The report's JSON is built in report-build.c, the Prometheus file
  * written in prometheus.c (monitor-internal.h).
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -77,6 +78,8 @@ int shim_monitor_open(const struct shim_monitor_config *cfg, struct shim_monitor
         struct shim_monitor *m;
         int r = 0;
 
+        assert(cfg);
+        assert(ret);
         if (!err)
                 err = &local;
         m = calloc(1, sizeof(*m));
@@ -291,6 +294,8 @@ int shim_monitor_set_agent(struct shim_monitor *m, const struct shim_agent_run *
 {
         struct shim_agent_run *copy = malloc(sizeof(*copy));
 
+        assert(m);
+        assert(run);
         if (!copy)
                 return -ENOMEM;
         *copy = *run;
@@ -306,6 +311,8 @@ void shim_monitor_start(struct shim_monitor *m, const struct shim_monitor_identi
         struct util_error cerr = {0};
         int r;
 
+        assert(m);
+        assert(id);
         snprintf(m->app_id, sizeof(m->app_id), "%s", id->app_id ? id->app_id : "");
         snprintf(m->executor_id, sizeof(m->executor_id), "%s",
                  id->executor_id ? id->executor_id : "");

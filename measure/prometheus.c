@@ -6,6 +6,7 @@
  * that writes it, so that the next sparkshim to open the directory removes the files of
  * one that was killed before it could (the sweep of stale files).
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -147,6 +148,7 @@ int measure_prometheus_open(struct shim_monitor *m, struct util_error *err)
         struct util_error why = {0};
         char dir[4096];
 
+        assert(m);
         dirfd = util_open_dir_of(m->prometheus, &name, &why);
         if (dirfd < 0)
                 return util_error_set(err, dirfd, "prometheus file %s: %s", m->prometheus,
@@ -172,6 +174,7 @@ void measure_prometheus_remove(struct shim_monitor *m)
 {
         int r;
 
+        assert(m);
         if (!m->prometheus_written)
                 return;
         m->prometheus_written = false;
@@ -438,6 +441,7 @@ void measure_prometheus_write(struct shim_monitor *m, json_t *doc)
         struct util_error err = {0};
         int r;
 
+        assert(m);
         clock_gettime(CLOCK_REALTIME, &now);
         if (m->prometheus_dirfd < 0 && measure_prometheus_open(m, &err) < 0) {
                 m->prometheus_failed++;

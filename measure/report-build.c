@@ -6,6 +6,7 @@
  * figure that no source gives is null, never 0. Sample lines and the final report are the
  * same document of another kind.
  */
+#include <assert.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -538,6 +539,8 @@ json_t *measure_report_build(struct shim_monitor *m, const char *kind, int exit_
         struct report_ctx c;
         json_t *doc;
 
+        assert(m);
+        assert(kind);
         report_ctx_init(&c, m, strcmp(kind, "final") == 0, ev);
         cpu_figures(&c, &fg);
         memory_figures(&c, &fg);
