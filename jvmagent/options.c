@@ -93,7 +93,6 @@ int jva_parse_bytes(const char *text, uint64_t *ret_bytes)
         size_t n = 0;
         uint64_t v = 0;
 
-        assert(text);
         assert(ret_bytes);
         if (!text)
                 return -EINVAL;

@@ -1000,7 +1000,6 @@ int tuner_store_set_job(struct tuner_store *s, const char *app_id, uint32_t owne
 
         assert(s);
         assert(app_id);
-        assert(job);
         if ((r = check_app_id(app_id, TUNER_APP_ID_MAX, err)) < 0)
                 return r;
         if ((r = tuner_store_run_id(s, app_id, owner, key, err)) < 0)
