@@ -22,7 +22,6 @@ int util_error_setv(struct util_error *err, int error, const char *fmt, va_list 
         if (!err)
                 return -error;
         err->error = error;
-        errno = error;
         vsnprintf(err->text, sizeof(err->text), fmt, ap);
         errno = saved;
         one_line(err->text);

@@ -18,7 +18,7 @@ struct util_error {
 /*
  * Fill err (when not NULL) with |error| and the formatted line, control characters replaced
  * by '?' so that whatever a file, key or user value contained stays on one line; errno is
- * |error| while formatting, so "%m" names it. Returns -|error|.
+ * left as it was. Returns -|error|.
  */
 int util_error_set(struct util_error *err, int error, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
