@@ -584,7 +584,7 @@ void probe_node_leave(struct probe *p)
 
         if (!p->node || p->watched_fd < 0 || p->node_root_fd < 0)
                 return;
-        locked = lock_root(p->node_root_fd, p->node_dir, PROBE_NODE_LOCK_MS, NULL) == 0;
+        locked = lock_root(p->node_root_fd, p->node_dir, PROBE_NODE_LEAVE_LOCK_MS, NULL) == 0;
         if (bpf_map_lookup_elem(p->watched_fd, &p->ids[0], &w) == 0 &&
             w.owner_pid == p->node_watch.owner_pid && w.owner_start == p->node_watch.owner_start &&
             w.owner_pidns == p->node_watch.owner_pidns)

@@ -100,13 +100,15 @@ int probe_read(struct probe *p, uint64_t cgroup_id, struct probe_usage *ret);
  * (PROBE_NODE_MAX cgroups watched), -EBUSY (a live shim watches cgroup_id), or probe_open's.
  */
 /*
- * The lock on the node's root (only root can open it) is waited for up to 30 s: as long as
- * a load of the set takes on a loaded node, with room (about 60 ms on an idle host, seconds
- * in an emulated guest under load); a shim that gives up loads a set of its own, which costs
- * as much. The mount point's lock, which a user can take before the bpf filesystem is there,
- * is waited for 5 s.
+ * The lock on the node's root (only root can open it) is waited for up to 30 s to join: as
+ * long as a load of the set takes on a loaded node, with room (about 60 ms on an idle host,
+ * seconds in an emulated guest under load); a shim that gives up loads a set of its own,
+ * which costs as much. A shim that leaves waits 5 s, then removes its entry without the lock
+ * (its exit is not held up; the next start rebuilds the filter and sweeps). The mount
+ * point's lock, which a user can take before the bpf filesystem is there, is waited for 5 s.
  */
 #define PROBE_NODE_LOCK_MS       30000
+#define PROBE_NODE_LEAVE_LOCK_MS 5000
 #define PROBE_NODE_MOUNT_LOCK_MS 5000
 struct probe *probe_open_node(const char *root, uint64_t cgroup_id, struct util_error *err);
 

@@ -135,6 +135,12 @@ int util_lines_read_fd(struct util_lines *l, int fd, const struct util_lines_ops
         }
 }
 
+uint64_t util_lines_at(const struct util_lines *l)
+{
+        assert(l);
+        return l->begun && !l->ended ? l->lineno : l->lineno + 1;
+}
+
 void util_lines_free(struct util_lines *l)
 {
         if (!l)

@@ -53,4 +53,10 @@ struct util_lines_ops {
 int util_lines_read_fd(struct util_lines *l, int fd, const struct util_lines_ops *ops,
                        void *userdata);
 
+/*
+ * The number of the line the next byte belongs to: the one being collected, or the next one
+ * when the last was whole (for "stopped at line N" after a read error or input_max).
+ */
+uint64_t util_lines_at(const struct util_lines *l);
+
 void util_lines_free(struct util_lines *l);

@@ -184,7 +184,7 @@ __attribute__((format(printf, 5, 6))) static int fail(struct util_error *ret_err
         va_start(ap, format);
         vsnprintf(what, sizeof(what), format, ap);
         va_end(ap);
-        return util_error_set(ret_error, error, "%s=%s: %s", key, value, what);
+        return util_error_set(ret_error, error, "%s=%.200s: %s", key, value, what);
 }
 
 struct key {

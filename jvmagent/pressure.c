@@ -54,10 +54,11 @@ int jva_parse_memory_stat_anon(const char *text, uint64_t *ret_bytes)
 {
         const char *rest;
         uint64_t v;
-        int r = find_number(text, "anon ", &v, &rest);
+        int r;
 
         assert(text);
         assert(ret_bytes);
+        r = find_number(text, "anon ", &v, &rest);
         if (r < 0)
                 return r;
         if (*rest != '\n' && *rest != '\0')
@@ -70,10 +71,11 @@ int jva_parse_proc_status_anon(const char *text, uint64_t *ret_bytes)
 {
         const char *rest;
         uint64_t v;
-        int r = find_number(text, "RssAnon:", &v, &rest);
+        int r;
 
         assert(text);
         assert(ret_bytes);
+        r = find_number(text, "RssAnon:", &v, &rest);
         if (r < 0)
                 return r;
         if (strncmp(rest, " kB", 3) != 0 || v > UINT64_MAX / 1024)

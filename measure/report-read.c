@@ -451,12 +451,12 @@ int shim_report_reader_fd(struct shim_report_reader *r, int fd, const char *path
         if (ret == -EFBIG)
                 return util_error_set(err, EFBIG,
                                       "%s: longer than %" PRIu64 " bytes; stopped at line %u", path,
-                                      r->input_max, (unsigned)rd.lines.lineno);
+                                      r->input_max, (unsigned)util_lines_at(&rd.lines));
         if (ret == -ENOMEM && (!err || err->error != ENOMEM))
                 return util_error_set(err, ENOMEM, "%s:%u: out of memory", path,
-                                      (unsigned)rd.lines.lineno);
+                                      (unsigned)util_lines_at(&rd.lines));
         if (ret < 0 && ret != -ENOMEM)
                 return util_error_set(err, -ret, "%s:%u: read error: %s", path,
-                                      (unsigned)rd.lines.lineno, strerror(-ret));
+                                      (unsigned)util_lines_at(&rd.lines), strerror(-ret));
         return ret;
 }

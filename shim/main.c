@@ -233,9 +233,6 @@ static int cmd_java_home(struct shim_options *o, int argc, char **args)
         if (!o->jdk || argc != 1)
                 shim_die(SHIM_EXIT_USAGE,
                          "java-home: give --jdk JDK_DIR and one DIR; see sparkshim --help");
-#ifdef SPARKSHIM_TEST_HOOKS
-        shim_die(SHIM_EXIT_USAGE, "java-home: refused: %s", TEST_HOOKS_REFUSED);
-#endif
         if (o->policy_explicit) {
                 /* the home's executors will load it as run --policy does: refuse now what
                  * they would */
@@ -244,6 +241,9 @@ static int cmd_java_home(struct shim_options *o, int argc, char **args)
                         shim_die(SHIM_EXIT_POLICY, "java-home: --policy %s: %s", o->policy_path,
                                  strerror(errno));
         }
+#ifdef SPARKSHIM_TEST_HOOKS
+        shim_die(SHIM_EXIT_USAGE, "java-home: refused: %s", TEST_HOOKS_REFUSED);
+#endif
         if (shim_java_home(o->jdk, o->policy_explicit ? policy_path : NULL, args[0], &err) < 0)
                 shim_die(err.error == EINVAL || err.error == EEXIST || err.error == ENOENT ||
                                  err.error == EPERM

@@ -258,7 +258,7 @@ enum tuner_ingest_outcome tuner_ingest_reports(struct tuner_ingest *in, const ch
         else if (r < 0)
                 snprintf(what, sizeof(what), "read error: %s", strerror(-r));
         if (r < 0)
-                return refuse(in, path, (unsigned)rd.lines.lineno, what);
+                return refuse(in, path, (unsigned)util_lines_at(&rd.lines), what);
         /* a last line without its newline: the whole of it, unless the file may still grow
          * (the service reads it again from done) */
         if (!in->complete_lines && util_lines_rest(&rd.lines, &line, &len) > 0) {

@@ -701,9 +701,11 @@ const char *tuner_store_backend(const struct tuner_store *s)
 
 bool tuner_store_is_postgresql(const char *db)
 {
-        const char *eq = strchr(db, '='), *slash = strchr(db, '/');
+        const char *eq, *slash;
 
         assert(db);
+        eq = strchr(db, '=');
+        slash = strchr(db, '/');
         /* libpq takes any string with an '=' for key=value pairs; a SQLite path may hold one
          * after a '/' ("/var/lib/a=b/h.db", "./a=b.db") */
         return strncmp(db, "postgresql://", 13) == 0 || strncmp(db, "postgres://", 11) == 0 ||

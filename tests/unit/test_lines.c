@@ -97,9 +97,11 @@ Test(lines, offsets_count_from_where_the_caller_resumes)
         cr_expect_eq(l.line_start, 103);
         cr_expect_eq(l.done, 106);
         cr_expect_eq(l.lineno, 2);
+        cr_expect_eq(util_lines_at(&l), 3, "after a whole line, the next");
         cr_assert_eq(util_lines_take(&l, &p, in + strlen(in), &line, &len), 0);
         cr_expect_eq(l.done, 106, "a line without its newline is not done");
         cr_expect_eq(l.offset, 108);
+        cr_expect_eq(util_lines_at(&l), 3, "within a line, that line");
         util_lines_free(&l);
 }
 
@@ -163,6 +165,7 @@ Test(lines, read_fd_bounds)
         c = (struct counting){0};
         fd = pipe_with("ab\ncd\n");
         cr_expect_eq(util_lines_read_fd(&l, fd, &skip, &c), -EFBIG);
+        cr_expect_eq(util_lines_at(&l), 1, "stopped at line %u", (unsigned)util_lines_at(&l));
         close(fd);
         util_lines_free(&l);
 
