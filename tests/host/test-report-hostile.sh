@@ -131,12 +131,15 @@ echo "ok: a symbolic link is refused (120), the other files read"
 
 # what a bad line's first token echoes, and a file's name, as they reach stderr: control
 # characters (C0, DEL, C1 such as CSI 0x9b) and bytes that are not UTF-8 escaped as \xNN,
-# the line valid UTF-8 (issue 22, defect 8a)
+# the line valid UTF-8 (issue 22, defect 8a); a C0 control the error text itself carries
+# becomes '?' there (util_error_set), before the logger sees it
 printf '\302\233[2J\033]0;t\007x\n' >ctl.jsonl
 printf 'abc\n' >"name$(printf '\377\302\233').jsonl"
+printf '\033[2J\n' >esc.jsonl
 cat good.jsonl >>ctl.jsonl
+cat good.jsonl >>esc.jsonl
 set +e
-"$shim" report ctl.jsonl name*.jsonl >out.txt 2>err.txt
+"$shim" report ctl.jsonl esc.jsonl name*.jsonl >out.txt 2>err.txt
 rc=$?
 set -e
 [ $rc = 0 ] || { cat err.txt; fail "report of bad lines: exit $rc, expected 0"; }
@@ -145,10 +148,11 @@ import sys
 raw = open(sys.argv[1], "rb").read()
 text = raw.decode("utf-8")  # UnicodeDecodeError: not UTF-8
 lines = text.splitlines()
-assert len(lines) == 2, lines
+assert len(lines) == 3, lines
 assert all(c >= " " and c != "\x7f" and not "\x80" <= c <= "\x9f" for l in lines for c in l), lines
 assert "ctl.jsonl:1: not JSON: '[' or '{' expected near '\\xc2\\x9b'" in lines[0], lines[0]
-assert "name\\xff\\xc2\\x9b.jsonl:1: not JSON" in lines[1], lines[1]
+assert "esc.jsonl:1: not JSON: '[' or '{' expected near '?'" in lines[1], lines[1]
+assert "name\\xff\\xc2\\x9b.jsonl:1: not JSON" in lines[2], lines[2]
 PY
 grep -q '^application_1700000000000_0042/3 ' out.txt || fail "the valid line after a bad one was lost"
 echo "ok: a bad line's token and a file name are escaped: $(head -1 err.txt)"
