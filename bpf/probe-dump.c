@@ -356,8 +356,45 @@ static void close_probes(void)
         nprobes = 0;
 }
 
+/*
+ * Is any thread of pid still on a CPU? waitpid reports a group stop when the last thread has
+ * stopped, which that thread does before it switches out: the cpu probe adds a thread's last
+ * slice at that switch-out, so a snapshot taken at once can miss it (the vm suite saw 412
+ * waits for the scheduler's 413 under load). /proc/TID/syscall waits for the thread to be
+ * off its CPU (wait_task_inactive) and says "running" while it is not.
+ */
+static bool any_thread_running(pid_t pid)
+{
+        char path[64], file[160], line[16];
+        bool running = false;
+        struct dirent *de;
+        DIR *d;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        d = opendir(path);
+        if (!d)
+                return false;
+        while (!running && (de = readdir(d))) {
+                FILE *f;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(file, sizeof(file), "%s/%s/syscall", path, de->d_name);
+                f = fopen(file, "re");
+                if (!f)
+                        continue;
+                running = fgets(line, sizeof(line), f) && strncmp(line, "running", 7) == 0;
+                fclose(f);
+        }
+        closedir(d);
+        return running;
+}
+
 static void take_snapshot(const uint64_t *ids, size_t n, pid_t child, struct snapshot *s)
 {
+        /* every thread's last switch-out seen first, for at most about 5 s */
+        for (int i = 0; i < 5000 && any_thread_running(child); i++)
+                nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
         for (size_t i = 0; i < n; i++) {
                 int r = probe_read(probe_of(i), ids[i], &s->usage[i]);
 
