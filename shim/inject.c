@@ -338,28 +338,26 @@ char *shim_agent_java_tool_options(const char *existing, const char *arg)
  * missing, and refused when anyone but root could change it. A shim that is not root has
  * no one to guard against: it uses $TMPDIR as any program does.
  */
-static int private_dir_base(char *buf, size_t size, char *why, size_t why_size)
+static int private_dir_base(char *buf, size_t size, struct util_error *why)
 {
-        const char *tmp = getenv("TMPDIR");
         struct stat st;
 
         if (geteuid() != 0) {
+                const char *tmp = getenv("TMPDIR"); /* only a shim that is not root reads it */
+
                 snprintf(buf, size, "%s",
                          tmp && *tmp && shim_agent_option_path_ok(tmp) && strlen(tmp) < 1024
                              ? tmp
                              : "/tmp");
                 return 0;
         }
-        if (mkdir(SPARKSHIM_RUNDIR, 0711) < 0 && errno != EEXIST) {
-                snprintf(why, why_size, "cannot create %s: %s", SPARKSHIM_RUNDIR, strerror(errno));
-                return -errno;
-        }
+        if (mkdir(SPARKSHIM_RUNDIR, 0711) < 0 && errno != EEXIST)
+                return util_error_set(why, errno, "cannot create %s: %s", SPARKSHIM_RUNDIR,
+                                      strerror(errno));
         if (lstat(SPARKSHIM_RUNDIR, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
-            (st.st_mode & (S_IWGRP | S_IWOTH))) {
-                snprintf(why, why_size, "%s is not a directory that only root can change",
-                         SPARKSHIM_RUNDIR);
-                return -EPERM;
-        }
+            (st.st_mode & (S_IWGRP | S_IWOTH)))
+                return util_error_set(why, EPERM, "%s is not a directory that only root can change",
+                                      SPARKSHIM_RUNDIR);
         snprintf(buf, size, "%s", SPARKSHIM_RUNDIR);
         return 0;
 }
@@ -411,25 +409,24 @@ static void sweep_private_dirs(const char *base)
 }
 
 /* The run's private directory for the agent's statistics: <base>/agent.<pid>.XXXXXX. */
-int shim_agent_dir_make(char *dir, size_t size, char *why, size_t why_size)
+int shim_agent_dir_make(char *dir, size_t size, struct util_error *why)
 {
         char base[POLICY_PATH_MAX];
         int r;
 
-        r = private_dir_base(base, sizeof(base), why, why_size);
+        r = private_dir_base(base, sizeof(base), why);
         if (r < 0)
                 return r;
         sweep_private_dirs(base);
         snprintf(dir, size, "%s/agent.%d.XXXXXX", base, (int)getpid());
         if (!mkdtemp(dir)) {
                 r = -errno;
-                snprintf(why, why_size, "cannot create %s: %s", dir, strerror(-r));
-                return r;
+                return util_error_set(why, r, "cannot create %s: %s", dir, strerror(-r));
         }
         /* a JVM that runs as another user writes here too; no one but root lists it */
         if (geteuid() == 0 && chmod(dir, 01733) < 0) {
                 r = -errno;
-                snprintf(why, why_size, "cannot chmod %s: %s", dir, strerror(-r));
+                util_error_set(why, r, "cannot chmod %s: %s", dir, strerror(-r));
                 shim_agent_dir_remove(dir);
                 return r;
         }

@@ -85,7 +85,7 @@ char *shim_agent_java_tool_options(const char *existing, const char *arg);
  * but root could change it) and the directory is made 1733; otherwise base is $TMPDIR (else
  * /tmp). Returns 0, or -errno with why set.
  */
-int shim_agent_dir_make(char *dir, size_t size, char *why, size_t why_size);
+int shim_agent_dir_make(char *dir, size_t size, struct util_error *why);
 
 /* Remove a private directory and what the agent left in it ("" : nothing); a failure is logged. */
 void shim_agent_dir_remove(const char *dir);

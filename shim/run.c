@@ -225,13 +225,13 @@ static const char *agent_cgroup_dir(const struct shim_cgroup *cg)
 /* When measuring: the statistics file in the run's private directory, into stats. */
 static void agent_stats_file(struct run *run, char *stats, size_t size)
 {
-        char why[512];
+        struct util_error why = {0};
 
         if (!run->measuring)
                 return;
-        if (shim_agent_dir_make(run->agent_dir, sizeof(run->agent_dir), why, sizeof(why)) < 0) {
+        if (shim_agent_dir_make(run->agent_dir, sizeof(run->agent_dir), &why) < 0) {
                 log_warn("JVM agent: no directory for its statistics: %s; the report has none",
-                         why);
+                         why.text);
                 run->agent_dir[0] = '\0';
                 return;
         }
