@@ -6,8 +6,9 @@
 #   base      without the agent                     -> Spark spills nothing;
 #   nomode    the agent loaded, no spill mode       -> nothing spills, and every hook is off
 #                                                      (no class is edited);
-#   forced    force-bytes=8m, one JVM per job       -> Spark's task metrics show spills and the
-#                                                      agent's stats name that job's operator;
+#   forced    force-bytes=8m, in three JVMs         -> Spark's task metrics show spills and the
+#             (FORCED_GROUPS: no two jobs of a JVM     agent's stats name that job's operator;
+#             make the operator one of them is checked on: the stats are per JVM)
 #   records   Spark's numElementsForceSpillThreshold (positive control; it applies to the
 #             sorters and Spillables, not to the hash aggregation map, nor to the object
 #             aggregation's sorter, whose insertKVRecord does not check it: those jobs stay
@@ -37,6 +38,12 @@ declare -A OPERATOR=(
   [agg-object]=UnsafeExternalSorter
   [repartition]=ShuffleExternalSorter [reduce-by-key]=ExternalSorter
   [group-by-key]=ExternalAppendOnlyMap)
+# operators a job makes besides its own: the aggregation map's fallback sorts through an
+# UnsafeExternalSorter, reduceByKey merges on the reduce side in an ExternalAppendOnlyMap
+declare -A ALSO=([agg-codegen]=UnsafeExternalSorter [agg-nocodegen]=UnsafeExternalSorter
+  [reduce-by-key]=ExternalAppendOnlyMap)
+# the forced runs, one JVM per group (a JVM start is most of a run's time here)
+FORCED_GROUPS=(agg-codegen,repartition,group-by-key agg-object,reduce-by-key agg-nocodegen)
 
 spark_setup "$SPARK_JARS" "$LINE" "$SRC/OperatorJob.java"
 echo "Spark $(basename "$JARS") from $JARS"
@@ -119,13 +126,32 @@ PY
   fi
 fi
 
-# force-bytes=8m, one JVM per job so that the agent's stats belong to that job alone
-for job in "${JOBS[@]}"; do
-  run "forced-$job" "$job" "-agentpath:$AGENT=force-bytes=8m,stats=$WORK/forced-$job.jsonl,log=info" || continue
-  line=$(line_of "forced-$job" "$job")
-  same_result "forced-$job" "$job"
-  spilled "$line" || fail "forced/$job: Spark's task metrics show no spill: '$line'"
-  if out=$(python3 - "$WORK/forced-$job.jsonl" "${OPERATOR[$job]}" <<'PY'
+# force-bytes=8m: each group's jobs in one JVM. The agent's stats are per operator and per
+# JVM, so a group must not hold two jobs that make the operator one of them is checked on.
+grouped=()
+for group in "${FORCED_GROUPS[@]}"; do
+  IFS=, read -r -a members <<<"$group"
+  for job in "${members[@]}"; do
+    grouped+=("$job")
+    for other in "${members[@]}"; do
+      [ "$other" = "$job" ] && continue
+      case " ${OPERATOR[$other]} ${ALSO[$other]:-} " in
+        *" ${OPERATOR[$job]} "*) fail "FORCED_GROUPS: $job and $other share ${OPERATOR[$job]} in one JVM" ;;
+      esac
+    done
+  done
+done
+[ "$(printf '%s\n' "${grouped[@]}" | sort | tr '\n' ' ')" = "$(printf '%s\n' "${JOBS[@]}" | sort | tr '\n' ' ')" ] ||
+  fail "FORCED_GROUPS (${FORCED_GROUPS[*]}) must hold every job once: ${JOBS[*]}"
+for group in "${FORCED_GROUPS[@]}"; do
+  name=forced-${group//,/-}
+  run "$name" "$group" "-agentpath:$AGENT=force-bytes=8m,stats=$WORK/$name.jsonl,log=info" || continue
+  IFS=, read -r -a members <<<"$group"
+  for job in "${members[@]}"; do
+    line=$(line_of "$name" "$job")
+    same_result "$name" "$job"
+    spilled "$line" || fail "forced/$job: Spark's task metrics show no spill: '$line'"
+    if out=$(python3 - "$WORK/$name.jsonl" "${OPERATOR[$job]}" <<'PY'
 import json, sys
 records = [json.loads(line) for line in open(sys.argv[1])]
 ops = {r["operator"]: r for r in records if r["record"] == "operator"}
@@ -140,11 +166,12 @@ assert (op["denials"] == 0) if self_spill else (op["denials"] == op["forced_spil
 print(f"{name} forced_spills={op['forced_spills']} denials={op['denials']} "
       f"released_bytes={op['released_bytes']} calls={op['calls']}")
 PY
-  ); then
-    pass "forced/$job: spilled (memory $(field "$line" memoryBytesSpilled), disk $(field "$line" diskBytesSpilled) bytes), same result; agent stats: $out"
-  else
-    fail "forced/$job: agent stats: $out"
-  fi
+    ); then
+      pass "forced/$job: spilled (memory $(field "$line" memoryBytesSpilled), disk $(field "$line" diskBytesSpilled) bytes), same result; agent stats ($group in one JVM): $out"
+    else
+      fail "forced/$job: agent stats: $out"
+    fi
+  done
 done
 
 # Spark's own count threshold: the sorters and Spillables spill; the aggregation map ignores it
