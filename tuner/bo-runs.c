@@ -265,6 +265,7 @@ enum usage_index {
         USAGE_CPU_P90,
         USAGE_MEMORY_PEAK,
         USAGE_DURATION, /* the run's wall time, s: bounded by its median (the run-time target) */
+        USAGE_WORK,     /* the CPU it burns, core-seconds: bounded the same way (below) */
         USAGE_COUNT,
 };
 _Static_assert(USAGE_COUNT <= TUNER_BO_USAGES_MAX, "TUNER_BO_USAGES_MAX too small");
@@ -296,6 +297,10 @@ static void usages_of(const struct tuner_run *r, double usage[TUNER_BO_USAGES_MA
         usage[USAGE_DURATION] = r->failure == TUNER_OK || r->failure == TUNER_FAIL_RUNTIME
                                     ? positive_or_nan(r->duration_seconds)
                                     : NAN;
+        /* the work: the CPU the executor burned over the run (issue 24, defect 4: more
+           partitions can burn a quarter more CPU for the same output in the same time, and
+           read as a higher cpu_util of the same request) */
+        usage[USAGE_WORK] = positive_or_nan(usage[USAGE_CPU] * usage[USAGE_DURATION]);
 }
 
 /*
@@ -343,7 +348,8 @@ static double usage_limit(unsigned j, const double *x, void *userdata)
         case USAGE_MEMORY_PEAK:
                 return ((double)p.heap_bytes + (double)p.overhead_bytes) / (double)MIB;
         case USAGE_DURATION:
-                return c->runtime_target; /* x the fastest modelled median (usage_relative) */
+        case USAGE_WORK:
+                return c->runtime_target; /* x the least modelled median (usage_relative) */
         default:
                 return NAN;
         }
@@ -692,7 +698,7 @@ static void search_options(struct mapping *map, const struct tuner_run *runs,
                              map->dim[i].param == TUNER_P_PARTITIONS))
                                 bo->workload |= 1u << map->dim[i].position;
                 bo->usage_limit = usage_limit;
-                bo->usage_median = bo->usage_relative = 1u << USAGE_DURATION;
+                bo->usage_median = bo->usage_relative = (1u << USAGE_DURATION) | (1u << USAGE_WORK);
                 bo->usage_in_objective = (1u << USAGE_CPU) | (1u << USAGE_MEMORY);
                 bo->objective_prior = usage_objective;
                 bo->usage_userdata = usage;

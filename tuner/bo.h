@@ -30,7 +30,7 @@
 
 #define TUNER_BO_DIMS_MAX   6 /* millicores, heap, overhead, burst, spill, partitions */
 #define TUNER_BO_POINTS_MAX 256
-#define TUNER_BO_USAGES_MAX 5 /* usage measures per point (the usage models) */
+#define TUNER_BO_USAGES_MAX 6 /* usage measures per point (the usage models) */
 
 /* ---- acquisition ---- */
 
