@@ -64,11 +64,12 @@ struct point {
         uint32_t parts;
         struct tuner_run *reps;
         size_t n;
-        double duration; /* median over the replicates */
-        bool failed;     /* a replicate failed as measured */
-        bool fast;       /* its run time (and work) within the run-time constraint */
-        double work;     /* median core-seconds of its successful replicates */
-        double fitted;   /* the additive model's run time (runtime_model) */
+        double duration;    /* median over the replicates */
+        bool failed;        /* a replicate failed as measured */
+        bool fast;          /* its run time (and work) within the run-time constraint */
+        double work;        /* median core-seconds of its successful replicates */
+        double work_fitted; /* the additive model's work */
+        double fitted;      /* the additive model's run time (runtime_model) */
 };
 
 struct world {
@@ -78,6 +79,8 @@ struct world {
         double sd_log;         /* the residual sd of log run time about the additive model */
         double fastest_fitted; /* the least fitted run time of a point where nothing failed */
         double least_work;     /* the least median core-seconds of a point where nothing failed */
+        double sd_log_work;    /* the residual sd of log work about its additive model */
+        double least_work_fitted; /* the least fitted work of a point where nothing failed */
 };
 
 struct score {
@@ -195,17 +198,31 @@ static int load(const char *path, struct world *w)
  * time, a term per heap plus a term per partition count (backfitting over every successful
  * replicate, 9 terms from up to 60 runs), and the constraint compares the fits: the noise of
  * one point's replicates no longer decides, the heap's and the partitions' effects do.
+ * The work bound (the executor's core-seconds within 1.1 x the least of a good point's) is
+ * judged the same way: on the fits of the same model of log work by default, on the medians
+ * with --strict-runtime.
  */
 static bool strict_runtime;
 static bool work_bound = true; /* --no-work-bound: the definition, run time alone */
 
-static void runtime_model(struct world *w)
+/* a replicate's figure the additive model fits: its run time, or its work (core-seconds) */
+static double figure_of(const struct tuner_run *r, bool work)
+{
+        double v = r->duration_seconds;
+        if (work)
+                v *= r->cpu_util * (double)r->params.millicores / 1000.0;
+        return r->failure == TUNER_OK && v > 0 && isfinite(v) ? v : NAN;
+}
+
+/* the additive model of log figure, a term per heap plus a term per partition count, fitted
+   by backfitting over every successful replicate: each point's fit in fitted[]; returns the
+   residual sd of the log */
+static double additive_fit(const struct world *w, bool work, double *fitted)
 {
         double a[RUNS_MAX] = {0}, b[RUNS_MAX] = {0}, squares = 0;
         uint64_t heaps[RUNS_MAX];
         uint32_t parts[RUNS_MAX];
         size_t nh = 0, np = 0, hi[RUNS_MAX], pi[RUNS_MAX], freedom = 0;
-        double best = INFINITY;
 
         for (size_t i = 0; i < w->n && i < RUNS_MAX; i++) {
                 size_t k;
@@ -226,11 +243,10 @@ static void runtime_model(struct world *w)
 
                         for (size_t i = 0; i < w->n && i < RUNS_MAX; i++)
                                 for (size_t j = 0; j < w->pts[i].n; j++) {
-                                        const struct tuner_run *r = &w->pts[i].reps[j];
-                                        double v;
-                                        if (r->failure != TUNER_OK || !(r->duration_seconds > 0))
+                                        double v = figure_of(&w->pts[i].reps[j], work);
+                                        if (isnan(v))
                                                 continue;
-                                        v = log(r->duration_seconds) - (side ? a[hi[i]] : b[pi[i]]);
+                                        v = log(v) - (side ? a[hi[i]] : b[pi[i]]);
                                         sum[side ? pi[i] : hi[i]] += v;
                                         cnt[side ? pi[i] : hi[i]] += 1;
                                 }
@@ -239,28 +255,54 @@ static void runtime_model(struct world *w)
                                         (side ? b : a)[k] = sum[k] / cnt[k];
                 }
         for (size_t i = 0; i < w->n && i < RUNS_MAX; i++) {
-                struct point *p = &w->pts[i];
-                size_t m = 0;
+                const struct point *p = &w->pts[i];
 
-                p->fitted = exp(a[hi[i]] + b[pi[i]]);
-                for (size_t j = 0; j < p->n; j++)
-                        if (p->reps[j].failure == TUNER_OK && p->reps[j].duration_seconds > 0) {
-                                squares +=
-                                    pow(log(p->reps[j].duration_seconds) - log(p->fitted), 2);
-                                m++;
-                        }
-                freedom += m;
-                if (!p->failed && m > 0 && p->fitted < best)
-                        best = p->fitted;
+                fitted[i] = exp(a[hi[i]] + b[pi[i]]);
+                for (size_t j = 0; j < p->n; j++) {
+                        double v = figure_of(&p->reps[j], work);
+                        if (isnan(v))
+                                continue;
+                        squares += pow(log(v) - log(fitted[i]), 2);
+                        freedom++;
+                }
         }
-        w->sd_log = freedom > nh + np ? sqrt(squares / (double)(freedom - nh - np + 1)) : NAN;
-        w->fastest_fitted = best;
-        for (size_t i = 0; i < w->n; i++) {
+        return freedom > nh + np ? sqrt(squares / (double)(freedom - nh - np + 1)) : NAN;
+}
+
+/* the least of fitted[] over the points where nothing failed and something was measured */
+static double least_good(const struct world *w, const double *fitted, bool work)
+{
+        double best = INFINITY;
+
+        for (size_t i = 0; i < w->n && i < RUNS_MAX; i++) {
+                bool measured = false;
+                for (size_t j = 0; j < w->pts[i].n && !measured; j++)
+                        measured = !isnan(figure_of(&w->pts[i].reps[j], work));
+                if (!w->pts[i].failed && measured && fitted[i] < best)
+                        best = fitted[i];
+        }
+        return best;
+}
+
+static void runtime_model(struct world *w)
+{
+        double dur[RUNS_MAX], work[RUNS_MAX];
+
+        w->sd_log = additive_fit(w, false, dur);
+        w->sd_log_work = additive_fit(w, true, work);
+        w->fastest_fitted = least_good(w, dur, false);
+        w->least_work_fitted = least_good(w, work, true);
+        for (size_t i = 0; i < w->n && i < RUNS_MAX; i++) {
                 struct point *p = &w->pts[i];
+                p->fitted = dur[i];
+                p->work_fitted = work[i];
                 p->fast = strict_runtime ? p->duration <= RUNTIME_MAX * w->fastest
-                                         : p->fitted <= RUNTIME_MAX * best;
+                                         : p->fitted <= RUNTIME_MAX * w->fastest_fitted;
                 if (work_bound)
-                        p->fast = p->fast && p->work <= RUNTIME_MAX * w->least_work;
+                        p->fast =
+                            p->fast &&
+                            (strict_runtime ? p->work <= RUNTIME_MAX * w->least_work
+                                            : p->work_fitted <= RUNTIME_MAX * w->least_work_fitted);
         }
 }
 
@@ -685,7 +727,7 @@ static void spread(const struct world *w)
 {
         printf("| heap | partitions | runs | failed | run time, s (min / median / max) | "
                "memory peak, MiB (min / median / max) | cpu_util at 1000m (median) | "
-               "work, core-s (median of the good runs) |\n"
+               "work, core-s (median of the good runs / fitted) |\n"
                "|---:|---:|---:|---:|---|---|---:|---:|\n");
         for (size_t i = 0; i < w->n; i++) {
                 const struct point *p = &w->pts[i];
@@ -704,9 +746,10 @@ static void spread(const struct world *w)
                 tuner_median(d, k);
                 tuner_median(m, k);
                 printf("| %" PRIu64 "m | %u | %zu | %u | %.1f / %.1f / %.1f | %.0f / %.0f / %.0f | "
-                       "%.2f | %.1f |\n",
+                       "%.2f | %.2f / %.2f |\n",
                        p->heap / MIB, p->parts, p->n, failed, d[0], tuner_median(d, k), d[k - 1],
-                       m[0], tuner_median(m, k), m[k - 1], tuner_median(c, k), p->work);
+                       m[0], tuner_median(m, k), m[k - 1], tuner_median(c, k), p->work,
+                       p->work_fitted);
         }
         printf("fastest good point: median %.1f s, fitted %.1f s; run-time limit %.1f s (%s); "
                "sd of log run time about the fit %.3f; ",
@@ -714,8 +757,11 @@ static void spread(const struct world *w)
                RUNTIME_MAX * (strict_runtime ? w->fastest : w->fastest_fitted),
                strict_runtime ? "medians" : "fits", w->sd_log);
         if (work_bound)
-                printf("least work of a good point %.1f core-s, limit %.1f; ", w->least_work,
-                       RUNTIME_MAX * w->least_work);
+                printf("least work of a good point: median %.2f core-s, fitted %.2f; work limit "
+                       "%.2f core-s (%s); sd of log work about the fit %.3f; ",
+                       w->least_work, w->least_work_fitted,
+                       RUNTIME_MAX * (strict_runtime ? w->least_work : w->least_work_fitted),
+                       strict_runtime ? "medians" : "fits", w->sd_log_work);
         printf("points within the run-time%s constraint:", work_bound ? " and work" : "");
         for (size_t i = 0; i < w->n; i++)
                 if (w->pts[i].fast && !w->pts[i].failed)

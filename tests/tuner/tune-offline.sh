@@ -36,26 +36,32 @@ for job in mem-sort skew; do
 done
 
 # the work bound (issue 24, defect 4): every point the reference may take burns at most the
-# printed limit of core-seconds (the spread's last column); without it, the run time alone
+# printed limit of core-seconds, fitted (the spread's last column: median / fitted) or, with
+# --strict-runtime, the medians; without it, the run time alone
 for job in cpu-light mem-sort skew; do
-	"$bin" --seeds 1 --runs 1 --spread "$data"/grid-"$job"*.runs >"$tmp/spread" ||
-		fail "$job --spread: exit $?"
-	line=$(grep '^fastest good point: ' "$tmp/spread") || fail "$job: no constraint line"
-	limit=$(printf '%s\n' "$line" | sed -n 's/.*least work of a good point [0-9.]* core-s, limit \([0-9.]*\);.*/\1/p')
-	[ -n "$limit" ] || fail "$job: no work limit in '$line'"
-	within=${line##*constraint:}
-	[ -n "$within" ] || fail "$job: no point within the constraints"
-	for point in $within; do
-		heap=${point%%/*} parts=${point#*/}
-		work=$(awk -F'|' -v h=" $heap " -v p=" $parts " '$2 == h && $3 == p { print $9 }' "$tmp/spread")
-		awk -v w="$work" -v l="$limit" 'BEGIN { exit !(w + 0 > 0 && w + 0 <= l + 0) }' ||
-			fail "$job: $point within the constraints with work '$work' over the limit $limit"
+	for mode in fits medians; do
+		strict=
+		[ "$mode" = medians ] && strict=--strict-runtime
+		"$bin" --seeds 1 --runs 1 --spread $strict "$data"/grid-"$job"*.runs >"$tmp/spread" ||
+			fail "$job --spread $strict: exit $?"
+		line=$(grep '^fastest good point: ' "$tmp/spread") || fail "$job: no constraint line"
+		limit=$(printf '%s\n' "$line" | sed -n "s/.*; work limit \([0-9.]*\) core-s ($mode);.*/\1/p")
+		[ -n "$limit" ] || fail "$job, $mode: no work limit in '$line'"
+		within=${line##*constraint:}
+		[ -n "$within" ] || fail "$job, $mode: no point within the constraints"
+		for point in $within; do
+			heap=${point%%/*} parts=${point#*/}
+			work=$(awk -F'|' -v h=" $heap " -v p=" $parts " -v m="$mode" \
+				'$2 == h && $3 == p { split($9, w, "/"); print (m == "fits" ? w[2] : w[1]) + 0 }' "$tmp/spread")
+			awk -v w="$work" -v l="$limit" 'BEGIN { exit !(w + 0 > 0 && w + 0 <= l + 0) }' ||
+				fail "$job, $mode: $point within the constraints with work '$work' over the limit $limit"
+		done
+		echo "ok: $job ($mode): the points within the bounds burn at most $limit core-s"
 	done
 	"$bin" --seeds 1 --runs 1 --spread --no-work-bound "$data"/grid-"$job"*.runs >"$tmp/spread" ||
 		fail "$job --no-work-bound: exit $?"
 	grep -q '^fastest good point: .*; points within the run-time constraint: ' "$tmp/spread" ||
 		fail "$job --no-work-bound: $(grep '^fastest' "$tmp/spread")"
-	echo "ok: $job: the points within the bounds burn at most $limit core-s"
 done
 
 # the derivation needs runs measured at 1000m and burst 0: anything else is refused
