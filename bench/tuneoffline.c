@@ -78,9 +78,10 @@ struct world {
         double fastest;        /* the median run time of the fastest point where nothing failed */
         double sd_log;         /* the residual sd of log run time about the additive model */
         double fastest_fitted; /* the least fitted run time of a point where nothing failed */
-        double least_work;     /* the least median core-seconds of a point where nothing failed */
+        double least_work;     /* the least median core-seconds of a good point within the
+                                  run-time bound */
         double sd_log_work;    /* the residual sd of log work about its additive model */
-        double least_work_fitted; /* the least fitted work of a point where nothing failed */
+        double least_work_fitted; /* the least fitted work of such a point */
 };
 
 struct score {
@@ -269,8 +270,9 @@ static double additive_fit(const struct world *w, bool work, double *fitted)
         return freedom > nh + np ? sqrt(squares / (double)(freedom - nh - np + 1)) : NAN;
 }
 
-/* the least of fitted[] over the points where nothing failed and something was measured */
-static double least_good(const struct world *w, const double *fitted, bool work)
+/* the least of fitted[] over the points where nothing failed, something was measured and
+   (when fast is given) the run-time bound holds */
+static double least_good(const struct world *w, const double *fitted, bool work, const bool *fast)
 {
         double best = INFINITY;
 
@@ -278,26 +280,35 @@ static double least_good(const struct world *w, const double *fitted, bool work)
                 bool measured = false;
                 for (size_t j = 0; j < w->pts[i].n && !measured; j++)
                         measured = !isnan(figure_of(&w->pts[i].reps[j], work));
-                if (!w->pts[i].failed && measured && fitted[i] < best)
+                if (!w->pts[i].failed && measured && (!fast || fast[i]) && fitted[i] < best)
                         best = fitted[i];
         }
         return best;
 }
 
+/* the run-time bound, then the work bound with its least taken among the points within the
+   run-time bound (as stage 2 takes it: tuner-bo.md, "The work constraint") */
 static void runtime_model(struct world *w)
 {
-        double dur[RUNS_MAX], work[RUNS_MAX];
+        double dur[RUNS_MAX], work[RUNS_MAX], median_work[RUNS_MAX];
+        bool fast[RUNS_MAX];
 
         w->sd_log = additive_fit(w, false, dur);
         w->sd_log_work = additive_fit(w, true, work);
-        w->fastest_fitted = least_good(w, dur, false);
-        w->least_work_fitted = least_good(w, work, true);
+        w->fastest_fitted = least_good(w, dur, false, NULL);
         for (size_t i = 0; i < w->n && i < RUNS_MAX; i++) {
                 struct point *p = &w->pts[i];
                 p->fitted = dur[i];
                 p->work_fitted = work[i];
-                p->fast = strict_runtime ? p->duration <= RUNTIME_MAX * w->fastest
+                median_work[i] = p->work;
+                fast[i] = strict_runtime ? p->duration <= RUNTIME_MAX * w->fastest
                                          : p->fitted <= RUNTIME_MAX * w->fastest_fitted;
+        }
+        w->least_work = least_good(w, median_work, true, fast);
+        w->least_work_fitted = least_good(w, work, true, fast);
+        for (size_t i = 0; i < w->n && i < RUNS_MAX; i++) {
+                struct point *p = &w->pts[i];
+                p->fast = fast[i];
                 if (work_bound)
                         p->fast =
                             p->fast &&
@@ -308,7 +319,7 @@ static void runtime_model(struct world *w)
 
 static void summarise(struct world *w)
 {
-        w->fastest = w->least_work = INFINITY;
+        w->fastest = INFINITY;
         for (size_t i = 0; i < w->n; i++) {
                 struct point *p = &w->pts[i];
                 double d[RUNS_MAX], c[RUNS_MAX];
@@ -329,8 +340,6 @@ static void summarise(struct world *w)
                 p->work = k ? tuner_median(c, k) : INFINITY;
                 if (!p->failed && p->duration < w->fastest)
                         w->fastest = p->duration;
-                if (!p->failed && p->work < w->least_work)
-                        w->least_work = p->work;
         }
         runtime_model(w);
 }
@@ -723,17 +732,36 @@ static void episode(const struct world *w, enum tuner_kind kind, const struct tu
 
 /* ---- output ---- */
 
+/* the points in the order of heap, then partitions (qsort on indices) */
+static const struct world *order_world;
+static int by_heap_then_partitions(const void *a, const void *b)
+{
+        const struct point *p = &order_world->pts[*(const size_t *)a];
+        const struct point *q = &order_world->pts[*(const size_t *)b];
+
+        if (p->heap != q->heap)
+                return p->heap < q->heap ? -1 : 1;
+        return p->parts < q->parts ? -1 : p->parts > q->parts;
+}
+
 static void spread(const struct world *w)
 {
-        printf("| heap | partitions | runs | failed | run time, s (min / median / max) | "
+        size_t order[RUNS_MAX], n = w->n < RUNS_MAX ? w->n : RUNS_MAX;
+
+        for (size_t i = 0; i < n; i++)
+                order[i] = i;
+        order_world = w;
+        qsort(order, n, sizeof(order[0]), by_heap_then_partitions);
+        printf("| heap | partitions | runs | failed | run time, s (min / median / max; fitted) | "
                "memory peak, MiB (min / median / max) | cpu_util at 1000m (median) | "
                "work, core-s (median of the good runs / fitted) |\n"
                "|---:|---:|---:|---:|---|---|---:|---:|\n");
-        for (size_t i = 0; i < w->n; i++) {
-                const struct point *p = &w->pts[i];
+        for (size_t o = 0; o < n; o++) {
+                const struct point *p = &w->pts[order[o]];
                 double d[RUNS_MAX], m[RUNS_MAX], c[RUNS_MAX];
                 unsigned failed = 0;
                 size_t k = 0;
+                char work[48] = "-", fit[24] = "-";
 
                 for (size_t j = 0; j < p->n && k < RUNS_MAX; j++, k++) {
                         d[k] = p->reps[j].duration_seconds;
@@ -745,11 +773,14 @@ static void spread(const struct world *w)
                         continue;
                 tuner_median(d, k);
                 tuner_median(m, k);
-                printf("| %" PRIu64 "m | %u | %zu | %u | %.1f / %.1f / %.1f | %.0f / %.0f / %.0f | "
-                       "%.2f | %.2f / %.2f |\n",
+                if (isfinite(p->work)) { /* no good run: neither a median nor a fit */
+                        snprintf(work, sizeof(work), "%.2f / %.2f", p->work, p->work_fitted);
+                        snprintf(fit, sizeof(fit), "%.1f", p->fitted);
+                }
+                printf("| %" PRIu64 "m | %u | %zu | %u | %.1f / %.1f / %.1f; %s | "
+                       "%.0f / %.0f / %.0f | %.2f | %s |\n",
                        p->heap / MIB, p->parts, p->n, failed, d[0], tuner_median(d, k), d[k - 1],
-                       m[0], tuner_median(m, k), m[k - 1], tuner_median(c, k), p->work,
-                       p->work_fitted);
+                       fit, m[0], tuner_median(m, k), m[k - 1], tuner_median(c, k), work);
         }
         printf("fastest good point: median %.1f s, fitted %.1f s; run-time limit %.1f s (%s); "
                "sd of log run time about the fit %.3f; ",
@@ -757,15 +788,17 @@ static void spread(const struct world *w)
                RUNTIME_MAX * (strict_runtime ? w->fastest : w->fastest_fitted),
                strict_runtime ? "medians" : "fits", w->sd_log);
         if (work_bound)
-                printf("least work of a good point: median %.2f core-s, fitted %.2f; work limit "
-                       "%.2f core-s (%s); sd of log work about the fit %.3f; ",
+                printf("least work of a good point within the run-time limit: median %.2f core-s, "
+                       "fitted %.2f; work limit %.2f core-s (%s); sd of log work about the fit "
+                       "%.3f; ",
                        w->least_work, w->least_work_fitted,
                        RUNTIME_MAX * (strict_runtime ? w->least_work : w->least_work_fitted),
                        strict_runtime ? "medians" : "fits", w->sd_log_work);
         printf("points within the run-time%s constraint:", work_bound ? " and work" : "");
-        for (size_t i = 0; i < w->n; i++)
-                if (w->pts[i].fast && !w->pts[i].failed)
-                        printf(" %" PRIu64 "m/%u", w->pts[i].heap / MIB, w->pts[i].parts);
+        for (size_t o = 0; o < n; o++)
+                if (w->pts[order[o]].fast && !w->pts[order[o]].failed)
+                        printf(" %" PRIu64 "m/%u", w->pts[order[o]].heap / MIB,
+                               w->pts[order[o]].parts);
         printf("\n");
 }
 

@@ -737,8 +737,8 @@ static void explain(const struct mapping *map, const struct tuner_run *runs,
                          "failed runs",
                          pred->converged
                              ? "no candidate with EI > 0 (converged)"
-                             : "no eligible candidate (P(fail) at or above the bound, or "
-                               "less memory than an OOM run)",
+                             : "no eligible candidate (P(fail) at or above the bound, a "
+                               "usage over its limit or bound, or less memory than an OOM run)",
                          best->app_id, exp(pred->best_y), rec->predicted_objective, pred->mean,
                          pred->sd, pred->failure_probability, pred->trust_radius, pred->safe_points,
                          pred->failed_points);

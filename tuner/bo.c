@@ -617,21 +617,43 @@ static int fit_usage_model(struct suggestion *s, unsigned j, struct util_error *
         return 0;
 }
 
-/* the relative usages' floors: the lowest modelled median where nothing failed; and which
-   points pass their own bound there (never the incumbent while one does not) */
+/* point i's modelled median of relative usage j within its bound (the floor set) */
+static bool within_relative(const struct suggestion *s, unsigned j, size_t i)
+{
+        double median, limit;
+
+        if (!s->opt->usage_limit || !(s->opt->usage_relative & (1u << j)) || !s->usage[j].fitted ||
+            !isfinite(s->acq.usage_floor[j]) ||
+            usage_predict(&s->acq, j, s->pts[i].x, &median, NULL) < 0)
+                return true;
+        limit = limit_of(&s->acq, j, s->pts[i].x);
+        return !isfinite(limit) || median <= limit;
+}
+
+/*
+ * The relative usages' floors: the lowest modelled median where nothing failed, in the
+ * order of the usages, each among the runs within the bounds of those before it (the least
+ * work among the runs fast enough: a floor set by a run the run-time bound rules out would
+ * leave no run within both, and stage 2 nowhere to go); and which points pass their own
+ * bounds there (never the incumbent while one does not).
+ */
 static void usage_floors(struct suggestion *s)
 {
         const struct tuner_bo_options *opt = s->opt;
         const struct tuner_bo_point *pts = s->pts;
         struct acquisition *acq = &s->acq;
 
-        for (unsigned j = 0; j < opt->usages; j++) {
+        for (unsigned j = 0; j < opt->usages; j++)
                 acq->usage_floor[j] = NAN;
+        for (unsigned j = 0; j < opt->usages; j++) {
                 if (!(opt->usage_relative & (1u << j)) || !s->usage[j].fitted)
                         continue;
                 for (size_t i = 0; i < s->n; i++) {
                         double median;
-                        if (pts[i].failed || usage_predict(acq, j, pts[i].x, &median, NULL) < 0)
+                        bool eligible = !pts[i].failed;
+                        for (unsigned e = 0; e < j && eligible; e++)
+                                eligible = within_relative(s, e, i);
+                        if (!eligible || usage_predict(acq, j, pts[i].x, &median, NULL) < 0)
                                 continue;
                         if (!(median >= acq->usage_floor[j]))
                                 acq->usage_floor[j] = median;

@@ -881,6 +881,7 @@ Test(bo, run_time_constraint_keeps_the_job_fast)
  * bounded like the run time (1.1 x the least modelled): from 64 partitions stage 2 may try
  * one run beyond (p / 64)^0.25 = 1.1, p = 94, to learn the work there, and keeps within it
  * after. Without the bound it went 158, 363, 27, 915, 1368, 2166, 3674 (2.75x the work).
+ * (Here the run time is flat above 64 partitions: the run-time bound alone does not hold it.)
  */
 Test(bo, more_cpu_for_the_same_output_is_not_better)
 {
@@ -903,6 +904,40 @@ Test(bo, more_cpu_for_the_same_output_is_not_better)
                           pow(parts[k] / 64.0, 0.25));
         }
         cr_expect_leq(beyond, 1, "%u runs beyond 1.1x the least work", beyond);
+        /* and it still tunes: the request comes down (a stall at the start passes the above) */
+        cr_expect_lt(hist[0].objective, 0.5 * hist[n - 1].objective,
+                     "objective %.2f at the start, %.2f at the end", hist[n - 1].objective,
+                     hist[0].objective);
+}
+
+/*
+ * When the two bounds cannot both hold at the least of each: more partitions run faster (up
+ * to 64) and burn more CPU (their fourth root above 2). The work's floor is taken among the
+ * runs within the run-time bound, so the fastest runs pass both and stage 2 moves towards
+ * them. With both floors over all the runs, no run passed both: stage 2 kept 8 partitions
+ * and 60 s runs (the fastest possible is 30 s) for ever.
+ */
+Test(bo, faster_but_more_cpu_still_moves)
+{
+        struct tuner_run hist[12];
+        struct tuner_bounds b;
+        struct tuner_recommendation rec;
+        struct util_error err = {0};
+        struct sim s = {.cpu_cores_at_64 = 0.5, .seconds_at_64 = 30, .waste_above = 2};
+        struct tuner_params start = sim_start;
+        uint32_t parts[12];
+        size_t n;
+
+        start.shuffle_partitions = 8;
+        tuner_bounds_default(&b);
+        n = sim_loop(&s, &b, &start, hist, 12, parts);
+        cr_assert_eq(n, 12);
+        cr_expect_geq(parts[n - 1], 21, "still at %" PRIu32 " partitions", parts[n - 1]);
+        cr_expect_leq(hist[0].duration_seconds, 1.2 * 30, "the last run took %.1f s",
+                      hist[0].duration_seconds);
+        cr_assert_eq(tuner_bo_recommend(hist, n, &b, NULL, &rec, &err), 0, "%s", err.text);
+        cr_expect_null(strstr(rec.reasons[TUNER_P_MILLICORES].text, "no eligible"), "%s",
+                       rec.reasons[TUNER_P_MILLICORES].text);
 }
 
 /*
