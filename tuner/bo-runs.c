@@ -298,8 +298,10 @@ static void usages_of(const struct tuner_run *r, double usage[TUNER_BO_USAGES_MA
                                     ? positive_or_nan(r->duration_seconds)
                                     : NAN;
         /* the work: the CPU the executor burned over the run (issue 24, defect 4: more
-           partitions can burn a quarter more CPU for the same output in the same time, and
-           read as a higher cpu_util of the same request) */
+           partitions can burn a quarter more CPU for the same output in a little more time,
+           and read as a higher cpu_util of the same request). Per executor: an executor's
+           average CPU over the application's wall time, which tracks the job's CPU while the
+           executor count is fixed; under dynamic allocation it is not the job's total */
         usage[USAGE_WORK] = positive_or_nan(usage[USAGE_CPU] * usage[USAGE_DURATION]);
 }
 

@@ -38,10 +38,13 @@ declare -A OPERATOR=(
   [agg-object]=UnsafeExternalSorter
   [repartition]=ShuffleExternalSorter [reduce-by-key]=ExternalSorter
   [group-by-key]=ExternalAppendOnlyMap)
-# operators a job makes besides its own: the aggregation map's fallback sorts through an
-# UnsafeExternalSorter, reduceByKey merges on the reduce side in an ExternalAppendOnlyMap
-declare -A ALSO=([agg-codegen]=UnsafeExternalSorter [agg-nocodegen]=UnsafeExternalSorter
-  [reduce-by-key]=ExternalAppendOnlyMap)
+# operators a job makes besides its own: the aggregation map keeps its rows in a
+# BytesToBytesMap (with codegen, a FixedLengthRowBasedKeyValueBatch first) and its fallback
+# sorts through an UnsafeExternalSorter; reduceByKey merges on the reduce side in an
+# ExternalAppendOnlyMap. A forced run's stats name no other (checked below).
+declare -A ALSO=(
+  [agg-codegen]="UnsafeExternalSorter BytesToBytesMap FixedLengthRowBasedKeyValueBatch"
+  [agg-nocodegen]="UnsafeExternalSorter BytesToBytesMap" [reduce-by-key]=ExternalAppendOnlyMap)
 # the forced runs, one JVM per group (a JVM start is most of a run's time here)
 FORCED_GROUPS=(agg-codegen,repartition,group-by-key agg-object,reduce-by-key agg-nocodegen)
 
@@ -147,6 +150,21 @@ for group in "${FORCED_GROUPS[@]}"; do
   name=forced-${group//,/-}
   run "$name" "$group" "-agentpath:$AGENT=force-bytes=8m,stats=$WORK/$name.jsonl,log=info" || continue
   IFS=, read -r -a members <<<"$group"
+  known=""
+  for job in "${members[@]}"; do known+=" ${OPERATOR[$job]} ${ALSO[$job]:-}"; done
+  if out=$(python3 - "$WORK/$name.jsonl" $known <<'PY'
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+ops = {r["operator"] for r in records if r["record"] == "operator"}
+unknown = ops - set(sys.argv[2:])
+assert not unknown, f"operators no job of the group is known to make: {sorted(unknown)}"
+print(" ".join(sorted(ops)))
+PY
+  ); then
+    pass "forced/$group: the agent's stats name only the group's operators: $out"
+  else
+    fail "forced/$group: $out (OPERATOR and ALSO are what keep each checked operator one job's)"
+  fi
   for job in "${members[@]}"; do
     line=$(line_of "$name" "$job")
     same_result "$name" "$job"
