@@ -307,37 +307,55 @@ struct snapshot {
         unsigned long long oncpu_ns, run_delay_ns, pcount, tasks;
 };
 
-/* The sums of the schedstat of every thread of pid (all stopped: the values hold still). */
-static void read_schedstat(pid_t pid, struct snapshot *s)
+/*
+ * Calls fn on /proc/PID/task/TID/NAME of each thread of pid, opened, until fn returns true;
+ * returns what the last call returned (false when there was none).
+ */
+static bool each_thread_file(pid_t pid, const char *name, bool (*fn)(FILE *, void *), void *arg)
 {
-        char path[64];
+        char path[64], file[160];
+        bool stop = false;
         struct dirent *de;
         DIR *d;
 
         snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
         d = opendir(path);
         if (!d)
-                return;
-        while ((de = readdir(d))) {
-                unsigned long long v[3];
-                char file[128];
+                return false;
+        while (!stop && (de = readdir(d))) {
                 FILE *f;
 
                 if (de->d_name[0] == '.')
                         continue;
-                snprintf(file, sizeof(file), "%s/%s/schedstat", path, de->d_name);
+                snprintf(file, sizeof(file), "%s/%s/%s", path, de->d_name, name);
                 f = fopen(file, "re");
                 if (!f)
                         continue;
-                if (fscanf(f, "%llu %llu %llu", &v[0], &v[1], &v[2]) == 3) {
-                        s->oncpu_ns += v[0];
-                        s->run_delay_ns += v[1];
-                        s->pcount += v[2];
-                        s->tasks++;
-                }
+                stop = fn(f, arg);
                 fclose(f);
         }
         closedir(d);
+        return stop;
+}
+
+static bool add_schedstat(FILE *f, void *arg)
+{
+        struct snapshot *s = arg;
+        unsigned long long v[3];
+
+        if (fscanf(f, "%llu %llu %llu", &v[0], &v[1], &v[2]) == 3) {
+                s->oncpu_ns += v[0];
+                s->run_delay_ns += v[1];
+                s->pcount += v[2];
+                s->tasks++;
+        }
+        return false;
+}
+
+/* The sums of the schedstat of every thread of pid (all stopped: the values hold still). */
+static void read_schedstat(pid_t pid, struct snapshot *s)
+{
+        each_thread_file(pid, "schedstat", add_schedstat, s);
 }
 
 /* The probe set reading cgroup i: one registration per cgroup with --node, else one set. */
@@ -363,31 +381,17 @@ static void close_probes(void)
  * waits for the scheduler's 413 under load). /proc/TID/syscall waits for the thread to be
  * off its CPU (wait_task_inactive) and says "running" while it is not.
  */
+static bool says_running(FILE *f, void *arg)
+{
+        char line[16];
+
+        (void)arg;
+        return fgets(line, sizeof(line), f) && strncmp(line, "running", 7) == 0;
+}
+
 static bool any_thread_running(pid_t pid)
 {
-        char path[64], file[160], line[16];
-        bool running = false;
-        struct dirent *de;
-        DIR *d;
-
-        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-        d = opendir(path);
-        if (!d)
-                return false;
-        while (!running && (de = readdir(d))) {
-                FILE *f;
-
-                if (de->d_name[0] == '.')
-                        continue;
-                snprintf(file, sizeof(file), "%s/%s/syscall", path, de->d_name);
-                f = fopen(file, "re");
-                if (!f)
-                        continue;
-                running = fgets(line, sizeof(line), f) && strncmp(line, "running", 7) == 0;
-                fclose(f);
-        }
-        closedir(d);
-        return running;
+        return each_thread_file(pid, "syscall", says_running, NULL);
 }
 
 static void take_snapshot(const uint64_t *ids, size_t n, pid_t child, struct snapshot *s)
