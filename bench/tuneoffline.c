@@ -66,7 +66,7 @@ struct point {
         size_t n;
         double duration;    /* median over the replicates */
         bool failed;        /* a replicate failed as measured */
-        bool fast;          /* its run time (and work) within the run-time constraint */
+        bool within_bounds; /* its run time (and work) within their bounds */
         double work;        /* median core-seconds of its successful replicates */
         double work_fitted; /* the additive model's work */
         double fitted;      /* the additive model's run time (runtime_model) */
@@ -308,10 +308,10 @@ static void runtime_model(struct world *w)
         w->least_work_fitted = least_good(w, work, true, fast);
         for (size_t i = 0; i < w->n && i < RUNS_MAX; i++) {
                 struct point *p = &w->pts[i];
-                p->fast = fast[i];
+                p->within_bounds = fast[i];
                 if (work_bound)
-                        p->fast =
-                            p->fast &&
+                        p->within_bounds =
+                            p->within_bounds &&
                             (strict_runtime ? p->work <= RUNTIME_MAX * w->least_work
                                             : p->work_fitted <= RUNTIME_MAX * w->least_work_fitted);
         }
@@ -416,7 +416,7 @@ static void score_of(const struct world *w, const struct point *p, const struct 
         }
         ret->safe = !ret->failed && !p->failed && isfinite(ret->objective) &&
                     tuner_median(p90, m) * HEADROOM <= CPU_LIMIT &&
-                    tuner_median(peak, m) * HEADROOM <= limit && p->fast;
+                    tuner_median(peak, m) * HEADROOM <= limit && p->within_bounds;
 }
 
 /* ---- the reference: the best over a fine lattice within the bounds ---- */
@@ -796,7 +796,7 @@ static void spread(const struct world *w)
                        strict_runtime ? "medians" : "fits", w->sd_log_work);
         printf("points within the run-time%s constraint:", work_bound ? " and work" : "");
         for (size_t o = 0; o < n; o++)
-                if (w->pts[order[o]].fast && !w->pts[order[o]].failed)
+                if (w->pts[order[o]].within_bounds && !w->pts[order[o]].failed)
                         printf(" %" PRIu64 "m/%u", w->pts[order[o]].heap / MIB,
                                w->pts[order[o]].parts);
         printf("\n");
