@@ -64,6 +64,28 @@ for job in cpu-light mem-sort skew; do
 		fail "$job --no-work-bound: $(grep '^fastest' "$tmp/spread")"
 done
 
+# one world a seed (round_to_axis): within a seed, every tuner's same ask of heap and partitions
+# runs at the same measured point, and the history records the ask; with --reround (a coin per
+# run, the first benchmark's rounding) the same asks land on both sides, so the check can fail
+worlds() { # TRACE: "seed ask -> point" lines of every run of every tuner
+	sed -n 's/.* heap \([0-9]*m\) (run at \([0-9]*m\)).* \([0-9]*\) partitions (run at \([0-9]*\)).*/\1\/\3 \2\/\4/p' "$1"
+}
+for seed in 1 2 3 4 5 6; do
+	"$bin" --seeds 1 --first-seed "$seed" --runs 10 --trace "$seed" "$data"/grid-skew*.runs >"$tmp/trace" ||
+		fail "--trace $seed: exit $?"
+	worlds "$tmp/trace" | sed "s/^/$seed /" >>"$tmp/world"
+	"$bin" --seeds 1 --first-seed "$seed" --runs 10 --trace "$seed" --reround "$data"/grid-skew*.runs >"$tmp/trace" ||
+		fail "--trace $seed --reround: exit $?"
+	worlds "$tmp/trace" | sed "s/^/$seed /" >>"$tmp/coin"
+done
+[ "$(wc -l <"$tmp/world")" -ge 300 ] || fail "trace: $(wc -l <"$tmp/world") runs read, not every tuner's"
+grep -qv ' \([0-9]*m\)/[0-9]* \1/' "$tmp/world" || fail "trace: no ask between two measured heaps, nothing checked"
+split=$(sort -u "$tmp/world" | awk '{ print $1, $2 }' | uniq -d)
+[ -z "$split" ] || fail "one seed's same ask ran at two points: $split"
+[ -n "$(sort -u "$tmp/coin" | awk '{ print $1, $2 }' | uniq -d)" ] ||
+	fail "--reround: no ask ran at two points (the check above cannot fail)"
+echo "ok: one world a seed ($(sort -u "$tmp/world" | wc -l) asks)"
+
 # the derivation needs runs measured at 1000m and burst 0: anything else is refused
 sed -n 1p "$data/grid-skew.runs" | sed 's/"millicores":1000/"millicores":500/' >"$tmp/bad.runs"
 if "$bin" "$tmp/bad.runs" >"$tmp/out" 2>"$tmp/err"; then
