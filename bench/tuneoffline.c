@@ -27,7 +27,8 @@
  * 64 MiB, burst ratio every 0.05) at every measured point within the bounds.
  *
  * usage: tune-offline [--runs K] [--seeds N] [--start-partitions P]... [--bounds policy|grid]
- *                     [--first-seed S] [--strict-runtime] [--no-work-bound] [--reround]
+ *                     [--first-seed S] [--strict-runtime] [--no-work-bound] [--coin-per-run]
+ *                     [--record-point] [--reround]
  *                     [--spread] [--trace SEED] JOB.runs...
  */
 #include <errno.h>
@@ -493,9 +494,10 @@ static double log_heap(uint64_t v)
  * behaviour per configuration, up to the run-to-run noise the replicate draw models; a coin
  * tossed again each run made a tuner that kept an ask (1229m, the rules' OOM bump after 1g)
  * fail at 1g again in 45 % of its runs, a noise no cluster has (skew: 0.76-1.14 failures a
- * seed of 1.18-1.80). --reround restores the coin per run.
+ * seed of 1.18-1.80). --coin-per-run restores the coin per run (--reround: it and
+ * --record-point, the first benchmark's model).
  */
-static bool reround;
+static bool coin_per_run, record_point;
 
 static double round_to_axis(const double *axis, size_t n, double want, uint64_t world,
                             unsigned which)
@@ -512,15 +514,16 @@ static double round_to_axis(const double *axis, size_t n, double want, uint64_t 
                 return above;
         if (above == INFINITY || above == below)
                 return below;
-        if (reround)
+        if (coin_per_run)
                 u = uniform();
-        else {
+        else { /* the gap's own stream: the seed's, the axis's, then the lower value's */
                 struct tuner_rng gap;
                 uint64_t bits;
 
                 memcpy(&bits, &below, sizeof(bits));
-                tuner_rng_seed(&gap,
-                               world * UINT64_C(2) + which + bits * UINT64_C(0x9E3779B97F4A7C15));
+                tuner_rng_seed(&gap, world);
+                tuner_rng_seed(&gap, tuner_rng_next(&gap) ^ which);
+                tuner_rng_seed(&gap, tuner_rng_next(&gap) ^ bits);
                 u = tuner_rng_uniform(&gap);
         }
         return u < (want - below) / (above - below) ? above : below;
@@ -557,7 +560,7 @@ static const struct point *snap(const struct world *w, const struct tuner_params
  * The run of ask at its measured point, one replicate drawn. The history records the heap
  * and partitions asked, as a cluster's records what the tuner set: the measured point stands
  * in for them, and the memory utilisation is taken against the asked request. (With
- * --reround, as before: the point's heap and partitions, so that a tuner whose 1229m ran at
+ * --record-point, as before: the point's heap and partitions, so that a tuner whose 1229m ran at
  * 1g read "1g ran out" and asked 1229m again.) The failure is the point's: its JVM ran with
  * the point's heap (derive).
  */
@@ -570,7 +573,7 @@ static void run_at(const struct point *p, const struct tuner_params *ask, unsign
         derive(&p->reps[next_random() % p->n], &a, out);
         out->params.heap_bytes = p->heap;
         out->params.shuffle_partitions = p->parts;
-        if (!reround) {
+        if (!record_point) {
                 double measured = request_bytes(&out->params);
 
                 out->params.heap_bytes = ask->heap_bytes;
@@ -715,8 +718,13 @@ static int recommend(enum tuner_kind kind, struct tuner_run *hist, size_t n,
                                rec.params.overhead_bytes / MIB, rec.params.burst_ratio,
                                rec.params.shuffle_partitions, rec.reasons[TUNER_P_MILLICORES].text);
         } else {
-                random_params(b, ret); /* random search, or too little history */
-                snprintf(why, why_size, "random");
+                /* random search; a BO tuner's warm-up (too little history: -ENODATA), the
+                   benchmark's initial design; or a tuner's error, a random point */
+                random_params(b, ret);
+                snprintf(why, why_size, "%s",
+                         kind == T_RANDOM ? "random"
+                         : r == -ENODATA  ? "warm-up"
+                                          : "error");
         }
         return 0;
 }
@@ -744,9 +752,9 @@ static void episode(const struct world *w, enum tuner_kind kind, const struct tu
 
                 if (k > 0) {
                         recommend(kind, hist, n, &b, allowance, seed, &ask, why, sizeof(why));
-                        /* a safe tuner's warm-up draws (too little history) are the
-                           benchmark's random design, not its proposals */
-                        if (kind == T_RANDOM || strcmp(why, "random") != 0)
+                        /* a BO tuner's warm-up draws (too little history) are the
+                           benchmark's initial design, not its proposals */
+                        if (strcmp(why, "warm-up") != 0)
                                 out->dominated += dominated(hist, n, &ask);
                 }
                 p = snap(w, &ask, seed);
@@ -768,13 +776,13 @@ static void episode(const struct world *w, enum tuner_kind kind, const struct tu
                 out->best[k] = so_far;
                 if (trace == seed)
                         printf("  %-17s run %2u (%s): %" PRIu64 "m, heap %" PRIu64
-                               "m (run at %" PRIu64 "m), overhead %" PRIu64
-                               "m, burst %.2f, %u partitions (run at %u): %s, "
+                               "m (asked %" PRIu64 "m, run at %" PRIu64 "m), overhead %" PRIu64
+                               "m, burst %.2f, %u partitions (asked %u, run at %u): %s, "
                                "objective %.3f (median %.3f%s), %.0f s\n",
                                kind_names[kind], k, why, hist[0].params.millicores,
-                               ask.heap_bytes / MIB, p->heap / MIB,
+                               hist[0].params.heap_bytes / MIB, ask.heap_bytes / MIB, p->heap / MIB,
                                hist[0].params.overhead_bytes / MIB, hist[0].params.burst_ratio,
-                               tuner_partitions(&ask), p->parts,
+                               tuner_partitions(&hist[0].params), tuner_partitions(&ask), p->parts,
                                tuner_failure_name(hist[0].failure), hist[0].objective, s.objective,
                                s.safe ? ", safe" : "", hist[0].duration_seconds);
         }
@@ -878,7 +886,8 @@ static void usage(void)
 {
         fprintf(stderr, "usage: tune-offline [--runs K] [--seeds N] [--start-partitions P]... "
                         "[--bounds policy|grid] [--first-seed S] [--strict-runtime] "
-                        "[--no-work-bound] [--reround] [--spread] "
+                        "[--no-work-bound] [--coin-per-run] [--record-point] "
+                        "[--reround] [--spread] "
                         "[--trace SEED] JOB.runs...\n");
         exit(120);
 }
@@ -911,8 +920,12 @@ int main(int argc, char **argv)
                         strict_runtime = true;
                 else if (strcmp(argv[i], "--no-work-bound") == 0)
                         work_bound = false;
+                else if (strcmp(argv[i], "--coin-per-run") == 0)
+                        coin_per_run = true;
+                else if (strcmp(argv[i], "--record-point") == 0)
+                        record_point = true;
                 else if (strcmp(argv[i], "--reround") == 0)
-                        reround = true;
+                        coin_per_run = record_point = true;
                 else if (strcmp(argv[i], "--spread") == 0)
                         show_spread = true;
                 else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc)
