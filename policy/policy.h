@@ -158,6 +158,7 @@ struct policy_tuner {
         double failure_bound;     /* stage 2 proposes P(failure) below it, (0,1); default 0.1 */
         double runtime_allowance; /* failure past this x the first good run's time; default 1.5 */
         double runtime_target;    /* the rules keep runs within this x the best; default 1.1 */
+        double work_target;       /* stage 2's work bound; 0 (default): runtime_target */
         double cpu_target;        /* utilisation the rules aim at, (0,1]; default 0.85 */
         double memory_target;     /* (0,1]; default 0.7 */
         uint64_t seed;            /* stage 2's random stream; default 1 */

@@ -336,6 +336,7 @@ struct usage_context {
         const struct mapping *map;
         double cpu_limit_ratio;
         double runtime_target; /* the run-time bound's factor; NAN: no run time known */
+        double work_target;    /* the work bound's factor; NAN: no run time known */
 };
 
 static double usage_limit(unsigned j, const double *x, void *userdata)
@@ -349,9 +350,10 @@ static double usage_limit(unsigned j, const double *x, void *userdata)
                 return (double)p.millicores / 1000.0 * c->cpu_limit_ratio;
         case USAGE_MEMORY_PEAK:
                 return ((double)p.heap_bytes + (double)p.overhead_bytes) / (double)MIB;
-        case USAGE_DURATION:
+        case USAGE_DURATION: /* x the least modelled median (usage_relative) */
+                return c->runtime_target;
         case USAGE_WORK:
-                return c->runtime_target; /* x the least modelled median (usage_relative) */
+                return c->work_target;
         default:
                 return NAN;
         }
@@ -546,10 +548,15 @@ static void usage_context_init(struct usage_context *usage, const struct mapping
         /* the run-time constraint: the median run within runtime_target x the job's fastest
            configuration's median (issue 24: utilisation alone rewards a slower run that uses
            more of the same request) */
-        usage->runtime_target = NAN;
+        usage->runtime_target = usage->work_target = NAN;
         if (b->runtime_target >= 1 && isfinite(b->runtime_target) &&
-            isfinite(tuner_fastest_duration(runs, n)))
+            isfinite(tuner_fastest_duration(runs, n))) {
                 usage->runtime_target = b->runtime_target;
+                /* tuner.work_target: unset (0), the run time's factor */
+                usage->work_target = b->work_target >= 1 && isfinite(b->work_target)
+                                         ? b->work_target
+                                         : b->runtime_target;
+        }
 }
 
 /* the runs as points in the unit cube (a run without a usable value of a tuned parameter is

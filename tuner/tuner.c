@@ -110,6 +110,7 @@ void tuner_bounds_from_policy(const struct policy *p, struct tuner_bounds *b)
         b->history_runs = t->history_runs;
         b->seed = t->seed;
         b->runtime_target = t->runtime_target;
+        b->work_target = t->work_target;
 }
 
 void tuner_mark_runtime(struct tuner_run *runs, size_t n, double allowance)

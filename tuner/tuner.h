@@ -210,6 +210,9 @@ struct tuner_bounds {
         double runtime_target;         /* the rules raise the CPU (and hold memory) when a run
                                           is slower than this x the best successful run; default
                                           1.1 (tuner.runtime_target) */
+        double work_target;            /* stage 2 keeps the CPU a run burns within this x the
+                                          least of a configuration within the run-time bound;
+                                          0 (default): runtime_target (tuner.work_target) */
 };
 
 void tuner_bounds_default(struct tuner_bounds *b);

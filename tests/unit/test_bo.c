@@ -911,6 +911,41 @@ Test(bo, more_cpu_for_the_same_output_is_not_better)
 }
 
 /*
+ * tuner.work_target is the work bound's own knob: at 100 it lets the same job burn more CPU
+ * (stage 2 goes past 94 partitions again, as before the bound), while the run-time bound,
+ * still at 1.1, keeps holding the slow side (run_time_constraint_keeps_the_job_fast); unset
+ * (0) it is runtime_target's 1.1 (the test above).
+ */
+Test(bo, work_target_is_its_own_knob)
+{
+        struct tuner_run hist[12];
+        struct tuner_bounds b;
+        struct sim waste = {.cpu_cores_at_64 = 0.5, .seconds_at_64 = 30, .waste_above = 64};
+        struct sim slow = {.cpu_cores_at_64 = 0.8, .seconds_at_64 = 30, .slow_above = 64};
+        struct tuner_params start = sim_start;
+        struct tuner_recommendation rec;
+        uint32_t parts[12], most = 0;
+        size_t n;
+
+        start.shuffle_partitions = 64;
+        tuner_bounds_default(&b);
+        cr_assert_eq(b.work_target, 0, "unset by default: runtime_target's");
+        b.work_target = 100;
+        n = sim_loop(&waste, &b, &start, hist, 12, parts);
+        cr_assert_eq(n, 12);
+        for (size_t k = 0; k < n; k++)
+                most = parts[k] > most ? parts[k] : most;
+        cr_expect_gt(most, 2 * 94, "work_target 100: at most %" PRIu32 " partitions", most);
+
+        start.shuffle_partitions = 48;
+        n = sim_loop(&slow, &b, &start, hist, 10, NULL);
+        cr_assert_eq(tuner_bo_recommend(hist, n, &b, NULL, &rec, NULL), 0);
+        cr_expect_leq(rec.params.shuffle_partitions, 64,
+                      "work_target 100: partitions %u, slow (%s)", rec.params.shuffle_partitions,
+                      rec.reasons[TUNER_P_PARTITIONS].text);
+}
+
+/*
  * When the two bounds cannot both hold at the least of each: more partitions run faster (up
  * to 64) and burn more CPU (their fourth root above 2). The work's floor is taken among the
  * runs within the run-time bound, so the fastest runs pass both and stage 2 moves towards

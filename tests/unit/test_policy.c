@@ -87,6 +87,7 @@ static const struct {
     FIELD(tuner.failure_bound, F_DOUBLE),
     FIELD(tuner.runtime_allowance, F_DOUBLE),
     FIELD(tuner.runtime_target, F_DOUBLE),
+    FIELD(tuner.work_target, F_DOUBLE),
     FIELD(tuner.cpu_target, F_DOUBLE),
     FIELD(tuner.memory_target, F_DOUBLE),
     FIELD(tuner.seed, F_U64),
