@@ -7,8 +7,8 @@
  * and the partitions change what a run does; millicores, overhead and burst ratio change the
  * request the utilisations are computed against and the limits a host that enforces them
  * applies. So a tuner's proposal is run by snapping only its heap and partitions to a measured
- * point (the same rounding for every run of a seed: one world a seed, round_to_axis), drawing
- * one of that point's replicates (the noise a tuner sees), and deriving that
+ * point (round_to_axis: a coin per run by default, one world a seed with --world-per-seed),
+ * drawing one of that point's replicates (the noise a tuner sees), and deriving that
  * run exactly at the millicores, overhead and burst ratio asked: cpu_util x 1000 / M,
  * mem_util x the measured request / the asked one, an OOM kill where the measured memory peak
  * passes heap + overhead, a throttled run (failure "runtime") where the p90 CPU passes the
@@ -27,8 +27,8 @@
  * 64 MiB, burst ratio every 0.05) at every measured point within the bounds.
  *
  * usage: tune-offline [--runs K] [--seeds N] [--start-partitions P]... [--bounds policy|grid]
- *                     [--first-seed S] [--strict-runtime] [--no-work-bound] [--coin-per-run]
- *                     [--record-point] [--reround]
+ *                     [--first-seed S] [--strict-runtime] [--no-work-bound] [--world-per-seed]
+ *                     [--record-ask]
  *                     [--spread] [--trace SEED] JOB.runs...
  */
 #include <errno.h>
@@ -488,16 +488,17 @@ static double log_heap(uint64_t v)
  * nearer one held a tuner that asks for 17 from 32 at 32 for ever, always a step away ran
  * 8, where the CPU and memory use differ from what it asked for.
  *
- * The draw is the episode's world, not the run's: between two measured values the boundary
- * sits at a place drawn once per seed (u, the same for every tuner of that seed), and an
- * ask rounds up when its closeness to the upper value passes it. A real cluster gives one
- * behaviour per configuration, up to the run-to-run noise the replicate draw models; a coin
- * tossed again each run made a tuner that kept an ask (1229m, the rules' OOM bump after 1g)
- * fail at 1g again in 45 % of its runs, a noise no cluster has (skew: 0.76-1.14 failures a
- * seed of 1.18-1.80). --coin-per-run restores the coin per run (--reround: it and
- * --record-point, the first benchmark's model).
+ * --world-per-seed draws the episode's world instead of a coin per run: between two measured
+ * values the boundary sits at a place drawn once per seed (u, the same for every tuner of
+ * that seed), and an ask rounds up when its closeness to the upper value passes it, so an
+ * ask runs at the same point each time. That models a sharp threshold between the measured
+ * values (an OOM cliff: skew's heap) better, and a smooth response (run time over
+ * partitions: mem-sort's) worse, as a step at a random place; the coin's expected response
+ * is the smooth one. Neither is the truth between two measured values, and the tables move
+ * with the choice (docs/tuner-bench.md, "Between the measured points"): the default is the
+ * reviewed coin, the other is the sensitivity.
  */
-static bool coin_per_run, record_point;
+static bool world_per_seed, record_ask;
 
 static double round_to_axis(const double *axis, size_t n, double want, uint64_t world,
                             unsigned which)
@@ -514,7 +515,7 @@ static double round_to_axis(const double *axis, size_t n, double want, uint64_t 
                 return above;
         if (above == INFINITY || above == below)
                 return below;
-        if (coin_per_run)
+        if (!world_per_seed)
                 u = uniform();
         else { /* the gap's own stream: the seed's, the axis's, then the lower value's */
                 struct tuner_rng gap;
@@ -557,12 +558,13 @@ static const struct point *snap(const struct world *w, const struct tuner_params
 }
 
 /*
- * The run of ask at its measured point, one replicate drawn. The history records the heap
- * and partitions asked, as a cluster's records what the tuner set: the measured point stands
- * in for them, and the memory utilisation is taken against the asked request. (With
- * --record-point, as before: the point's heap and partitions, so that a tuner whose 1229m ran at
- * 1g read "1g ran out" and asked 1229m again.) The failure is the point's: its JVM ran with
- * the point's heap (derive).
+ * The run of ask at its measured point, one replicate drawn. The history records the point's
+ * heap and partitions: what ran, and what its usage figures are of. With --record-ask it
+ * records the heap and partitions asked, as a cluster records what the tuner set, the
+ * measured point standing in for them and the memory utilisation taken against the asked
+ * request; but its memory peak is the point's JVM's (the rules' non-heap estimate, peak -
+ * heap, reads low when the point's heap is under the ask). Either way the failure is the
+ * point's: its JVM ran with the point's heap (derive).
  */
 static void run_at(const struct point *p, const struct tuner_params *ask, unsigned k,
                    struct tuner_run *out)
@@ -573,7 +575,7 @@ static void run_at(const struct point *p, const struct tuner_params *ask, unsign
         derive(&p->reps[next_random() % p->n], &a, out);
         out->params.heap_bytes = p->heap;
         out->params.shuffle_partitions = p->parts;
-        if (!record_point) {
+        if (record_ask) {
                 double measured = request_bytes(&out->params);
 
                 out->params.heap_bytes = ask->heap_bytes;
@@ -886,8 +888,8 @@ static void usage(void)
 {
         fprintf(stderr, "usage: tune-offline [--runs K] [--seeds N] [--start-partitions P]... "
                         "[--bounds policy|grid] [--first-seed S] [--strict-runtime] "
-                        "[--no-work-bound] [--coin-per-run] [--record-point] "
-                        "[--reround] [--spread] "
+                        "[--no-work-bound] [--world-per-seed] [--record-ask] "
+                        "[--spread] "
                         "[--trace SEED] JOB.runs...\n");
         exit(120);
 }
@@ -920,12 +922,10 @@ int main(int argc, char **argv)
                         strict_runtime = true;
                 else if (strcmp(argv[i], "--no-work-bound") == 0)
                         work_bound = false;
-                else if (strcmp(argv[i], "--coin-per-run") == 0)
-                        coin_per_run = true;
-                else if (strcmp(argv[i], "--record-point") == 0)
-                        record_point = true;
-                else if (strcmp(argv[i], "--reround") == 0)
-                        coin_per_run = record_point = true;
+                else if (strcmp(argv[i], "--world-per-seed") == 0)
+                        world_per_seed = true;
+                else if (strcmp(argv[i], "--record-ask") == 0)
+                        record_ask = true;
                 else if (strcmp(argv[i], "--spread") == 0)
                         show_spread = true;
                 else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc)

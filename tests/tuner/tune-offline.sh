@@ -64,10 +64,10 @@ for job in cpu-light mem-sort skew; do
 		fail "$job --no-work-bound: $(grep '^fastest' "$tmp/spread")"
 done
 
-# one world a seed (round_to_axis): within a seed, every tuner's same ask of a heap (or of
-# partitions) runs at the same measured one, and the history records the ask; with
-# --coin-per-run (the first benchmark's coin each run) the same asks land on both sides, so
-# the check can fail; with --record-point the history holds the measured point
+# the models between measured points (round_to_axis): with --world-per-seed, within a seed
+# every tuner's same ask of a heap (or of partitions) runs at the same measured one; with
+# the default coin per run the same asks land on both sides (so the check can fail); the
+# history holds the measured point, or with --record-ask the ask
 trace_runs() { # MODE...: "seed recorded asked run-at" heap, then the same for partitions
 	for seed in 1 2 3 4 5 6; do
 		"$bin" --seeds 1 --first-seed "$seed" --runs 10 --trace "$seed" "$@" "$data"/grid-skew*.runs >"$tmp/trace" ||
@@ -81,22 +81,22 @@ split_asks() {
 	awk '{ for (a = 0; a < 2; a++) { k = $1 " " a " " $(3 + 3 * a); r = $(4 + 3 * a)
 		if ((k in at) && at[k] != r) print k; at[k] = r } }' "$1" | LC_ALL=C sort -u
 }
-trace_runs >"$tmp/world"
+trace_runs --world-per-seed --record-ask >"$tmp/world"
 [ "$(wc -l <"$tmp/world")" -ge 300 ] || fail "trace: $(wc -l <"$tmp/world") runs read, not every tuner's"
 awk '$2 != $3 || $5 != $6 { bad++ } END { exit bad > 0 }' "$tmp/world" ||
-	fail "the history holds other values than the asks: $(awk '$2 != $3 || $5 != $6' "$tmp/world" | head -3)"
+	fail "--record-ask: the history holds other values than the asks: $(awk '$2 != $3 || $5 != $6' "$tmp/world" | head -3)"
 # an ask strictly between two measured heaps, made twice in a seed: the case the world fixes
 again=$(awk '$3 > 512 && $3 < 2048 && $3 != 768 && $3 != 1024 && $3 != 1536 { n[$1 " " $3]++ }
 	END { for (k in n) if (n[k] > 1) c++; print c + 0 }' "$tmp/world")
 [ "$again" -ge 1 ] || fail "trace: no ask between two measured heaps made twice in a seed: nothing checked"
 split=$(split_asks "$tmp/world")
 [ -z "$split" ] || fail "one seed's same ask ran at two measured values (seed, axis, ask): $split"
-trace_runs --coin-per-run >"$tmp/coin"
-[ -n "$(split_asks "$tmp/coin")" ] || fail "--coin-per-run: no ask ran at two values (the check above cannot fail)"
-trace_runs --record-point >"$tmp/point"
+trace_runs --record-ask >"$tmp/coin"
+[ -n "$(split_asks "$tmp/coin")" ] || fail "a coin per run: no ask ran at two values (the check above cannot fail)"
+trace_runs >"$tmp/point"
 awk '$2 != $4 || $5 != $7 { bad++ } END { exit bad > 0 }' "$tmp/point" ||
-	fail "--record-point: the history holds other values than the points: $(awk '$2 != $4 || $5 != $7' "$tmp/point" | head -3)"
-echo "ok: one world a seed ($(wc -l <"$tmp/world") runs, $again asks between measured heaps made again)"
+	fail "by default the history holds other values than the points: $(awk '$2 != $4 || $5 != $7' "$tmp/point" | head -3)"
+echo "ok: --world-per-seed: one world a seed ($(wc -l <"$tmp/world") runs, $again asks between measured heaps made again)"
 
 # the derivation needs runs measured at 1000m and burst 0: anything else is refused
 sed -n 1p "$data/grid-skew.runs" | sed 's/"millicores":1000/"millicores":500/' >"$tmp/bad.runs"
