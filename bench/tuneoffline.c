@@ -208,12 +208,20 @@ static int load(const char *path, struct world *w)
 static bool strict_runtime;
 static bool work_bound = true; /* --no-work-bound: the definition, run time alone */
 
+/* a measured run's work, core-seconds, as stage 2 takes it (bo-runs.c, USAGE_WORK): the
+   executors' CPU seconds, or in a record without them the executor's average CPU x the run's
+   wall time */
+static double work_of(const struct tuner_run *r)
+{
+        if (r->cpu_seconds > 0 && isfinite(r->cpu_seconds))
+                return r->cpu_seconds;
+        return r->cpu_util * (double)r->params.millicores / 1000.0 * r->duration_seconds;
+}
+
 /* a replicate's figure the additive model fits: its run time, or its work (core-seconds) */
 static double figure_of(const struct tuner_run *r, bool work)
 {
-        double v = r->duration_seconds;
-        if (work)
-                v *= r->cpu_util * (double)r->params.millicores / 1000.0;
+        double v = work ? work_of(r) : r->duration_seconds;
         return r->failure == TUNER_OK && v > 0 && isfinite(v) ? v : NAN;
 }
 
@@ -330,8 +338,7 @@ static void summarise(struct world *w)
                 p->failed = false;
                 for (size_t j = 0; j < p->n; j++) {
                         const struct tuner_run *r = &p->reps[j];
-                        double work = r->cpu_util * (double)r->params.millicores / 1000.0 *
-                                      r->duration_seconds;
+                        double work = work_of(r);
                         p->failed |= r->failure != TUNER_OK;
                         if (m < RUNS_MAX && isfinite(r->duration_seconds))
                                 d[m++] = r->duration_seconds;

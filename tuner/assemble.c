@@ -310,6 +310,7 @@ static void init_run(const struct tuner_app *app, bool has_eventlog, size_t n,
         run->cpu_limit_ratio = NAN;
         run->owner_uid = has_eventlog ? app->owner_uid : 0;
         run->cpu_peak_util = NAN;
+        run->cpu_seconds = NAN;
         run->memory_peak_bytes = run->heap_peak_bytes = run->offheap_peak_bytes = TUNER_UNKNOWN;
         run->high_events = run->oom_kills = TUNER_UNKNOWN;
         run->forced_spills = -1;
@@ -380,6 +381,7 @@ static void assemble_reports(const struct tuner_executor *ex, size_t n, struct r
         for (size_t i = 0; i < n; i++)
                 add_report(&ex[i], sum, run);
         run->cpu_util = sum->have_cpu ? ratio(sum->cpu, sum->capacity) : NAN;
+        run->cpu_seconds = sum->have_cpu ? sum->cpu : NAN;
         run->mem_util = sum->have_mem ? ratio(sum->peak, sum->request) : NAN;
         /* use beyond the request is borrowing from the overcommitted limit, not better
          * packing: the objective caps each utilisation at 1 (docs/tuner.md) */

@@ -297,12 +297,18 @@ static void usages_of(const struct tuner_run *r, double usage[TUNER_BO_USAGES_MA
         usage[USAGE_DURATION] = r->failure == TUNER_OK || r->failure == TUNER_FAIL_RUNTIME
                                     ? positive_or_nan(r->duration_seconds)
                                     : NAN;
-        /* the work: the CPU the executor burned over the run (issue 24, defect 4: more
-           partitions can burn a quarter more CPU for the same output in a little more time,
-           and read as a higher cpu_util of the same request). Per executor: an executor's
-           average CPU over the application's wall time, which tracks the job's CPU while the
-           executor count is fixed; under dynamic allocation it is not the job's total */
-        usage[USAGE_WORK] = positive_or_nan(usage[USAGE_CPU] * usage[USAGE_DURATION]);
+        /* the work: the CPU the job burned over the run (issue 24, defect 4: more partitions
+           can burn a quarter more CPU for the same output in a little more time, and read as
+           a higher cpu_util of the same request): its executors' CPU seconds, summed, which
+           counts every executor dynamic allocation starts; a run record without them (one
+           written before they were) the executor's average CPU over the application's wall
+           time, which tracks the job's CPU only while the executor count is fixed. The bound
+           is relative to the job's own runs, which all have the sum or all lack it (a
+           history's runs are assembled alike) */
+        usage[USAGE_WORK] = r->cpu_seconds > 0 && isfinite(r->cpu_seconds) &&
+                                    !isnan(usage[USAGE_CPU]) && !isnan(usage[USAGE_DURATION])
+                                ? r->cpu_seconds
+                                : positive_or_nan(usage[USAGE_CPU] * usage[USAGE_DURATION]);
 }
 
 /*

@@ -337,10 +337,15 @@ static const struct run_field {
         const char *name;
         enum field_kind kind;
         size_t offset;
+        bool optional; /* a record written before the field was: unknown (NAN) */
 } run_fields[] = {
 #define RF(name, kind, member)                                                                     \
         {                                                                                          \
-                name, kind, offsetof(struct tuner_run, member)                                     \
+                name, kind, offsetof(struct tuner_run, member), false                              \
+        }
+#define RF_OPTIONAL(name, member)                                                                  \
+        {                                                                                          \
+                name, F_DOUBLE, offsetof(struct tuner_run, member), true                           \
         }
     RF("start_ms", F_I64, start_ms),
     RF("duration_seconds", F_DOUBLE, duration_seconds),
@@ -356,6 +361,7 @@ static const struct run_field {
     RF("mem_util", F_DOUBLE, mem_util),
     RF("objective", F_DOUBLE, objective),
     RF("cpu_peak_util", F_DOUBLE, cpu_peak_util),
+    RF_OPTIONAL("cpu_seconds", cpu_seconds),
     RF("throttled_fraction", F_DOUBLE, throttled_fraction),
     RF("runq_wait_per_cpu", F_DOUBLE, runq_wait_per_cpu),
     RF("memory_peak_bytes", F_U64, memory_peak_bytes),
@@ -383,6 +389,7 @@ static const struct run_field {
     RF("owner_uid", F_U32, owner_uid),
     RF("cpu_limit_ratio", F_DOUBLE, cpu_limit_ratio),
 #undef RF
+#undef RF_OPTIONAL
 };
 
 json_t *tuner_run_to_json(const struct tuner_run *run)
@@ -465,6 +472,10 @@ int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct util_er
                 bool null_ok = run_fields[i].kind == F_U64 || run_fields[i].kind == F_DOUBLE;
                 json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
 
+                if (!v && run_fields[i].optional) {
+                        *(double *)at = NAN;
+                        continue;
+                }
                 if (!v || (json_is_null(v) && !null_ok))
                         return util_error_set(err, EINVAL, "%s: missing", run_fields[i].name);
                 switch (run_fields[i].kind) {

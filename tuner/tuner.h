@@ -155,6 +155,8 @@ struct tuner_run {
          */
         double cpu_util, mem_util, objective;
         double cpu_peak_util;       /* max over executors */
+        double cpu_seconds;         /* the CPU the job's executors burned: the sum of cpu_util's
+                                       numerator; NAN unknown (a run record without it) */
         double throttled_fraction;  /* sum throttled_seconds / sum wall_seconds */
         double runq_wait_per_cpu;   /* sum runq_wait_seconds / sum cpu_seconds */
         uint64_t memory_peak_bytes; /* max over executors */

@@ -707,6 +707,10 @@ struct sim {
         double slow_above;      /* partitions above which a run takes 1.5x as long; 0 none */
         double waste_above;     /* partitions above which the CPU burned grows as their
                                    fourth root, the run time not at all; 0 none */
+        double dynamic_above;   /* partitions above which dynamic allocation starts an
+                                   executor per dynamic_above of them, each a little busier
+                                   (their tenth root), the run time not shorter; 0 none */
+        bool no_cpu_seconds;    /* a run record without the executors' CPU seconds */
 };
 
 static void sim_run(const struct sim *s, struct tuner_run *r, int i, const struct tuner_params *p)
@@ -720,7 +724,12 @@ static void sim_run(const struct sim *s, struct tuner_run *r, int i, const struc
                                                           : 1.0);
         double request = (double)p->heap_bytes + (double)p->overhead_bytes * (1 - p->burst_ratio);
         double peak = 700.0 * (double)MiB;
+        double executors = 1;
 
+        if (s->dynamic_above > 0 && parts > s->dynamic_above) {
+                executors = parts / s->dynamic_above;
+                used *= pow(executors, 0.1);
+        }
         memset(r, 0, sizeof(*r));
         snprintf(r->app_id, sizeof(r->app_id), "app-%02d", i);
         snprintf(r->job, sizeof(r->job), "job");
@@ -737,6 +746,8 @@ static void sim_run(const struct sim *s, struct tuner_run *r, int i, const struc
         r->heap_peak_bytes = r->offheap_peak_bytes = TUNER_UNKNOWN;
         r->shuffle_write_bytes = 1 << 20;
         r->max_stage_skew = NAN;
+        r->executors = (uint32_t)ceil(executors);
+        r->cpu_seconds = s->no_cpu_seconds ? NAN : used * r->duration_seconds * executors;
 }
 
 static size_t sim_loop(const struct sim *s, const struct tuner_bounds *b,
@@ -908,6 +919,42 @@ Test(bo, more_cpu_for_the_same_output_is_not_better)
         cr_expect_lt(hist[0].objective, 0.5 * hist[n - 1].objective,
                      "objective %.2f at the start, %.2f at the end", hist[n - 1].objective,
                      hist[0].objective);
+}
+
+/*
+ * The work is the job's, not one executor's: above 64 partitions dynamic allocation starts an
+ * executor per 64 of them, each a little busier, and the run is no faster. Each executor's
+ * average CPU over the run grows as the tenth root of the executors, which reads as a better
+ * objective and passes a per-executor work bound up to 2.6 times the executors; the job's CPU
+ * seconds grow with the executors themselves, and the bound on them holds the partitions
+ * within 1.1x. Without the CPU seconds in the record (the per-executor figure) stage 2 went
+ * past 94 partitions; with them at most one run does, to learn the work there.
+ */
+Test(bo, work_is_the_jobs_under_dynamic_allocation)
+{
+        struct tuner_run hist[12];
+        struct tuner_bounds b;
+        struct sim s = {.cpu_cores_at_64 = 0.5, .seconds_at_64 = 30, .dynamic_above = 64};
+        struct tuner_params start = sim_start;
+        uint32_t parts[12];
+        unsigned beyond[2] = {0, 0};
+        size_t n;
+
+        start.shuffle_partitions = 64;
+        tuner_bounds_default(&b);
+        for (int without = 0; without < 2; without++) {
+                s.no_cpu_seconds = without;
+                n = sim_loop(&s, &b, &start, hist, 12, parts);
+                cr_assert_eq(n, 12);
+                for (size_t k = 0; k < n; k++)
+                        beyond[without] += parts[k] > 94;
+        }
+        cr_expect_leq(beyond[0], 1, "%u runs beyond 94 partitions: the job's work unbounded",
+                      beyond[0]);
+        cr_expect_gt(beyond[1], 1,
+                     "the per-executor figure held it too (%u runs beyond): the "
+                     "test does not tell the two apart",
+                     beyond[1]);
 }
 
 /*

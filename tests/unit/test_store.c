@@ -224,6 +224,7 @@ Test(store, round_trip_and_formulas)
         assert_near(run.duration_seconds, 100.0, "duration");
         /* cpu = (150 + 25) / (100 x 2 + 50 x 2) */
         assert_near(run.cpu_util, 175.0 / 300.0, "cpu_util");
+        assert_near(run.cpu_seconds, 175.0, "cpu_seconds"); /* the job's, every executor's */
         /* memory = (1 GiB + 512 MiB) / (2 GiB + 2 GiB) */
         assert_near(run.mem_util, 1.5 / 4.0, "mem_util");
         assert_near(run.objective, 1.0 / (175.0 / 300.0 * 1.5 / 4.0), "objective");
@@ -277,6 +278,7 @@ Test(store, unknown_figures_stay_unknown)
         set_job(app_id, job);
         run = one_run(job);
         cr_assert(isnan(run.cpu_util) && isnan(run.mem_util) && isnan(run.objective));
+        cr_assert(isnan(run.cpu_seconds), "cpu_seconds %g", run.cpu_seconds);
         cr_assert(isnan(run.cpu_peak_util) && isnan(run.throttled_fraction) &&
                   isnan(run.runq_wait_per_cpu));
         cr_assert_eq(run.memory_peak_bytes, TUNER_UNKNOWN);
@@ -586,12 +588,14 @@ static bool same_run(const struct tuner_run *a, const struct tuner_run *b)
                         &x.mem_util,           &x.objective,
                         &x.cpu_peak_util,      &x.throttled_fraction,
                         &x.runq_wait_per_cpu,  &x.max_stage_skew,
-                        &x.params.burst_ratio, &x.params.spill_fraction};
+                        &x.params.burst_ratio, &x.params.spill_fraction,
+                        &x.cpu_seconds};
         double *yd[] = {&y.duration_seconds,   &y.cpu_util,
                         &y.mem_util,           &y.objective,
                         &y.cpu_peak_util,      &y.throttled_fraction,
                         &y.runq_wait_per_cpu,  &y.max_stage_skew,
-                        &y.params.burst_ratio, &y.params.spill_fraction};
+                        &y.params.burst_ratio, &y.params.spill_fraction,
+                        &y.cpu_seconds};
 
         for (size_t i = 0; i < ELEMENTSOF(xd); i++) {
                 if (isnan(*xd[i]) != isnan(*yd[i]) || (!isnan(*xd[i]) && *xd[i] != *yd[i]))

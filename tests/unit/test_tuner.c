@@ -137,6 +137,7 @@ Test(tuner, run_json_round_trip)
         snprintf(run.failure_detail, sizeof(run.failure_detail), "executor 2 lost");
         run.memory_peak_bytes = 3 * GiB;
         run.forced_spills = -1;
+        run.cpu_seconds = 31.25;
         doc = tuner_run_to_json(&run);
         cr_assert(doc != NULL);
         cr_expect(json_is_null(json_object_get(doc, "heap_peak_bytes")), "unknown is null");
@@ -149,6 +150,17 @@ Test(tuner, run_json_round_trip)
         cr_expect_eq(back.params.heap_bytes, 4 * GiB, "heap %" PRIu64, back.params.heap_bytes);
         cr_expect_eq(back.duration_seconds, 42.5, "duration %g", back.duration_seconds);
         cr_expect_eq(back.forced_spills, -1, "spills %" PRId64, back.forced_spills);
+        cr_expect_eq(back.cpu_seconds, run.cpu_seconds, "cpu_seconds %g", back.cpu_seconds);
+
+        /* a record written before cpu_seconds was (the committed grids): unknown, not refused;
+           present, it must be a number */
+        json_object_del(doc, "cpu_seconds");
+        cr_assert_eq(tuner_run_from_json(doc, &back, &err), 0, "%s", err.text);
+        cr_expect(isnan(back.cpu_seconds), "missing cpu_seconds: %g", back.cpu_seconds);
+        json_object_set_new(doc, "cpu_seconds", json_string("12"));
+        cr_expect_eq(tuner_run_from_json(doc, &back, &err), -EINVAL);
+        cr_expect_str_eq(err.text, "cpu_seconds: not a number");
+        json_object_del(doc, "cpu_seconds");
 
         json_object_set_new(doc, "cores", json_string("4"));
         cr_expect_eq(tuner_run_from_json(doc, &back, &err), -EINVAL);
