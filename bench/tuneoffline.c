@@ -201,7 +201,7 @@ static int load(const char *path, struct world *w)
  * time, a term per heap plus a term per partition count (backfitting over every successful
  * replicate, 9 terms from up to 60 runs), and the constraint compares the fits: the noise of
  * one point's replicates no longer decides, the heap's and the partitions' effects do.
- * The work bound (the executor's core-seconds within 1.1 x the least of a good point's) is
+ * The work bound (the core-seconds, work_of, within 1.1 x the least of a good point's) is
  * judged the same way: on the fits of the same model of log work by default, on the medians
  * with --strict-runtime.
  */
@@ -209,11 +209,12 @@ static bool strict_runtime;
 static bool work_bound = true; /* --no-work-bound: the definition, run time alone */
 
 /* a measured run's work, core-seconds, as stage 2 takes it (bo-runs.c, USAGE_WORK): the
-   executors' CPU seconds, or in a record without them the executor's average CPU x the run's
-   wall time */
+   executors' CPU seconds when every good replicate of the grid has them (job_cpu, set by
+   summarise), else the executor's average CPU x the run's wall time: one figure a grid */
+static bool job_cpu;
 static double work_of(const struct tuner_run *r)
 {
-        if (r->cpu_seconds > 0 && isfinite(r->cpu_seconds))
+        if (job_cpu)
                 return r->cpu_seconds;
         return r->cpu_util * (double)r->params.millicores / 1000.0 * r->duration_seconds;
 }
@@ -327,9 +328,26 @@ static void runtime_model(struct world *w)
         }
 }
 
+static bool every_good_run_has_cpu_seconds(const struct world *w)
+{
+        bool any = false;
+
+        for (size_t i = 0; i < w->n; i++)
+                for (size_t j = 0; j < w->pts[i].n; j++) {
+                        const struct tuner_run *r = &w->pts[i].reps[j];
+                        if (r->failure != TUNER_OK)
+                                continue;
+                        if (!(r->cpu_seconds > 0 && isfinite(r->cpu_seconds)))
+                                return false;
+                        any = true;
+                }
+        return any;
+}
+
 static void summarise(struct world *w)
 {
         w->fastest = INFINITY;
+        job_cpu = every_good_run_has_cpu_seconds(w);
         for (size_t i = 0; i < w->n; i++) {
                 struct point *p = &w->pts[i];
                 double d[RUNS_MAX], c[RUNS_MAX];

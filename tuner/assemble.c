@@ -294,6 +294,7 @@ static double ratio(double num, double den)
  * and the last end */
 struct report_sums {
         double cpu, capacity, peak, request, throttled, wall, runq, runq_cpu;
+        size_t cpu_reports; /* the reports in cpu and capacity */
         bool have_cpu, have_mem, have_throttled, have_runq;
         int64_t first_start, last_end;
 };
@@ -340,6 +341,7 @@ static void add_report(const struct tuner_executor *e, struct report_sums *sum,
         if (isfinite(e->cpu_seconds) && isfinite(cap) && known(e->request_millicores)) {
                 sum->cpu += e->cpu_seconds;
                 sum->capacity += cap;
+                sum->cpu_reports++;
                 sum->have_cpu = true;
         }
         if (known(e->memory_peak_bytes) && known(e->request_bytes)) {
@@ -381,7 +383,6 @@ static void assemble_reports(const struct tuner_executor *ex, size_t n, struct r
         for (size_t i = 0; i < n; i++)
                 add_report(&ex[i], sum, run);
         run->cpu_util = sum->have_cpu ? ratio(sum->cpu, sum->capacity) : NAN;
-        run->cpu_seconds = sum->have_cpu ? sum->cpu : NAN;
         run->mem_util = sum->have_mem ? ratio(sum->peak, sum->request) : NAN;
         /* use beyond the request is borrowing from the overcommitted limit, not better
          * packing: the objective caps each utilisation at 1 (docs/tuner.md) */
@@ -490,6 +491,14 @@ void tuner_store_assemble(const struct tuner_app *app, bool has_eventlog,
 
         init_run(app, has_eventlog, n, run);
         assemble_reports(ex, n, &sum, run);
+        /* the job's CPU seconds only when every executor is in the sum: each report counted
+           and, with an event log, a report for every executor it added (a missing one, no
+           cpu controller, a plan without a request, a report not ingested yet, would make
+           the run look leaner); a ratio over the others is still cpu_util */
+        run->cpu_seconds =
+            sum.have_cpu && sum.cpu_reports == n && (!has_eventlog || n >= app->n_executors)
+                ? sum.cpu
+                : NAN;
 
         /* what the run asked for: its first executor's report, else the event log's conf */
         if (has_eventlog && app->conf_json)

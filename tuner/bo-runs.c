@@ -254,7 +254,8 @@ static bool memory_limit_feasible(const double *x, void *userdata)
 }
 
 /*
- * The usage models of a run (docs/tuner-bo.md, "The usage models"), per executor: what the
+ * The usage models of a run (docs/tuner-bo.md, "The usage models"), per executor (the run
+ * time and the work per run): what the
  * objective's utilisations divide (average CPU in cores, the memory mem_util counts, MiB),
  * and what the limits bound (the 90th percentile of CPU in cores: cpu.max; the memory peak,
  * MiB: memory.max). None of them depends on the request while it stays under the limit.
@@ -281,7 +282,7 @@ static double request_mib(const struct tuner_params *p)
         return ((double)p->heap_bytes + (double)p->overhead_bytes * (1.0 - burst)) / (double)MIB;
 }
 
-static void usages_of(const struct tuner_run *r, double usage[TUNER_BO_USAGES_MAX])
+static void usages_of(const struct tuner_run *r, bool job_cpu, double usage[TUNER_BO_USAGES_MAX])
 {
         double cores = r->params.millicores && r->params.millicores != TUNER_UNKNOWN
                            ? (double)r->params.millicores / 1000.0
@@ -300,15 +301,14 @@ static void usages_of(const struct tuner_run *r, double usage[TUNER_BO_USAGES_MA
         /* the work: the CPU the job burned over the run (issue 24, defect 4: more partitions
            can burn a quarter more CPU for the same output in a little more time, and read as
            a higher cpu_util of the same request): its executors' CPU seconds, summed, which
-           counts every executor dynamic allocation starts; a run record without them (one
-           written before they were) the executor's average CPU over the application's wall
-           time, which tracks the job's CPU only while the executor count is fixed. The bound
-           is relative to the job's own runs, which all have the sum or all lack it (a
-           history's runs are assembled alike) */
-        usage[USAGE_WORK] = r->cpu_seconds > 0 && isfinite(r->cpu_seconds) &&
-                                    !isnan(usage[USAGE_CPU]) && !isnan(usage[USAGE_DURATION])
-                                ? r->cpu_seconds
-                                : positive_or_nan(usage[USAGE_CPU] * usage[USAGE_DURATION]);
+           counts every executor dynamic allocation starts (job_cpu: every run of the history
+           with a work figure has them, usage_context_init); else the executor's average CPU
+           over the application's wall time, which tracks the job's CPU only while the
+           executor count is fixed. One figure for the whole history: the bound is relative
+           to the job's own runs */
+        usage[USAGE_WORK] = isnan(usage[USAGE_CPU]) || isnan(usage[USAGE_DURATION]) ? NAN
+                            : job_cpu ? positive_or_nan(r->cpu_seconds)
+                                      : positive_or_nan(usage[USAGE_CPU] * usage[USAGE_DURATION]);
 }
 
 /*
@@ -343,6 +343,7 @@ struct usage_context {
         double cpu_limit_ratio;
         double runtime_target; /* the run-time bound's factor; NAN: no run time known */
         double work_target;    /* the work bound's factor; NAN: no run time known */
+        bool job_cpu;          /* the work is the runs' cpu_seconds (usages_of) */
 };
 
 static double usage_limit(unsigned j, const double *x, void *userdata)
@@ -563,6 +564,21 @@ static void usage_context_init(struct usage_context *usage, const struct mapping
                                          ? b->work_target
                                          : b->runtime_target;
         }
+        /* the job's CPU seconds as the work when every run with a work figure has them:
+           never one figure for some runs and another for others */
+        usage->job_cpu = false;
+        for (size_t j = 0; j < n; j++) {
+                double u[TUNER_BO_USAGES_MAX];
+
+                usages_of(&runs[j], false, u);
+                if (isnan(u[USAGE_WORK]))
+                        continue;
+                if (!(runs[j].cpu_seconds > 0 && isfinite(runs[j].cpu_seconds))) {
+                        usage->job_cpu = false;
+                        break;
+                }
+                usage->job_cpu = true;
+        }
 }
 
 /* the runs as points in the unit cube (a run without a usable value of a tuned parameter is
@@ -599,7 +615,7 @@ static size_t points_from_runs(const struct mapping *map, const struct tuner_run
                 if (p->memory_failure && runs[j].oom_task_failures > 0 &&
                     !(runs[j].oom_kills && runs[j].oom_kills != TUNER_UNKNOWN))
                         p->monotone_in = heap_and_partitions(map);
-                usages_of(&runs[j], p->usage);
+                usages_of(&runs[j], usage->job_cpu, p->usage);
                 p->usage_failure = usage_failure_of(&runs[j], usage->cpu_limit_ratio);
                 p->y = !p->failed && isfinite(runs[j].objective) && runs[j].objective > 0
                            ? log(runs[j].objective)

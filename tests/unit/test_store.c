@@ -261,6 +261,34 @@ Test(store, round_trip_and_formulas)
         tuner_app_free(&app);
 }
 
+/*
+ * cpu_seconds is the job's only when every executor is in it: one of two reports without its
+ * CPU (no cpu controller) leaves cpu_util the other's ratio and the job's CPU seconds
+ * unknown, not the half of them that would make the run look lean (stage 2's work bound)
+ */
+Test(store, cpu_seconds_only_with_every_executor)
+{
+        char app_id[128], job[128];
+        struct tuner_executor e1, e2;
+        struct tuner_run run;
+
+        NAME(app_id, "app");
+        NAME(job, "job");
+        e1 = executor(app_id, "1", 1700000000000, 100, 150, UINT64_C(1) << 30);
+        e2 = executor(app_id, "2", 1700000000000, 100, NAN, UINT64_C(1) << 30);
+        put_executor(&e1);
+        put_executor(&e2);
+        set_job(app_id, job);
+        run = one_run(job);
+        cr_assert_eq(run.executors, 2);
+        assert_near(run.cpu_util, 150.0 / 200.0, "cpu_util");
+        cr_assert(isnan(run.cpu_seconds), "cpu_seconds %g of one executor", run.cpu_seconds);
+        e2.cpu_seconds = 25;
+        put_executor(&e2);
+        run = one_run(job);
+        assert_near(run.cpu_seconds, 175.0, "cpu_seconds");
+}
+
 Test(store, unknown_figures_stay_unknown)
 {
         char app_id[128], job[128];
