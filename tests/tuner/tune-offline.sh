@@ -99,7 +99,9 @@ awk '$2 != $4 || $5 != $7 { bad++ } END { exit bad > 0 }' "$tmp/point" ||
 echo "ok: --world-per-seed: one world a seed ($(wc -l <"$tmp/world") runs, $again asks between measured heaps made again)"
 
 # the derivation needs runs measured at 1000m and burst 0: anything else is refused
-sed -n 1p "$data/grid-skew.runs" | sed 's/"millicores":1000/"millicores":500/' >"$tmp/bad.runs"
+set -- "$data"/grid-skew*.runs
+sed -n 1p "$1" | sed 's/"millicores":1000/"millicores":500/' >"$tmp/bad.runs"
+grep -q '"millicores":500' "$tmp/bad.runs" || fail "no run at 1000m to alter in $1"
 if "$bin" "$tmp/bad.runs" >"$tmp/out" 2>"$tmp/err"; then
 	fail "a grid at 500m accepted"
 fi
