@@ -894,30 +894,40 @@ Test(bo, run_time_constraint_keeps_the_job_fast)
  * after. Without the bound it went 158, 363, 27, 915, 1368, 2166, 3674 (2.75x the work).
  * (Here the run time is flat above 64 partitions: the run-time bound alone does not hold it.)
  */
-Test(bo, more_cpu_for_the_same_output_is_not_better)
+/* a loop of 12 runs from 64 partitions under the default bounds: the runs beyond within
+   partitions; with check, none after run 7 (exponent: the work's growth, for the message) */
+static unsigned loop_from_64(const struct sim *s, uint32_t within, double exponent, bool check,
+                             struct tuner_run *hist, uint32_t *parts)
 {
-        struct tuner_run hist[12];
         struct tuner_bounds b;
-        struct sim s = {.cpu_cores_at_64 = 0.5, .seconds_at_64 = 30, .waste_above = 64};
         struct tuner_params start = sim_start;
-        uint32_t parts[12];
         unsigned beyond = 0;
         size_t n;
 
         start.shuffle_partitions = 64;
         tuner_bounds_default(&b);
-        n = sim_loop(&s, &b, &start, hist, 12, parts);
+        n = sim_loop(s, &b, &start, hist, 12, parts);
         cr_assert_eq(n, 12);
         for (size_t k = 0; k < n; k++) {
-                beyond += parts[k] > 94;
-                cr_expect(k < 7 || parts[k] <= 94,
+                beyond += parts[k] > within;
+                cr_expect(!check || k < 7 || parts[k] <= within,
                           "run %zu at %" PRIu32 " partitions: %.2fx the work of 64", k, parts[k],
-                          pow(parts[k] / 64.0, 0.25));
+                          pow(parts[k] / 64.0, exponent));
         }
+        return beyond;
+}
+
+Test(bo, more_cpu_for_the_same_output_is_not_better)
+{
+        struct tuner_run hist[12];
+        struct sim s = {.cpu_cores_at_64 = 0.5, .seconds_at_64 = 30, .waste_above = 64};
+        uint32_t parts[12];
+        unsigned beyond = loop_from_64(&s, 94, 0.25, true, hist, parts);
+
         cr_expect_leq(beyond, 1, "%u runs beyond 1.1x the least work", beyond);
         /* and it still tunes: the request comes down (a stall at the start passes the above) */
-        cr_expect_lt(hist[0].objective, 0.5 * hist[n - 1].objective,
-                     "objective %.2f at the start, %.2f at the end", hist[n - 1].objective,
+        cr_expect_lt(hist[0].objective, 0.5 * hist[11].objective,
+                     "objective %.2f at the start, %.2f at the end", hist[11].objective,
                      hist[0].objective);
 }
 
@@ -934,32 +944,18 @@ Test(bo, more_cpu_for_the_same_output_is_not_better)
 Test(bo, work_is_the_jobs_under_dynamic_allocation)
 {
         struct tuner_run hist[12];
-        struct tuner_bounds b;
         struct sim s = {.cpu_cores_at_64 = 0.5, .seconds_at_64 = 30, .dynamic_above = 64};
-        struct tuner_params start = sim_start;
         uint32_t parts[12];
-        unsigned beyond[2] = {0, 0};
-        size_t n;
+        unsigned with, without;
 
-        start.shuffle_partitions = 64;
-        tuner_bounds_default(&b);
-        for (int without = 0; without < 2; without++) {
-                s.no_cpu_seconds = without;
-                n = sim_loop(&s, &b, &start, hist, 12, parts);
-                cr_assert_eq(n, 12);
-                for (size_t k = 0; k < n; k++) {
-                        beyond[without] += parts[k] > 70;
-                        cr_expect(without || k < 7 || parts[k] <= 70,
-                                  "run %zu at %" PRIu32 " partitions: %.2fx the work of 64", k,
-                                  parts[k], pow(parts[k] / 64.0, 1.1));
-                }
-        }
-        cr_expect_leq(beyond[0], 1, "%u runs beyond 70 partitions: the job's work unbounded",
-                      beyond[0]);
-        cr_expect_gt(beyond[1], 1,
-                     "the per-executor figure held it too (%u runs beyond): the "
-                     "test does not tell the two apart",
-                     beyond[1]);
+        with = loop_from_64(&s, 70, 1.1, true, hist, parts);
+        s.no_cpu_seconds = true;
+        without = loop_from_64(&s, 70, 1.1, false, hist, parts);
+        cr_expect_leq(with, 1, "%u runs beyond 70 partitions: the job's work unbounded", with);
+        cr_expect_gt(without, 1,
+                     "the per-executor figure held it too (%u runs beyond): the test does not "
+                     "tell the two apart",
+                     without);
 }
 
 /*
