@@ -138,10 +138,6 @@ Test(eventlog_line, task_failures_by_reason)
 
 Test(eventlog_line, stages_median_and_failure)
 {
-        static const char *const fmt =
-            "{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":4,\"Stage Attempt ID\":1,"
-            "\"Task End Reason\":{\"Reason\":\"Success\"},\"Task Info\":{\"Launch Time\":1000,"
-            "\"Finish Time\":%d}}";
         struct tuner_app app;
         char line[512];
 
@@ -149,7 +145,12 @@ Test(eventlog_line, stages_median_and_failure)
         feed("{\"Event\":\"SparkListenerStageSubmitted\",\"Stage Info\":{\"Stage ID\":4,"
              "\"Stage Attempt ID\":1,\"Number of Tasks\":200,\"Submission Time\":1500}}");
         for (int d = 1; d <= 4; d++) { /* durations 0.1, 0.2, 0.3, 4 s */
-                snprintf(line, sizeof(line), fmt, 1000 + (d == 4 ? 4000 : d * 100));
+                snprintf(
+                    line, sizeof(line),
+                    "{\"Event\":\"SparkListenerTaskEnd\",\"Stage ID\":4,\"Stage Attempt ID\":1,"
+                    "\"Task End Reason\":{\"Reason\":\"Success\"},\"Task Info\":{"
+                    "\"Launch Time\":1000,\"Finish Time\":%d}}",
+                    1000 + (d == 4 ? 4000 : d * 100));
                 feed(line);
         }
         feed("{\"Event\":\"SparkListenerStageCompleted\",\"Stage Info\":{\"Stage ID\":4,"
