@@ -614,6 +614,21 @@ static void run_at(const struct point *p, const struct tuner_params *ask, unsign
 }
 
 /* ask has no more memory than a run that ran out of it, at no more partitions */
+/* a CPU limit under the p90 CPU of a completed run of the history (the same cores: the grid
+   has one): a throttle the history measured */
+static bool cpu_dominated(const struct tuner_run *hist, size_t n, const struct tuner_params *ask)
+{
+        for (size_t i = 0; i < n; i++) {
+                const struct tuner_run *r = &hist[i];
+                if (r->failure != TUNER_OK && r->failure != TUNER_FAIL_RUNTIME)
+                        continue;
+                if ((double)ask->millicores * CPU_LIMIT <
+                    r->cpu_peak_util * (double)r->params.millicores)
+                        return true;
+        }
+        return false;
+}
+
 static bool dominated(const struct tuner_run *hist, size_t n, const struct tuner_params *ask)
 {
         for (size_t i = 0; i < n; i++) {
@@ -690,7 +705,7 @@ static void vpa(const struct tuner_run *hist, size_t n, const struct tuner_bound
 struct outcome {
         double best[RUNS_MAX]; /* the best safe objective after k runs (INFINITY: none) */
         double best_cost;
-        unsigned failures, dominated;
+        unsigned failures, dominated, cpu_dominated;
         unsigned rounded_down; /* memory failures of runs whose heap the grid gave below the ask */
 };
 
@@ -781,8 +796,10 @@ static void episode(const struct world *w, enum tuner_kind kind, const struct tu
                         recommend(kind, hist, n, &b, allowance, seed, &ask, why, sizeof(why));
                         /* a BO tuner's warm-up draws (too little history) are the
                            benchmark's initial design, not its proposals */
-                        if (strcmp(why, "warm-up") != 0)
+                        if (strcmp(why, "warm-up") != 0) {
                                 out->dominated += dominated(hist, n, &ask);
+                                out->cpu_dominated += cpu_dominated(hist, n, &ask);
+                        }
                 }
                 p = snap(w, &ask, seed);
                 memmove(hist + 1, hist, n * sizeof(hist[0]));
@@ -1008,11 +1025,11 @@ int main(int argc, char **argv)
                        starts[s0]);
                 printf("| tuner | quality (median) | within 1.10x | cost (median) | "
                        "within 1.10x | failures (mean / max) | of them at a heap rounded down | "
-                       "dominated |\n"
+                       "dominated (memory / CPU) |\n"
                        "|---|---:|---:|---:|---:|---:|---:|---:|\n");
                 for (int kind = 0; kind < T_COUNT; kind++) {
                         double q[SEEDS_MAX], c[SEEDS_MAX];
-                        unsigned qin = 0, cin = 0, fmax_ = 0, dom = 0;
+                        unsigned qin = 0, cin = 0, fmax_ = 0, dom = 0, cdom = 0;
                         double fsum = 0, down = 0;
 
                         for (unsigned s = 0; s < seeds; s++) {
@@ -1028,27 +1045,29 @@ int main(int argc, char **argv)
                                 down += o.rounded_down;
                                 fmax_ = o.failures > fmax_ ? o.failures : fmax_;
                                 dom += o.dominated;
+                                cdom += o.cpu_dominated;
                         }
-                        printf(
-                            "| %s | %.2fx | %.0f %% | %.2fx | %.0f %% | %.2f / %u | %.2f | %u |\n",
-                            kind_names[kind], tuner_median(q, seeds), 100.0 * qin / seeds,
-                            tuner_median(c, seeds), 100.0 * cin / seeds, fsum / seeds, fmax_,
-                            down / seeds, dom);
+                        printf("| %s | %.2fx | %.0f %% | %.2fx | %.0f %% | %.2f / %u | %.2f | %u / "
+                               "%u |\n",
+                               kind_names[kind], tuner_median(q, seeds), 100.0 * qin / seeds,
+                               tuner_median(c, seeds), 100.0 * cin / seeds, fsum / seeds, fmax_,
+                               down / seeds, dom, cdom);
                 }
         }
-        printf(
-            "\nquality: the best safe configuration's median objective after %u runs over the "
-            "best safe point's; cost: the least reserved cost (core-s + GiB-s / %.0f) of a "
-            "safe configuration over the least; safe: no replicate failed, >= %.0f %% "
-            "headroom on the median p90 CPU and memory peak, median run time <= %.2fx the "
-            "fastest good point's%s%s; %u seeds; dominated: proposals with no more memory and "
-            "partitions than a run that ran out of memory (all seeds); of them at a heap rounded "
-            "down: mean memory failures of runs the grid gave less heap than asked, below "
-            "the ask's dead band (a measured point under the ask: the ask itself was not "
-            "measured)\n",
-            runs, GIB_PER_CORE, (HEADROOM - 1) * 100, RUNTIME_MAX,
-            strict_runtime ? " (medians)" : " (the additive fit of heap and partitions)",
-            work_bound ? ", median core-seconds <= 1.10x the least of a good point's" : "", seeds);
+        printf("\nquality: the best safe configuration's median objective after %u runs over the "
+               "best safe point's; cost: the least reserved cost (core-s + GiB-s / %.0f) of a "
+               "safe configuration over the least; safe: no replicate failed, >= %.0f %% "
+               "headroom on the median p90 CPU and memory peak, median run time <= %.2fx the "
+               "fastest good point's%s%s; %u seeds; dominated: proposals with no more memory and "
+               "partitions than a run that ran out of memory, and proposals whose CPU limit is "
+               "under the p90 CPU of a completed run (all seeds); of them at a heap rounded "
+               "down: mean memory failures of runs the grid gave less heap than asked, below "
+               "the ask's dead band (a measured point under the ask: the ask itself was not "
+               "measured)\n",
+               runs, GIB_PER_CORE, (HEADROOM - 1) * 100, RUNTIME_MAX,
+               strict_runtime ? " (medians)" : " (the additive fit of heap and partitions)",
+               work_bound ? ", median core-seconds <= 1.10x the least of a good point's" : "",
+               seeds);
         for (size_t i = 0; i < w.n; i++)
                 free(w.pts[i].reps);
         free(w.pts);

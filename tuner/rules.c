@@ -290,7 +290,8 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                      double margin, bool limit_peaks, uint64_t parts_now, struct memory_floor *ret)
 {
         uint64_t heap = b->heap_min_bytes, nonheap = b->overhead_min_bytes, limit = 0;
-        uint64_t overhead, partitions = b->partitions_min;
+        uint64_t overhead, partitions = b->partitions_min, millicores = b->millicores_min;
+        double cpu_p90 = 0; /* the highest p90 CPU, millicores, of a completed run at the cores */
 
         for (size_t i = 0; runs && i < n; i++) {
                 const struct tuner_run *r = &runs[i];
@@ -307,6 +308,10 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                         (parts_now ? parts_now : partitions_of(&runs[0].params)))
                         kind = 0;
 
+                if (run_completed(r) && r->params.cores == runs[0].params.cores &&
+                    known_u64(r->params.millicores) && r->cpu_peak_util > 0 &&
+                    isfinite(r->cpu_peak_util))
+                        cpu_p90 = fmax(cpu_p90, r->cpu_peak_util * (double)r->params.millicores);
                 if (run_completed(r)) {
                         bool at_heap = heap_evidence(r, &runs[0].params);
                         bool at_limit = limit_evidence(r, &runs[0].params);
@@ -353,6 +358,27 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                                 nonheap = max_u64(nonheap, r->params.overhead_bytes);
                 }
         }
+        /*
+         * No CPU limit under a p90 a run at these cores already had: the CPU's counterpart of
+         * a size that ran out. Stage 2's p90 model fitted one low draw as the effect of the
+         * partitions (cpu-light: a 655m p90 at 32 partitions, 940m at 8) and asked 379-411m,
+         * a 760-820m limit, throttled. With the rules' margin: the rules' 0.9 of the limit.
+         */
+        if (cpu_p90 > 0) {
+                double ratio = isfinite(runs[0].cpu_limit_ratio) && runs[0].cpu_limit_ratio >= 1
+                                   ? runs[0].cpu_limit_ratio
+                                   : TUNER_RULES_CPU_OVERCOMMIT;
+                uint64_t cap =
+                    runs[0].params.cores > 0
+                        ? min_u64((uint64_t)runs[0].params.cores * 1000, b->millicores_max)
+                        : b->millicores_max;
+
+                millicores = max_u64(
+                    millicores,
+                    min_u64(cap,
+                            u64_of(cpu_p90 /
+                                   (ratio * (margin > 0 ? TUNER_RULES_CPU_PEAK_OF_LIMIT : 1.0)))));
+        }
         heap = min_u64(heap, b->heap_max_bytes);
         overhead = max_u64(nonheap, limit > heap ? limit - heap : 0);
         overhead = min_u64(overhead, b->overhead_max_bytes);
@@ -362,7 +388,7 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
             .params =
                 {
                     .cores = runs && n > 0 ? runs[0].params.cores : 0,
-                    .millicores = b->millicores_min,
+                    .millicores = millicores,
                     .heap_bytes = heap,
                     .overhead_bytes = overhead,
                     .burst_ratio = 0.0,
@@ -432,11 +458,6 @@ static bool beyond_dead_band(double now, double next)
         return fabs(next - now) >= TUNER_RULES_DEAD_BAND * fabs(now);
 }
 
-static bool same_concurrency(const struct tuner_params *a, const struct tuner_params *b)
-{
-        return a->cores == b->cores && a->millicores == b->millicores;
-}
-
 /* The newest run ran longer than the target over the job's yardstick: the median of its
    fastest configuration (tuner_fastest_duration), not one lucky run. */
 static bool run_slow(const struct tuner_run *runs, size_t w, const struct tuner_bounds *b,
@@ -494,35 +515,70 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
                 return;
         }
 
-        /* the highest average and peak of the completed runs at the current concurrency */
+        /*
+         * The highest average and p90 use, in millicores, of the window's completed runs at
+         * the current cores, whatever millicores they asked: each run is one draw of the
+         * job's use, and the p90 of one run is a noisy one (cpu-light's runs at one point
+         * measured a p90 of 650m or of 1000m, docs/tuner-bench.md). Sized on the newest
+         * millicores' runs alone, the first step down often rested on one low draw and the
+         * next run was throttled. A throttled run's use is capped by its limit, so it only
+         * ever understates the highest.
+         */
         unsigned used = 0;
         for (size_t i = 0; i < w; i++) {
                 const struct tuner_run *o = &runs[i];
+                double m = (double)o->params.millicores;
 
-                if (!run_completed(o) || !same_concurrency(&o->params, cur))
+                if (!run_completed(o) || o->params.cores != cur->cores || !(m > 0))
                         continue;
                 if (isnan(o->cpu_util) || isnan(o->cpu_peak_util))
                         continue;
-                util = isnan(util) ? o->cpu_util : fmax(util, o->cpu_util);
-                peak = isnan(peak) ? o->cpu_peak_util : fmax(peak, o->cpu_peak_util);
+                util = isnan(util) ? o->cpu_util * m : fmax(util, o->cpu_util * m);
+                peak = isnan(peak) ? o->cpu_peak_util * m : fmax(peak, o->cpu_peak_util * m);
                 used++;
         }
-        if (used == 0) {
+        if (used == 0 || cur->millicores == 0 || !known_u64(cur->millicores)) {
                 set_reason(rec, TUNER_P_MILLICORES, "unchanged",
-                           "no run at %" PRIu32 " cores / %" PRIu64
-                           "m with both average and peak CPU utilisation",
-                           cur->cores, cur->millicores);
+                           "no run at %" PRIu32 " cores with both average and peak CPU utilisation",
+                           cur->cores);
                 return;
         }
+        /* over the current request, as the thresholds read them */
+        util /= (double)cur->millicores;
+        peak /= (double)cur->millicores;
         double peak_max =
             TUNER_RULES_CPU_PEAK_OF_LIMIT * (isfinite(r->cpu_limit_ratio) && r->cpu_limit_ratio >= 1
                                                  ? r->cpu_limit_ratio
                                                  : TUNER_RULES_CPU_OVERCOMMIT);
 
+        if (peak > peak_max) {
+                /* a run drew a higher p90 than the request was sized on: the headroom this
+                   rule keeps under the limit is gone. At least the dead band, so that the
+                   raise is a step and the next run's draw has room */
+                next = fmin(fmax((double)cur->millicores * peak / peak_max,
+                                 (double)cur->millicores * (1.0 + TUNER_RULES_DEAD_BAND)),
+                            (double)cap);
+                if (u64_of(next) <= cur->millicores) {
+                        set_reason(rec, TUNER_P_MILLICORES, "unchanged",
+                                   "highest cpu_peak_util %.3f > %.2f of the %" PRIu64
+                                   "m request over %u runs, but already at the task "
+                                   "concurrency or millicores_max (%" PRIu64 "m)",
+                                   peak, peak_max, cur->millicores, used, cap);
+                        return;
+                }
+                rec->params.millicores = u64_of(next);
+                set_reason(rec, TUNER_P_MILLICORES, "rule:cpu-margin",
+                           "highest cpu_peak_util %.3f > %.2f of the %" PRIu64
+                           "m request over %u runs at %" PRIu32 " cores: %" PRIu64 "m -> %" PRIu64
+                           "m = max(x peak/%.2f, x %.2f) (cap %" PRIu64 "m)",
+                           peak, peak_max, cur->millicores, used, cur->cores, cur->millicores,
+                           rec->params.millicores, peak_max, 1.0 + TUNER_RULES_DEAD_BAND, cap);
+                return;
+        }
         if (util >= b->cpu_target * (1.0 - TUNER_RULES_DEAD_BAND) || peak >= peak_max) {
                 set_reason(rec, TUNER_P_MILLICORES, "unchanged",
-                           "cpu_util %.3f (target %.2f), cpu_peak_util %.3f (max %.2f) over %u "
-                           "runs at %" PRIu32 " cores / %" PRIu64 "m",
+                           "highest cpu_util %.3f (target %.2f), cpu_peak_util %.3f (max %.2f) "
+                           "over %u runs at %" PRIu32 " cores, of the %" PRIu64 "m request",
                            util, b->cpu_target, peak, peak_max, used, cur->cores, cur->millicores);
                 return;
         }
@@ -539,11 +595,12 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
         }
         rec->params.millicores = u64_of(next);
         set_reason(rec, TUNER_P_MILLICORES, "rule:cpu-low",
-                   "cpu_util %.3f < %.2f and cpu_peak_util %.3f < %.2f over %u runs at %" PRIu32
-                   " cores: %" PRIu64 "m -> %" PRIu64
+                   "highest cpu_util %.3f < %.2f and cpu_peak_util %.3f < %.2f of the %" PRIu64
+                   "m request over %u runs at %" PRIu32 " cores: %" PRIu64 "m -> %" PRIu64
                    "m = max(x util/target %.0f, x peak/%.2f %.0f, half %.0f, min %" PRIu64 ")",
-                   util, b->cpu_target, peak, peak_max, used, cur->cores, cur->millicores,
-                   rec->params.millicores, by_util, peak_max, by_peak, by_step, b->millicores_min);
+                   util, b->cpu_target, peak, peak_max, cur->millicores, used, cur->cores,
+                   cur->millicores, rec->params.millicores, by_util, peak_max, by_peak, by_step,
+                   b->millicores_min);
 }
 
 struct memory_signals {
@@ -973,6 +1030,13 @@ static uint64_t apply_floor(const struct memory_floor *f, const struct tuner_bou
                 p->shuffle_partitions = floor->shuffle_partitions;
         }
 
+        if (p->millicores < floor->millicores) {
+                append_reason(rec, TUNER_P_MILLICORES, "rule:floor",
+                              "raised to the safety floor %" PRIu64
+                              "m (the highest p90 CPU of a run at these cores)",
+                              floor->millicores);
+                p->millicores = floor->millicores;
+        }
         if (p->heap_bytes < floor->heap_bytes) {
                 append_reason(rec, TUNER_P_HEAP, "rule:floor",
                               "raised to the safety floor %.0f MiB (successful runs' need, held "

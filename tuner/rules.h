@@ -89,11 +89,13 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
  *   with the OOM bump on the part that ran out: JVM OutOfMemoryError -> heap >= bump(heap),
  *   overhead >= its overhead; kernel OOM kill -> heap >= its heap, heap + overhead >=
  *   bump(heap + overhead); both or an executor lost of unknown cause -> both bumps;
- *   cores = runs[0]'s (the rules do not tune it), millicores = b->millicores_min,
- *   burst_ratio = 0, spill_fraction = b->spill_fraction_min, shuffle_partitions =
- *   b->partitions_min.
- * Admin bounds win over the floor (heap/overhead are clamped to their maxima and to
- * memory_limit_max). With n == 0 the floor is the bounds' minima (cores 0).
+ *   millicores >= the highest p90 CPU (cpu_peak_util x millicores) of a completed run at
+ *                runs[0]'s cores, under 0.9 of the limit (runs[0]'s cpu_limit_ratio, 2 when
+ *                unknown), at most cores x 1000 and millicores_max, at least millicores_min;
+ *   cores = runs[0]'s (the rules do not tune it), burst_ratio = 0, spill_fraction =
+ * b->spill_fraction_min, shuffle_partitions = b->partitions_min. Admin bounds win over the floor
+ * (heap/overhead are clamped to their maxima and to memory_limit_max). With n == 0 the floor is the
+ * bounds' minima (cores 0).
  */
 void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                        struct tuner_params *ret_floor);
@@ -104,7 +106,7 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
  * can only express as an overhead large enough for the lowest heap: stage 2's usage model of
  * the memory peak (bo.h) checks heap + overhead of each candidate against the peak, with a
  * margin of its own from the measured variation. The heap keeps its buffer, a failure its
- * bump and hold.
+ * bump and hold; the millicores floor takes the whole limit, not 0.9 of it.
  */
 void tuner_rules_floor_measured(const struct tuner_run *runs, size_t n,
                                 const struct tuner_bounds *b, struct tuner_params *ret_floor);

@@ -4,8 +4,10 @@
 # (bench/tune-offline, docs/tuner-bench.md) over the committed measured grids, as CI runs the
 # long evidence: every tuner and both starts are compared, the reference point is found, and
 # the safe tuners (BO with its safety models, two-stage) never propose a configuration that a
-# run which ran out of memory dominates. A grid measured at other settings than the
-# derivation needs is refused with its file and line.
+# run which ran out of memory dominates, and two-stage never a CPU limit under the p90 of a
+# run it has seen (the floor, docs/tuner-rules.md; cpu-light's bursty p90 asked for one on 10
+# seeds before it). A grid measured at other settings than the derivation needs is refused
+# with its file and line.
 set -eu
 bin=${1:?usage: tune-offline.sh TUNE_OFFLINE DATA_DIR}
 data=${2:?usage: tune-offline.sh TUNE_OFFLINE DATA_DIR}
@@ -13,11 +15,13 @@ fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d /tmp/sparkshim-tune-offline.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-for job in mem-sort skew; do
+for job in cpu-light mem-sort skew; do
 	set -- "$data"/grid-"$job"*.runs
 	[ -f "$1" ] || fail "no measured grid for $job in $data"
+	seeds=3
+	[ "$job" != cpu-light ] || seeds=10
 	for bounds in grid policy; do
-		"$bin" --seeds 3 --runs 6 --bounds "$bounds" "$@" >"$tmp/out" ||
+		"$bin" --seeds $seeds --runs 6 --bounds "$bounds" "$@" >"$tmp/out" ||
 			fail "$job, $bounds bounds: exit $?"
 		grep -q '^best safe point: objective [0-9.]* at heap' "$tmp/out" ||
 			fail "$job, $bounds: no reference point: $(cat "$tmp/out")"
@@ -27,8 +31,11 @@ for job in mem-sort skew; do
 			[ "$(grep -cF "| $tuner |" "$tmp/out")" = 2 ] ||
 				fail "$job, $bounds: $tuner not compared on both starts"
 		done
-		if grep -E '^\| (BO \(safe\)|two-stage) \|' "$tmp/out" | grep -qvE '\| 0 \|$'; then
+		if grep -E '^\| (BO \(safe\)|two-stage) \|' "$tmp/out" | grep -qvE '\| 0 / [0-9]+ \|$'; then
 			fail "$job, $bounds: a safe tuner proposed what a measured OOM dominates: $(cat "$tmp/out")"
+		fi
+		if grep -E '^\| two-stage \|' "$tmp/out" | grep -qvE '\| 0 / 0 \|$'; then
+			fail "$job, $bounds: two-stage asked a CPU limit under a measured p90: $(cat "$tmp/out")"
 		fi
 		! grep -qi 'nan' "$tmp/out" || fail "$job, $bounds: NaN in the output"
 	done

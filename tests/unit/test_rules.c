@@ -225,7 +225,7 @@ Test(rules, millicores_not_lowered_when_peak_high)
         cr_assert_eq(rec.params.millicores, 4000, "no peak: not lowered");
 }
 
-Test(rules, millicores_only_from_runs_at_the_same_concurrency)
+Test(rules, millicores_from_runs_at_the_same_cores_at_any_millicores)
 {
         struct tuner_run runs[2] = {base_run(), base_run()};
         struct tuner_bounds b = bounds();
@@ -237,9 +237,155 @@ Test(rules, millicores_only_from_runs_at_the_same_concurrency)
         rec = recommend(runs, 2, &b);
         cr_assert_eq(rec.params.millicores, 4000);
 
-        runs[1].params.millicores = 8000; /* another concurrency: not counted */
+        /* at other millicores its use counts in millicores: 0.42 x 8000 = 0.84 x 4000 */
+        runs[1].params.millicores = 8000;
+        runs[1].cpu_util = 0.42;
+        runs[1].cpu_peak_util = 0.30; /* 2400m, the newest run's */
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.millicores, 4000, "%s", rec.reasons[TUNER_P_MILLICORES].text);
+        /* 2800m: 4000 x 0.70 / 0.85, not the newest run's half (its 1200m gave 2000m) */
+        runs[1].cpu_util = 0.35;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.millicores, 3295, "%s", rec.reasons[TUNER_P_MILLICORES].text);
+
+        /* another task concurrency: not counted */
+        runs[1].cpu_util = 0.84;
+        runs[1].params.cores = 8;
         rec = recommend(runs, 2, &b);
         cr_assert_eq(rec.params.millicores, 2000);
+}
+
+/*
+ * cpu-light's throttled runs (docs/tuner-bench.md): its p90 at one configuration measured
+ * 650m in one replicate and 970m in others. At 1000m a run's p90 was 970m; the newest run,
+ * at 500m, drew the low one (1.3 x 500m). A step down sized on the newest millicores' runs
+ * alone went to 471m, whose 942m limit throttles the next run that draws the high p90.
+ */
+Test(rules, millicores_step_down_keeps_every_p90_of_the_window_under_the_limit)
+{
+        struct tuner_run runs[2] = {base_run(), base_run()};
+        struct tuner_bounds b = bounds();
+        struct tuner_recommendation rec;
+
+        for (int i = 0; i < 2; i++)
+                runs[i].params.cores = 1;
+        runs[0].params.millicores = 500;
+        runs[0].cpu_util = 0.80;
+        runs[0].cpu_peak_util = 1.30;
+        runs[1].params.millicores = 1000;
+        runs[1].cpu_util = 0.40;
+        runs[1].cpu_peak_util = 0.97;
+        rec = recommend(runs, 2, &b);
+        cr_assert_geq(rec.params.millicores * 2, 970, "%" PRIu64 "m: %s", rec.params.millicores,
+                      rec.reasons[TUNER_P_MILLICORES].text);
+
+        /* and when every p90 is low it is lowered, as far as the highest one allows */
+        runs[1].cpu_peak_util = 0.70;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.millicores, 471, "%s", rec.reasons[TUNER_P_MILLICORES].text);
+        assert_source(&rec, TUNER_P_MILLICORES, "rule:cpu-low");
+}
+
+/*
+ * cpu-light again: a step down sized on a 925m p90 (515m, a 1030m limit), then a run there
+ * drew 940m, over 0.9 of the limit. Not throttled, and before this rule not lowered or
+ * raised either: every later run kept a p90 within 10 % of the limit.
+ */
+Test(rules, millicores_raised_when_a_p90_passes_the_margin)
+{
+        struct tuner_run runs[2] = {base_run(), base_run()};
+        struct tuner_bounds b = bounds();
+        struct tuner_recommendation rec;
+
+        for (int i = 0; i < 2; i++)
+                runs[i].params.cores = 1;
+        runs[0].params.millicores = 515;
+        runs[0].cpu_util = 0.80;
+        runs[0].cpu_peak_util = 1.80; /* 927m: 0.9 of the limit, the margin itself */
+        runs[1].params.millicores = 1000;
+        runs[1].cpu_util = 0.40;
+        runs[1].cpu_peak_util = 0.925;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.millicores, 515, "%s", rec.reasons[TUNER_P_MILLICORES].text);
+        assert_source(&rec, TUNER_P_MILLICORES, "unchanged");
+
+        /* 940m: 515 x 1.825 / 1.8 = 522m is inside the dead band, so at least x 1.05 */
+        runs[0].cpu_peak_util = 1.825;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.millicores, 541, "%s", rec.reasons[TUNER_P_MILLICORES].text);
+        assert_source(&rec, TUNER_P_MILLICORES, "rule:cpu-margin");
+        cr_assert(!rec.converged);
+
+        /* and as far as the p90 needs */
+        runs[0].cpu_peak_util = 1.90; /* 978.5m: 544m */
+        runs[1].cpu_peak_util = 1.00; /* 1000m at 1000m, the window's highest: 556m */
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.millicores, 556, "%s", rec.reasons[TUNER_P_MILLICORES].text);
+
+        /* never above the task concurrency */
+        runs[0].params.millicores = 990;
+        runs[0].cpu_peak_util = 1.0;
+        runs[0].cpu_limit_ratio = 1.0; /* a limit at the request: the bound is 0.9 of it */
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.millicores, 1000, "%s", rec.reasons[TUNER_P_MILLICORES].text);
+        runs[0].params.millicores = 1000;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.millicores, 1000, "%s", rec.reasons[TUNER_P_MILLICORES].text);
+        assert_source(&rec, TUNER_P_MILLICORES, "unchanged");
+}
+
+/*
+ * The CPU floor: no limit under a p90 a completed run at these cores had. Stage 2 fitted
+ * cpu-light's one low p90 draw (655m at 32 partitions against 940m at 8) as an effect of the
+ * partitions and asked 379m, a 758m limit: throttled.
+ */
+Test(rules, millicores_floor_is_the_highest_p90)
+{
+        struct tuner_run runs[3] = {base_run(), base_run(), base_run()};
+        struct tuner_bounds b = bounds();
+        struct tuner_params floor;
+
+        for (int i = 0; i < 3; i++)
+                runs[i].params.cores = 1;
+        runs[0].params.millicores = 515;
+        runs[0].cpu_peak_util = 655.0 / 515;
+        runs[1].params.millicores = 515;
+        runs[1].cpu_peak_util = 940.0 / 515;
+        runs[2].params.millicores = 1000;
+        runs[2].cpu_peak_util = 0.925;
+        /* stage 2's floor has no margin: its models keep their own */
+        tuner_rules_floor_measured(runs, 3, &b, &floor);
+        cr_assert_eq(floor.millicores, 470, "%" PRIu64, floor.millicores);
+        /* the rules': 0.9 of the limit */
+        tuner_rules_floor(runs, 3, &b, &floor);
+        cr_assert_eq(floor.millicores, 523, "%" PRIu64, floor.millicores);
+        /* the plan's own overcommit */
+        runs[0].cpu_limit_ratio = 4.0;
+        tuner_rules_floor_measured(runs, 3, &b, &floor);
+        cr_assert_eq(floor.millicores, 235, "%" PRIu64, floor.millicores);
+
+        /* a failed run and a run at other cores do not count; the task concurrency caps */
+        runs[0].cpu_limit_ratio = NAN;
+        runs[1].failure = TUNER_FAIL_OOM;
+        runs[2].params.cores = 2;
+        runs[2].cpu_peak_util = 2.0;
+        tuner_rules_floor_measured(runs, 3, &b, &floor);
+        cr_assert_eq(floor.millicores, 328, "%" PRIu64, floor.millicores);
+        runs[0].cpu_peak_util = 3.0; /* 1545m: over the 1000m of one core */
+        runs[0].cpu_limit_ratio = 1.0;
+        tuner_rules_floor_measured(runs, 3, &b, &floor);
+        cr_assert_eq(floor.millicores, 1000, "%" PRIu64, floor.millicores);
+
+        /* and the rules raise to it */
+        struct tuner_recommendation rec;
+
+        runs[0].failure = TUNER_FAIL_TASKS; /* held: no millicores rule ran */
+        runs[0].cpu_peak_util = 655.0 / 515;
+        runs[0].cpu_limit_ratio = NAN;
+        runs[1].failure = TUNER_OK;
+        rec = recommend(runs, 3, &b);
+        cr_assert_eq(rec.params.millicores, 523, "%s", rec.reasons[TUNER_P_MILLICORES].text);
+        cr_assert_str_eq(rec.reasons[TUNER_P_MILLICORES].source, "rule:floor");
 }
 
 Test(rules, millicores_never_below_min)
@@ -799,7 +945,8 @@ Test(rules, floor_from_successful_runs)
         assert_near((double)floor.heap_bytes, 3.6 * GiB, 1, "heap floor");
         cr_assert_geq(floor.heap_bytes + floor.overhead_bytes, (uint64_t)(3.5 * GiB * 1.15));
         cr_assert_eq(floor.cores, 4);
-        cr_assert_eq(floor.millicores, b.millicores_min);
+        /* the p90, 1.2 x 4000m, under 0.9 of a limit of 2 x the request */
+        cr_assert_eq(floor.millicores, 2667, "%" PRIu64, floor.millicores);
         cr_assert_eq(floor.shuffle_partitions, b.partitions_min);
         assert_near(floor.spill_fraction, b.spill_fraction_min, 0, "spill floor");
 
