@@ -410,6 +410,11 @@ static void derive(const struct tuner_run *r, const struct tuner_params *ask, st
         } else if (out->cpu_peak_util > CPU_LIMIT) {
                 out->failure = TUNER_FAIL_RUNTIME;
                 out->throttled_fraction = 1;
+                /* a cgroup lets no run use more than its limit: a tuner reads the p90 at it,
+                   not the need above it */
+                out->cpu_peak_util = CPU_LIMIT;
+                out->cpu_util = fmin(out->cpu_util, CPU_LIMIT);
+                out->objective = objective_of(out->cpu_util, out->mem_util);
                 snprintf(out->failure_detail, sizeof(out->failure_detail),
                          "derived: p90 CPU above the limit");
         }
@@ -613,13 +618,13 @@ static void run_at(const struct point *p, const struct tuner_params *ask, unsign
         out->start_ms = (int64_t)k * 1000;
 }
 
-/* ask has no more memory than a run that ran out of it, at no more partitions */
 /* a CPU limit under the p90 CPU of a completed run of the history (the same cores: the grid
    has one): a throttle the history measured */
 static bool cpu_dominated(const struct tuner_run *hist, size_t n, const struct tuner_params *ask)
 {
         for (size_t i = 0; i < n; i++) {
                 const struct tuner_run *r = &hist[i];
+
                 if (r->failure != TUNER_OK && r->failure != TUNER_FAIL_RUNTIME)
                         continue;
                 if ((double)ask->millicores * CPU_LIMIT <
@@ -629,6 +634,7 @@ static bool cpu_dominated(const struct tuner_run *hist, size_t n, const struct t
         return false;
 }
 
+/* ask has no more memory than a run that ran out of it, at no more partitions */
 static bool dominated(const struct tuner_run *hist, size_t n, const struct tuner_params *ask)
 {
         for (size_t i = 0; i < n; i++) {

@@ -284,10 +284,46 @@ static uint64_t oom_partitions(const struct tuner_run *r)
         return min_u64(next, UINT32_MAX);
 }
 
+/*
+ * A completed run's average and p90 CPU use in millicores, when it ran at CORES with a known
+ * request and both utilisations. Use is the same whatever the request while the limit does
+ * not cut it, so runs at other millicores are draws of the same job. An enforced run with a
+ * known limit cannot have used more than the limit: a p90 above it is a sampling artefact,
+ * and is cut there. A run without enforcement keeps what it used, which is what a limit
+ * would have to absorb.
+ */
+static bool cpu_use_of(const struct tuner_run *r, uint32_t cores, double *ret_mean, double *ret_p90)
+{
+        double m = (double)r->params.millicores;
+
+        if (!run_completed(r) || r->params.cores != cores || r->params.millicores == 0 ||
+            !known_u64(r->params.millicores))
+                return false;
+        if (!isfinite(r->cpu_util) || !isfinite(r->cpu_peak_util) || r->cpu_util < 0 ||
+            r->cpu_peak_util < 0)
+                return false;
+        *ret_mean = r->cpu_util * m;
+        *ret_p90 = r->cpu_peak_util * m;
+        if (r->enforced && isfinite(r->cpu_limit_ratio) && r->cpu_limit_ratio >= 1) {
+                *ret_mean = fmin(*ret_mean, r->cpu_limit_ratio * m);
+                *ret_p90 = fmin(*ret_p90, r->cpu_limit_ratio * m);
+        }
+        return true;
+}
+
+/* The overcommit a run's plan had: its limit / request, or the policy's default when the
+   run does not say (unknown, unlimited). */
+static double cpu_ratio_of(const struct tuner_run *r)
+{
+        return isfinite(r->cpu_limit_ratio) && r->cpu_limit_ratio >= 1 ? r->cpu_limit_ratio
+                                                                       : TUNER_RULES_CPU_OVERCOMMIT;
+}
+
 /* PARTS_NOW: the partitions the floor is for (0: the newest run's); a recommendation that
    lowers them asks for the floor at its own */
 static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
-                     double margin, bool limit_peaks, uint64_t parts_now, struct memory_floor *ret)
+                     double margin, bool limit_peaks, double cpu_of_limit, uint64_t parts_now,
+                     struct memory_floor *ret)
 {
         uint64_t heap = b->heap_min_bytes, nonheap = b->overhead_min_bytes, limit = 0;
         uint64_t overhead, partitions = b->partitions_min, millicores = b->millicores_min;
@@ -308,10 +344,10 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                         (parts_now ? parts_now : partitions_of(&runs[0].params)))
                         kind = 0;
 
-                if (run_completed(r) && r->params.cores == runs[0].params.cores &&
-                    known_u64(r->params.millicores) && r->cpu_peak_util > 0 &&
-                    isfinite(r->cpu_peak_util))
-                        cpu_p90 = fmax(cpu_p90, r->cpu_peak_util * (double)r->params.millicores);
+                double mean, p90;
+
+                if (cpu_use_of(r, runs[0].params.cores, &mean, &p90))
+                        cpu_p90 = fmax(cpu_p90, p90);
                 if (run_completed(r)) {
                         bool at_heap = heap_evidence(r, &runs[0].params);
                         bool at_limit = limit_evidence(r, &runs[0].params);
@@ -365,9 +401,6 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
          * a 760-820m limit, throttled. With the rules' margin: the rules' 0.9 of the limit.
          */
         if (cpu_p90 > 0) {
-                double ratio = isfinite(runs[0].cpu_limit_ratio) && runs[0].cpu_limit_ratio >= 1
-                                   ? runs[0].cpu_limit_ratio
-                                   : TUNER_RULES_CPU_OVERCOMMIT;
                 uint64_t cap =
                     runs[0].params.cores > 0
                         ? min_u64((uint64_t)runs[0].params.cores * 1000, b->millicores_max)
@@ -375,9 +408,7 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
 
                 millicores = max_u64(
                     millicores,
-                    min_u64(cap,
-                            u64_of(cpu_p90 /
-                                   (ratio * (margin > 0 ? TUNER_RULES_CPU_PEAK_OF_LIMIT : 1.0)))));
+                    min_u64(cap, u64_of(cpu_p90 / (cpu_ratio_of(&runs[0]) * cpu_of_limit))));
         }
         heap = min_u64(heap, b->heap_max_bytes);
         overhead = max_u64(nonheap, limit > heap ? limit - heap : 0);
@@ -405,7 +436,7 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
 {
         struct memory_floor f;
 
-        floor_of(runs, n, b, TUNER_RULES_MARGIN, true, 0, &f);
+        floor_of(runs, n, b, TUNER_RULES_MARGIN, true, TUNER_RULES_CPU_PEAK_OF_LIMIT, 0, &f);
         *ret_floor = f.params;
 }
 
@@ -414,7 +445,7 @@ void tuner_rules_floor_measured(const struct tuner_run *runs, size_t n,
 {
         struct memory_floor f;
 
-        floor_of(runs, n, b, 0.0, false, 0, &f);
+        floor_of(runs, n, b, 0.0, false, 1.0, 0, &f);
         *ret_floor = f.params;
 }
 
@@ -522,19 +553,16 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
          * measured a p90 of 650m or of 1000m, docs/tuner-bench.md). Sized on the newest
          * millicores' runs alone, the first step down often rested on one low draw and the
          * next run was throttled. A throttled run's use is capped by its limit, so it only
-         * ever understates the highest.
+         * ever understates the highest (cpu_use_of).
          */
         unsigned used = 0;
         for (size_t i = 0; i < w; i++) {
-                const struct tuner_run *o = &runs[i];
-                double m = (double)o->params.millicores;
+                double mean, p90;
 
-                if (!run_completed(o) || o->params.cores != cur->cores || !(m > 0))
+                if (!cpu_use_of(&runs[i], cur->cores, &mean, &p90))
                         continue;
-                if (isnan(o->cpu_util) || isnan(o->cpu_peak_util))
-                        continue;
-                util = isnan(util) ? o->cpu_util * m : fmax(util, o->cpu_util * m);
-                peak = isnan(peak) ? o->cpu_peak_util * m : fmax(peak, o->cpu_peak_util * m);
+                util = isnan(util) ? mean : fmax(util, mean);
+                peak = isnan(peak) ? p90 : fmax(peak, p90);
                 used++;
         }
         if (used == 0 || cur->millicores == 0 || !known_u64(cur->millicores)) {
@@ -546,10 +574,7 @@ static void rule_millicores(const struct tuner_run *runs, size_t w, const struct
         /* over the current request, as the thresholds read them */
         util /= (double)cur->millicores;
         peak /= (double)cur->millicores;
-        double peak_max =
-            TUNER_RULES_CPU_PEAK_OF_LIMIT * (isfinite(r->cpu_limit_ratio) && r->cpu_limit_ratio >= 1
-                                                 ? r->cpu_limit_ratio
-                                                 : TUNER_RULES_CPU_OVERCOMMIT);
+        double peak_max = TUNER_RULES_CPU_PEAK_OF_LIMIT * cpu_ratio_of(r);
 
         if (peak > peak_max) {
                 /* a run drew a higher p90 than the request was sized on: the headroom this
@@ -1014,7 +1039,9 @@ static void rule_oom(const struct tuner_run *r, struct tuner_recommendation *rec
 }
 
 /* Raise to the floor, then clamp to the bounds; each says so in its reason. */
-/* The floor (partitions, heap, the overhead against the heap): the overhead needed. */
+/* The floor (partitions, millicores, heap, the overhead against the heap): the overhead
+   needed. It raises a held run's values too: a hold keeps what ran, never less than the
+   floor. */
 static uint64_t apply_floor(const struct memory_floor *f, const struct tuner_bounds *b,
                             struct tuner_recommendation *rec)
 {
@@ -1229,7 +1256,7 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
         }
         /* at the partitions recommended when they are lowered: the heap floor of the OOMs
            at those partitions holds */
-        floor_of(runs, n, b, TUNER_RULES_MARGIN, true,
+        floor_of(runs, n, b, TUNER_RULES_MARGIN, true, TUNER_RULES_CPU_PEAK_OF_LIMIT,
                  min_u64(partitions_of(&rec.params), partitions_of(&newest->params)), &floor);
         apply_floor_and_bounds(&floor, b, &rec);
         /* holding after a failure is waiting, not convergence */

@@ -373,8 +373,18 @@ Test(rules, millicores_floor_is_the_highest_p90)
         cr_assert_eq(floor.millicores, 328, "%" PRIu64, floor.millicores);
         runs[0].cpu_peak_util = 3.0; /* 1545m: over the 1000m of one core */
         runs[0].cpu_limit_ratio = 1.0;
+        runs[0].enforced = false; /* what it used: a limit would have to absorb it */
         tuner_rules_floor_measured(runs, 3, &b, &floor);
         cr_assert_eq(floor.millicores, 1000, "%" PRIu64, floor.millicores);
+        /* an enforced run used at most its limit: the p90 above it is cut there */
+        runs[0].enforced = true;
+        tuner_rules_floor_measured(runs, 3, &b, &floor);
+        cr_assert_eq(floor.millicores, 515, "%" PRIu64, floor.millicores);
+        /* a request nobody knows counts nothing (TUNER_UNKNOWN is no millicores figure) */
+        runs[0].params.millicores = TUNER_UNKNOWN;
+        tuner_rules_floor_measured(runs, 3, &b, &floor);
+        cr_assert_eq(floor.millicores, b.millicores_min, "%" PRIu64, floor.millicores);
+        runs[0].params.millicores = 515;
 
         /* and the rules raise to it */
         struct tuner_recommendation rec;
@@ -386,6 +396,26 @@ Test(rules, millicores_floor_is_the_highest_p90)
         rec = recommend(runs, 3, &b);
         cr_assert_eq(rec.params.millicores, 523, "%s", rec.reasons[TUNER_P_MILLICORES].text);
         cr_assert_str_eq(rec.reasons[TUNER_P_MILLICORES].source, "rule:floor");
+}
+
+/* a run whose request nobody knows, or with an infinite utilisation, is no CPU evidence */
+Test(rules, millicores_ignore_runs_without_a_request_or_finite_use)
+{
+        struct tuner_run runs[2] = {base_run(), base_run()};
+        struct tuner_bounds b = bounds();
+        struct tuner_recommendation rec;
+
+        runs[0].cpu_util = 0.30;
+        runs[0].cpu_peak_util = 0.60;
+        runs[1].params.millicores = TUNER_UNKNOWN;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.millicores, 2000, "%s", rec.reasons[TUNER_P_MILLICORES].text);
+        assert_source(&rec, TUNER_P_MILLICORES, "rule:cpu-low");
+
+        runs[1].params.millicores = 4000;
+        runs[1].cpu_peak_util = INFINITY;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.millicores, 2000, "%s", rec.reasons[TUNER_P_MILLICORES].text);
 }
 
 Test(rules, millicores_never_below_min)
