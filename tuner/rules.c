@@ -284,6 +284,14 @@ static uint64_t oom_partitions(const struct tuner_run *r)
         return min_u64(next, UINT32_MAX);
 }
 
+/* The overcommit a run's plan had: its limit / request, or the policy's default when the
+   run does not say (unknown, unlimited). */
+static double cpu_ratio_of(const struct tuner_run *r)
+{
+        return isfinite(r->cpu_limit_ratio) && r->cpu_limit_ratio >= 1 ? r->cpu_limit_ratio
+                                                                       : TUNER_RULES_CPU_OVERCOMMIT;
+}
+
 /*
  * A completed run's average and p90 CPU use in millicores, when it ran at CORES with a known
  * request and both utilisations. Use is the same whatever the request while the limit does
@@ -308,15 +316,15 @@ static bool cpu_use_of(const struct tuner_run *r, uint32_t cores, double *ret_me
                 *ret_mean = fmin(*ret_mean, r->cpu_limit_ratio * m);
                 *ret_p90 = fmin(*ret_p90, r->cpu_limit_ratio * m);
         }
+        /* a throttled run's p90 reads at its limit, not at its need: counted as what the
+           request cpu-short raises it to would hold under 0.9 of its limit, as a memory
+           failure's bumped size counts as the memory's need, margin included (the offline
+           benchmark: stage 2 asked a throttled 468m four times in a row, the floor at that
+           run's own limit) */
+        if (r->enforced && r->throttled_fraction > TUNER_RULES_THROTTLED_HIGH)
+                *ret_p90 = fmax(*ret_p90, cpu_ratio_of(r) * m * TUNER_RULES_CPU_RAISE *
+                                              TUNER_RULES_CPU_PEAK_OF_LIMIT);
         return true;
-}
-
-/* The overcommit a run's plan had: its limit / request, or the policy's default when the
-   run does not say (unknown, unlimited). */
-static double cpu_ratio_of(const struct tuner_run *r)
-{
-        return isfinite(r->cpu_limit_ratio) && r->cpu_limit_ratio >= 1 ? r->cpu_limit_ratio
-                                                                       : TUNER_RULES_CPU_OVERCOMMIT;
 }
 
 /* PARTS_NOW: the partitions the floor is for (0: the newest run's); a recommendation that

@@ -418,6 +418,43 @@ Test(rules, millicores_ignore_runs_without_a_request_or_finite_use)
         cr_assert_eq(rec.params.millicores, 2000, "%s", rec.reasons[TUNER_P_MILLICORES].text);
 }
 
+/*
+ * A throttled run's p90 reads at its limit, not at its need: the floor counts it as the need
+ * of the request cpu-short raises it to. Without it stage 2 asked the throttled 468m four
+ * times in a row (the offline benchmark, cpu-light, seed 19).
+ */
+Test(rules, millicores_floor_over_a_throttled_run)
+{
+        struct tuner_run runs[2] = {base_run(), base_run()};
+        struct tuner_bounds b = bounds();
+        struct tuner_params floor;
+
+        for (int i = 0; i < 2; i++) {
+                runs[i].params.cores = 1;
+                runs[i].cpu_limit_ratio = 2.0;
+        }
+        runs[0].params.millicores = 468;
+        runs[0].cpu_peak_util = 2.0; /* at the limit */
+        runs[0].throttled_fraction = 0.5;
+        runs[0].failure = TUNER_FAIL_RUNTIME;
+        runs[1].params.millicores = 519;
+        runs[1].cpu_peak_util = 934.0 / 519;
+        tuner_rules_floor_measured(runs, 2, &b, &floor);
+        cr_assert_eq(floor.millicores, 527, "%" PRIu64 ": 468 x 2 x 1.25 x 0.9 / 2",
+                     floor.millicores);
+        tuner_rules_floor(runs, 2, &b, &floor);
+        cr_assert_eq(floor.millicores, 585, "%" PRIu64 ": 468 x 1.25", floor.millicores);
+
+        /* not throttled (or not enforced): the p90 as read */
+        runs[0].throttled_fraction = 0.10;
+        tuner_rules_floor_measured(runs, 2, &b, &floor);
+        cr_assert_eq(floor.millicores, 468, "%" PRIu64, floor.millicores);
+        runs[0].throttled_fraction = 0.5;
+        runs[0].enforced = false;
+        tuner_rules_floor_measured(runs, 2, &b, &floor);
+        cr_assert_eq(floor.millicores, 468, "%" PRIu64, floor.millicores);
+}
+
 Test(rules, millicores_never_below_min)
 {
         struct tuner_run run = base_run();
