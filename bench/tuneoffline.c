@@ -619,7 +619,9 @@ static void run_at(const struct point *p, const struct tuner_params *ask, unsign
 }
 
 /* a CPU limit under the p90 CPU of a completed run of the history (the same cores: the grid
-   has one): a throttle the history measured */
+   has one), or no larger than the limit of a run that was throttled (its p90 reads at the
+   limit, derive()), as a heap no larger than one that ran out: a throttle the history
+   measured */
 static bool cpu_dominated(const struct tuner_run *hist, size_t n, const struct tuner_params *ask)
 {
         for (size_t i = 0; i < n; i++) {
@@ -627,6 +629,8 @@ static bool cpu_dominated(const struct tuner_run *hist, size_t n, const struct t
 
                 if (r->failure != TUNER_OK && r->failure != TUNER_FAIL_RUNTIME)
                         continue;
+                if (r->throttled_fraction > 0 && ask->millicores <= r->params.millicores)
+                        return true;
                 if ((double)ask->millicores * CPU_LIMIT <
                     r->cpu_peak_util * (double)r->params.millicores)
                         return true;
@@ -1065,8 +1069,9 @@ int main(int argc, char **argv)
                "safe configuration over the least; safe: no replicate failed, >= %.0f %% "
                "headroom on the median p90 CPU and memory peak, median run time <= %.2fx the "
                "fastest good point's%s%s; %u seeds; dominated: proposals with no more memory and "
-               "partitions than a run that ran out of memory, and proposals whose CPU limit is "
-               "under the p90 CPU of a completed run (all seeds); of them at a heap rounded "
+               "partitions than a run that ran out of memory, and proposals whose CPU limit is no "
+               "larger than a throttled run's or under the p90 CPU of a completed run (all seeds); "
+               "of them at a heap rounded "
                "down: mean memory failures of runs the grid gave less heap than asked, below "
                "the ask's dead band (a measured point under the ask: the ask itself was not "
                "measured)\n",
