@@ -190,7 +190,11 @@ for f in "$@"; do
 		echo "not ok $i - $name (skipped under CI=true: ${reason:-no reason given})"
 		failed=$((failed + 1))
 	else
-		echo "not ok $i - $name"
+		# the case's own reason (its last "FAIL: " line, else its last line) in the TAP
+		# line, which scripts/test's summary repeats: the tail of a CI log then says why
+		reason=$(grep '^FAIL: ' "$log" | tail -n1 | cut -c7-)
+		[ -n "$reason" ] || reason=$(grep -v '^[[:space:]]*$' "$log" | tail -n1 || true)
+		echo "not ok $i - $name: $(printf '%s' "${reason:-no output}" | tr -d '#' | cut -c1-200)"
 		failed=$((failed + 1))
 	fi
 	sed 's/^/# /' "$log"

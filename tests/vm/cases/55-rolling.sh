@@ -1,13 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
 # 55-rolling: executor rolling (issue 14, docs/rolling.md) under the real memory
 # controller. A stand-in executor (pwrhog, run through a file named java with a backend's
-# class name, as rolling looks for the JVM) touches memory steadily past a 256 MiB
-# memory.max with memory.high at 224 MiB. (a) Rolling off (memory.high at 248 MiB): it is
-# throttled, then OOM-killed (137, oom_kill >= 1). (b) With a memory_pressure trigger, and (c) with a
-# memory_high trigger, over short windows: SIGPWR reaches it before any OOM kill, it
-# decommissions (frees, exits 0), oom_kill stays 0, and the report's rolling decision
-# names the trigger with action decommission. Records and reports are kept in CASE_OUT.
-# The OOM under memory.high's throttling takes a while under TCG: a generous timeout.
+# class name, as rolling looks for) runs under a 256 MiB memory.max. (a) Rolling off
+# (memory.high at 248 MiB): it touches memory steadily past memory.max, is throttled, then
+# OOM-killed (137, oom_kill >= 1). (b) With a memory_pressure trigger, and (c) with a
+# memory_high trigger, over short windows, memory.high at 224 MiB: it climbs to 240 MiB and
+# churns there (frees its oldest 8 MiB and touches 8 new ones every 100 ms), throttled
+# above memory.high and never at memory.max; SIGPWR reaches it, it decommissions (frees,
+# exits 0), oom_kill stays 0, and the report's rolling decision names the trigger with
+# action decommission. (b) and (c) once climbed past memory.max as (a) does: then whether
+# the trigger's window (3 s) filled before the OOM killer came was a race with memory.high's
+# throttling, which the host's load decides; a CI run lost it. Records and reports are
+# kept in CASE_OUT. The OOM under memory.high's throttling takes a while under TCG: a
+# generous timeout.
 # vm-timeout: 900
 set -eu
 . "$SRC_DIR/tests/vm/lib.sh"
@@ -30,19 +35,26 @@ write_policy high.json '{ "version": 1, "memory": { "high_factor": 0.5 },
   "rolling": { "grace_seconds": 120,
     "memory_high": { "events": 20, "window_seconds": 3 } } }'
 
-# roll NAME POLICY: the stand-in under sparkshim; sets rc and secs (the run's length)
+# roll NAME POLICY [PWRHOG-ARGS...]: the stand-in under sparkshim; sets rc and secs (the
+# run's length). Without arguments it climbs to 1 GiB, past memory.max.
 roll() {
+	_name=$1
+	_policy=$2
+	shift 2
+	[ $# -gt 0 ] || set -- --mib 1024 --timeout 800
+	echo "$_name: running pwrhog $*" # in the log at once: a hung case shows where
 	rc=
 	_t0=$(uptime_us)
 	# shellcheck disable=SC2086 # SIZES splits on purpose
-	run_rc rc "$SPARKSHIM" run -v --policy "$2" $SIZES --name "$1" --report "$1.jsonl" \
-		--report-interval 1 -- "$PWD/bin/java" -Xmx192m "$BACKEND" --executor-id 1 --cores 1 \
-		--record "$PWD/$1.rec" --mib 1024 --step 8 --linger 500 --timeout 800 2>"$1.err"
+	run_rc rc "$SPARKSHIM" run -v --policy "$_policy" $SIZES --name "$_name" \
+		--report "$_name.jsonl" --report-interval 1 -- "$PWD/bin/java" -Xmx192m "$BACKEND" \
+		--executor-id 1 --cores 1 --record "$PWD/$_name.rec" --step 8 --linger 500 "$@" \
+		2>"$_name.err"
 	_t1=$(uptime_us)
 	secs=$(awk -v a="$_t0" -v b="$_t1" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')
-	cp "$1.rec" "$1.err" "$1.jsonl" "$CASE_OUT/" 2>/dev/null || true
-	grep -v ': allocating at ' "$1.err" || true
-	echo "$1: exit $rc after $secs s"
+	cp "$_name.rec" "$_name.err" "$_name.jsonl" "$CASE_OUT/" 2>/dev/null || true
+	grep -v ': allocating at ' "$_name.err" || true
+	echo "$_name: exit $rc after $secs s"
 }
 
 # final FILE PYTHON-EXPRESSION...: assert on the final report of FILE, print its figures
@@ -78,11 +90,14 @@ final off.jsonl 'x["status"] == 137' 'x["oom_killed"] is True' 'm["oom_kills"] >
 	'r is None' 'm["high_events"] > 0'
 pass "rolling off: throttled above memory.high, then OOM-killed after $secs s"
 
-# (b), (c) a trigger fires first: SIGPWR, the stand-in decommissions, no OOM kill
+# (b), (c) held above memory.high, under memory.max: the trigger fires, SIGPWR, the stand-in
+# decommissions, no OOM kill. Should the trigger never fire, pwrhog gives up after 120 s
+# (exit 4) and the case fails naming that. The decision's window is at least the 3 s asked
+# for; a loaded guest may take a sample late, so it may be longer, but not by a window.
 for t in pressure:memory_pressure_some high:memory_high; do
 	name=${t%%:*}
 	trigger=${t#*:}
-	roll "$name" "$name.json"
+	roll "$name" "$name.json" --mib 240 --churn --timeout 120
 	grep -q 'SIGPWR at' "$name.rec" || fail "$name: no SIGPWR arrived (exit $rc)"
 	[ "$(grep -c 'SIGPWR at' "$name.rec")" = 1 ] || fail "$name: more than one SIGPWR"
 	[ "$rc" = 0 ] || fail "$name: exit $rc, expected 0 (decommissioned)"
@@ -93,6 +108,6 @@ for t in pressure:memory_pressure_some high:memory_high; do
 		'r["counts"]["terminate"] == 0' 'r["state"] == "decommissioning"' \
 		"r['decisions'][0]['trigger'] == '$trigger'" \
 		'r["decisions"][0]["action"] == "decommission"' \
-		'3 <= r["decisions"][0]["window_seconds"] < 4'
+		'3 <= r["decisions"][0]["window_seconds"] < 6'
 	pass "$trigger: $(sed -n 's/^pwrhog: \(SIGPWR at .*\)/\1/p' "$name.rec"); exit 0 after $secs s, no OOM kill"
 done

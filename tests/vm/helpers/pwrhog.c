@@ -3,14 +3,17 @@
  * pwrhog: a stand-in for a Spark executor that decommissions on SIGPWR, for the rolling
  * tests (tests/vm/cases/55-rolling.sh in the guest, tests/host/test-rolling.sh).
  *
- *   pwrhog [--record FILE] [--mib N] [--step MIB] [--pwr catch|ignore|default]
+ *   pwrhog [--record FILE] [--mib N] [--step MIB] [--churn] [--pwr catch|ignore|default]
  *          [--term exit|ignore] [--linger MS] [--timeout S] [ANY OTHER ARGUMENT...]
  *
  * It touches memory steadily, --step MiB (default 8) every 100 ms, up to --mib N (default
  * 0: none), then holds it: under a tight memory.max that is memory.high throttling,
- * memory pressure, then the OOM killer. Arguments it does not know are ignored, so that a
- * test can run it through a file named `java` with a Spark executor backend's class name
- * as an argument, as rolling looks for.
+ * memory pressure, then the OOM killer. With --churn it does not hold still at N MiB but
+ * frees its oldest step and touches a new one every 100 ms: a working set that sits above
+ * memory.high and below memory.max is throttled and stalls for as long as it runs, without
+ * ever reaching the OOM killer, which a climb past memory.max races. Arguments it does not
+ * know are ignored, so that a test can run it through a file named `java` with a Spark
+ * executor backend's class name as an argument, as rolling looks for.
  *
  * --pwr catch (default): on SIGPWR stop allocating, unmap everything, wait --linger ms
  * (default 500) and exit 0, as Spark's decommission ends with exitExecutor(0). --pwr
@@ -136,7 +139,7 @@ static void sleep_ms(long ms)
 static void usage(void)
 {
         fprintf(stderr, "usage: pwrhog [--record FILE] [--mib N] [--step MIB] "
-                        "[--pwr catch|ignore|default] [--term exit|ignore] [--linger MS] "
+                        "[--churn] [--pwr catch|ignore|default] [--term exit|ignore] [--linger MS] "
                         "[--timeout S] [ARGS...]\n");
         exit(2);
 }
@@ -160,6 +163,7 @@ int main(int argc, char **argv)
 {
         long mib = 0, step = 8, linger_ms = 500, timeout_s = 600;
         enum pwr_mode pwr = PWR_CATCH;
+        bool churn = false, held = false;
         struct sigaction sa;
         long nchunks = 0, chunk_max;
         char ready[64];
@@ -183,6 +187,9 @@ int main(int argc, char **argv)
                         linger_ms = number(v);
                 } else if (strcmp(a, "--timeout") == 0 && v) {
                         timeout_s = number(v);
+                } else if (strcmp(a, "--churn") == 0) {
+                        churn = true;
+                        continue;
                 } else if (strcmp(a, "--pwr") == 0 && v) {
                         if (strcmp(v, "catch") == 0)
                                 pwr = PWR_CATCH;
@@ -239,6 +246,13 @@ int main(int argc, char **argv)
                         event("exit 0", false);
                         return 0;
                 }
+                if (churn && held && nchunks) {
+                        /* the oldest step goes, the branch below touches a new one */
+                        munmap(chunks[0], (size_t)step * MIB);
+                        memmove(chunks, chunks + 1, (size_t)(nchunks - 1) * sizeof(*chunks));
+                        nchunks--;
+                        touched_mib -= step;
+                }
                 if ((long)touched_mib + step <= mib) {
                         char *p = mmap(NULL, (size_t)step * MIB, PROT_READ | PROT_WRITE,
                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -262,8 +276,10 @@ int main(int argc, char **argv)
                         touched_mib += step;
                         if (touched_mib % 64 < step)
                                 event("allocating", true);
-                        if ((long)touched_mib + step > mib)
-                                event("holding", true);
+                        if ((long)touched_mib + step > mib && !held) {
+                                event(churn ? "churning" : "holding", true);
+                                held = true;
+                        }
                 }
                 sleep_ms(100);
         }
