@@ -16,9 +16,11 @@
 # 77 = skip (the last line of output is the reason), anything else = fail. Its output
 # (stdout+stderr, also kept in OUTDIR/cases/NAME.log) becomes TAP "# " lines.
 # A case is killed (its whole process group, SIGKILL 10 s later) after the SECONDS of
-# its own "# vm-timeout: SECONDS" line, else after SPARKSHIM_VM_CASE_TIMEOUT (default 300). After each case every process
-# left in a non-root cgroup is killed, every non-root cgroup removed and the root's
-# cgroup.subtree_control emptied, so cases start from the same state.
+# its own "# vm-timeout: SECONDS" line, else after SPARKSHIM_VM_CASE_TIMEOUT (default 300);
+# one still running 30 s after that has its kernel stacks dumped to the console (sysrq w
+# and t: .vm-console on the host). After each case every process left in a non-root
+# cgroup is killed, every non-root cgroup removed and the root's cgroup.subtree_control
+# emptied, so cases start from the same state.
 # SPARKSHIM_VM_CASES: space-separated globs; only cases whose name (file name without
 # .sh) or file name matches one run.
 # Exit status: 0 when all cases ran (whatever their results), non-zero if the harness
@@ -163,6 +165,22 @@ for f in "$@"; do
 
 	t0=$(uptime_ms)
 	rc=0
+	# The console (.vm-console on the host) does not go through the 9p share that this
+	# script's output and the case's log do: it says which case a guest that stopped
+	# answering was in. A case that outlives its timeout by 30 s did not die of timeout's
+	# KILL (its start, or the kernel, is stuck): the stacks of the blocked tasks, then of
+	# all, go there too, at a console level that prints them (the guest boots quiet).
+	echo "guest-main: $name starts (timeout ${limit} s)" >/dev/console 2>/dev/null || true
+	(
+		trap 'kill "$!" 2>/dev/null; exit 0' TERM
+		sleep $((limit + 30)) &
+		wait $! || exit 0
+		echo "guest-main: $name still runs $((limit + 30)) s after its start: sysrq w, t" >/dev/console || true
+		echo 8 >/proc/sys/kernel/printk || true
+		echo w >/proc/sysrq-trigger || true
+		echo t >/proc/sysrq-trigger || true
+	) </dev/null >/dev/null 2>&1 &
+	watchdog=$!
 	(
 		cd "$case_tmp"
 		# shellcheck disable=SC2086,SC2016 # $TIMEOUT splits on purpose; $$ is the inner sh's
@@ -171,7 +189,10 @@ for f in "$@"; do
 			sh -c 'echo $$ >"$1/cgroup.procs" || exit 126; shift; exec "$@"' sh "$CASE_CG" \
 			$UNSHARE $TIMEOUT "$limit" sh "$f"
 	) </dev/null >"$log" 2>&1 || rc=$?
+	kill "$watchdog" 2>/dev/null || true
+	wait "$watchdog" 2>/dev/null || true
 	t1=$(uptime_ms)
+	echo "guest-main: $name ended (status $rc)" >/dev/console 2>/dev/null || true
 	elapsed=$(((t1 - t0) / 1000)).$(((t1 - t0) % 1000 / 100))
 
 	timed_out=0
@@ -192,8 +213,9 @@ for f in "$@"; do
 	else
 		# the case's own reason (its last "FAIL: " line, else its last line) in the TAP
 		# line, which scripts/test's summary repeats: the tail of a CI log then says why
-		reason=$(grep '^FAIL: ' "$log" | tail -n1 | cut -c7-)
-		[ -n "$reason" ] || reason=$(grep -v '^[[:space:]]*$' "$log" | tail -n1 || true)
+		reason=$(grep -a '^FAIL: ' "$log" | tail -n1 | cut -c7-)
+		[ -n "$reason" ] || reason=$(grep -av '^[[:space:]]*$' "$log" | tail -n1 || true)
+		[ "$timed_out" = 0 ] || reason="timed out after ${limit}s; last: $reason"
 		echo "not ok $i - $name: $(printf '%s' "${reason:-no output}" | tr -d '#' | cut -c1-200)"
 		failed=$((failed + 1))
 	fi
