@@ -244,13 +244,34 @@ static unsigned heap_and_partitions(const struct mapping *map)
         return bits ? bits : ~0u;
 }
 
-static bool memory_limit_feasible(const double *x, void *userdata)
-{
-        const struct mapping *map = userdata;
-        struct tuner_params p;
+/*
+ * What a candidate must meet besides the models: the policy's memory limit, and the heap the
+ * memory failures hold at the candidate's own shuffle partitions (tuner_rules_oom_heap_floor,
+ * within the bounds as the floor is). The floor (tuner_rules_floor_measured) is at the newest
+ * run's partitions, one box for every candidate: a Java heap OOM it lets go there may still
+ * hold at a candidate's other ones.
+ */
+struct feasibility {
+        const struct mapping *map;
+        const struct tuner_run *runs;
+        size_t n;
+        bool safety; /* the failures' heap held (struct tuner_bo_options.safety) */
+};
 
-        decode(map, x, &p);
-        return p.heap_bytes + p.overhead_bytes <= map->bounds->memory_limit_max;
+static bool feasible(const double *x, void *userdata)
+{
+        const struct feasibility *f = userdata;
+        const struct tuner_bounds *b = f->map->bounds;
+        struct tuner_params p;
+        uint64_t heap;
+
+        decode(f->map, x, &p);
+        if (b->memory_limit_max && p.heap_bytes + p.overhead_bytes > b->memory_limit_max)
+                return false;
+        if (!f->safety)
+                return true;
+        heap = tuner_rules_oom_heap_floor(f->runs, f->n, tuner_partitions(&p));
+        return p.heap_bytes >= (heap < b->heap_max_bytes ? heap : b->heap_max_bytes);
 }
 
 /*
@@ -699,7 +720,8 @@ static void dead_band_and_step(const struct mapping *map, const struct tuner_run
    the dead band and steps, and the runs' usage models */
 static void search_options(struct mapping *map, const struct tuner_run *runs,
                            const struct tuner_bounds *b, const struct tuner_params *floor,
-                           struct usage_context *usage, struct tuner_bo_options *bo)
+                           struct usage_context *usage, struct feasibility *feasibility,
+                           struct tuner_bo_options *bo)
 {
         floor_in_cube(map, floor, bo);
         /* memory is monotone: less than what ran out of memory runs out too, and so do
@@ -711,9 +733,10 @@ static void search_options(struct mapping *map, const struct tuner_run *runs,
                     (map->dim[i].param == TUNER_P_HEAP || map->dim[i].param == TUNER_P_OVERHEAD ||
                      map->dim[i].param == TUNER_P_PARTITIONS))
                         bo->monotone |= 1u << map->dim[i].position;
-        if (b->memory_limit_max) {
-                bo->feasible = memory_limit_feasible;
-                bo->feasible_userdata = map;
+        feasibility->safety = bo->safety;
+        if (b->memory_limit_max || bo->safety) {
+                bo->feasible = feasible;
+                bo->feasible_userdata = feasibility;
         }
         dead_band_and_step(map, runs, bo);
         /* the runs' usage models (bo.usages 0; a caller's own usage callbacks would not know
@@ -822,6 +845,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         struct tuner_recommendation rec = {0};
         struct mapping map;
         struct usage_context usage;
+        struct feasibility feasibility;
         double x[TUNER_BO_DIMS_MAX];
         const struct tuner_run *best;
         bool tightened;
@@ -856,7 +880,8 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         if (!pts || !run_of)
                 return util_error_set(err, ENOMEM, "bo: no memory for %zu runs", n);
         m = points_from_runs(&map, runs, n, &usage, pts, run_of);
-        search_options(&map, runs, b, floor, &usage, &bo);
+        feasibility = (struct feasibility){.map = &map, .runs = runs, .n = n};
+        search_options(&map, runs, b, floor, &usage, &feasibility, &bo);
 
         r = tuner_bo_suggest(pts, m, map.dims, &bo, x, &pred, err);
         if (r == -ENODATA)

@@ -327,6 +327,66 @@ static bool cpu_use_of(const struct tuner_run *r, uint32_t cores, double *ret_me
         return true;
 }
 
+/*
+ * The heap a completed run showed to fit at more partitions than the Java heap OOM runs[i]'s,
+ * and no more than PARTS: the least such heap (UINT64_MAX: none, or PARTS are no more than
+ * the OOM's), or 0 when it was no more than the heap that ran out.
+ *
+ * Fewer partitions make larger tasks, so at its own partitions and fewer an OOM holds its
+ * heap. At more, the heap's need falls, but how far is not known, and for a skewed key not at
+ * all past a point: the hot key's partition does not shrink. Only a run that completed there
+ * with no more heap than ran out shows the need fell, and lets the OOM go (issue 24: skew's
+ * OOM at 1g and 2 partitions, then 1g at 8, its best point). Short of that, the OOM holds its
+ * heap at any partitions, capped at the least heap completed there, which is known to fit.
+ * The floor used to let any OOM at fewer partitions than now go, and stage 2 took that for
+ * safety (the fifth real loops, skew on Spark 4.0: 866m ran out at 5 partitions, then 730m
+ * at 21, where 1109m was the least heap completed; the third: 1213m at 6, then 1067m at 61).
+ * Partitions within the dead band of the OOM's are its own.
+ */
+static uint64_t oom_heap_shown(const struct tuner_run *runs, size_t n, size_t i, uint64_t parts)
+{
+        const struct tuner_run *failed = &runs[i];
+        double failed_at = (double)partitions_of(&failed->params) * (1.0 + TUNER_RULES_DEAD_BAND);
+        uint64_t least = UINT64_MAX;
+
+        if ((double)parts <= failed_at || !known_u64(failed->params.heap_bytes))
+                return UINT64_MAX;
+        for (size_t j = 0; j < n; j++) {
+                const struct tuner_run *r = &runs[j];
+                uint64_t at = partitions_of(&r->params);
+
+                if (run_completed(r) && known_u64(r->params.heap_bytes) && (double)at > failed_at &&
+                    at <= parts)
+                        least = min_u64(least, r->params.heap_bytes);
+        }
+        return least <= failed->params.heap_bytes ? 0 : least;
+}
+
+/* The heap a memory failure, runs[i], holds at PARTS: the size that ran out x 1.05, bumped
+   while it is held, capped for a Java heap OOM alone by oom_heap_shown; 0: none */
+static uint64_t oom_heap_held(const struct tuner_run *runs, size_t n, size_t i, uint64_t parts)
+{
+        const struct tuner_run *r = &runs[i];
+        unsigned kind = run_oom_kind(r);
+        uint64_t held;
+
+        if (!(kind & OOM_HEAP))
+                return 0;
+        held = u64_of((double)r->params.heap_bytes * (1.0 + TUNER_RULES_OOM_MARGIN));
+        if (i < TUNER_RULES_HOLD_RUNS)
+                held = max_u64(held, oom_bump(r->params.heap_bytes));
+        return kind == OOM_HEAP ? min_u64(held, oom_heap_shown(runs, n, i, parts)) : held;
+}
+
+uint64_t tuner_rules_oom_heap_floor(const struct tuner_run *runs, size_t n, uint64_t parts)
+{
+        uint64_t heap = 0;
+
+        for (size_t i = 0; runs && i < n; i++)
+                heap = max_u64(heap, oom_heap_held(runs, n, i, parts));
+        return heap;
+}
+
 /* PARTS_NOW: the partitions the floor is for (0: the newest run's); a recommendation that
    lowers them asks for the floor at its own */
 static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
@@ -344,12 +404,13 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                 /* the partitions a held Java heap OOM asked for, whatever is below */
                 if (i < TUNER_RULES_HOLD_RUNS && (kind & OOM_HEAP))
                         partitions = max_u64(partitions, oom_partitions(r));
-                /* a Java heap OOM with fewer shuffle partitions than now had larger tasks: no
-                   floor for the heap at these (issue 24: skew's OOM at 1g and 2 partitions held
-                   1g at 8 partitions, its best safe point, out for 20 runs) */
-                if (kind == OOM_HEAP &&
-                    partitions_of(&r->params) <
-                        (parts_now ? parts_now : partitions_of(&runs[0].params)))
+                /* a Java heap OOM with fewer shuffle partitions than now had larger tasks: its
+                   heap held at most as far as the runs show (oom_heap_shown), none once they
+                   show it fits */
+                uint64_t held = oom_heap_held(
+                    runs, n, i, parts_now ? parts_now : partitions_of(&runs[0].params));
+
+                if (kind == OOM_HEAP && held == 0)
                         kind = 0;
 
                 double mean, p90;
@@ -385,16 +446,13 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                  * hold below ends after a few runs, and stage 2 then explored under the
                  * failing heap (the first real loop: 1181m recommended after 1195m ran out).
                  */
-                if (kind & OOM_HEAP)
-                        heap = max_u64(heap, u64_of((double)r->params.heap_bytes *
-                                                    (1.0 + TUNER_RULES_OOM_MARGIN)));
+                if (kind & OOM_HEAP) /* x 1.05, bumped while held (oom_heap_held) */
+                        heap = max_u64(heap, held);
                 if (kind & OOM_LIMIT)
                         limit = max_u64(limit, u64_of((double)limit_of(&r->params) *
                                                       (1.0 + TUNER_RULES_OOM_MARGIN)));
                 if (i < TUNER_RULES_HOLD_RUNS) {
-                        if (kind & OOM_HEAP)
-                                heap = max_u64(heap, oom_bump(r->params.heap_bytes));
-                        else if (kind & OOM_LIMIT)
+                        if (!(kind & OOM_HEAP) && (kind & OOM_LIMIT))
                                 heap = max_u64(heap, r->params.heap_bytes);
                         if (kind & OOM_LIMIT)
                                 limit = max_u64(limit, oom_bump(limit_of(&r->params)));

@@ -101,6 +101,16 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
                        struct tuner_params *ret_floor);
 
 /*
+ * The heap the memory failures of RUNS (newest first) hold at PARTS shuffle partitions, as
+ * the floor holds it: each heap that ran out x (1 + TUNER_RULES_OOM_MARGIN), bumped while the
+ * failure is held; a Java heap OOM alone at fewer partitions than PARTS only up to the least
+ * heap a run completed with at more partitions, up to PARTS, and not at all when that was no
+ * more than ran out (more partitions, smaller tasks: the need fell). 0: none. Not clamped to
+ * the bounds. Stage 2 checks each candidate at its own partitions against it.
+ */
+uint64_t tuner_rules_oom_heap_floor(const struct tuner_run *runs, size_t n, uint64_t parts);
+
+/*
  * The floor for stage 2: without the rules' margin on the non-heap peak, and without the
  * process peak's share of the limit (heap + overhead >= peak), which one floor per parameter
  * can only express as an overhead large enough for the lowest heap: stage 2's usage model of

@@ -711,6 +711,8 @@ struct sim {
                                    executor per dynamic_above of them, each a little busier
                                    (their tenth root), the run time not shorter; 0 none */
         bool no_cpu_seconds;    /* a run record without the executors' CPU seconds */
+        double heap_need_few;   /* heap a run needs below 8 partitions, bytes; 0: none */
+        double heap_need;       /* and at 8 or more (a skewed key's: flat); 0: none */
 };
 
 static void sim_run(const struct sim *s, struct tuner_run *r, int i, const struct tuner_params *p)
@@ -748,6 +750,13 @@ static void sim_run(const struct sim *s, struct tuner_run *r, int i, const struc
         r->max_stage_skew = NAN;
         r->executors = (uint32_t)ceil(executors);
         r->cpu_seconds = s->no_cpu_seconds ? NAN : used * r->duration_seconds * executors;
+        if ((double)p->heap_bytes < (parts < 8 ? s->heap_need_few : s->heap_need)) {
+                /* a Java heap OOM: tasks failed, the run retried, no usable utilisation */
+                r->failure = TUNER_FAIL_OOM;
+                r->oom_task_failures = 4;
+                r->duration_seconds *= 2;
+                r->cpu_util = r->mem_util = r->objective = NAN;
+        }
 }
 
 static size_t sim_loop(const struct sim *s, const struct tuner_bounds *b,
@@ -1049,4 +1058,47 @@ Test(bo, noisy_run_times_do_not_stall_stage_2)
         cr_assert_eq(tuner_bo_recommend(hist, 8, &b, NULL, &rec, &err), 0, "%s", err.text);
         cr_expect_null(strstr(rec.reasons[TUNER_P_MILLICORES].text, "no eligible"), "%s",
                        rec.reasons[TUNER_P_MILLICORES].text);
+}
+
+/*
+ * A Java heap OOM holds its heap at more partitions too, until a run there completes with no
+ * more heap. A skewed key: 1.5 GiB of heap below 8 partitions, 1 GiB at 8 or more, however
+ * many (the hot key's partition does not shrink). The floor let an OOM at fewer partitions
+ * than the newest run's go, and stage 2 asked under it at more (as in the fifth real loops on
+ * Spark 4.0: 866m ran out at 5 partitions, then 730m at 21).
+ */
+Test(bo, heap_oom_holds_at_more_partitions)
+{
+        struct tuner_run hist[12];
+        struct tuner_bounds b;
+        struct sim s = {.cpu_cores_at_64 = 0.8,
+                        .seconds_at_64 = 30,
+                        .heap_need_few = 1.5 * (double)GiB,
+                        .heap_need = 1.0 * (double)GiB};
+        struct tuner_params p = sim_start;
+        unsigned ooms = 0;
+        char trace[12 * 32] = "";
+        size_t n = 0, used = 0;
+
+        tuner_bounds_default(&b);
+        p.heap_bytes = 2 * GiB;
+        p.shuffle_partitions = 200;
+        for (size_t k = 0; k < 12; k++) {
+                struct tuner_recommendation rec;
+                struct util_error err = {0};
+
+                memmove(hist + 1, hist, n * sizeof(hist[0]));
+                sim_run(&s, &hist[0], (int)k, &p);
+                n++;
+                used += (size_t)snprintf(
+                    trace + used, sizeof(trace) - used, " %" PRIu64 "m/%" PRIu32 "%s",
+                    hist[0].params.heap_bytes / MiB, hist[0].params.shuffle_partitions,
+                    hist[0].failure ? " OOM" : "");
+                ooms += hist[0].failure == TUNER_FAIL_OOM;
+                cr_assert_eq(tuner_recommend(hist, n, &b, &rec, &err), 0, "%s", err.text);
+                p = rec.params;
+        }
+        /* without the OOM's hold at more partitions: 2048m x 5, 1375m, 934m OOM, 1121m/220,
+           735m/252 OOM, 882m/253 OOM */
+        cr_expect_leq(ooms, 1, "%u OOMs in %zu runs (heap/partitions):%s", ooms, n, trace);
 }

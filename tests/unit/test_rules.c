@@ -865,6 +865,48 @@ Test(rules, jvm_oom_with_few_partitions_raises_them)
         tuner_rules_floor_measured(runs, 2, &b, &floor);
         cr_assert_lt(floor.heap_bytes, 4 * GiB, "heap floor %" PRIu64 " MiB from an OOM at 4",
                      floor.heap_bytes / MiB);
+
+        /* ... but only once a run there completed with no more heap than ran out: with more
+           partitions and more heap, nothing shows the need fell (a skewed key's does not) */
+        runs[0].params.heap_bytes = 5 * GiB;
+        tuner_rules_floor_measured(runs, 2, &b, &floor);
+        cr_assert_geq(floor.heap_bytes, (uint64_t)(4.8 * GiB) - 1,
+                      "heap floor %" PRIu64 " MiB: the OOM at 4 let go", floor.heap_bytes / MiB);
+}
+
+/*
+ * The heap a Java heap OOM holds at each partition count (stage 2 checks its candidates with
+ * it): at the OOM's partitions and fewer its heap, bumped while held; at more, at most the
+ * least heap a run completed with there, and none once that was no more than ran out.
+ */
+Test(rules, oom_heap_floor_by_partitions)
+{
+        struct tuner_run runs[3] = {base_run(), base_run(), base_run()};
+        uint64_t bumped = (uint64_t)ceil(TUNER_RULES_OOM_BUMP_RATIO * GiB); /* > +100 MiB */
+
+        /* newest first: 1g at 8 completed, 1.1g at 6 completed, 1g at 2 ran out of heap */
+        runs[0].params.heap_bytes = 1 * GiB;
+        runs[0].params.shuffle_partitions = 8;
+        runs[1].params.heap_bytes = (uint64_t)(1.1 * GiB);
+        runs[1].params.shuffle_partitions = 6;
+        runs[2].params.heap_bytes = 1 * GiB;
+        runs[2].params.shuffle_partitions = 2;
+        runs[2].failure = TUNER_FAIL_OOM;
+        runs[2].oom_task_failures = 4;
+        cr_assert_eq(tuner_rules_oom_heap_floor(runs, 3, 1), bumped, "held: bumped");
+        cr_assert_eq(tuner_rules_oom_heap_floor(runs, 3, 2), bumped);
+        cr_assert_eq(tuner_rules_oom_heap_floor(runs, 3, 6), (uint64_t)(1.1 * GiB),
+                     "no more than 1.1g, which completed at 6");
+        cr_assert_eq(tuner_rules_oom_heap_floor(runs, 3, 8), 0, "1g completed at 8");
+        cr_assert_eq(tuner_rules_oom_heap_floor(runs, 3, 200), 0);
+        /* the newest two only: no run shows the need falling, held up to 1.1g everywhere */
+        cr_assert_eq(tuner_rules_oom_heap_floor(runs + 1, 2, 200), (uint64_t)(1.1 * GiB));
+        /* a kernel OOM kill beside it: the limit's too, held at any partitions */
+        runs[2].oom_kills = 1;
+        cr_assert_eq(tuner_rules_oom_heap_floor(runs, 3, 200), bumped);
+        /* no OOM */
+        cr_assert_eq(tuner_rules_oom_heap_floor(runs, 2, 2), 0);
+        cr_assert_eq(tuner_rules_oom_heap_floor(NULL, 0, 2), 0);
 }
 
 Test(rules, partitions_bounded)
