@@ -733,7 +733,6 @@ static void search_options(struct mapping *map, const struct tuner_run *runs,
                     (map->dim[i].param == TUNER_P_HEAP || map->dim[i].param == TUNER_P_OVERHEAD ||
                      map->dim[i].param == TUNER_P_PARTITIONS))
                         bo->monotone |= 1u << map->dim[i].position;
-        feasibility->safety = bo->safety;
         if (b->memory_limit_max || bo->safety) {
                 bo->feasible = feasible;
                 bo->feasible_userdata = feasibility;
@@ -880,7 +879,7 @@ int tuner_bo_recommend_with(const struct tuner_run *runs, size_t n, const struct
         if (!pts || !run_of)
                 return util_error_set(err, ENOMEM, "bo: no memory for %zu runs", n);
         m = points_from_runs(&map, runs, n, &usage, pts, run_of);
-        feasibility = (struct feasibility){.map = &map, .runs = runs, .n = n};
+        feasibility = (struct feasibility){.map = &map, .runs = runs, .n = n, .safety = bo.safety};
         search_options(&map, runs, b, floor, &usage, &feasibility, &bo);
 
         r = tuner_bo_suggest(pts, m, map.dims, &bo, x, &pred, err);
