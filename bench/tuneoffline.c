@@ -65,6 +65,7 @@ struct point {
         uint64_t heap;
         uint32_t parts;
         struct tuner_run *reps;
+        unsigned *session; /* each replicate's: the index of the file it was read from */
         size_t n;
         double duration;    /* median over the replicates */
         bool failed;        /* a replicate failed as measured */
@@ -111,7 +112,7 @@ static double request_bytes(const struct tuner_params *p)
 
 /* ---- the data ---- */
 
-static int add_run(struct world *w, const struct tuner_run *run)
+static int add_run(struct world *w, const struct tuner_run *run, unsigned session)
 {
         struct point *p = NULL;
 
@@ -141,12 +142,19 @@ static int add_run(struct world *w, const struct tuner_run *run)
                 if (!grown)
                         return -ENOMEM;
                 p->reps = grown;
-                p->reps[p->n++] = *run;
         }
+        {
+                unsigned *grown = realloc(p->session, (p->n + 1) * sizeof(*grown));
+                if (!grown)
+                        return -ENOMEM;
+                p->session = grown;
+        }
+        p->reps[p->n] = *run;
+        p->session[p->n++] = session;
         return 0;
 }
 
-static int load(const char *path, struct world *w)
+static int load(const char *path, unsigned session, struct world *w)
 {
         FILE *f = fopen(path, "re");
         char *line = NULL;
@@ -183,7 +191,7 @@ static int load(const char *path, struct world *w)
                                 run.failure = TUNER_OK;
                                 run.failure_detail[0] = '\0';
                         }
-                        r = add_run(w, &run);
+                        r = add_run(w, &run, session);
                 }
                 json_decref(doc);
         }
@@ -198,9 +206,10 @@ static int load(const char *path, struct world *w)
  * between identical runs on this shared host (and more between days), against the least of
  * 20 such medians: that least is biased low by the winner's curse, and points as fast in
  * truth fail it. By default each point's run time is the fit of an additive model of log run
- * time, a term per heap plus a term per partition count (backfitting over every successful
- * replicate, 9 terms from up to 60 runs), and the constraint compares the fits: the noise of
- * one point's replicates no longer decides, the heap's and the partitions' effects do.
+ * time, a term per heap, a term per partition count and a term per session (additive_fit), and
+ * the constraint compares the fits without the session's term: the noise of one point's
+ * replicates and the hour it was measured in no longer decide, the heap's and the
+ * partitions' effects do.
  * The work bound (the core-seconds, work_of, within 1.1 x the least of a good point's) is
  * judged the same way: on the fits of the same model of log work by default, on the medians
  * with --strict-runtime.
@@ -226,15 +235,23 @@ static double figure_of(const struct tuner_run *r, bool work)
         return r->failure == TUNER_OK && v > 0 && isfinite(v) ? v : NAN;
 }
 
-/* the additive model of log figure, a term per heap plus a term per partition count, fitted
-   by backfitting over every successful replicate: each point's fit in fitted[]; returns the
-   residual sd of the log */
+/*
+ * The additive model of log figure, a term per heap, a term per partition count and a term
+ * per session (the file a replicate was read from: one `bench/tune/grid --shuffle` run, its
+ * points in a random order, so that a host's drift within it is noise), fitted by
+ * backfitting over every successful replicate: each point's fit, without the session's term,
+ * in fitted[]; returns the residual sd of the log. The session's term is a block effect:
+ * grids measured on other days or hours ran at other speeds (skew's finer heaps, measured in
+ * a faster hour, read 960m at 8 partitions as 17 % faster than 1g there), and points
+ * measured in one session only would carry it as their heap's or partitions' effect. It is
+ * told apart where sessions share points; the terms sum to zero over the runs.
+ */
 static double additive_fit(const struct world *w, bool work, double *fitted)
 {
-        double a[RUNS_MAX] = {0}, b[RUNS_MAX] = {0}, squares = 0;
+        double a[RUNS_MAX] = {0}, b[RUNS_MAX] = {0}, c[RUNS_MAX] = {0}, squares = 0;
         uint64_t heaps[RUNS_MAX];
         uint32_t parts[RUNS_MAX];
-        size_t nh = 0, np = 0, hi[RUNS_MAX], pi[RUNS_MAX], freedom = 0;
+        size_t nh = 0, np = 0, ns = 0, hi[RUNS_MAX], pi[RUNS_MAX], freedom = 0;
 
         for (size_t i = 0; i < w->n && i < RUNS_MAX; i++) {
                 size_t k;
@@ -248,23 +265,37 @@ static double additive_fit(const struct world *w, bool work, double *fitted)
                 if (k == np)
                         parts[np++] = w->pts[i].parts;
                 pi[i] = k;
+                for (size_t j = 0; j < w->pts[i].n; j++)
+                        if (w->pts[i].session[j] < RUNS_MAX && w->pts[i].session[j] + 1 > ns)
+                                ns = w->pts[i].session[j] + 1;
         }
-        for (int iter = 0; iter < 100; iter++)
-                for (int side = 0; side < 2; side++) {
-                        double sum[RUNS_MAX] = {0}, cnt[RUNS_MAX] = {0};
+        for (int iter = 0; iter < 200; iter++)
+                for (int side = 0; side < 3; side++) {
+                        double sum[RUNS_MAX] = {0}, cnt[RUNS_MAX] = {0}, mean = 0, runs = 0;
+                        double *term = side == 0 ? a : side == 1 ? b : c;
 
                         for (size_t i = 0; i < w->n && i < RUNS_MAX; i++)
                                 for (size_t j = 0; j < w->pts[i].n; j++) {
                                         double v = figure_of(&w->pts[i].reps[j], work);
-                                        if (isnan(v))
+                                        unsigned sj = w->pts[i].session[j];
+                                        size_t at = side == 0 ? hi[i] : side == 1 ? pi[i] : sj;
+
+                                        if (isnan(v) || sj >= RUNS_MAX)
                                                 continue;
-                                        v = log(v) - (side ? a[hi[i]] : b[pi[i]]);
-                                        sum[side ? pi[i] : hi[i]] += v;
-                                        cnt[side ? pi[i] : hi[i]] += 1;
+                                        v = log(v) - a[hi[i]] - b[pi[i]] - c[sj] + term[at];
+                                        sum[at] += v;
+                                        cnt[at] += 1;
                                 }
-                        for (size_t k = 0; k < (side ? np : nh); k++)
-                                if (cnt[k] > 0)
-                                        (side ? b : a)[k] = sum[k] / cnt[k];
+                        for (size_t k = 0; k < (side == 0 ? nh : side == 1 ? np : ns); k++)
+                                if (cnt[k] > 0) {
+                                        term[k] = sum[k] / cnt[k];
+                                        mean += term[k] * cnt[k];
+                                        runs += cnt[k];
+                                }
+                        /* the sessions' terms sum to zero: the level is the heaps' */
+                        if (side == 2 && runs > 0)
+                                for (size_t k = 0; k < ns; k++)
+                                        c[k] -= mean / runs;
                 }
         for (size_t i = 0; i < w->n && i < RUNS_MAX; i++) {
                 const struct point *p = &w->pts[i];
@@ -272,13 +303,13 @@ static double additive_fit(const struct world *w, bool work, double *fitted)
                 fitted[i] = exp(a[hi[i]] + b[pi[i]]);
                 for (size_t j = 0; j < p->n; j++) {
                         double v = figure_of(&p->reps[j], work);
-                        if (isnan(v))
+                        if (isnan(v) || p->session[j] >= RUNS_MAX)
                                 continue;
-                        squares += pow(log(v) - log(fitted[i]), 2);
+                        squares += pow(log(v) - log(fitted[i]) - c[p->session[j]], 2);
                         freedom++;
                 }
         }
-        return freedom > nh + np ? sqrt(squares / (double)(freedom - nh - np + 1)) : NAN;
+        return freedom > nh + np + ns ? sqrt(squares / (double)(freedom - nh - np - ns + 2)) : NAN;
 }
 
 /* the least of fitted[] over the points where nothing failed, something was measured and
@@ -560,31 +591,30 @@ static double round_to_axis(const double *axis, size_t n, double want, uint64_t 
         return u < (want - below) / (above - below) ? above : below;
 }
 
-/* the measured point a proposal runs at in the world of seed world: heap and partitions
-   rounded to measured values */
+/*
+ * The measured point a proposal runs at in the world of seed world: its partitions rounded
+ * to a measured count, then its heap to a heap measured at that count. A grid need not be a
+ * full product (skew's 4 and 6 partitions have 4 heaps): rounded on the heaps of every count,
+ * an ask of 1344m at 32 partitions drew 1280m, measured at 4 and 6 only, and the nearest
+ * point at 32 was 1536m, never 1g.
+ */
 static const struct point *snap(const struct world *w, const struct tuner_params *ask,
                                 uint64_t world)
 {
         double heaps[RUNS_MAX], parts[RUNS_MAX], h, p;
-        size_t n = w->n < RUNS_MAX ? w->n : RUNS_MAX;
-        const struct point *at = NULL;
-        double best = INFINITY;
+        size_t n = w->n < RUNS_MAX ? w->n : RUNS_MAX, nh = 0;
 
-        for (size_t i = 0; i < n; i++) {
-                heaps[i] = log_heap(w->pts[i].heap);
+        for (size_t i = 0; i < n; i++)
                 parts[i] = log(w->pts[i].parts);
-        }
-        h = round_to_axis(heaps, n, log_heap(ask->heap_bytes), world, 0);
         p = round_to_axis(parts, n, log(tuner_partitions(ask)), world, 1);
-        /* the grid is a full product; if not, the nearest point to the rounded values */
-        for (size_t i = 0; i < n; i++) {
-                double dh = heaps[i] - h, dp = parts[i] - p;
-                if (dh * dh + dp * dp < best) {
-                        best = dh * dh + dp * dp;
-                        at = &w->pts[i];
-                }
-        }
-        return at;
+        for (size_t i = 0; i < n; i++)
+                if (parts[i] == p)
+                        heaps[nh++] = log_heap(w->pts[i].heap);
+        h = round_to_axis(heaps, nh, log_heap(ask->heap_bytes), world, 0);
+        for (size_t i = 0; i < n; i++)
+                if (parts[i] == p && log_heap(w->pts[i].heap) == h)
+                        return &w->pts[i];
+        return &w->pts[0]; /* not reached: h is one of the heaps measured at p */
 }
 
 /*
@@ -983,7 +1013,11 @@ int main(int argc, char **argv)
                 else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc)
                         trace = strtoull(argv[++i], NULL, 10);
                 else if (argv[i][0] != '-') {
-                        if (load(argv[i], &w) < 0)
+                        if (files >= RUNS_MAX) {
+                                fprintf(stderr, "tune-offline: more than %d files\n", RUNS_MAX);
+                                return 1;
+                        }
+                        if (load(argv[i], files, &w) < 0)
                                 return 1;
                         files++;
                 } else
@@ -1064,23 +1098,25 @@ int main(int argc, char **argv)
                                down / seeds, dom, cdom);
                 }
         }
-        printf("\nquality: the best safe configuration's median objective after %u runs over the "
-               "best safe point's; cost: the least reserved cost (core-s + GiB-s / %.0f) of a "
-               "safe configuration over the least; safe: no replicate failed, >= %.0f %% "
-               "headroom on the median p90 CPU and memory peak, median run time <= %.2fx the "
-               "fastest good point's%s%s; %u seeds; dominated: proposals with no more memory and "
-               "partitions than a run that ran out of memory, and proposals whose CPU limit is no "
-               "larger than a throttled run's or under the p90 CPU of a completed run (all seeds); "
-               "of them at a heap rounded "
-               "down: mean memory failures of runs the grid gave less heap than asked, below "
-               "the ask's dead band (a measured point under the ask: the ask itself was not "
-               "measured)\n",
-               runs, GIB_PER_CORE, (HEADROOM - 1) * 100, RUNTIME_MAX,
-               strict_runtime ? " (medians)" : " (the additive fit of heap and partitions)",
-               work_bound ? ", median core-seconds <= 1.10x the least of a good point's" : "",
-               seeds);
-        for (size_t i = 0; i < w.n; i++)
+        printf(
+            "\nquality: the best safe configuration's median objective after %u runs over the "
+            "best safe point's; cost: the least reserved cost (core-s + GiB-s / %.0f) of a "
+            "safe configuration over the least; safe: no replicate failed, >= %.0f %% "
+            "headroom on the median p90 CPU and memory peak, median run time <= %.2fx the "
+            "fastest good point's%s%s; %u seeds; dominated: proposals with no more memory and "
+            "partitions than a run that ran out of memory, and proposals whose CPU limit is no "
+            "larger than a throttled run's or under the p90 CPU of a completed run (all seeds); "
+            "of them at a heap rounded "
+            "down: mean memory failures of runs the grid gave less heap than asked, below "
+            "the ask's dead band (a measured point under the ask: the ask itself was not "
+            "measured)\n",
+            runs, GIB_PER_CORE, (HEADROOM - 1) * 100, RUNTIME_MAX,
+            strict_runtime ? " (medians)" : " (the additive fit of heap, partitions and session)",
+            work_bound ? ", median core-seconds <= 1.10x the least of a good point's" : "", seeds);
+        for (size_t i = 0; i < w.n; i++) {
                 free(w.pts[i].reps);
+                free(w.pts[i].session);
+        }
         free(w.pts);
         return 0;
 }

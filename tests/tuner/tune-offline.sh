@@ -72,9 +72,11 @@ for job in cpu-light mem-sort skew; do
 done
 
 # the models between measured points (round_to_axis): with --world-per-seed, within a seed
-# every tuner's same ask of a heap (or of partitions) runs at the same measured one; with
-# the default coin per run the same asks land on both sides (so the check can fail); the
-# history holds the measured point, or with --record-ask the ask
+# every tuner's same ask (a heap and partitions) runs at the same measured point; with the
+# default coin per run the same asks land on both sides (so the check can fail); the
+# history holds the measured point, or with --record-ask the ask. The pair, not each axis:
+# skew's grid is not a full product (4 and 6 partitions have 4 heaps), and where the rounded
+# pair was not measured the nearest point that was stands in
 trace_runs() { # MODE...: "seed recorded asked run-at" heap, then the same for partitions
 	for seed in 1 2 3 4 5 6; do
 		"$bin" --seeds 1 --first-seed "$seed" --runs 10 --trace "$seed" "$@" "$data"/grid-skew*.runs >"$tmp/trace" ||
@@ -83,10 +85,10 @@ trace_runs() { # MODE...: "seed recorded asked run-at" heap, then the same for p
 			"$tmp/trace" | sed "s/^/$seed /"
 	done
 }
-# the asks (field 3 heap, 6 partitions) that ran at two measured values in one seed
+# the asks (field 3 heap, 6 partitions) that ran at two measured points in one seed
 split_asks() {
-	awk '{ for (a = 0; a < 2; a++) { k = $1 " " a " " $(3 + 3 * a); r = $(4 + 3 * a)
-		if ((k in at) && at[k] != r) print k; at[k] = r } }' "$1" | LC_ALL=C sort -u
+	awk '{ k = $1 " " $3 " " $6; r = $4 " " $7
+		if ((k in at) && at[k] != r) print k; at[k] = r }' "$1" | LC_ALL=C sort -u
 }
 trace_runs --world-per-seed --record-ask >"$tmp/world"
 [ "$(wc -l <"$tmp/world")" -ge 300 ] || fail "trace: $(wc -l <"$tmp/world") runs read, not every tuner's"
@@ -97,7 +99,7 @@ again=$(awk '$3 > 512 && $3 < 2048 && $3 != 768 && $3 != 1024 && $3 != 1536 { n[
 	END { for (k in n) if (n[k] > 1) c++; print c + 0 }' "$tmp/world")
 [ "$again" -ge 1 ] || fail "trace: no ask between two measured heaps made twice in a seed: nothing checked"
 split=$(split_asks "$tmp/world")
-[ -z "$split" ] || fail "one seed's same ask ran at two measured values (seed, axis, ask): $split"
+[ -z "$split" ] || fail "one seed's same ask ran at two measured points (seed, heap, partitions): $split"
 trace_runs --record-ask >"$tmp/coin"
 [ -n "$(split_asks "$tmp/coin")" ] || fail "a coin per run: no ask ran at two values (the check above cannot fail)"
 trace_runs >"$tmp/point"
