@@ -284,6 +284,50 @@ static uint64_t oom_partitions(const struct tuner_run *r)
         return min_u64(next, UINT32_MAX);
 }
 
+/*
+ * The partitions a Java heap OOM, runs[i], rolls back to: those of the newest run before it
+ * that completed (in *ret_good), when it had more of them (beyond the dead band) and the
+ * bounds still allow its partitions and heap; 0: none. Fewer partitions
+ * make larger tasks, and how much more heap they need is not known: for a skewed key not
+ * even in order, as two heavy keys may share a partition at one count and not at the next
+ * (issue 24, skew: 1536m ran at 2 and 4 partitions, 1280m ran out at 6 in 3 of 3 runs, and
+ * 960m sufficed at 8). The rules used to retry the smaller count with the heap bumped, a
+ * guess at a need they had just found larger than they knew: on Spark 3.5 each of three
+ * loops ran out a second time there, at heaps that had completed 2 or 3 times. The last
+ * configuration that completed is known to: a step that ran out is undone, and not taken
+ * again while the OOM is in the window (floor_of). An OOM with fewer than
+ * TUNER_RULES_PARTITIONS_CORES per task slot raises them as Spark's guide says instead
+ * (oom_partitions).
+ */
+static uint64_t oom_rollback_partitions(const struct tuner_run *runs, size_t n, size_t i,
+                                        const struct tuner_bounds *b,
+                                        const struct tuner_run **ret_good)
+{
+        const struct tuner_run *failed = &runs[i], *good = NULL;
+        uint64_t back;
+
+        if (run_oom_kind(failed) != OOM_HEAP || oom_partitions(failed))
+                return 0;
+        for (size_t j = i + 1; j < n && !good; j++)
+                if (run_completed(&runs[j]))
+                        good = &runs[j];
+        if (!good)
+                return 0;
+        back = partitions_of(&good->params);
+        /* beyond the dead band, and the bounds still allow the run that completed */
+        if ((double)back <=
+                (double)partitions_of(&failed->params) * (1.0 + TUNER_RULES_DEAD_BAND) ||
+            back < b->partitions_min || back > b->partitions_max ||
+            good->params.heap_bytes < b->heap_min_bytes ||
+            good->params.heap_bytes > b->heap_max_bytes ||
+            (b->memory_limit_max &&
+             good->params.heap_bytes + failed->params.overhead_bytes > b->memory_limit_max))
+                return 0;
+        if (ret_good)
+                *ret_good = good;
+        return back;
+}
+
 /* The overcommit a run's plan had: its limit / request, or the policy's default when the
    run does not say (unknown, unlimited). */
 static double cpu_ratio_of(const struct tuner_run *r)
@@ -396,6 +440,7 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
         uint64_t heap = b->heap_min_bytes, nonheap = b->overhead_min_bytes, limit = 0;
         uint64_t overhead, partitions = b->partitions_min, millicores = b->millicores_min;
         double cpu_p90 = 0; /* the highest p90 CPU, millicores, of a completed run at the cores */
+        size_t w = window_of(n, b);
 
         for (size_t i = 0; runs && i < n; i++) {
                 const struct tuner_run *r = &runs[i];
@@ -404,6 +449,10 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                 /* the partitions a held Java heap OOM asked for, whatever is below */
                 if (i < TUNER_RULES_HOLD_RUNS && (kind & OOM_HEAP))
                         partitions = max_u64(partitions, oom_partitions(r));
+                /* a step down in partitions that ran out: not again within the window */
+                if (i < w)
+                        partitions =
+                            max_u64(partitions, oom_rollback_partitions(runs, n, i, b, NULL));
                 /* a Java heap OOM with fewer shuffle partitions than now had larger tasks: its
                    heap held at most as far as the runs show (oom_heap_shown), none once they
                    show it fits */
@@ -1069,9 +1118,35 @@ static void rule_oom_partitions(const struct tuner_run *r, struct tuner_recommen
                    partitions_of(&r->params), TUNER_RULES_PARTITIONS_CORES, next);
 }
 
-/* After an OOM / executor loss in the newest run: raise the memory that ran out, hold the rest. */
-static void rule_oom(const struct tuner_run *r, struct tuner_recommendation *rec)
+/* A Java heap OOM after fewer partitions than the last run that completed: back to that
+   run's partitions and heap (oom_rollback_partitions). */
+static void rule_oom_rollback(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
+                              struct tuner_recommendation *rec)
 {
+        const struct tuner_run *good = NULL;
+        uint64_t back = oom_rollback_partitions(runs, n, 0, b, &good);
+
+        if (!back)
+                return;
+        rec->params.shuffle_partitions = (uint32_t)min_u64(back, UINT32_MAX);
+        rec->params.heap_bytes = good->params.heap_bytes;
+        set_reason(rec, TUNER_P_PARTITIONS, "rule:oom-rollback",
+                   "Java heap OOM at %" PRIu64 " partitions, fewer than the %" PRIu64
+                   " of the last run that completed (%s): partitions -> %" PRIu64
+                   " and its heap, not again while the OOM is in the window",
+                   partitions_of(&runs[0].params), back, good->app_id, back);
+        set_reason(rec, TUNER_P_HEAP, "rule:oom-rollback",
+                   "Java heap OOM at fewer partitions than the last run that completed (%s): "
+                   "its heap %.0f MiB at its %" PRIu64 " partitions",
+                   good->app_id, good->params.heap_bytes / MIB, back);
+}
+
+/* After an OOM / executor loss in the newest run: raise the memory that ran out, hold the
+   rest; a Java heap OOM after a step down in partitions undoes the step. */
+static void rule_oom(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
+                     struct tuner_recommendation *rec)
+{
+        const struct tuner_run *r = &runs[0];
         const struct tuner_params *cur = &r->params;
         unsigned kind = run_oom_kind(r);
         const char *name = tuner_failure_name(r->failure);
@@ -1087,6 +1162,7 @@ static void rule_oom(const struct tuner_run *r, struct tuner_recommendation *rec
                            r->failure_detail, cur->heap_bytes / MIB, rec->params.heap_bytes / MIB,
                            TUNER_RULES_OOM_BUMP_RATIO, TUNER_RULES_OOM_BUMP_MIN / MIB);
                 rule_oom_partitions(r, rec);
+                rule_oom_rollback(runs, n, b, rec);
         }
         if (kind & OOM_LIMIT) {
                 uint64_t limit = oom_bump(limit_of(cur));
@@ -1118,7 +1194,8 @@ static uint64_t apply_floor(const struct memory_floor *f, const struct tuner_bou
         if (floor->shuffle_partitions > b->partitions_min &&
             partitions_of(p) < floor->shuffle_partitions) {
                 append_reason(rec, TUNER_P_PARTITIONS, "rule:floor",
-                              "raised to %" PRIu32 " while a Java heap OOM is held",
+                              "raised to %" PRIu32 " while a Java heap OOM is held, or one "
+                              "at fewer partitions than a run before it is in the window",
                               floor->shuffle_partitions);
                 p->shuffle_partitions = floor->shuffle_partitions;
         }
@@ -1305,7 +1382,7 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
         if (r < 0)
                 return r;
         if (run_memory_failure(newest)) {
-                rule_oom(newest, &rec);
+                rule_oom(runs, n, b, &rec);
         } else if (newest->failure == TUNER_FAIL_TASKS || newest->failure == TUNER_FAIL_APP) {
                 for (int i = 0; i < TUNER_P_COUNT; i++)
                         set_reason(&rec, i, "hold", "newest run %s failed (%s%s%s): held",
@@ -1321,9 +1398,12 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
                 rule_partitions(runs, &signals, &rec);
         }
         /* at the partitions recommended when they are lowered: the heap floor of the OOMs
-           at those partitions holds */
+           at those partitions holds; a rollback's are those of a run that completed */
         floor_of(runs, n, b, TUNER_RULES_MARGIN, true, TUNER_RULES_CPU_PEAK_OF_LIMIT,
-                 min_u64(partitions_of(&rec.params), partitions_of(&newest->params)), &floor);
+                 streq(rec.reasons[TUNER_P_PARTITIONS].source, "rule:oom-rollback")
+                     ? partitions_of(&rec.params)
+                     : min_u64(partitions_of(&rec.params), partitions_of(&newest->params)),
+                 &floor);
         apply_floor_and_bounds(&floor, b, &rec);
         /* holding after a failure is waiting, not convergence */
         rec.converged = newest->failure == TUNER_OK && params_equal(&rec.params, &newest->params);

@@ -851,11 +851,18 @@ Test(rules, jvm_oom_with_few_partitions_raises_them)
         cr_assert_eq(floor.shuffle_partitions, 24, "the hold keeps the partitions up");
         cr_assert_geq(floor.heap_bytes, (uint64_t)(4.8 * GiB) - 1, "and the heap");
 
-        /* enough partitions already: only the heap */
+        /* enough partitions already, as many as the run before: only the heap */
         runs[0].params.shuffle_partitions = 24;
+        runs[1].params.shuffle_partitions = 24;
         rec = recommend(runs, 2, &b);
         cr_assert_eq(rec.params.shuffle_partitions, 24);
         assert_source(&rec, TUNER_P_PARTITIONS, "hold");
+        /* enough of them, fewer than the run before that completed: back to its
+           (jvm_oom_after_fewer_partitions_rolls_back) */
+        runs[1].params.shuffle_partitions = 200;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.shuffle_partitions, 200);
+        assert_source(&rec, TUNER_P_PARTITIONS, "rule:oom-rollback");
 
         /* a later good run with more partitions: the OOM at 4 is no heap floor for it */
         runs[0].params.shuffle_partitions = 4;
@@ -872,6 +879,87 @@ Test(rules, jvm_oom_with_few_partitions_raises_them)
         tuner_rules_floor_measured(runs, 2, &b, &floor);
         cr_assert_geq(floor.heap_bytes, (uint64_t)(4.8 * GiB) - 1,
                       "heap floor %" PRIu64 " MiB: the OOM at 4 let go", floor.heap_bytes / MiB);
+}
+
+/*
+ * A Java heap OOM at fewer partitions than the last run that completed, with enough of them
+ * per task slot: back to that run's partitions and heap, and not below them again while the
+ * OOM is in the window (issue 24: skew on Spark 3.5 ran out at 6 partitions after 50, then
+ * again at 6 with the heap bumped, in each of three loops).
+ */
+Test(rules, jvm_oom_after_fewer_partitions_rolls_back)
+{
+        struct tuner_run runs[4] = {base_run(), base_run(), base_run(), base_run()};
+        struct tuner_bounds b = bounds();
+        struct tuner_params floor;
+        struct tuner_recommendation rec;
+
+        for (int i = 0; i < 4; i++) {
+                runs[i].params.cores = 1;
+                runs[i].params.millicores = 1000;
+                runs[i].max_stage_skew = 8.0; /* the rules would step the partitions down */
+        }
+        /* newest first: 6 partitions (3 x 2 slots) and 1148m ran out, 50 and 1425m completed */
+        runs[0].failure = TUNER_FAIL_OOM;
+        runs[0].oom_task_failures = 3;
+        runs[0].params.shuffle_partitions = 6;
+        runs[0].params.heap_bytes = 1148 * MiB;
+        runs[1].params.shuffle_partitions = 50;
+        runs[1].params.heap_bytes = 1425 * MiB;
+        runs[1].max_stage_tasks = 50;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.shuffle_partitions, 50, "%s", rec.reasons[TUNER_P_PARTITIONS].text);
+        cr_assert_eq(rec.params.heap_bytes, 1425 * MiB, "%s", rec.reasons[TUNER_P_HEAP].text);
+        assert_source(&rec, TUNER_P_PARTITIONS, "rule:oom-rollback");
+        assert_source(&rec, TUNER_P_HEAP, "rule:oom-rollback");
+        assert_source(&rec, TUNER_P_MILLICORES, "hold");
+
+        /* the rollback ran: the rules do not step down again while the OOM is in the window */
+        runs[2] = runs[1];
+        runs[1] = runs[0];
+        runs[0] = runs[2];
+        runs[0].app_id[4] = '3';
+        rec = recommend(runs, 3, &b);
+        cr_assert_eq(rec.params.shuffle_partitions, 50, "%s", rec.reasons[TUNER_P_PARTITIONS].text);
+        tuner_rules_floor_measured(runs, 3, &b, &floor);
+        cr_assert_eq(floor.shuffle_partitions, 50, "stage 2's box too");
+        /* out of the window: the step is the rules' again */
+        b.history_runs = 1;
+        rec = recommend(runs, 3, &b);
+        cr_assert_lt(rec.params.shuffle_partitions, 50, "%s", rec.reasons[TUNER_P_PARTITIONS].text);
+        b = bounds();
+
+        /* the same heap ran out at 6 after 12 completed: back to 12 and that heap */
+        runs[0] = runs[1];
+        runs[1].failure = TUNER_OK;
+        runs[1].oom_task_failures = 0;
+        runs[1].params.shuffle_partitions = 12;
+        runs[1].params.heap_bytes = 1148 * MiB;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.shuffle_partitions, 12);
+        cr_assert_eq(rec.params.heap_bytes, 1148 * MiB, "no heap floor at 12: it completed");
+
+        /* the bounds no longer allow the run that completed: the heap is bumped instead */
+        b.partitions_max = 10;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.shuffle_partitions, 6);
+        assert_source(&rec, TUNER_P_HEAP, "rule:oom");
+        b = bounds();
+
+        /* no step down: the heap is bumped at the same partitions, as before */
+        runs[1].params.shuffle_partitions = 6;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.shuffle_partitions, 6);
+        assert_source(&rec, TUNER_P_HEAP, "rule:oom");
+        cr_assert_gt(rec.params.heap_bytes, 1148 * MiB);
+
+        /* a kernel OOM kill (the limit, not the tasks' heap): no rollback */
+        runs[1].params.shuffle_partitions = 50;
+        runs[0].oom_kills = 1;
+        runs[0].oom_task_failures = 0;
+        rec = recommend(runs, 2, &b);
+        cr_assert_eq(rec.params.shuffle_partitions, 6);
+        assert_source(&rec, TUNER_P_OVERHEAD, "rule:oom");
 }
 
 /*
@@ -1206,6 +1294,16 @@ Test(rules, bounds_never_exceeded_and_floor_kept)
                         cr_assert(rec.reasons[i].source[0] && rec.reasons[i].text[0],
                                   "iter %d param %d without a reason", iter, i);
 
+                /* a rollback goes back to a run that completed, at its partitions: the heap
+                   the OOMs hold there (the floor of the newest run's partitions is not it) */
+                if (!strcmp(rec.reasons[TUNER_P_PARTITIONS].source, "rule:oom-rollback")) {
+                        uint64_t held =
+                            tuner_rules_oom_heap_floor(runs, n, tuner_partitions(&rec.params));
+                        cr_assert_geq(
+                            p->heap_bytes, held < b.heap_max_bytes ? held : b.heap_max_bytes,
+                            "iter %d heap under the OOMs' at the rollback's partitions", iter);
+                        continue;
+                }
                 /* the floor holds wherever the bounds leave room for it */
                 tuner_rules_floor(runs, n, &b, &floor);
                 cr_assert_geq(p->heap_bytes, floor.heap_bytes, "iter %d heap under the floor",
