@@ -433,31 +433,48 @@ uint64_t tuner_rules_oom_heap_floor(const struct tuner_run *runs, size_t n, uint
 
 /* PARTS_NOW: the partitions the floor is for (0: the newest run's); a recommendation that
    lowers them asks for the floor at its own */
+/* The partitions' floor: those a held Java heap OOM asked for (oom_partitions), and no step
+   down that ran out while it is in the window (oom_rollback_partitions); within the bounds. */
+static uint64_t partitions_floor_of(const struct tuner_run *runs, size_t n,
+                                    const struct tuner_bounds *b)
+{
+        uint64_t partitions = b->partitions_min;
+        size_t w = window_of(n, b);
+
+        for (size_t i = 0; runs && i < n; i++) {
+                if (i < TUNER_RULES_HOLD_RUNS && (run_oom_kind(&runs[i]) & OOM_HEAP))
+                        partitions = max_u64(partitions, oom_partitions(&runs[i]));
+                if (i < w)
+                        partitions =
+                            max_u64(partitions, oom_rollback_partitions(runs, n, i, b, NULL));
+        }
+        return min_u64(partitions, b->partitions_max);
+}
+
 static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                      double margin, bool limit_peaks, double cpu_of_limit, uint64_t parts_now,
                      struct memory_floor *ret)
 {
         uint64_t heap = b->heap_min_bytes, nonheap = b->overhead_min_bytes, limit = 0;
-        uint64_t overhead, partitions = b->partitions_min, millicores = b->millicores_min;
+        uint64_t overhead, millicores = b->millicores_min;
+        uint64_t partitions = partitions_floor_of(runs, n, b);
         double cpu_p90 = 0; /* the highest p90 CPU, millicores, of a completed run at the cores */
-        size_t w = window_of(n, b);
+        /* the partitions the heap is held at: the run's, raised to their floor (after a
+           rollback the rules' step down is raised back, and the heap an OOM holds at the
+           fewer partitions is not the one it holds where the run goes) */
+        uint64_t at = max_u64(parts_now       ? parts_now
+                              : runs && n > 0 ? partitions_of(&runs[0].params)
+                                              : 0,
+                              partitions);
 
         for (size_t i = 0; runs && i < n; i++) {
                 const struct tuner_run *r = &runs[i];
                 unsigned kind = run_oom_kind(r);
 
-                /* the partitions a held Java heap OOM asked for, whatever is below */
-                if (i < TUNER_RULES_HOLD_RUNS && (kind & OOM_HEAP))
-                        partitions = max_u64(partitions, oom_partitions(r));
-                /* a step down in partitions that ran out: not again within the window */
-                if (i < w)
-                        partitions =
-                            max_u64(partitions, oom_rollback_partitions(runs, n, i, b, NULL));
                 /* a Java heap OOM with fewer shuffle partitions than now had larger tasks: its
                    heap held at most as far as the runs show (oom_heap_shown), none once they
                    show it fits */
-                uint64_t held = oom_heap_held(
-                    runs, n, i, parts_now ? parts_now : partitions_of(&runs[0].params));
+                uint64_t held = oom_heap_held(runs, n, i, at);
 
                 if (kind == OOM_HEAP && held == 0)
                         kind = 0;
@@ -539,7 +556,7 @@ static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_
                     .overhead_bytes = overhead,
                     .burst_ratio = 0.0,
                     .spill_fraction = b->spill_fraction_min,
-                    .shuffle_partitions = (uint32_t)min_u64(partitions, b->partitions_max),
+                    .shuffle_partitions = (uint32_t)partitions,
                 },
             .limit = limit,
             .nonheap = nonheap,

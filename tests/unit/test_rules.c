@@ -923,6 +923,17 @@ Test(rules, jvm_oom_after_fewer_partitions_rolls_back)
         cr_assert_eq(rec.params.shuffle_partitions, 50, "%s", rec.reasons[TUNER_P_PARTITIONS].text);
         tuner_rules_floor_measured(runs, 3, &b, &floor);
         cr_assert_eq(floor.shuffle_partitions, 50, "stage 2's box too");
+        /* the heap is held at the 50 partitions the floor raises the rules' step back to,
+           where the same heap completed, not at the 12 they stepped to (the first real loops
+           with the rollback, Spark 3.5: 1274m ran out at 6 and completed at 50, and the
+           floor at 12 raised it to 1529m) */
+        for (int i = 0; i < 3; i++)
+                runs[i].params.heap_bytes = 1274 * MiB;
+        rec = recommend(runs, 3, &b);
+        cr_assert_eq(rec.params.shuffle_partitions, 50);
+        cr_assert_eq(rec.params.heap_bytes, 1274 * MiB, "%s", rec.reasons[TUNER_P_HEAP].text);
+        for (int i = 0; i < 3; i++)
+                runs[i].params.heap_bytes = i == 1 ? 1148 * MiB : 1425 * MiB;
         /* out of the window: the step is the rules' again */
         b.history_runs = 1;
         rec = recommend(runs, 3, &b);
