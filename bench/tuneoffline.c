@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <lapacke.h>
 
 #include "bo.h"
 #include "rules.h"
@@ -269,7 +270,69 @@ static double additive_fit(const struct world *w, bool work, double *fitted)
                         if (w->pts[i].session[j] < RUNS_MAX && w->pts[i].session[j] + 1 > ns)
                                 ns = w->pts[i].session[j] + 1;
         }
-        for (int iter = 0; iter < 200; iter++)
+        /* the terms the runs determine: the rank of the design (a column per heap, partition
+           count and session with runs, a row per run); two less than the columns when the
+           sessions share enough points to be told apart from the heaps and the partitions */
+        size_t col[3 * RUNS_MAX], levels = 0, rows = 0, rank = 0;
+
+        for (size_t k = 0; k < 3 * RUNS_MAX; k++)
+                col[k] = SIZE_MAX;
+        for (size_t i = 0; i < w->n && i < RUNS_MAX; i++)
+                for (size_t j = 0; j < w->pts[i].n; j++) {
+                        unsigned sj = w->pts[i].session[j];
+                        size_t l[3] = {hi[i], RUNS_MAX + pi[i], 2 * RUNS_MAX + sj};
+
+                        if (isnan(figure_of(&w->pts[i].reps[j], work)) || sj >= RUNS_MAX)
+                                continue;
+                        rows++;
+                        for (int k = 0; k < 3; k++)
+                                if (col[l[k]] == SIZE_MAX)
+                                        col[l[k]] = levels++;
+                }
+        if (rows > 0) {
+                double *x = calloc(rows * levels, sizeof(*x)), *sv = calloc(levels, sizeof(*sv));
+                size_t r = 0;
+
+                if (!x || !sv) {
+                        fprintf(stderr, "tune-offline: out of memory\n");
+                        exit(1);
+                }
+                for (size_t i = 0; i < w->n && i < RUNS_MAX; i++)
+                        for (size_t j = 0; j < w->pts[i].n; j++) {
+                                unsigned sj = w->pts[i].session[j];
+
+                                if (isnan(figure_of(&w->pts[i].reps[j], work)) || sj >= RUNS_MAX)
+                                        continue;
+                                x[col[hi[i]] * rows + r] = 1;
+                                x[col[RUNS_MAX + pi[i]] * rows + r] = 1;
+                                x[col[2 * RUNS_MAX + sj] * rows + r] = 1;
+                                r++;
+                        }
+                lapack_int info =
+                    LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', (lapack_int)rows, (lapack_int)levels, x,
+                                   (lapack_int)rows, sv, NULL, 1, NULL, 1);
+                if (info != 0) {
+                        fprintf(stderr, "tune-offline: the design's rank: LAPACKE_dgesdd: %d\n",
+                                (int)info);
+                        exit(1);
+                }
+                for (size_t k = 0; k < levels && k < rows; k++)
+                        rank += sv[k] > 1e-9 * sv[0];
+                free(x);
+                free(sv);
+                if (rank + 2 < levels)
+                        fprintf(stderr,
+                                "tune-offline: the sessions share too few points: %zu of the %zu "
+                                "terms are not told apart from the others (measure a bridge: "
+                                "bench/tune/data/README.md)\n",
+                                levels - 2 - rank, levels - 2);
+        }
+
+        /* backfitting (Gauss-Seidel over the three factors) until no term moves */
+        int iter;
+        for (iter = 0; iter < 20000; iter++) {
+                double moved = 0;
+
                 for (int side = 0; side < 3; side++) {
                         double sum[RUNS_MAX] = {0}, cnt[RUNS_MAX] = {0}, mean = 0, runs = 0;
                         double *term = side == 0 ? a : side == 1 ? b : c;
@@ -288,6 +351,7 @@ static double additive_fit(const struct world *w, bool work, double *fitted)
                                 }
                         for (size_t k = 0; k < (side == 0 ? nh : side == 1 ? np : ns); k++)
                                 if (cnt[k] > 0) {
+                                        moved = fmax(moved, fabs(sum[k] / cnt[k] - term[k]));
                                         term[k] = sum[k] / cnt[k];
                                         mean += term[k] * cnt[k];
                                         runs += cnt[k];
@@ -297,6 +361,12 @@ static double additive_fit(const struct world *w, bool work, double *fitted)
                                 for (size_t k = 0; k < ns; k++)
                                         c[k] -= mean / runs;
                 }
+                if (moved < 1e-12)
+                        break;
+        }
+        if (iter == 20000)
+                fprintf(stderr, "tune-offline: the additive fit did not settle in %d sweeps\n",
+                        iter);
         for (size_t i = 0; i < w->n && i < RUNS_MAX; i++) {
                 const struct point *p = &w->pts[i];
 
@@ -309,7 +379,8 @@ static double additive_fit(const struct world *w, bool work, double *fitted)
                         freedom++;
                 }
         }
-        return freedom > nh + np + ns ? sqrt(squares / (double)(freedom - nh - np - ns + 2)) : NAN;
+        /* the terms the runs determine: the design's rank */
+        return freedom > rank ? sqrt(squares / (double)(freedom - rank)) : NAN;
 }
 
 /* the least of fitted[] over the points where nothing failed, something was measured and
@@ -614,7 +685,7 @@ static const struct point *snap(const struct world *w, const struct tuner_params
         for (size_t i = 0; i < n; i++)
                 if (parts[i] == p && log_heap(w->pts[i].heap) == h)
                         return &w->pts[i];
-        return &w->pts[0]; /* not reached: h is one of the heaps measured at p */
+        abort(); /* not reached: h is one of the heaps measured at p */
 }
 
 /*

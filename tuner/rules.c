@@ -321,7 +321,9 @@ static uint64_t oom_rollback_partitions(const struct tuner_run *runs, size_t n, 
             good->params.heap_bytes < b->heap_min_bytes ||
             good->params.heap_bytes > b->heap_max_bytes ||
             (b->memory_limit_max &&
-             good->params.heap_bytes + failed->params.overhead_bytes > b->memory_limit_max))
+             add_sat(good->params.heap_bytes, known_u64(failed->params.overhead_bytes)
+                                                  ? failed->params.overhead_bytes
+                                                  : b->overhead_min_bytes) > b->memory_limit_max))
                 return 0;
         if (ret_good)
                 *ret_good = good;

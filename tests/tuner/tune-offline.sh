@@ -101,6 +101,13 @@ again=$(awk '$3 > 512 && $3 < 2048 && $3 != 768 && $3 != 1024 && $3 != 1536 { n[
 split=$(split_asks "$tmp/world")
 [ -z "$split" ] || fail "one seed's same ask ran at two measured points (seed, heap, partitions): $split"
 trace_runs --record-ask >"$tmp/coin"
+# heaps rounded among those measured at the rounded partitions: 1280m is measured at 4 and 6
+# partitions only, so an ask between 1280m and 1536m at 8 or more partitions runs at 1g or
+# 1536m, both measured there (rounded on every heap first, it ran at 1536m each time)
+between=$(awk '$3 > 1280 && $3 < 1536 && $7 >= 8' "$tmp/coin" | wc -l)
+[ "$between" -ge 10 ] || fail "trace: $between asks between 1280m and 1536m at 8 or more partitions: nothing checked"
+awk '$3 > 1280 && $3 < 1536 && $7 >= 8 && $4 == 1024 { n++ } END { exit n == 0 }' "$tmp/coin" ||
+	fail "no ask between 1280m and 1536m at 8 or more partitions ran at 1g: the heap was rounded on every count's heaps"
 [ -n "$(split_asks "$tmp/coin")" ] || fail "a coin per run: no ask ran at two values (the check above cannot fail)"
 trace_runs >"$tmp/point"
 awk '$2 != $4 || $5 != $7 { bad++ } END { exit bad > 0 }' "$tmp/point" ||

@@ -932,6 +932,8 @@ Test(rules, jvm_oom_after_fewer_partitions_rolls_back)
         rec = recommend(runs, 3, &b);
         cr_assert_eq(rec.params.shuffle_partitions, 50);
         cr_assert_eq(rec.params.heap_bytes, 1274 * MiB, "%s", rec.reasons[TUNER_P_HEAP].text);
+        tuner_rules_floor_measured(runs, 3, &b, &floor);
+        cr_assert_leq(floor.heap_bytes, 1274 * MiB, "stage 2's box: the heap held at 50");
         for (int i = 0; i < 3; i++)
                 runs[i].params.heap_bytes = i == 1 ? 1148 * MiB : 1425 * MiB;
         /* out of the window: the step is the rules' again */
@@ -1305,18 +1307,13 @@ Test(rules, bounds_never_exceeded_and_floor_kept)
                         cr_assert(rec.reasons[i].source[0] && rec.reasons[i].text[0],
                                   "iter %d param %d without a reason", iter, i);
 
-                /* a rollback goes back to a run that completed, at its partitions: the heap
-                   the OOMs hold there (the floor of the newest run's partitions is not it) */
-                if (!strcmp(rec.reasons[TUNER_P_PARTITIONS].source, "rule:oom-rollback")) {
-                        uint64_t held =
-                            tuner_rules_oom_heap_floor(runs, n, tuner_partitions(&rec.params));
-                        cr_assert_geq(
-                            p->heap_bytes, held < b.heap_max_bytes ? held : b.heap_max_bytes,
-                            "iter %d heap under the OOMs' at the rollback's partitions", iter);
-                        continue;
-                }
-                /* the floor holds wherever the bounds leave room for it */
+                /* the floor holds wherever the bounds leave room for it (a rollback's too:
+                   its heap is held at the partitions the floor raises the run to) */
                 tuner_rules_floor(runs, n, &b, &floor);
+                cr_assert(floor.shuffle_partitions <= b.partitions_min ||
+                              tuner_partitions(p) >= floor.shuffle_partitions,
+                          "iter %d partitions %" PRIu32 " under the floor %" PRIu32, iter,
+                          p->shuffle_partitions, floor.shuffle_partitions);
                 cr_assert_geq(p->heap_bytes, floor.heap_bytes, "iter %d heap under the floor",
                               iter);
                 /* the overhead's floor is taken against the heap chosen: the limit holds */
