@@ -433,8 +433,6 @@ uint64_t tuner_rules_oom_heap_floor(const struct tuner_run *runs, size_t n, uint
         return heap;
 }
 
-/* PARTS_NOW: the partitions the floor is for (0: the newest run's); a recommendation that
-   lowers them asks for the floor at its own */
 /* The partitions' floor: those a held Java heap OOM asked for (oom_partitions), and no step
    down that ran out while it is in the window (oom_rollback_partitions); within the bounds. */
 static uint64_t partitions_floor_of(const struct tuner_run *runs, size_t n,
@@ -453,6 +451,8 @@ static uint64_t partitions_floor_of(const struct tuner_run *runs, size_t n,
         return min_u64(partitions, b->partitions_max);
 }
 
+/* PARTS_NOW: the partitions the floor is for (0: the newest run's); a recommendation that
+   lowers them asks for the floor at its own, raised to the partitions' floor */
 static void floor_of(const struct tuner_run *runs, size_t n, const struct tuner_bounds *b,
                      double margin, bool limit_peaks, double cpu_of_limit, uint64_t parts_now,
                      struct memory_floor *ret)
