@@ -252,8 +252,18 @@ static double additive_fit(const struct world *w, bool work, double *fitted)
         double a[RUNS_MAX] = {0}, b[RUNS_MAX] = {0}, c[RUNS_MAX] = {0}, squares = 0;
         uint64_t heaps[RUNS_MAX];
         uint32_t parts[RUNS_MAX];
-        size_t nh = 0, np = 0, ns = 0, hi[RUNS_MAX], pi[RUNS_MAX], freedom = 0;
+        size_t nh = 0, np = 0, ns = 0, hi[RUNS_MAX], pi[RUNS_MAX], rows = 0, rank = 0;
+        /* the successful replicates, each read once: its log figure and its three levels
+           (main() keeps the sessions under RUNS_MAX) */
+        struct obs {
+                double y;
+                size_t level[3]; /* heap, partition count, session */
+        } *obs = calloc((size_t)RUNS_MAX * RUNS_MAX, sizeof(*obs));
 
+        if (!obs) {
+                fprintf(stderr, "tune-offline: out of memory\n");
+                exit(1);
+        }
         for (size_t i = 0; i < w->n && i < RUNS_MAX; i++) {
                 size_t k;
                 for (k = 0; k < nh && heaps[k] != w->pts[i].heap; k++)
@@ -266,48 +276,39 @@ static double additive_fit(const struct world *w, bool work, double *fitted)
                 if (k == np)
                         parts[np++] = w->pts[i].parts;
                 pi[i] = k;
-                for (size_t j = 0; j < w->pts[i].n; j++)
-                        if (w->pts[i].session[j] < RUNS_MAX && w->pts[i].session[j] + 1 > ns)
+                for (size_t j = 0; j < w->pts[i].n; j++) {
+                        double v = figure_of(&w->pts[i].reps[j], work);
+
+                        if (isnan(v))
+                                continue;
+                        obs[rows++] = (struct obs){log(v), {hi[i], pi[i], w->pts[i].session[j]}};
+                        if (w->pts[i].session[j] + 1 > ns)
                                 ns = w->pts[i].session[j] + 1;
+                }
         }
+
         /* the terms the runs determine: the rank of the design (a column per heap, partition
            count and session with runs, a row per run); two less than the columns when the
            sessions share enough points to be told apart from the heaps and the partitions */
-        size_t col[3 * RUNS_MAX], levels = 0, rows = 0, rank = 0;
+        size_t col[3][RUNS_MAX], levels = 0;
 
-        for (size_t k = 0; k < 3 * RUNS_MAX; k++)
-                col[k] = SIZE_MAX;
-        for (size_t i = 0; i < w->n && i < RUNS_MAX; i++)
-                for (size_t j = 0; j < w->pts[i].n; j++) {
-                        unsigned sj = w->pts[i].session[j];
-                        size_t l[3] = {hi[i], RUNS_MAX + pi[i], 2 * RUNS_MAX + sj};
-
-                        if (isnan(figure_of(&w->pts[i].reps[j], work)) || sj >= RUNS_MAX)
-                                continue;
-                        rows++;
-                        for (int k = 0; k < 3; k++)
-                                if (col[l[k]] == SIZE_MAX)
-                                        col[l[k]] = levels++;
-                }
+        for (size_t f = 0; f < 3; f++)
+                for (size_t k = 0; k < RUNS_MAX; k++)
+                        col[f][k] = SIZE_MAX;
+        for (size_t r = 0; r < rows; r++)
+                for (size_t f = 0; f < 3; f++)
+                        if (col[f][obs[r].level[f]] == SIZE_MAX)
+                                col[f][obs[r].level[f]] = levels++;
         if (rows > 0) {
                 double *x = calloc(rows * levels, sizeof(*x)), *sv = calloc(levels, sizeof(*sv));
-                size_t r = 0;
 
                 if (!x || !sv) {
                         fprintf(stderr, "tune-offline: out of memory\n");
                         exit(1);
                 }
-                for (size_t i = 0; i < w->n && i < RUNS_MAX; i++)
-                        for (size_t j = 0; j < w->pts[i].n; j++) {
-                                unsigned sj = w->pts[i].session[j];
-
-                                if (isnan(figure_of(&w->pts[i].reps[j], work)) || sj >= RUNS_MAX)
-                                        continue;
-                                x[col[hi[i]] * rows + r] = 1;
-                                x[col[RUNS_MAX + pi[i]] * rows + r] = 1;
-                                x[col[2 * RUNS_MAX + sj] * rows + r] = 1;
-                                r++;
-                        }
+                for (size_t r = 0; r < rows; r++)
+                        for (size_t f = 0; f < 3; f++)
+                                x[col[f][obs[r].level[f]] * rows + r] = 1;
                 lapack_int info =
                     LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', (lapack_int)rows, (lapack_int)levels, x,
                                    (lapack_int)rows, sv, NULL, 1, NULL, 1);
@@ -329,27 +330,23 @@ static double additive_fit(const struct world *w, bool work, double *fitted)
         }
 
         /* backfitting (Gauss-Seidel over the three factors) until no term moves */
+        double *terms[3] = {a, b, c};
+        size_t counts[3] = {nh, np, ns};
         int iter;
+
         for (iter = 0; iter < 20000; iter++) {
                 double moved = 0;
 
-                for (int side = 0; side < 3; side++) {
+                for (size_t f = 0; f < 3; f++) {
                         double sum[RUNS_MAX] = {0}, cnt[RUNS_MAX] = {0}, mean = 0, runs = 0;
-                        double *term = side == 0 ? a : side == 1 ? b : c;
+                        double *term = terms[f];
 
-                        for (size_t i = 0; i < w->n && i < RUNS_MAX; i++)
-                                for (size_t j = 0; j < w->pts[i].n; j++) {
-                                        double v = figure_of(&w->pts[i].reps[j], work);
-                                        unsigned sj = w->pts[i].session[j];
-                                        size_t at = side == 0 ? hi[i] : side == 1 ? pi[i] : sj;
-
-                                        if (isnan(v) || sj >= RUNS_MAX)
-                                                continue;
-                                        v = log(v) - a[hi[i]] - b[pi[i]] - c[sj] + term[at];
-                                        sum[at] += v;
-                                        cnt[at] += 1;
-                                }
-                        for (size_t k = 0; k < (side == 0 ? nh : side == 1 ? np : ns); k++)
+                        for (size_t r = 0; r < rows; r++) {
+                                const size_t *l = obs[r].level;
+                                sum[l[f]] += obs[r].y - a[l[0]] - b[l[1]] - c[l[2]] + term[l[f]];
+                                cnt[l[f]] += 1;
+                        }
+                        for (size_t k = 0; k < counts[f]; k++)
                                 if (cnt[k] > 0) {
                                         moved = fmax(moved, fabs(sum[k] / cnt[k] - term[k]));
                                         term[k] = sum[k] / cnt[k];
@@ -357,7 +354,7 @@ static double additive_fit(const struct world *w, bool work, double *fitted)
                                         runs += cnt[k];
                                 }
                         /* the sessions' terms sum to zero: the level is the heaps' */
-                        if (side == 2 && runs > 0)
+                        if (f == 2 && runs > 0)
                                 for (size_t k = 0; k < ns; k++)
                                         c[k] -= mean / runs;
                 }
@@ -367,20 +364,15 @@ static double additive_fit(const struct world *w, bool work, double *fitted)
         if (iter == 20000)
                 fprintf(stderr, "tune-offline: the additive fit did not settle in %d sweeps\n",
                         iter);
-        for (size_t i = 0; i < w->n && i < RUNS_MAX; i++) {
-                const struct point *p = &w->pts[i];
-
+        for (size_t i = 0; i < w->n && i < RUNS_MAX; i++)
                 fitted[i] = exp(a[hi[i]] + b[pi[i]]);
-                for (size_t j = 0; j < p->n; j++) {
-                        double v = figure_of(&p->reps[j], work);
-                        if (isnan(v) || p->session[j] >= RUNS_MAX)
-                                continue;
-                        squares += pow(log(v) - log(fitted[i]) - c[p->session[j]], 2);
-                        freedom++;
-                }
+        for (size_t r = 0; r < rows; r++) {
+                const size_t *l = obs[r].level;
+                squares += pow(obs[r].y - a[l[0]] - b[l[1]] - c[l[2]], 2);
         }
+        free(obs);
         /* the terms the runs determine: the design's rank */
-        return freedom > rank ? sqrt(squares / (double)(freedom - rank)) : NAN;
+        return rows > rank ? sqrt(squares / (double)(rows - rank)) : NAN;
 }
 
 /* the least of fitted[] over the points where nothing failed, something was measured and

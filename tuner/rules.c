@@ -1417,12 +1417,10 @@ int tuner_rules_recommend(const struct tuner_run *runs, size_t n, const struct t
                 rule_partitions(runs, &signals, &rec);
         }
         /* at the partitions recommended when they are lowered: the heap floor of the OOMs
-           at those partitions holds; a rollback's are those of a run that completed */
+           at those partitions holds (floor_of raises them to the partitions' floor, a
+           rollback's among them) */
         floor_of(runs, n, b, TUNER_RULES_MARGIN, true, TUNER_RULES_CPU_PEAK_OF_LIMIT,
-                 streq(rec.reasons[TUNER_P_PARTITIONS].source, "rule:oom-rollback")
-                     ? partitions_of(&rec.params)
-                     : min_u64(partitions_of(&rec.params), partitions_of(&newest->params)),
-                 &floor);
+                 min_u64(partitions_of(&rec.params), partitions_of(&newest->params)), &floor);
         apply_floor_and_bounds(&floor, b, &rec);
         /* holding after a failure is waiting, not convergence */
         rec.converged = newest->failure == TUNER_OK && params_equal(&rec.params, &newest->params);

@@ -75,8 +75,8 @@ done
 # every tuner's same ask (a heap and partitions) runs at the same measured point; with the
 # default coin per run the same asks land on both sides (so the check can fail); the
 # history holds the measured point, or with --record-ask the ask. The pair, not each axis:
-# skew's grid is not a full product (4 and 6 partitions have 4 heaps), and where the rounded
-# pair was not measured the nearest point that was stands in
+# skew's grid is not a full product (4 and 6 partitions have 4 heaps), and an ask's heap is
+# rounded among the heaps measured at its rounded partitions
 trace_runs() { # MODE...: "seed recorded asked run-at" heap, then the same for partitions
 	for seed in 1 2 3 4 5 6; do
 		"$bin" --seeds 1 --first-seed "$seed" --runs 10 --trace "$seed" "$@" "$data"/grid-skew*.runs >"$tmp/trace" ||
