@@ -245,9 +245,11 @@ static unsigned heap_and_partitions(const struct mapping *map)
 }
 
 /*
- * What a candidate must meet besides the models: the policy's memory limit, and the heap the
- * memory failures hold at the candidate's own shuffle partitions (tuner_rules_oom_heap_floor,
- * within the bounds as the floor is). The floor (tuner_rules_floor_measured) is at the newest
+ * What a candidate must meet besides the models: the policy's memory limit, the heap the
+ * memory failures hold at the candidate's own shuffle partitions (tuner_rules_oom_heap_floor),
+ * and, once the job has run out of heap, a step of at most TUNER_RULES_HEAP_STEP under the
+ * heaps that completed at those partitions or fewer (tuner_rules_heap_step_floor); both
+ * within the bounds as the floor is. The floor (tuner_rules_floor_measured) is at the newest
  * run's partitions, one box for every candidate: a Java heap OOM it lets go there may still
  * hold at a candidate's other ones.
  */
@@ -263,14 +265,18 @@ static bool feasible(const double *x, void *userdata)
         const struct feasibility *f = userdata;
         const struct tuner_bounds *b = f->map->bounds;
         struct tuner_params p;
-        uint64_t heap;
+        uint64_t heap, step, parts;
 
         decode(f->map, x, &p);
         if (b->memory_limit_max && p.heap_bytes + p.overhead_bytes > b->memory_limit_max)
                 return false;
         if (!f->safety)
                 return true;
-        heap = tuner_rules_oom_heap_floor(f->runs, f->n, tuner_partitions(&p));
+        parts = tuner_partitions(&p);
+        heap = tuner_rules_oom_heap_floor(f->runs, f->n, parts);
+        step = tuner_rules_heap_step_floor(f->runs, f->n, parts);
+        if (step > heap)
+                heap = step;
         return p.heap_bytes >= (heap < b->heap_max_bytes ? heap : b->heap_max_bytes);
 }
 

@@ -433,6 +433,52 @@ uint64_t tuner_rules_oom_heap_floor(const struct tuner_run *runs, size_t n, uint
         return heap;
 }
 
+/*
+ * The least heap stage 2 may ask at PARTS partitions once the job has run out of heap:
+ * TUNER_RULES_HEAP_STEP under the least heap a run completed with at no more partitions
+ * (within the dead band), or, when none ran at so few, at the fewest partitions that
+ * completed; 0: no Java heap OOM in RUNS, or no run completed.
+ *
+ * A heap that completed at these partitions or fewer is known to fit (fewer partitions, larger
+ * tasks); how far under it the need lies is not, since a JVM fills the heap it is given and
+ * only a run that ran out measures it. Stage 2's failure model leaves memory failures to the
+ * floor, which knows only the heaps that ran out, so it took the gap for room: on Spark 3.5
+ * skew ran out at 6 partitions, completed with 1274m at 50, and stage 2 then asked 1080m at
+ * 50, which ran out too (issue 24, the seventh real loops); the grid's skew completes with
+ * 960m at 8 partitions, and 896m ran out there in 1 or 2 of 3 runs. A job with no OOM is
+ * explored as before: with the step always on, mem-sort, which never runs out, descended so
+ * slowly that its median quality in the offline benchmark went from 0.96x to 1.47x.
+ */
+uint64_t tuner_rules_heap_step_floor(const struct tuner_run *runs, size_t n, uint64_t parts)
+{
+        uint64_t least = UINT64_MAX, fewest = UINT64_MAX, least_at_fewest = UINT64_MAX;
+        bool cliff = false;
+
+        for (size_t j = 0; runs && j < n; j++)
+                if (run_oom_kind(&runs[j]) & OOM_HEAP)
+                        cliff = true;
+        if (!cliff)
+                return 0;
+        for (size_t j = 0; runs && j < n; j++) {
+                const struct tuner_run *r = &runs[j];
+                uint64_t at = partitions_of(&r->params);
+
+                if (!run_completed(r) || !known_u64(r->params.heap_bytes))
+                        continue;
+                if ((double)at <= (double)parts * (1.0 + TUNER_RULES_DEAD_BAND))
+                        least = min_u64(least, r->params.heap_bytes);
+                if (at < fewest)
+                        fewest = at, least_at_fewest = r->params.heap_bytes;
+                else if (at == fewest)
+                        least_at_fewest = min_u64(least_at_fewest, r->params.heap_bytes);
+        }
+        if (least == UINT64_MAX)
+                least = least_at_fewest;
+        if (least == UINT64_MAX)
+                return 0;
+        return u64_of((double)least * (1.0 - TUNER_RULES_HEAP_STEP));
+}
+
 /* The partitions' floor: those a held Java heap OOM asked for (oom_partitions), and no step
    down that ran out while it is in the window (oom_rollback_partitions); within the bounds. */
 static uint64_t partitions_floor_of(const struct tuner_run *runs, size_t n,

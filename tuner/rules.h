@@ -41,7 +41,11 @@
 #define TUNER_RULES_CPU_PEAK_OF_LIMIT 0.9
 /* A size that ran out of memory stays a floor, this much above it, while its run is in the
    window (the OOM bump's hold ends after TUNER_RULES_HOLD_RUNS). */
-#define TUNER_RULES_OOM_MARGIN     0.05
+#define TUNER_RULES_OOM_MARGIN 0.05
+/* Once a Java heap OOM is in the history, stage 2 asks at most this much less heap than the
+   least that completed at the partitions or fewer: the margin the targets ask under a limit
+   (docs/tuner-bench.md), since a JVM fills its heap and only an OOM measures its need. */
+#define TUNER_RULES_HEAP_STEP      0.10
 #define TUNER_RULES_CPU_OVERCOMMIT 2.0
 /* Dr. Elephant ExecutorGcHeuristic: GC time / executor run time, low 0.08, severe 0.10, judged
    only when the executors ran >= 5 minutes in total. */
@@ -109,6 +113,14 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
  * the bounds. Stage 2 checks each candidate at its own partitions against it.
  */
 uint64_t tuner_rules_oom_heap_floor(const struct tuner_run *runs, size_t n, uint64_t parts);
+
+/*
+ * The least heap stage 2 may ask at PARTS shuffle partitions once RUNS (newest first) hold a
+ * Java heap OOM: (1 - TUNER_RULES_HEAP_STEP) x the least heap a run completed with at PARTS or
+ * fewer (within the dead band), or at the fewest partitions that completed when none ran at
+ * so few. 0: no Java heap OOM, or no run completed. Not clamped to the bounds.
+ */
+uint64_t tuner_rules_heap_step_floor(const struct tuner_run *runs, size_t n, uint64_t parts);
 
 /*
  * The floor for stage 2: without the rules' margin on the non-heap peak, and without the

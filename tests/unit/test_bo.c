@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bo.h"
+#include "rules.h"
 #include "util.h"
 
 #define GiB (UINT64_C(1) << 30)
@@ -1101,4 +1102,59 @@ Test(bo, heap_oom_holds_at_more_partitions)
         /* without the OOM's hold at more partitions: 2048m x 5, 1375m, 934m OOM, 1121m/220,
            735m/252 OOM, 882m/253 OOM */
         cr_expect_leq(ooms, 1, "%u OOMs in %zu runs (heap/partitions):%s", ooms, n, trace);
+}
+
+/*
+ * Once the job has run out of heap, stage 2 steps the heap down from what completed at the
+ * same partitions or fewer by at most TUNER_RULES_HEAP_STEP: a JVM fills its heap, so under
+ * a heap that completed only an OOM tells where the need lies (issue 24, the seventh real
+ * loops: 1274m completed at 50 partitions after an OOM at 6, then stage 2 asked 1080m there).
+ */
+Test(bo, heap_steps_after_an_oom_from_what_completed)
+{
+        struct tuner_run hist[16];
+        struct tuner_bounds b;
+        struct sim s = {.cpu_cores_at_64 = 0.8,
+                        .seconds_at_64 = 30,
+                        .heap_need_few = 1.5 * (double)GiB,
+                        .heap_need = 0.9 * (double)GiB};
+        struct tuner_params p = sim_start;
+        char trace[16 * 40] = "";
+        size_t n = 0, used = 0, checked = 0;
+
+        tuner_bounds_default(&b);
+        p.heap_bytes = 2 * GiB;
+        p.shuffle_partitions = 6; /* the first run runs out: the step floor from the start */
+        for (size_t k = 0; k < 16; k++) {
+                struct tuner_recommendation rec;
+                struct util_error err = {0};
+
+                memmove(hist + 1, hist, n * sizeof(hist[0]));
+                sim_run(&s, &hist[0], (int)k, &p);
+                if (k == 0) { /* a Java heap OOM at 2g and 6 partitions */
+                        hist[0].failure = TUNER_FAIL_OOM;
+                        hist[0].oom_task_failures = 4;
+                        hist[0].cpu_util = hist[0].mem_util = hist[0].objective = NAN;
+                }
+                n++;
+                used += (size_t)snprintf(
+                    trace + used, sizeof(trace) - used, " %" PRIu64 "m/%" PRIu32 "%s",
+                    hist[0].params.heap_bytes / MiB, hist[0].params.shuffle_partitions,
+                    hist[0].failure ? " OOM" : "");
+                cr_assert_eq(tuner_recommend(hist, n, &b, &rec, &err), 0, "%s", err.text);
+                if (rec.stage == TUNER_STAGE_BO) {
+                        uint64_t step =
+                            tuner_rules_heap_step_floor(hist, n, tuner_partitions(&rec.params));
+
+                        cr_assert_gt(step, 0, "an OOM and completed runs:%s", trace);
+                        cr_expect_geq(rec.params.heap_bytes, step,
+                                      "run %zu: %" PRIu64 "m at %" PRIu32
+                                      " partitions, under %" PRIu64 "m:%s",
+                                      k + 1, rec.params.heap_bytes / MiB,
+                                      rec.params.shuffle_partitions, step / MiB, trace);
+                        checked++;
+                }
+                p = rec.params;
+        }
+        cr_expect_geq(checked, 3, "stage 2 made %zu recommendations:%s", checked, trace);
 }

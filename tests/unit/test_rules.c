@@ -1010,6 +1010,50 @@ Test(rules, oom_heap_floor_by_partitions)
         cr_assert_eq(tuner_rules_oom_heap_floor(NULL, 0, 2), 0);
 }
 
+/* stage 2's heap steps once the job ran out of heap: 10 % under what completed at as few
+   partitions or fewer (issue 24: 1274m completed at 50 after an OOM at 6, then 1080m at 50) */
+Test(rules, heap_step_floor_after_a_heap_oom)
+{
+        struct tuner_run runs[4] = {base_run(), base_run(), base_run(), base_run()};
+        uint64_t at_50 = (uint64_t)ceil((1.0 - TUNER_RULES_HEAP_STEP) * (double)(1274 * MiB));
+        uint64_t at_8 = (uint64_t)ceil((1.0 - TUNER_RULES_HEAP_STEP) * (double)(1536 * MiB));
+
+        /* newest first: 1274m at 50 and 2g at 50 completed, 1536m at 8 completed, 1280m at 6
+           ran out of heap */
+        runs[0].params.heap_bytes = 1274 * MiB;
+        runs[0].params.shuffle_partitions = 50;
+        runs[1].params.heap_bytes = 1280 * MiB;
+        runs[1].params.shuffle_partitions = 6;
+        runs[1].failure = TUNER_FAIL_OOM;
+        runs[1].oom_task_failures = 4;
+        runs[2].params.heap_bytes = 1536 * MiB;
+        runs[2].params.shuffle_partitions = 8;
+        runs[3].params.heap_bytes = 2 * GiB;
+        runs[3].params.shuffle_partitions = 50;
+        cr_assert_eq(tuner_rules_heap_step_floor(runs, 4, 50), at_50);
+        cr_assert_eq(tuner_rules_heap_step_floor(runs, 4, 48), at_50, "50 within the dead band");
+        cr_assert_eq(tuner_rules_heap_step_floor(runs, 4, 200), at_50);
+        cr_assert_eq(tuner_rules_heap_step_floor(runs, 4, 20), at_8, "only 1536m at 8 or fewer");
+        cr_assert_eq(tuner_rules_heap_step_floor(runs, 4, 8), at_8);
+        cr_assert_eq(tuner_rules_heap_step_floor(runs, 4, 4), at_8,
+                     "none at 4 or fewer: the fewest partitions that completed");
+        /* a kernel OOM kill is the limit's, not the heap's: no step floor */
+        runs[1].oom_task_failures = 0;
+        runs[1].oom_kills = 1;
+        cr_assert_eq(tuner_rules_heap_step_floor(runs, 4, 50), 0);
+        /* with the heap's OOM: runs at an unknown heap do not count */
+        runs[1].oom_kills = 0;
+        runs[1].oom_task_failures = 4;
+        runs[0].params.heap_bytes = TUNER_UNKNOWN;
+        cr_assert_eq(tuner_rules_heap_step_floor(runs, 4, 50),
+                     (uint64_t)ceil((1.0 - TUNER_RULES_HEAP_STEP) * (double)(1536 * MiB)));
+        /* no Java heap OOM, no completed run, none at all */
+        runs[0].params.heap_bytes = 1274 * MiB;
+        cr_assert_eq(tuner_rules_heap_step_floor(runs, 1, 50), 0);
+        cr_assert_eq(tuner_rules_heap_step_floor(runs + 1, 1, 50), 0);
+        cr_assert_eq(tuner_rules_heap_step_floor(NULL, 0, 50), 0);
+}
+
 Test(rules, partitions_bounded)
 {
         struct tuner_run run = base_run();
