@@ -467,9 +467,10 @@ uint64_t tuner_rules_heap_step_floor(const struct tuner_run *runs, size_t n, uin
                         continue;
                 if ((double)at <= (double)parts * (1.0 + TUNER_RULES_DEAD_BAND))
                         least = min_u64(least, r->params.heap_bytes);
-                if (at < fewest)
-                        fewest = at, least_at_fewest = r->params.heap_bytes;
-                else if (at == fewest)
+                if (at < fewest) {
+                        fewest = at;
+                        least_at_fewest = r->params.heap_bytes;
+                } else if (at == fewest)
                         least_at_fewest = min_u64(least_at_fewest, r->params.heap_bytes);
         }
         if (least == UINT64_MAX)
