@@ -1061,6 +1061,19 @@ Test(bo, noisy_run_times_do_not_stall_stage_2)
                        rec.reasons[TUNER_P_MILLICORES].text);
 }
 
+/* one more run of a simulated loop: hist[0] the run at P (the older ones shift down), its
+   heap and partitions appended to TRACE */
+static void sim_next(const struct sim *s, struct tuner_run *hist, size_t *n, int k,
+                     const struct tuner_params *p, char *trace, size_t size, size_t *used)
+{
+        memmove(hist + 1, hist, *n * sizeof(hist[0]));
+        sim_run(s, &hist[0], k, p);
+        (*n)++;
+        *used += (size_t)snprintf(trace + *used, size - *used, " %" PRIu64 "m/%" PRIu32 "%s",
+                                  hist[0].params.heap_bytes / MiB,
+                                  hist[0].params.shuffle_partitions, hist[0].failure ? " OOM" : "");
+}
+
 /*
  * A Java heap OOM holds its heap at more partitions too, until a run there completes with no
  * more heap. A skewed key: 1.5 GiB of heap below 8 partitions, 1 GiB at 8 or more, however
@@ -1088,13 +1101,7 @@ Test(bo, heap_oom_holds_at_more_partitions)
                 struct tuner_recommendation rec;
                 struct util_error err = {0};
 
-                memmove(hist + 1, hist, n * sizeof(hist[0]));
-                sim_run(&s, &hist[0], (int)k, &p);
-                n++;
-                used += (size_t)snprintf(
-                    trace + used, sizeof(trace) - used, " %" PRIu64 "m/%" PRIu32 "%s",
-                    hist[0].params.heap_bytes / MiB, hist[0].params.shuffle_partitions,
-                    hist[0].failure ? " OOM" : "");
+                sim_next(&s, hist, &n, (int)k, &p, trace, sizeof(trace), &used);
                 ooms += hist[0].failure == TUNER_FAIL_OOM;
                 cr_assert_eq(tuner_recommend(hist, n, &b, &rec, &err), 0, "%s", err.text);
                 p = rec.params;
@@ -1129,18 +1136,9 @@ Test(bo, heap_steps_after_an_oom_from_what_completed)
                 struct tuner_recommendation rec;
                 struct util_error err = {0};
 
-                memmove(hist + 1, hist, n * sizeof(hist[0]));
-                sim_run(&s, &hist[0], (int)k, &p);
-                if (k == 0) { /* a Java heap OOM at 2g and 6 partitions */
-                        hist[0].failure = TUNER_FAIL_OOM;
-                        hist[0].oom_task_failures = 4;
-                        hist[0].cpu_util = hist[0].mem_util = hist[0].objective = NAN;
-                }
-                n++;
-                used += (size_t)snprintf(
-                    trace + used, sizeof(trace) - used, " %" PRIu64 "m/%" PRIu32 "%s",
-                    hist[0].params.heap_bytes / MiB, hist[0].params.shuffle_partitions,
-                    hist[0].failure ? " OOM" : "");
+                /* the first run a Java heap OOM at 2g and 6 partitions: the need there 2.5g */
+                s.heap_need_few = k == 0 ? 2.5 * (double)GiB : 1.5 * (double)GiB;
+                sim_next(&s, hist, &n, (int)k, &p, trace, sizeof(trace), &used);
                 cr_assert_eq(tuner_recommend(hist, n, &b, &rec, &err), 0, "%s", err.text);
                 if (rec.stage == TUNER_STAGE_BO) {
                         uint64_t step =
