@@ -1069,6 +1069,8 @@ static void sim_next(const struct sim *s, struct tuner_run *hist, size_t *n, int
         memmove(hist + 1, hist, *n * sizeof(hist[0]));
         sim_run(s, &hist[0], k, p);
         (*n)++;
+        if (*used >= size) /* the trace is full: snprintf's size would wrap */
+                return;
         *used += (size_t)snprintf(trace + *used, size - *used, " %" PRIu64 "m/%" PRIu32 "%s",
                                   hist[0].params.heap_bytes / MiB,
                                   hist[0].params.shuffle_partitions, hist[0].failure ? " OOM" : "");
