@@ -313,6 +313,7 @@ static void init_run(const struct tuner_app *app, bool has_eventlog, size_t n,
         run->cpu_peak_util = NAN;
         run->cpu_seconds = NAN;
         run->memory_peak_bytes = run->heap_peak_bytes = run->offheap_peak_bytes = TUNER_UNKNOWN;
+        run->heap_after_gc_peak_bytes = TUNER_UNKNOWN;
         run->high_events = run->oom_kills = TUNER_UNKNOWN;
         run->forced_spills = -1;
         run->max_stage_skew = NAN;
@@ -363,6 +364,7 @@ static void add_report(const struct tuner_executor *e, struct report_sums *sum,
             (isnan(run->cpu_peak_util) || e->cpu_peak_util > run->cpu_peak_util))
                 run->cpu_peak_util = e->cpu_peak_util;
         max_known(&run->memory_peak_bytes, e->memory_peak_bytes);
+        max_known(&run->heap_after_gc_peak_bytes, e->heap_after_gc_peak_bytes);
         add_known(&run->high_events, e->high_events);
         add_known(&run->oom_kills, e->oom_kills);
         if (e->forced_spills >= 0)

@@ -78,6 +78,7 @@ enum field {
         F_SAMPLES,
         F_FORCED_SPILLS,
         F_THRESHOLD,
+        F_HEAP_AFTER_GC,
         F_COUNT,
 };
 
@@ -120,6 +121,7 @@ static const char *const paths[F_COUNT] = {
     [F_SAMPLES] = "samples",
     [F_FORCED_SPILLS] = "spills.forced_spills",
     [F_THRESHOLD] = "agent.threshold_bytes",
+    [F_HEAP_AFTER_GC] = "agent.pressure.heap.peak_after_gc_bytes",
 };
 
 struct line_state {
@@ -445,6 +447,13 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
                 return r;
         if (u != TUNER_UNKNOWN && e->request_bytes != TUNER_UNKNOWN && e->request_bytes > 0)
                 e->spill_threshold_fraction = (double)u / (double)e->request_bytes;
+        /* the heap after GC: the JVM's agent wrote it, and no heap holds more than its
+         * maximum, so a figure above the plan's heap is not believed (unknown), while the
+         * rest of the line still counts */
+        if ((r = get_count(st, F_HEAP_AFTER_GC, &e->heap_after_gc_peak_bytes, err)) < 0)
+                return r;
+        if (e->heap_bytes == TUNER_UNKNOWN || e->heap_after_gc_peak_bytes > e->heap_bytes)
+                e->heap_after_gc_peak_bytes = TUNER_UNKNOWN;
         return 0;
 }
 

@@ -433,11 +433,26 @@ uint64_t tuner_rules_oom_heap_floor(const struct tuner_run *runs, size_t n, uint
         return heap;
 }
 
+/* the reference of tuner_rules_heap_step_floor: the lesser heap, then the larger heap after
+   GC (unknown counts as none) */
+static bool less_heap(const struct tuner_run *r, const struct tuner_run *than)
+{
+        uint64_t a = known_u64(r->heap_after_gc_peak_bytes) ? r->heap_after_gc_peak_bytes : 0;
+        uint64_t b = known_u64(than->heap_after_gc_peak_bytes) ? than->heap_after_gc_peak_bytes : 0;
+
+        return r->params.heap_bytes < than->params.heap_bytes ||
+               (r->params.heap_bytes == than->params.heap_bytes && a > b);
+}
+
 /*
- * The least heap stage 2 may ask at PARTS partitions once the job has run out of heap:
- * TUNER_RULES_HEAP_STEP under the least heap a run completed with at no more partitions
- * (within the dead band), or, when none ran at so few, at the fewest partitions that
- * completed; 0: no Java heap OOM in RUNS, or no run completed.
+ * The least heap stage 2 may ask at PARTS partitions: from the heap that completed with the
+ * least at no more partitions (within the dead band), or, when none ran at so few, at the
+ * fewest partitions that completed (the reference; among equal heaps, the one whose heap after
+ * GC was largest):
+ *   - once the job has run out of heap, TUNER_RULES_HEAP_STEP under the reference's heap;
+ *   - where the reference's agent measured the heap in use after a collection (A), A x (1 +
+ *     TUNER_RULES_HEAP_STEP), up to the reference's heap;
+ * the larger of the two; 0: neither applies, or no run completed.
  *
  * A heap that completed at these partitions or fewer is known to fit (fewer partitions, larger
  * tasks); how far under it the need lies is not, since a JVM fills the heap it is given and
@@ -448,36 +463,46 @@ uint64_t tuner_rules_oom_heap_floor(const struct tuner_run *runs, size_t n, uint
  * 960m at 8 partitions, and 896m ran out there in 1 or 2 of 3 runs. A job with no OOM is
  * explored as before: with the step always on, mem-sort, which never runs out, descended so
  * slowly that its median quality in the offline benchmark went from 0.96x to 1.47x.
+ *
+ * The heap after GC measures the gap, before any OOM: what the collector could not free is at
+ * least the live data, plus what it had not collected yet (an old generation's garbage until
+ * its next cycle), so it errs high, and higher in a larger heap. As a floor it lets a job whose
+ * heap was mostly garbage descend fast (A at half the heap: 0.55 of it) and holds one whose
+ * heap was full of live data (skew's collect_list) where it completed (docs/tuner-rules.md).
  */
 uint64_t tuner_rules_heap_step_floor(const struct tuner_run *runs, size_t n, uint64_t parts)
 {
-        uint64_t least = UINT64_MAX, fewest = UINT64_MAX, least_at_fewest = UINT64_MAX;
+        const struct tuner_run *least = NULL, *fewest = NULL;
+        uint64_t floor = 0, after_gc;
         bool cliff = false;
 
-        for (size_t j = 0; runs && j < n; j++)
-                if (run_oom_kind(&runs[j]) & OOM_HEAP)
-                        cliff = true;
-        if (!cliff)
-                return 0;
         for (size_t j = 0; runs && j < n; j++) {
                 const struct tuner_run *r = &runs[j];
                 uint64_t at = partitions_of(&r->params);
 
+                if (run_oom_kind(r) & OOM_HEAP)
+                        cliff = true;
                 if (!run_completed(r) || !known_u64(r->params.heap_bytes))
                         continue;
-                if ((double)at <= (double)parts * (1.0 + TUNER_RULES_DEAD_BAND))
-                        least = min_u64(least, r->params.heap_bytes);
-                if (at < fewest) {
-                        fewest = at;
-                        least_at_fewest = r->params.heap_bytes;
-                } else if (at == fewest)
-                        least_at_fewest = min_u64(least_at_fewest, r->params.heap_bytes);
+                if ((double)at <= (double)parts * (1.0 + TUNER_RULES_DEAD_BAND) &&
+                    (!least || less_heap(r, least)))
+                        least = r;
+                if (!fewest || at < partitions_of(&fewest->params) ||
+                    (at == partitions_of(&fewest->params) && less_heap(r, fewest)))
+                        fewest = r;
         }
-        if (least == UINT64_MAX)
-                least = least_at_fewest;
-        if (least == UINT64_MAX)
+        if (!least)
+                least = fewest;
+        if (!least)
                 return 0;
-        return u64_of((double)least * (1.0 - TUNER_RULES_HEAP_STEP));
+        if (cliff)
+                floor = u64_of((double)least->params.heap_bytes * (1.0 - TUNER_RULES_HEAP_STEP));
+        after_gc = least->heap_after_gc_peak_bytes;
+        if (known_u64(after_gc))
+                floor = max_u64(floor,
+                                min_u64(least->params.heap_bytes,
+                                        u64_of((double)after_gc * (1.0 + TUNER_RULES_HEAP_STEP))));
+        return floor;
 }
 
 /* The partitions' floor: those a held Java heap OOM asked for (oom_partitions), and no step

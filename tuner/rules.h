@@ -115,10 +115,12 @@ void tuner_rules_floor(const struct tuner_run *runs, size_t n, const struct tune
 uint64_t tuner_rules_oom_heap_floor(const struct tuner_run *runs, size_t n, uint64_t parts);
 
 /*
- * The least heap stage 2 may ask at PARTS shuffle partitions once RUNS (newest first) hold a
- * Java heap OOM: (1 - TUNER_RULES_HEAP_STEP) x the least heap a run completed with at PARTS or
- * fewer (within the dead band), or at the fewest partitions that completed when none ran at
- * so few. 0: no Java heap OOM, or no run completed. Not clamped to the bounds.
+ * The least heap stage 2 may ask at PARTS shuffle partitions, from the run that completed with
+ * the least heap at PARTS or fewer (within the dead band), or at the fewest partitions that
+ * completed when none ran at so few: once RUNS (newest first) hold a Java heap OOM,
+ * (1 - TUNER_RULES_HEAP_STEP) x its heap; where its agent measured the heap after GC,
+ * (1 + TUNER_RULES_HEAP_STEP) x that, up to its heap; the larger. 0: neither, or no run
+ * completed. Not clamped to the bounds.
  */
 uint64_t tuner_rules_heap_step_floor(const struct tuner_run *runs, size_t n, uint64_t parts);
 

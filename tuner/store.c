@@ -74,6 +74,7 @@ static const struct column executor_columns[] = {
     COL(tuner_executor, forced_spills, C_I64),
     COL(tuner_executor, spill_threshold_fraction, C_DOUBLE),
     COL(tuner_executor, owner_uid, C_U32),
+    COL(tuner_executor, heap_after_gc_peak_bytes, C_U64), /* schema version 2 */
 };
 
 /* after a leading app_id column */
@@ -618,10 +619,19 @@ static int exec_text(struct tuner_store *s, struct text *t, struct util_error *e
         return r;
 }
 
+/* what each schema version added to the one before, for a store made by an older sparkshim */
+static const struct {
+        int version;
+        const char *sql;
+} migrations[] = {
+    {2, "ALTER TABLE executors ADD COLUMN heap_after_gc_peak_bytes BIGINT"},
+};
+
 static int create_schema(struct tuner_store *s, struct util_error *err)
 {
         struct text t = {0};
         struct store_stmt *st = NULL;
+        int64_t version;
         int r;
 
         if ((r = s->ops->exec(s->conn, s->ops->begin_sql, err)) < 0)
@@ -666,23 +676,35 @@ static int create_schema(struct tuner_store *s, struct util_error *err)
                 "value BIGINT NOT NULL)");
         if ((r = exec_text(s, &t, err)) < 0)
                 goto fail;
-        add(&t,
-            "INSERT INTO schema_version (version) SELECT %d WHERE NOT EXISTS "
-            "(SELECT 1 FROM schema_version)",
-            TUNER_STORE_SCHEMA_VERSION);
-        if ((r = exec_text(s, &t, err)) < 0)
-                goto fail;
         if ((r = stmt(s, S_VERSION, &st, err)) < 0)
                 goto fail;
         r = s->ops->step(st, err);
-        if (r > 0 && s->ops->column_int64(st, 0) > TUNER_STORE_SCHEMA_VERSION) {
+        version = r > 0 && !s->ops->column_null(st, 0) ? s->ops->column_int64(st, 0) : 0;
+        s->ops->reset(st);
+        if (r < 0)
+                goto fail;
+        if (version > TUNER_STORE_SCHEMA_VERSION) {
                 r = util_error_set(err, EPROTO,
                                    "the history store's schema version %" PRId64
                                    " is newer than this sparkshim's (%d); upgrade sparkshim",
-                                   s->ops->column_int64(st, 0), TUNER_STORE_SCHEMA_VERSION);
+                                   version, TUNER_STORE_SCHEMA_VERSION);
+                goto fail;
         }
-        s->ops->reset(st);
-        if (r < 0)
+        /* a store of an older schema: its tables were made above as they were, the columns
+         * added since come now, in this transaction (PostgreSQL's under the schema lock) */
+        for (size_t i = 0; version > 0 && i < N(migrations); i++) {
+                if (migrations[i].version <= version)
+                        continue;
+                add(&t, "%s", migrations[i].sql);
+                if ((r = exec_text(s, &t, err)) < 0)
+                        goto fail;
+        }
+        if (version == 0)
+                add(&t, "INSERT INTO schema_version (version) VALUES (%d)",
+                    TUNER_STORE_SCHEMA_VERSION);
+        else if (version < TUNER_STORE_SCHEMA_VERSION)
+                add(&t, "UPDATE schema_version SET version = %d", TUNER_STORE_SCHEMA_VERSION);
+        if (version < TUNER_STORE_SCHEMA_VERSION && (r = exec_text(s, &t, err)) < 0)
                 goto fail;
         return s->ops->exec(s->conn, "COMMIT", err);
 fail:

@@ -25,7 +25,8 @@
 #include "shim-common.h"
 #include "tuner.h"
 
-#define TUNER_STORE_SCHEMA_VERSION 1
+/* 2: executors.heap_after_gc_peak_bytes (a store of version 1 gains it when opened) */
+#define TUNER_STORE_SCHEMA_VERSION 2
 /*
  * An executor that ended by SIGTERM or SIGKILL (exit 143 / 137 without an OOM kill) no earlier
  * than this before its application's end was stopped by that end, not lost.

@@ -337,15 +337,15 @@ static const struct run_field {
         const char *name;
         enum field_kind kind;
         size_t offset;
-        bool optional; /* a record written before the field was: unknown (NAN) */
+        bool optional; /* a record written before the field was: unknown (NAN, TUNER_UNKNOWN) */
 } run_fields[] = {
 #define RF(name, kind, member)                                                                     \
         {                                                                                          \
                 name, kind, offsetof(struct tuner_run, member), false                              \
         }
-#define RF_OPTIONAL(name, member)                                                                  \
+#define RF_OPTIONAL(name, kind, member)                                                            \
         {                                                                                          \
-                name, F_DOUBLE, offsetof(struct tuner_run, member), true                           \
+                name, kind, offsetof(struct tuner_run, member), true                               \
         }
     RF("start_ms", F_I64, start_ms),
     RF("duration_seconds", F_DOUBLE, duration_seconds),
@@ -361,12 +361,13 @@ static const struct run_field {
     RF("mem_util", F_DOUBLE, mem_util),
     RF("objective", F_DOUBLE, objective),
     RF("cpu_peak_util", F_DOUBLE, cpu_peak_util),
-    RF_OPTIONAL("cpu_seconds", cpu_seconds),
+    RF_OPTIONAL("cpu_seconds", F_DOUBLE, cpu_seconds),
     RF("throttled_fraction", F_DOUBLE, throttled_fraction),
     RF("runq_wait_per_cpu", F_DOUBLE, runq_wait_per_cpu),
     RF("memory_peak_bytes", F_U64, memory_peak_bytes),
     RF("heap_peak_bytes", F_U64, heap_peak_bytes),
     RF("offheap_peak_bytes", F_U64, offheap_peak_bytes),
+    RF_OPTIONAL("heap_after_gc_peak_bytes", F_U64, heap_after_gc_peak_bytes),
     RF("high_events", F_U64, high_events),
     RF("oom_kills", F_U64, oom_kills),
     RF("forced_spills", F_I64, forced_spills),
@@ -473,7 +474,10 @@ int tuner_run_from_json(const json_t *doc, struct tuner_run *ret, struct util_er
                 json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
 
                 if (!v && run_fields[i].optional) {
-                        *(double *)at = NAN;
+                        if (run_fields[i].kind == F_U64)
+                                *(uint64_t *)at = TUNER_UNKNOWN;
+                        else
+                                *(double *)at = NAN;
                         continue;
                 }
                 if (!v || (json_is_null(v) && !null_ok))

@@ -126,6 +126,10 @@ struct tuner_executor {
         double cpu_peak_util;
         int64_t forced_spills;           /* agent; -1 unknown */
         double spill_threshold_fraction; /* the agent's threshold / the memory request; NAN */
+        /* the agent's Java heap in use right after a collection, its peak over the run
+         * (agent.pressure.heap.peak_after_gc_bytes: only with the policy's
+         * agent.heap_threshold); TUNER_UNKNOWN without */
+        uint64_t heap_after_gc_peak_bytes;
         /* the uid the executor ran as (identity.run_as_uid); -1 when the report has none */
         int64_t run_as_uid;
         /* the user the executor's figures are of: the report file's owner, or for a file of
@@ -162,6 +166,9 @@ struct tuner_run {
         uint64_t memory_peak_bytes; /* max over executors */
         uint64_t heap_peak_bytes;   /* max JVM heap peak (event log); TUNER_UNKNOWN */
         uint64_t offheap_peak_bytes;
+        /* max over executors of the heap in use right after a collection (the agent's, in
+         * the reports); TUNER_UNKNOWN when no report has it */
+        uint64_t heap_after_gc_peak_bytes;
         uint64_t high_events, oom_kills;
         int64_t forced_spills;
 

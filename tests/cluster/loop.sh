@@ -17,7 +17,10 @@
 #     published setting; the user's own --conf spark.executor.cores stays; the executors'
 #     reports show the published CPU request in sparkshim's plan;
 #   - the result is the same every time (each query's rows and checksum), and each query
-#     returns as many rows as DuckDB's answer to it on the same data.
+#     returns as many rows as DuckDB's answer to it on the same data;
+#   - the agent measures the heap (agent.heap_threshold 0.99, no spill mode: it only
+#     measures) and the history the service keeps has each executor's heap after GC, above
+#     0 and at most its heap, for submissions 1 and 2 (ingested by passes 1 and 2).
 #
 # Usage: loop.sh LINE SOURCE_ROOT JDK_HOME
 set -euo pipefail
@@ -81,7 +84,7 @@ TUNER=$(python3 -c 'import json, sys; w = sys.argv[1]; print(json.dumps({"tuner"
               "publish_dir": w + "/published", "period_seconds": 10}}}))' "$WORK")
 # the policy is the java home's (java-home --policy) and the service's (--policy): not
 # /etc/sparkshim/policy.json, whose lock would keep the cluster suites waiting meanwhile
-write_test_policy "$WORK/policy.json" "$CGROUP_PARENT" "$WORK/reports" '{"enabled": false}' "$TUNER" || exit 1
+write_test_policy "$WORK/policy.json" "$CGROUP_PARENT" "$WORK/reports" '{"enabled": true, "heap_threshold": 0.99}' "$TUNER" || exit 1
 progress "the test policy, $WORK/policy.json: $(tr -d '\n ' <"$WORK/policy.json")"
 make_java_home "$WORK/policy.json" || exit 1
 PASS_CMD+=" --policy $WORK/policy.json"
@@ -226,6 +229,18 @@ for l in results[0]:
     q = field(l, "q")
     if q and field(l, "rows") != answers.get(q):
         fail(f"{q}: Spark returned {field(l, 'rows')} rows, DuckDB {answers.get(q)}")
+# the heap after GC, from the agent through the executors' reports into the service's history
+import sqlite3
+db = sqlite3.connect(f"file:{work}/history.db?mode=ro", uri=True)
+for n in (1, 2):
+    rows = db.execute("SELECT executor_id, heap_after_gc_peak_bytes, heap_bytes FROM executors "
+                      "WHERE app_id = ?", (apps[n - 1],)).fetchall()
+    if not rows:
+        fail(f"submission {n}: no executor of {apps[n-1]} in the service's history")
+    for ex, after_gc, heap in rows:
+        if after_gc is None or heap is None or not 0 < after_gc <= heap:
+            fail(f"submission {n}: executor {ex}: heap after GC {after_gc} of a {heap} byte heap")
+    print(f"submission {n}: heap after GC " + ", ".join(f"{r[1] >> 20 if r[1] else r[1]} MiB of {r[2] >> 20 if r[2] else r[2]}" for r in rows))
 if not failures:
     print(f"3 submissions, the same result: {results[0][-1]}; every query as many rows as DuckDB's")
 sys.exit(1 if failures else 0)

@@ -9,6 +9,8 @@
 #     file:line), the other files are stored;
 #   - ingesting everything again leaves the same tables (idempotence);
 #   - both backends hold the same rows;
+#   - a store of schema version 1 gains version 2's column when opened, and keeps its rows;
+#     a store of a newer version is refused (exit 3, "upgrade sparkshim"), unchanged;
 #   - the unit suite test-store passes against PostgreSQL too (TUNER_TEST_DB).
 # Skips (77) only when the PostgreSQL server binaries are missing.
 set -eu
@@ -163,9 +165,52 @@ check_backend() { # DB NAME
 	echo "ok: $name: atomic per file, idempotent, runs by owner"
 }
 
+# SQL on one backend's store, one statement a call (for the schema checks)
+sql() { # DB STATEMENT
+	case $1 in
+	postgresql://*) psql -d history -tAc "$2" ;;
+	*) python3 -c '
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+for r in con.execute(sys.argv[2]):
+    print("|".join("" if v is None else str(v) for v in r))
+con.commit()' "$1" "$2" ;;
+	esac
+}
+
+# the store made a version-1 store (version 2's column dropped) is brought to version 2 by
+# the next open, its rows kept; a newer version is refused and left as it is
+check_schema() { # DB NAME
+	db=$1
+	name=$2
+	sql "$db" "SELECT version FROM schema_version" >"$name.v" || fail "$name: no schema_version"
+	[ "$(cat "$name.v")" = 2 ] || fail "$name: schema version $(cat "$name.v"), not 2"
+	sql "$db" "ALTER TABLE executors DROP COLUMN heap_after_gc_peak_bytes" >/dev/null ||
+		fail "$name: cannot make a version-1 store"
+	sql "$db" "UPDATE schema_version SET version = 1" >/dev/null
+	"$tuner" ingest --db "$db" --job history-c c-good.jsonl >/dev/null 2>"$name.err" ||
+		fail "$name: ingest into a version-1 store: $(cat "$name.err")"
+	[ "$(sql "$db" "SELECT version FROM schema_version")" = 2 ] ||
+		fail "$name: a version-1 store was not brought to version 2"
+	[ "$(sql "$db" "SELECT COUNT(*) FROM executors WHERE heap_after_gc_peak_bytes IS NULL")" -ge 5 ] ||
+		fail "$name: the migrated store lost rows or has no heap_after_gc_peak_bytes"
+	dump "$db" "$name.4"
+	cmp -s "$name.3" "$name.4" || { diff "$name.3" "$name.4"; fail "$name: the migration changed the rows"; }
+	sql "$db" "UPDATE schema_version SET version = 3" >/dev/null
+	status=0
+	"$tuner" ingest --db "$db" --job history-c c-good.jsonl >/dev/null 2>"$name.err" || status=$?
+	[ "$status" = 3 ] && grep -q "schema version 3 is newer than this sparkshim's (2); upgrade sparkshim" "$name.err" ||
+		fail "$name: a store of a newer schema: exit $status: $(cat "$name.err")"
+	[ "$(sql "$db" "SELECT version FROM schema_version")" = 3 ] || fail "$name: the newer store was changed"
+	sql "$db" "UPDATE schema_version SET version = 2" >/dev/null
+	echo "ok: $name: a version-1 store migrated, a newer one refused"
+}
+
 check_backend "$tmp/history.db" sqlite
 [ "$(stat -c %a "$tmp/history.db")" = 600 ] || fail "history.db is not 0600"
+check_schema "$tmp/history.db" sqlite
 check_backend "$pg_url" postgresql
+check_schema "$pg_url" postgresql
 
 # both backends hold the same rows (numbers compared as numbers: the CSVs format them apart)
 python3 - sqlite.3 postgresql.3 <<'PY' || fail "SQLite and PostgreSQL hold different rows"

@@ -89,6 +89,7 @@ static struct tuner_executor executor(const char *app, const char *id, int64_t s
             .cpu_peak_util = 0.9,
             .forced_spills = 3,
             .spill_threshold_fraction = 0.8,
+            .heap_after_gc_peak_bytes = TUNER_UNKNOWN,
         };
         snprintf(e.app_id, sizeof(e.app_id), "%s", app);
         snprintf(e.executor_id, sizeof(e.executor_id), "%s", id);
@@ -211,6 +212,8 @@ Test(store, round_trip_and_formulas)
         e2 = executor(app_id, "2", 1700000000600, 50, 25, UINT64_C(512) << 20);
         e2.cpu_peak_util = 1.5;
         e2.forced_spills = -1;
+        e1.heap_after_gc_peak_bytes = UINT64_C(700) << 20;
+        e2.heap_after_gc_peak_bytes = UINT64_C(900) << 20;
         put_executor(&e1);
         put_executor(&e2);
         put_app(job, &app);
@@ -234,6 +237,7 @@ Test(store, round_trip_and_formulas)
         cr_assert_eq(run.memory_peak_bytes, UINT64_C(1) << 30);
         cr_assert_eq(run.heap_peak_bytes, UINT64_C(600) << 20);
         cr_assert_eq(run.offheap_peak_bytes, UINT64_C(10) << 20);
+        cr_assert_eq(run.heap_after_gc_peak_bytes, UINT64_C(900) << 20); /* the larger one */
         cr_assert_eq(run.high_events, 4);
         cr_assert_eq(run.oom_kills, 0);
         cr_assert_eq(run.forced_spills, 3);
@@ -311,6 +315,7 @@ Test(store, unknown_figures_stay_unknown)
                   isnan(run.runq_wait_per_cpu));
         cr_assert_eq(run.memory_peak_bytes, TUNER_UNKNOWN);
         cr_assert_eq(run.heap_peak_bytes, TUNER_UNKNOWN);
+        cr_assert_eq(run.heap_after_gc_peak_bytes, TUNER_UNKNOWN);
         cr_assert_eq(run.oom_kills, TUNER_UNKNOWN);
         cr_assert_eq(run.forced_spills, -1);
         cr_assert_eq(run.params.heap_bytes, TUNER_UNKNOWN);
@@ -960,6 +965,58 @@ Test(report_line, killed_by_signal)
         cr_assert_eq(e.exit_signal, 9);
         cr_assert(e.oom_killed);
         json_decref(doc);
+}
+
+/*
+ * The agent's heap after GC (agent.pressure.heap.peak_after_gc_bytes, only with the policy's
+ * agent.heap_threshold): read when present, unknown when absent, null, or above the plan's
+ * heap (no heap holds more than its maximum: the JVM's figure is not believed then, and the
+ * rest of the line still counts); not an integer refuses the line as any other member does.
+ */
+Test(report_line, heap_after_gc)
+{
+        static const struct {
+                const char *heap; /* JSON of agent.pressure.heap, NULL: pressure null */
+                int ret;
+                uint64_t want;
+        } heaps[] = {
+            {NULL, 1, TUNER_UNKNOWN},
+            {"null", 1, TUNER_UNKNOWN},
+            {"{\"after_gc_bytes\": 1, \"max_bytes\": 1073741824}", 1, TUNER_UNKNOWN},
+            {"{\"peak_after_gc_bytes\": 805306368}", 1, UINT64_C(805306368)},
+            {"{\"peak_after_gc_bytes\": 1073741824}", 1, UINT64_C(1073741824)},
+            {"{\"peak_after_gc_bytes\": 1073741825}", 1, TUNER_UNKNOWN},
+            {"{\"peak_after_gc_bytes\": null}", 1, TUNER_UNKNOWN},
+            {"{\"peak_after_gc_bytes\": -1}", -EINVAL, 0},
+            {"{\"peak_after_gc_bytes\": \"805306368\"}", -EINVAL, 0},
+        };
+        struct util_error err = {0};
+
+        for (size_t i = 0; i < ELEMENTSOF(heaps); i++) {
+                json_t *doc = example_doc(), *pressure = json_object();
+                struct tuner_executor e;
+                int r;
+
+                cr_assert(pressure);
+                if (heaps[i].heap)
+                        json_object_set_new(pressure, "heap",
+                                            json_loads(heaps[i].heap, JSON_DECODE_ANY, NULL));
+                json_object_set_new(json_object_get(doc, "agent"), "pressure", pressure);
+                r = line_of(doc, &e, &err);
+                cr_expect_eq(r, heaps[i].ret, "heap %s: %d (%s), expected %d",
+                             heaps[i].heap ? heaps[i].heap : "(none)", r, err.text, heaps[i].ret);
+                if (r == 1) {
+                        cr_expect_eq(e.heap_after_gc_peak_bytes, heaps[i].want,
+                                     "heap %s: %" PRIu64 ", expected %" PRIu64,
+                                     heaps[i].heap ? heaps[i].heap : "(none)",
+                                     e.heap_after_gc_peak_bytes, heaps[i].want);
+                        cr_expect_eq(e.memory_peak_bytes, 316915712, "the rest of the line");
+                } else {
+                        cr_expect(strstr(err.text, "agent.pressure.heap.peak_after_gc_bytes"), "%s",
+                                  err.text);
+                }
+                json_decref(doc);
+        }
 }
 
 Test(report_line, invalid_lines)
