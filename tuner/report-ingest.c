@@ -449,10 +449,11 @@ static int executor_of(const struct line_state *st, struct tuner_executor *e,
                 e->spill_threshold_fraction = (double)u / (double)e->request_bytes;
         /* the heap after GC: the JVM's agent wrote it, and no heap holds more than its
          * maximum, so a figure above the plan's heap is not believed (unknown), while the
-         * rest of the line still counts */
+         * rest of the line still counts; 0 is the agent's "no collection seen yet" */
         if ((r = get_count(st, F_HEAP_AFTER_GC, &e->heap_after_gc_peak_bytes, err)) < 0)
                 return r;
-        if (e->heap_bytes == TUNER_UNKNOWN || e->heap_after_gc_peak_bytes > e->heap_bytes)
+        if (e->heap_bytes == TUNER_UNKNOWN || e->heap_after_gc_peak_bytes == 0 ||
+            e->heap_after_gc_peak_bytes > e->heap_bytes)
                 e->heap_after_gc_peak_bytes = TUNER_UNKNOWN;
         return 0;
 }

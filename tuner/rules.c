@@ -464,11 +464,12 @@ static bool less_heap(const struct tuner_run *r, const struct tuner_run *than)
  * explored as before: with the step always on, mem-sort, which never runs out, descended so
  * slowly that its median quality in the offline benchmark went from 0.96x to 1.47x.
  *
- * The heap after GC measures the gap, before any OOM: what the collector could not free is at
- * least the live data, plus what it had not collected yet (an old generation's garbage until
- * its next cycle), so it errs high, and higher in a larger heap. As a floor it lets a job whose
- * heap was mostly garbage descend fast (A at half the heap: 0.55 of it) and holds one whose
- * heap was full of live data (skew's collect_list) where it completed (docs/tuner-rules.md).
+ * The heap after GC measures the gap, before any OOM: what the collector could not free is the
+ * live data plus what it had not collected yet (an old generation's garbage until its next
+ * cycle, more in a larger heap); the agent reads the latest collection at each sample, so it
+ * may miss the highest. As a floor it lets a job whose heap was mostly garbage descend fast
+ * (A at half the heap: 0.55 of it) and holds one whose heap was full of live data (skew's
+ * collect_list) where it completed (docs/tuner-rules.md).
  */
 uint64_t tuner_rules_heap_step_floor(const struct tuner_run *runs, size_t n, uint64_t parts)
 {

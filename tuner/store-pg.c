@@ -429,8 +429,12 @@ const struct store_ops store_pg_ops = {
     .close = pg_close,
     .exec = pg_exec,
     .begin_sql = "BEGIN",
-    /* two first ingests at once must not race to create the tables */
-    .schema_lock_sql = "SELECT pg_advisory_xact_lock(7318413)",
+    /* two first ingests at once must not race to create the tables or add a column; read
+       committed whatever the server's default, so that the second one, once it holds the
+       lock, sees what the first one made (a snapshot taken by the lock's own SELECT would
+       not) */
+    .schema_lock_sql = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; "
+                       "SELECT pg_advisory_xact_lock(7318413)",
     .prepare = pg_prepare,
     .finalize = pg_finalize,
     .bind_null = pg_bind_null,

@@ -619,13 +619,37 @@ static int exec_text(struct tuner_store *s, struct text *t, struct util_error *e
         return r;
 }
 
-/* what each schema version added to the one before, for a store made by an older sparkshim */
+/*
+ * Columns added since the first schema: a store made before one of them gains it when opened,
+ * whatever its version (a column already there is left as it is), and an older sparkshim,
+ * which names the columns it reads and writes, keeps working on it (its rows hold NULL there).
+ */
 static const struct {
-        int version;
-        const char *sql;
-} migrations[] = {
-    {2, "ALTER TABLE executors ADD COLUMN heap_after_gc_peak_bytes BIGINT"},
+        const char *table, *column, *type;
+} added_columns[] = {
+    {"executors", "heap_after_gc_peak_bytes", "BIGINT"},
 };
+
+/* add added_columns[i] to its table unless it is there; in the schema's transaction */
+static int add_column(struct tuner_store *s, size_t i, struct util_error *err)
+{
+        struct text t = {0};
+        int r;
+
+        if ((r = s->ops->exec(s->conn, "SAVEPOINT sparkshim_column", err)) < 0)
+                return r;
+        add(&t, "SELECT %s FROM %s LIMIT 0", added_columns[i].column, added_columns[i].table);
+        if (exec_text(s, &t, NULL) < 0) {
+                /* PostgreSQL aborts the transaction on the error until this */
+                if ((r = s->ops->exec(s->conn, "ROLLBACK TO SAVEPOINT sparkshim_column", err)) < 0)
+                        return r;
+                add(&t, "ALTER TABLE %s ADD COLUMN %s %s", added_columns[i].table,
+                    added_columns[i].column, added_columns[i].type);
+                if ((r = exec_text(s, &t, err)) < 0)
+                        return r;
+        }
+        return s->ops->exec(s->conn, "RELEASE SAVEPOINT sparkshim_column", err);
+}
 
 static int create_schema(struct tuner_store *s, struct util_error *err)
 {
@@ -676,6 +700,15 @@ static int create_schema(struct tuner_store *s, struct util_error *err)
                 "value BIGINT NOT NULL)");
         if ((r = exec_text(s, &t, err)) < 0)
                 goto fail;
+        for (size_t i = 0; i < N(added_columns); i++)
+                if ((r = add_column(s, i, err)) < 0)
+                        goto fail;
+        add(&t,
+            "INSERT INTO schema_version (version) SELECT %d WHERE NOT EXISTS "
+            "(SELECT 1 FROM schema_version)",
+            TUNER_STORE_SCHEMA_VERSION);
+        if ((r = exec_text(s, &t, err)) < 0)
+                goto fail;
         if ((r = stmt(s, S_VERSION, &st, err)) < 0)
                 goto fail;
         r = s->ops->step(st, err);
@@ -690,22 +723,6 @@ static int create_schema(struct tuner_store *s, struct util_error *err)
                                    version, TUNER_STORE_SCHEMA_VERSION);
                 goto fail;
         }
-        /* a store of an older schema: its tables were made above as they were, the columns
-         * added since come now, in this transaction (PostgreSQL's under the schema lock) */
-        for (size_t i = 0; version > 0 && i < N(migrations); i++) {
-                if (migrations[i].version <= version)
-                        continue;
-                add(&t, "%s", migrations[i].sql);
-                if ((r = exec_text(s, &t, err)) < 0)
-                        goto fail;
-        }
-        if (version == 0)
-                add(&t, "INSERT INTO schema_version (version) VALUES (%d)",
-                    TUNER_STORE_SCHEMA_VERSION);
-        else if (version < TUNER_STORE_SCHEMA_VERSION)
-                add(&t, "UPDATE schema_version SET version = %d", TUNER_STORE_SCHEMA_VERSION);
-        if (version < TUNER_STORE_SCHEMA_VERSION && (r = exec_text(s, &t, err)) < 0)
-                goto fail;
         return s->ops->exec(s->conn, "COMMIT", err);
 fail:
         s->ops->exec(s->conn, "ROLLBACK", NULL);

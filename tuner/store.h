@@ -25,8 +25,9 @@
 #include "shim-common.h"
 #include "tuner.h"
 
-/* 2: executors.heap_after_gc_peak_bytes (a store of version 1 gains it when opened) */
-#define TUNER_STORE_SCHEMA_VERSION 2
+/* changed only by what an older sparkshim cannot read or write; a column added since (which
+   an older one, naming its columns, leaves NULL) is added to a store that lacks it when opened */
+#define TUNER_STORE_SCHEMA_VERSION 1
 /*
  * An executor that ended by SIGTERM or SIGKILL (exit 143 / 137 without an OOM kill) no earlier
  * than this before its application's end was stopped by that end, not lost.

@@ -9,8 +9,10 @@
 #     file:line), the other files are stored;
 #   - ingesting everything again leaves the same tables (idempotence);
 #   - both backends hold the same rows;
-#   - a store of schema version 1 gains version 2's column when opened, and keeps its rows;
-#     a store of a newer version is refused (exit 3, "upgrade sparkshim"), unchanged;
+#   - a store made before executors.heap_after_gc_peak_bytes (the column dropped; and one with
+#     no version row either) gains the column when opened, keeps its rows and stores the
+#     figure of a report that has it; a store of a newer version is refused (exit 3,
+#     "upgrade sparkshim") and left as it is;
 #   - the unit suite test-store passes against PostgreSQL too (TUNER_TEST_DB).
 # Skips (77) only when the PostgreSQL server binaries are missing.
 set -eu
@@ -67,6 +69,17 @@ head -n "$(grep -n '"kind":"final"' c-good.jsonl | head -1 | cut -d: -f1)" c-goo
 corrupt_line=$(($(wc -l <c.jsonl) + 1))
 printf '{"schema":"sparkshim.report/v1","kind":"final","identity":{"app_id":"app-hi\n' >>c.jsonl
 grep '"kind":"final"' c-good.jsonl | tail -1 >>c.jsonl
+# a report with the agent's heap after GC (768 MiB of a 1 GiB heap), as a JVM's agent gives it
+python3 - a.jsonl d.jsonl <<'PY'
+import json, sys
+d = json.loads(next(l for l in open(sys.argv[1]) if '"kind":"final"' in l))
+d["identity"]["app_id"] = "app-history-d"
+d["plan"]["memory"]["heap_bytes"] = 1 << 30
+d["agent"] = {"pressure": {"heap": {"after_gc_bytes": 1, "peak_after_gc_bytes": 768 << 20,
+                                    "max_bytes": 1 << 30, "threshold_bytes": 1 << 30,
+                                    "crossings": 0, "over": False}}}
+open(sys.argv[2], "w").write(json.dumps(d, separators=(",", ":")) + "\n")
+PY
 
 # event logs, once the event-log reader is merged (its fixture is there): a log a real Spark
 # wrote, and a copy of it under another app id with a corrupt line in the middle
@@ -178,32 +191,38 @@ con.commit()' "$1" "$2" ;;
 	esac
 }
 
-# the store made a version-1 store (version 2's column dropped) is brought to version 2 by
-# the next open, its rows kept; a newer version is refused and left as it is
+# a store made before the heap-after-GC column (dropped here), and one with no version row as
+# well, gain it when opened, their rows kept, and store a report's figure; a newer version
+# is refused and left as it is
 check_schema() { # DB NAME
 	db=$1
 	name=$2
-	sql "$db" "SELECT version FROM schema_version" >"$name.v" || fail "$name: no schema_version"
-	[ "$(cat "$name.v")" = 2 ] || fail "$name: schema version $(cat "$name.v"), not 2"
-	sql "$db" "ALTER TABLE executors DROP COLUMN heap_after_gc_peak_bytes" >/dev/null ||
-		fail "$name: cannot make a version-1 store"
-	sql "$db" "UPDATE schema_version SET version = 1" >/dev/null
-	"$tuner" ingest --db "$db" --job history-c c-good.jsonl >/dev/null 2>"$name.err" ||
-		fail "$name: ingest into a version-1 store: $(cat "$name.err")"
-	[ "$(sql "$db" "SELECT version FROM schema_version")" = 2 ] ||
-		fail "$name: a version-1 store was not brought to version 2"
-	[ "$(sql "$db" "SELECT COUNT(*) FROM executors WHERE heap_after_gc_peak_bytes IS NULL")" -ge 5 ] ||
-		fail "$name: the migrated store lost rows or has no heap_after_gc_peak_bytes"
-	dump "$db" "$name.4"
-	cmp -s "$name.3" "$name.4" || { diff "$name.3" "$name.4"; fail "$name: the migration changed the rows"; }
-	sql "$db" "UPDATE schema_version SET version = 3" >/dev/null
+	[ "$(sql "$db" "SELECT version FROM schema_version")" = 1 ] || fail "$name: schema version not 1"
+	for how in "column" "column and version"; do
+		sql "$db" "ALTER TABLE executors DROP COLUMN heap_after_gc_peak_bytes" >/dev/null ||
+			fail "$name: cannot drop the column"
+		[ "$how" = column ] || sql "$db" "DELETE FROM schema_version" >/dev/null
+		"$tuner" ingest --db "$db" --job history-c c-good.jsonl >/dev/null 2>"$name.err" ||
+			fail "$name: ingest into a store without the $how: $(cat "$name.err")"
+		[ "$(sql "$db" "SELECT version FROM schema_version")" = 1 ] ||
+			fail "$name: no version 1 after opening a store without the $how"
+		dump "$db" "$name.4"
+		cmp -s "$name.3" "$name.4" || { diff "$name.3" "$name.4"; fail "$name: adding the column changed the rows"; }
+	done
+	"$tuner" ingest --db "$db" --job history-d d.jsonl >/dev/null 2>"$name.err" ||
+		fail "$name: ingest d.jsonl: $(cat "$name.err")"
+	[ "$(sql "$db" "SELECT heap_after_gc_peak_bytes FROM executors WHERE app_id = 'app-history-d'")" = $((768 << 20)) ] ||
+		fail "$name: the heap after GC of d.jsonl is not stored"
+	"$tuner" report --db "$db" --job history-d --json >"$name.d" 2>"$name.err" || fail "$name: report --job history-d"
+	grep -q "\"heap_after_gc_peak_bytes\": *$((768 << 20))" "$name.d" || fail "$name: the run has not its heap after GC: $(cat "$name.d")"
+	sql "$db" "UPDATE schema_version SET version = 2" >/dev/null
 	status=0
 	"$tuner" ingest --db "$db" --job history-c c-good.jsonl >/dev/null 2>"$name.err" || status=$?
-	[ "$status" = 3 ] && grep -q "schema version 3 is newer than this sparkshim's (2); upgrade sparkshim" "$name.err" ||
+	[ "$status" = 3 ] && grep -q "schema version 2 is newer than this sparkshim's (1); upgrade sparkshim" "$name.err" ||
 		fail "$name: a store of a newer schema: exit $status: $(cat "$name.err")"
-	[ "$(sql "$db" "SELECT version FROM schema_version")" = 3 ] || fail "$name: the newer store was changed"
-	sql "$db" "UPDATE schema_version SET version = 2" >/dev/null
-	echo "ok: $name: a version-1 store migrated, a newer one refused"
+	[ "$(sql "$db" "SELECT version FROM schema_version")" = 2 ] || fail "$name: the newer store was changed"
+	sql "$db" "UPDATE schema_version SET version = 1" >/dev/null
+	echo "ok: $name: the heap-after-GC column added to a store without it, a newer store refused"
 }
 
 check_backend "$tmp/history.db" sqlite

@@ -987,6 +987,7 @@ Test(report_line, heap_after_gc)
             {"{\"peak_after_gc_bytes\": 1073741824}", 1, UINT64_C(1073741824)},
             {"{\"peak_after_gc_bytes\": 1073741825}", 1, TUNER_UNKNOWN},
             {"{\"peak_after_gc_bytes\": null}", 1, TUNER_UNKNOWN},
+            {"{\"peak_after_gc_bytes\": 0}", 1, TUNER_UNKNOWN}, /* no collection seen */
             {"{\"peak_after_gc_bytes\": -1}", -EINVAL, 0},
             {"{\"peak_after_gc_bytes\": \"805306368\"}", -EINVAL, 0},
         };
@@ -1015,6 +1016,20 @@ Test(report_line, heap_after_gc)
                         cr_expect(strstr(err.text, "agent.pressure.heap.peak_after_gc_bytes"), "%s",
                                   err.text);
                 }
+                json_decref(doc);
+        }
+        /* without the plan's heap there is nothing to hold the figure to: unknown */
+        {
+                json_t *doc = example_doc();
+                struct tuner_executor e;
+
+                json_object_set_new(
+                    json_object_get(doc, "agent"), "pressure",
+                    json_pack("{s:{s:I}}", "heap", "peak_after_gc_bytes", (json_int_t)805306368));
+                json_object_set_new(json_object_get(json_object_get(doc, "plan"), "memory"),
+                                    "heap_bytes", json_null());
+                cr_assert_eq(line_of(doc, &e, &err), 1, "%s", err.text);
+                cr_expect_eq(e.heap_after_gc_peak_bytes, TUNER_UNKNOWN);
                 json_decref(doc);
         }
 }
