@@ -450,8 +450,8 @@ static bool less_heap(const struct tuner_run *r, const struct tuner_run *than)
  * fewest partitions that completed (the reference; among equal heaps, the one whose heap after
  * GC was largest):
  *   - once the job has run out of heap, TUNER_RULES_HEAP_STEP under the reference's heap;
- *   - where the reference's agent measured the heap in use after a collection (A), A x (1 +
- *     TUNER_RULES_HEAP_STEP), up to the reference's heap;
+ *   - where the reference's agent measured the heap in use after a collection (A),
+ *     TUNER_RULES_HEAP_AFTER_GC x A, up to the reference's heap;
  * the larger of the two; 0: neither applies, or no run completed.
  *
  * A heap that completed at these partitions or fewer is known to fit (fewer partitions, larger
@@ -467,9 +467,10 @@ static bool less_heap(const struct tuner_run *r, const struct tuner_run *than)
  * The heap after GC measures the gap, before any OOM: what the collector could not free is the
  * live data plus what it had not collected yet (an old generation's garbage until its next
  * cycle, more in a larger heap); the agent reads the latest collection at each sample, so it
- * may miss the highest. As a floor it lets a job whose heap was mostly garbage descend fast
- * (A at half the heap: 0.55 of it) and holds one whose heap was full of live data (skew's
- * collect_list) where it completed (docs/tuner-rules.md).
+ * may miss the highest. An allocation's peak lies above it (skew's collect_list grows its
+ * buffer by copying it): skew needed 1.5-1.7 x it on Spark 3.5. As a floor it leaves a job with
+ * little live data its whole descent (mem-sort's reading is 0.1-0.2 of its heap) and holds one
+ * whose heap was full of live data where it completed (docs/tuner-rules.md).
  */
 uint64_t tuner_rules_heap_step_floor(const struct tuner_run *runs, size_t n, uint64_t parts)
 {
@@ -500,9 +501,9 @@ uint64_t tuner_rules_heap_step_floor(const struct tuner_run *runs, size_t n, uin
                 floor = u64_of((double)least->params.heap_bytes * (1.0 - TUNER_RULES_HEAP_STEP));
         after_gc = least->heap_after_gc_peak_bytes;
         if (known_u64(after_gc))
-                floor = max_u64(floor,
-                                min_u64(least->params.heap_bytes,
-                                        u64_of((double)after_gc * (1.0 + TUNER_RULES_HEAP_STEP))));
+                floor =
+                    max_u64(floor, min_u64(least->params.heap_bytes,
+                                           u64_of((double)after_gc * TUNER_RULES_HEAP_AFTER_GC)));
         return floor;
 }
 

@@ -45,7 +45,17 @@
 /* Once a Java heap OOM is in the history, stage 2 asks at most this much less heap than the
    least that completed at the partitions or fewer: the margin the targets ask under a limit
    (docs/tuner-bench.md), since a JVM fills its heap and only an OOM measures its need. */
-#define TUNER_RULES_HEAP_STEP      0.10
+#define TUNER_RULES_HEAP_STEP 0.10
+/* Stage 2 asks no less heap than this many times the heap in use after GC (the agent's peak
+   reading) of the least heap that completed at the partitions or fewer, up to that heap. The
+   reading is the live data and garbage not yet collected, read at the agent's samples; an
+   allocation's peak lies above it: skew's collect_list ran out at 1280m on Spark 3.5 where
+   its reading was 901m, and completed with 1408m (835m) and 1536m (961m), 1.5-1.7 x them.
+   The JVM guideline is 3 to 4 x the old generation after a full collection (Hunt and John,
+   "Java Performance", 2011, ch. 7); this reading, after any collection, is larger than that
+   figure, hence 2. bench/tune's mem-sort reads 80-200m at any heap from 768m to 2g, so it
+   keeps its whole descent (docs/tuner-rules.md). */
+#define TUNER_RULES_HEAP_AFTER_GC  2.0
 #define TUNER_RULES_CPU_OVERCOMMIT 2.0
 /* Dr. Elephant ExecutorGcHeuristic: GC time / executor run time, low 0.08, severe 0.10, judged
    only when the executors ran >= 5 minutes in total. */
@@ -119,7 +129,7 @@ uint64_t tuner_rules_oom_heap_floor(const struct tuner_run *runs, size_t n, uint
  * the least heap at PARTS or fewer (within the dead band), or at the fewest partitions that
  * completed when none ran at so few: once RUNS (newest first) hold a Java heap OOM,
  * (1 - TUNER_RULES_HEAP_STEP) x its heap; where its agent measured the heap after GC,
- * (1 + TUNER_RULES_HEAP_STEP) x that, up to its heap; the larger. 0: neither, or no run
+ * TUNER_RULES_HEAP_AFTER_GC x that, up to its heap; the larger. 0: neither, or no run
  * completed. Not clamped to the bounds.
  */
 uint64_t tuner_rules_heap_step_floor(const struct tuner_run *runs, size_t n, uint64_t parts);

@@ -1057,34 +1057,35 @@ Test(rules, heap_step_floor_after_a_heap_oom)
 
 /*
  * The heap after GC of the reference run (the least heap completed at the partitions or fewer)
- * bounds stage 2's step before any OOM: 1.1 x it, up to that heap; with an OOM too, the larger
- * of that and the step.
+ * bounds stage 2's step before any OOM: TUNER_RULES_HEAP_AFTER_GC x it, up to that heap; with
+ * an OOM too, the larger of that and the step.
  */
 Test(rules, heap_step_floor_from_the_heap_after_gc)
 {
         struct tuner_run runs[3] = {base_run(), base_run(), base_run()};
+        const double f = TUNER_RULES_HEAP_AFTER_GC;
 
         /* newest first: 1536m at 2 and 2g at 2 completed, 1536m at 50 completed */
         runs[0].params.heap_bytes = 1536 * MiB;
         runs[0].params.shuffle_partitions = 2;
-        runs[0].heap_after_gc_peak_bytes = 1200 * MiB;
+        runs[0].heap_after_gc_peak_bytes = 600 * MiB;
         runs[1].params.heap_bytes = 2 * GiB;
         runs[1].params.shuffle_partitions = 2;
-        runs[1].heap_after_gc_peak_bytes = 1700 * MiB;
+        runs[1].heap_after_gc_peak_bytes = 900 * MiB;
         runs[2].params.heap_bytes = 1536 * MiB;
         runs[2].params.shuffle_partitions = 50;
-        runs[2].heap_after_gc_peak_bytes = 700 * MiB;
-        /* no OOM: 1.1 x 1200m from the least heap at 2 (not 2g's 1700m) */
+        runs[2].heap_after_gc_peak_bytes = 500 * MiB;
+        /* no OOM: from the least heap at 2 (not 2g's larger reading) */
         cr_assert_eq(tuner_rules_heap_step_floor(runs, 3, 2),
-                     (uint64_t)ceil(1.1 * (double)(1200 * MiB)));
-        /* at 50: 1536m at 2 and at 50 tie; the larger heap after GC of the two */
+                     (uint64_t)ceil(f * (double)(600 * MiB)));
+        /* at 50: 1536m at 2 and at 50 tie; the larger reading of the two */
         cr_assert_eq(tuner_rules_heap_step_floor(runs, 3, 50),
-                     (uint64_t)ceil(1.1 * (double)(1200 * MiB)));
-        runs[0].heap_after_gc_peak_bytes = 600 * MiB;
+                     (uint64_t)ceil(f * (double)(600 * MiB)));
+        runs[0].heap_after_gc_peak_bytes = 300 * MiB;
         cr_assert_eq(tuner_rules_heap_step_floor(runs, 3, 50),
-                     (uint64_t)ceil(1.1 * (double)(700 * MiB)));
-        /* a heap nearly full after GC holds that heap, no more */
-        runs[0].heap_after_gc_peak_bytes = 1500 * MiB;
+                     (uint64_t)ceil(f * (double)(500 * MiB)));
+        /* a heap mostly in use after GC holds that heap, no more */
+        runs[0].heap_after_gc_peak_bytes = 1000 * MiB;
         cr_assert_eq(tuner_rules_heap_step_floor(runs, 3, 2), 1536 * MiB);
         /* unknown: nothing before an OOM (nor from a run that ran out) */
         runs[0].heap_after_gc_peak_bytes = TUNER_UNKNOWN;
@@ -1096,9 +1097,10 @@ Test(rules, heap_step_floor_from_the_heap_after_gc)
         cr_assert_eq(tuner_rules_heap_step_floor(runs, 2, 2),
                      (uint64_t)ceil(0.9 * (double)(1536 * MiB)), "the step, after the OOM");
         /* after the OOM, the larger of the step and the heap after GC */
-        runs[0].heap_after_gc_peak_bytes = 1450 * MiB;
-        cr_assert_eq(tuner_rules_heap_step_floor(runs, 2, 2), 1536 * MiB);
-        runs[0].heap_after_gc_peak_bytes = 800 * MiB;
+        runs[0].heap_after_gc_peak_bytes = 750 * MiB;
+        cr_assert_eq(tuner_rules_heap_step_floor(runs, 2, 2),
+                     (uint64_t)ceil(f * (double)(750 * MiB)));
+        runs[0].heap_after_gc_peak_bytes = 400 * MiB;
         cr_assert_eq(tuner_rules_heap_step_floor(runs, 2, 2),
                      (uint64_t)ceil(0.9 * (double)(1536 * MiB)));
 }
