@@ -1136,6 +1136,20 @@ static void rule_spill(const struct tuner_run *runs, const struct tuner_bounds *
                    r->forced_spills, many);
 }
 
+/*
+ * The newest run's heap was tight by the agent's heap after GC: TUNER_RULES_HEAP_AFTER_GC x the
+ * reading is at least its heap. Fewer partitions make larger tasks, which such a heap may not
+ * hold: on Spark 3.5 each of skew's four OOMs at the rules' step down (50 or 12 partitions to 6,
+ * 1218m to 1363m, readings of 700-960m where they completed) came from that step (issue 24,
+ * the ninth real loops). The heap's own floor is stage 2's (tuner_rules_heap_step_floor).
+ */
+static bool heap_tight(const struct tuner_run *r)
+{
+        return known_u64(r->heap_after_gc_peak_bytes) && known_u64(r->params.heap_bytes) &&
+               (double)r->heap_after_gc_peak_bytes * TUNER_RULES_HEAP_AFTER_GC >=
+                   (double)r->params.heap_bytes;
+}
+
 static void rule_partitions(const struct tuner_run *runs, const struct memory_signals *s,
                             struct tuner_recommendation *rec)
 {
@@ -1151,6 +1165,15 @@ static void rule_partitions(const struct tuner_run *runs, const struct memory_si
                 return;
         }
         if (r->max_stage_tasks > TUNER_RULES_PARTITIONS_FAR * cores && now > next) {
+                if (heap_tight(r)) {
+                        set_reason(rec, TUNER_P_PARTITIONS, "hold",
+                                   "%" PRIu64 " partitions kept: the heap after GC, %.0f MiB, "
+                                   "is more than 1/%g of the %.0f MiB heap, and fewer partitions "
+                                   "make larger tasks",
+                                   now, (double)r->heap_after_gc_peak_bytes / MIB,
+                                   TUNER_RULES_HEAP_AFTER_GC, (double)r->params.heap_bytes / MIB);
+                        return;
+                }
                 /* under skew, a factor of TUNER_RULES_PARTITIONS_FAR a run: the hot task keeps
                    its key whatever the count and gains the small ones merged into it, step by
                    step (issue 24: kept at 200, skew's runs were 40 % slower than at 8, and

@@ -827,6 +827,37 @@ Test(rules, partitions_lowered_step_by_step_under_skew)
 }
 
 /*
+ * A heap tight by the agent's heap after GC (twice the reading at least the heap) keeps the
+ * partitions: fewer of them make larger tasks (the ninth real loops: every OOM of skew on
+ * Spark 3.5 came from the rules' step down to 6 partitions at such a heap). Without the reading,
+ * or with a loose heap, the step is taken as before.
+ */
+Test(rules, partitions_kept_when_the_heap_after_gc_is_tight)
+{
+        struct tuner_run run = base_run();
+        struct tuner_recommendation rec;
+
+        run.max_stage_tasks = 200;
+        run.max_stage_skew = 4.0;
+        run.params.heap_bytes = 1323 * MiB;
+        run.heap_after_gc_peak_bytes = 700 * MiB; /* 2 x 700m >= 1323m */
+        rec = recommend1(&run);
+        cr_assert_eq(rec.params.shuffle_partitions, 200);
+        assert_source(&rec, TUNER_P_PARTITIONS, "hold");
+        run.max_stage_skew = 1.0; /* the step to 3 x the cores too */
+        rec = recommend1(&run);
+        cr_assert_eq(rec.params.shuffle_partitions, 200);
+        run.heap_after_gc_peak_bytes = 600 * MiB; /* 1200m < 1323m: loose */
+        rec = recommend1(&run);
+        cr_assert_eq(rec.params.shuffle_partitions, 24);
+        assert_source(&rec, TUNER_P_PARTITIONS, "rule:partitions");
+        run.heap_after_gc_peak_bytes = TUNER_UNKNOWN;
+        run.max_stage_skew = 4.0;
+        rec = recommend1(&run);
+        cr_assert_eq(rec.params.shuffle_partitions, 50);
+}
+
+/*
  * A Java heap OOM with fewer partitions than 3 per task slot raises them with the heap (Spark's
  * tuning guide: more parallelism, smaller tasks), and holds that floor; the heap floor of that
  * OOM does not bind a later run with more partitions (its tasks are smaller).
