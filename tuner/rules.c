@@ -1137,17 +1137,17 @@ static void rule_spill(const struct tuner_run *runs, const struct tuner_bounds *
 }
 
 /*
- * The newest run's heap was tight by the agent's heap after GC: TUNER_RULES_HEAP_AFTER_GC x the
- * reading is at least its heap. Fewer partitions make larger tasks, which such a heap may not
- * hold: on Spark 3.5 each of skew's four OOMs at the rules' step down (50 or 12 partitions to 6,
- * 1218m to 1363m, readings of 700-960m where they completed) came from that step (issue 24,
- * the ninth real loops). The heap's own floor is stage 2's (tuner_rules_heap_step_floor).
+ * The newest run's heap was tight by the agent's heap after GC: under TUNER_RULES_HEAP_TIGHT x
+ * the reading. Fewer partitions make larger tasks, which such a heap may not hold: on Spark
+ * 3.5 and 4.0 skew ran out at the rules' step down to 6 partitions (from 50 or 12, at 1218m-
+ * 1381m, reading 550-700m where it completed) in each of the four loops that took it (issue
+ * 24, the ninth real loops). The heap's own floor is stage 2's (tuner_rules_heap_step_floor).
  */
 static bool heap_tight(const struct tuner_run *r)
 {
         return known_u64(r->heap_after_gc_peak_bytes) && known_u64(r->params.heap_bytes) &&
-               (double)r->heap_after_gc_peak_bytes * TUNER_RULES_HEAP_AFTER_GC >=
-                   (double)r->params.heap_bytes;
+               (double)r->params.heap_bytes <
+                   (double)r->heap_after_gc_peak_bytes * TUNER_RULES_HEAP_TIGHT;
 }
 
 static void rule_partitions(const struct tuner_run *runs, const struct memory_signals *s,
@@ -1167,11 +1167,10 @@ static void rule_partitions(const struct tuner_run *runs, const struct memory_si
         if (r->max_stage_tasks > TUNER_RULES_PARTITIONS_FAR * cores && now > next) {
                 if (heap_tight(r)) {
                         set_reason(rec, TUNER_P_PARTITIONS, "hold",
-                                   "%" PRIu64 " partitions kept: the heap after GC, %.0f MiB, "
-                                   "is more than 1/%g of the %.0f MiB heap, and fewer partitions "
-                                   "make larger tasks",
-                                   now, (double)r->heap_after_gc_peak_bytes / MIB,
-                                   TUNER_RULES_HEAP_AFTER_GC, (double)r->params.heap_bytes / MIB);
+                                   "%" PRIu64 " partitions kept: the %.0f MiB heap is under %g x "
+                                   "its %.0f MiB after GC, and fewer partitions make larger tasks",
+                                   now, (double)r->params.heap_bytes / MIB, TUNER_RULES_HEAP_TIGHT,
+                                   (double)r->heap_after_gc_peak_bytes / MIB);
                         return;
                 }
                 /* under skew, a factor of TUNER_RULES_PARTITIONS_FAR a run: the hot task keeps
