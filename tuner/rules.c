@@ -1139,9 +1139,12 @@ static void rule_spill(const struct tuner_run *runs, const struct tuner_bounds *
 /*
  * The newest run's heap was tight by the agent's heap after GC: under TUNER_RULES_HEAP_TIGHT x
  * the reading. Fewer partitions make larger tasks, which such a heap may not hold: on Spark
- * 3.5 and 4.0 skew ran out at the rules' step down to 6 partitions (from 50 or 12, at 1218m-
- * 1381m, reading 550-700m where it completed) in each of the four loops that took it (issue
- * 24, the ninth real loops). The heap's own floor is stage 2's (tuner_rules_heap_step_floor).
+ * 3.5 and 4.0 skew ran out at the rules' jump to 3 x the cores (50 or 12 partitions to 6, at
+ * 1218m-1381m, reading 550-700m where it completed) in each of the four loops that took it
+ * (issue 24, the ninth real loops). Under such a heap the jump is not taken; skew's step of a
+ * factor 4 a run is (held at 200 partitions, skew's runs took 32-39 s against 23-27 s at
+ * 50: the tenth loops' first try). The heap's own floor is stage 2's
+ * (tuner_rules_heap_step_floor).
  */
 static bool heap_tight(const struct tuner_run *r)
 {
@@ -1165,14 +1168,6 @@ static void rule_partitions(const struct tuner_run *runs, const struct memory_si
                 return;
         }
         if (r->max_stage_tasks > TUNER_RULES_PARTITIONS_FAR * cores && now > next) {
-                if (heap_tight(r)) {
-                        set_reason(rec, TUNER_P_PARTITIONS, "hold",
-                                   "%" PRIu64 " partitions kept: the %.0f MiB heap is under %g x "
-                                   "its %.0f MiB after GC, and fewer partitions make larger tasks",
-                                   now, (double)r->params.heap_bytes / MIB, TUNER_RULES_HEAP_TIGHT,
-                                   (double)r->heap_after_gc_peak_bytes / MIB);
-                        return;
-                }
                 /* under skew, a factor of TUNER_RULES_PARTITIONS_FAR a run: the hot task keeps
                    its key whatever the count and gains the small ones merged into it, step by
                    step (issue 24: kept at 200, skew's runs were 40 % slower than at 8, and
@@ -1195,6 +1190,16 @@ static void rule_partitions(const struct tuner_run *runs, const struct memory_si
                         set_reason(rec, TUNER_P_PARTITIONS, "unchanged",
                                    "%" PRIu64 " partitions within the dead band of %" PRIu64, now,
                                    next);
+                        return;
+                }
+                if (heap_tight(r)) {
+                        set_reason(rec, TUNER_P_PARTITIONS, "hold",
+                                   "%" PRIu64 " partitions kept, not %" PRIu64 " at once: the "
+                                   "%.0f MiB heap is under %g x its %.0f MiB after GC, and fewer "
+                                   "partitions make larger tasks",
+                                   now, next, (double)r->params.heap_bytes / MIB,
+                                   TUNER_RULES_HEAP_TIGHT,
+                                   (double)r->heap_after_gc_peak_bytes / MIB);
                         return;
                 }
                 rec->params.shuffle_partitions = (uint32_t)min_u64(next, UINT32_MAX);

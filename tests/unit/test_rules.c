@@ -827,10 +827,11 @@ Test(rules, partitions_lowered_step_by_step_under_skew)
 }
 
 /*
- * A heap tight by the agent's heap after GC (under 3 x the reading) keeps the partitions: fewer
- * of them make larger tasks (the ninth real loops: skew ran out at the rules' step down to 6
- * partitions in each loop that took it, reading 550-700m with 1218m-1381m). Without the
- * reading, or with a loose heap, the step is taken as before.
+ * A heap tight by the agent's heap after GC (under 3 x the reading) does not jump to 3 x the
+ * cores at once: fewer partitions make larger tasks (the ninth real loops: skew ran out at the
+ * rules' jump to 6 partitions in each loop that took it, reading 550-700m with 1218m-1381m).
+ * Skew's step of a factor 4 is still taken (held at 200, skew ran 40 % slower). Without the
+ * reading, or with a loose heap, the jump is taken as before.
  */
 Test(rules, partitions_kept_when_the_heap_after_gc_is_tight)
 {
@@ -838,23 +839,28 @@ Test(rules, partitions_kept_when_the_heap_after_gc_is_tight)
         struct tuner_recommendation rec;
 
         run.max_stage_tasks = 200;
-        run.max_stage_skew = 4.0;
+        run.max_stage_skew = 1.0;
         run.params.heap_bytes = 1323 * MiB;
         run.heap_after_gc_peak_bytes = 654 * MiB; /* 1323m < 3 x 654m */
         rec = recommend1(&run);
         cr_assert_eq(rec.params.shuffle_partitions, 200);
         assert_source(&rec, TUNER_P_PARTITIONS, "hold");
-        run.max_stage_skew = 1.0; /* the step to 3 x the cores too */
+        run.max_stage_skew = 4.0; /* skew's step of a factor 4 */
         rec = recommend1(&run);
-        cr_assert_eq(rec.params.shuffle_partitions, 200);
+        cr_assert_eq(rec.params.shuffle_partitions, 50);
+        assert_source(&rec, TUNER_P_PARTITIONS, "rule:skew");
+        run.params.shuffle_partitions = 50; /* within a factor 4 of 24: the jump, held */
+        run.max_stage_tasks = 50;
+        rec = recommend1(&run);
+        cr_assert_eq(rec.params.shuffle_partitions, 50);
+        assert_source(&rec, TUNER_P_PARTITIONS, "hold");
         run.heap_after_gc_peak_bytes = 441 * MiB; /* 3 x 441m = 1323m: loose */
         rec = recommend1(&run);
         cr_assert_eq(rec.params.shuffle_partitions, 24);
         assert_source(&rec, TUNER_P_PARTITIONS, "rule:partitions");
         run.heap_after_gc_peak_bytes = TUNER_UNKNOWN;
-        run.max_stage_skew = 4.0;
         rec = recommend1(&run);
-        cr_assert_eq(rec.params.shuffle_partitions, 50);
+        cr_assert_eq(rec.params.shuffle_partitions, 24);
 }
 
 /*
