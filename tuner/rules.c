@@ -451,7 +451,9 @@ static bool less_heap(const struct tuner_run *r, const struct tuner_run *than)
  * GC was largest):
  *   - once the job has run out of heap, TUNER_RULES_HEAP_STEP under the reference's heap;
  *   - where the reference's agent measured the heap in use after a collection (A),
- *     TUNER_RULES_HEAP_AFTER_GC x A, up to the reference's heap;
+ *     TUNER_RULES_HEAP_AFTER_GC x A, up to the reference's heap; at fewer partitions than any
+ *     that completed, TUNER_RULES_HEAP_TIGHT x A, not capped (larger tasks than any that
+ *     fitted: the heap the rules would take the jump there from, heap_tight);
  * the larger of the two; 0: neither applies, or no run completed.
  *
  * A heap that completed at these partitions or fewer is known to fit (fewer partitions, larger
@@ -476,7 +478,7 @@ uint64_t tuner_rules_heap_step_floor(const struct tuner_run *runs, size_t n, uin
 {
         const struct tuner_run *least = NULL, *fewest = NULL;
         uint64_t floor = 0, after_gc;
-        bool cliff = false;
+        bool cliff = false, fewer = false;
 
         for (size_t j = 0; runs && j < n; j++) {
                 const struct tuner_run *r = &runs[j];
@@ -493,16 +495,21 @@ uint64_t tuner_rules_heap_step_floor(const struct tuner_run *runs, size_t n, uin
                     (at == partitions_of(&fewest->params) && less_heap(r, fewest)))
                         fewest = r;
         }
-        if (!least)
+        if (!least) {
                 least = fewest;
+                fewer = true;
+        }
         if (!least)
                 return 0;
         if (cliff)
                 floor = u64_of((double)least->params.heap_bytes * (1.0 - TUNER_RULES_HEAP_STEP));
         after_gc = least->heap_after_gc_peak_bytes;
-        if (known_u64(after_gc))
-                floor =
-                    max_u64(floor, min_u64(least->params.heap_bytes,
+        if (known_u64(after_gc) && after_gc > 0)
+                /* at fewer partitions than any that completed, a heap the rules would not jump
+                   from (heap_tight): larger tasks than any that fitted */
+                floor = max_u64(
+                    floor, fewer ? u64_of((double)after_gc * TUNER_RULES_HEAP_TIGHT)
+                                 : min_u64(least->params.heap_bytes,
                                            u64_of((double)after_gc * TUNER_RULES_HEAP_AFTER_GC)));
         return floor;
 }
@@ -1149,6 +1156,7 @@ static void rule_spill(const struct tuner_run *runs, const struct tuner_bounds *
 static bool heap_tight(const struct tuner_run *r)
 {
         return known_u64(r->heap_after_gc_peak_bytes) && known_u64(r->params.heap_bytes) &&
+               r->params.heap_bytes > 0 &&
                (double)r->params.heap_bytes <
                    (double)r->heap_after_gc_peak_bytes * TUNER_RULES_HEAP_TIGHT;
 }

@@ -135,7 +135,8 @@ uint64_t tuner_rules_oom_heap_floor(const struct tuner_run *runs, size_t n, uint
  * the least heap at PARTS or fewer (within the dead band), or at the fewest partitions that
  * completed when none ran at so few: once RUNS (newest first) hold a Java heap OOM,
  * (1 - TUNER_RULES_HEAP_STEP) x its heap; where its agent measured the heap after GC,
- * TUNER_RULES_HEAP_AFTER_GC x that, up to its heap; the larger. 0: neither, or no run
+ * TUNER_RULES_HEAP_AFTER_GC x that, up to its heap (at fewer partitions than any that
+ * completed, TUNER_RULES_HEAP_TIGHT x that); the larger. 0: neither, or no run
  * completed. Not clamped to the bounds.
  */
 uint64_t tuner_rules_heap_step_floor(const struct tuner_run *runs, size_t n, uint64_t parts);

@@ -197,6 +197,10 @@ done
 # spill metrics, not the agent: they run on one line, SPARKSHIM_OPERATOR_CONTROLS (default
 # 4.0, the newest; "all" for every line), to keep the CI under its bound (docs/testing.md)
 controls=${SPARKSHIM_OPERATOR_CONTROLS:-4.0}
+case $controls in
+  3.5 | 4.0 | all) ;;
+  *) fail "SPARKSHIM_OPERATOR_CONTROLS='$controls' not allowed; allowed: 3.5, 4.0, all" ;;
+esac
 if [ "$controls" = all ] || [ "$controls" = "$LINE" ]; then
   # Spark's own count threshold: the sorters and Spillables spill; the aggregation map ignores it
   if run records "$all" -- spark.shuffle.spill.numElementsForceSpillThreshold=50000; then

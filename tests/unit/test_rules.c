@@ -1124,6 +1124,10 @@ Test(rules, heap_step_floor_from_the_heap_after_gc)
         /* a heap mostly in use after GC holds that heap, no more */
         runs[0].heap_after_gc_peak_bytes = 1000 * MiB;
         cr_assert_eq(tuner_rules_heap_step_floor(runs, 3, 2), 1536 * MiB);
+        /* at fewer partitions than any that completed: 3 x the reading of the least heap at the
+           fewest, not capped at its heap (larger tasks than any that fitted) */
+        cr_assert_eq(tuner_rules_heap_step_floor(runs, 3, 1),
+                     (uint64_t)ceil(TUNER_RULES_HEAP_TIGHT * (double)(1000 * MiB)));
         /* unknown: nothing before an OOM (nor from a run that ran out) */
         runs[0].heap_after_gc_peak_bytes = TUNER_UNKNOWN;
         runs[1].heap_after_gc_peak_bytes = TUNER_UNKNOWN;
