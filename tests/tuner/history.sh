@@ -109,19 +109,23 @@ order_runs="app_id"
 order_executors="app_id, executor_id"
 order_app_executors="app_id, executor_id"
 order_stages="app_id, stage_id, attempt"
+# SQL on one backend's store, one statement a call, its rows as CSV (NULL: empty)
+sql() { # DB STATEMENT
+	case $1 in
+	postgresql://*) psql -d history --csv -t -c "$2" ;;
+	*) python3 -c '
+import csv, sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+csv.writer(sys.stdout, lineterminator="\n").writerows(con.execute(sys.argv[2]))
+con.commit()' "$1" "$2" ;;
+	esac
+}
 dump() { # DB OUT
 	: >"$2"
 	for t in $tables; do
 		eval "o=\$order_$t"
 		echo "== $t" >>"$2"
-		case $1 in
-		postgresql://*) psql -d history --csv -t -c "SELECT * FROM $t ORDER BY $o" >>"$2" ;;
-		*) python3 -c '
-import csv, sqlite3, sys
-con = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
-csv.writer(sys.stdout, lineterminator="\n").writerows(con.execute(sys.argv[2]))' \
-			"$1" "SELECT * FROM $t ORDER BY $o" >>"$2" ;;
-		esac
+		sql "$1" "SELECT * FROM $t ORDER BY $o" >>"$2"
 	done
 }
 
@@ -176,19 +180,6 @@ check_backend() { # DB NAME
 	[ "$(wc -l <"$name.runs")" -ge 2 ] && cmp -s "$name.runs" "$name.runs-owner" ||
 		fail "$name: --owner 4294967294 found other runs: $(cat "$name.runs" "$name.runs-owner")"
 	echo "ok: $name: atomic per file, idempotent, runs by owner"
-}
-
-# SQL on one backend's store, one statement a call (for the schema checks)
-sql() { # DB STATEMENT
-	case $1 in
-	postgresql://*) psql -d history -tAc "$2" ;;
-	*) python3 -c '
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-for r in con.execute(sys.argv[2]):
-    print("|".join("" if v is None else str(v) for v in r))
-con.commit()' "$1" "$2" ;;
-	esac
 }
 
 # a store made before the heap-after-GC column (dropped here), and one with no version row as
