@@ -29,7 +29,7 @@
  * usage: tune-offline [--runs K] [--seeds N] [--start-partitions P]... [--bounds policy|grid]
  *                     [--first-seed S] [--strict-runtime] [--no-work-bound] [--world-per-seed]
  *                     [--record-ask]
- *                     [--spread] [--trace SEED] JOB.runs...
+ *                     [--after-gc READINGS.runs]... [--spread] [--trace SEED] JOB.runs...
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -199,6 +199,69 @@ static int load(const char *path, unsigned session, struct world *w)
         free(line);
         fclose(f);
         return r;
+}
+
+/*
+ * --after-gc FILE: the agent's heap in use after GC (heap_after_gc_peak_bytes), measured at the
+ * grid's points in a session of its own, for grids measured before the agent's heap source was
+ * on (the stage-2 floor and the rules' partitions hold read it: tuner_rules_heap_step_floor,
+ * heap_tight). A replicate without a reading takes one of its point's: of a run that completed
+ * for one that completed, of one that failed for one that failed, else of the other outcome
+ * (counted: a run that ran out read the live data as far as it got), the i-th replicate the
+ * (i mod n)-th, so no draw of the simulation's stream moves. Only the reading is taken: the
+ * session's run times and failures are not the grid's. A point with none stays unknown, as a
+ * run without the agent's heap source does. One session gives one reading a point, so the
+ * replicates of a point share it: the benchmark has none of the reading's own noise.
+ */
+struct after_gc_count {
+        size_t points, runs, crossed, unmatched;
+};
+
+static void attach_after_gc(struct world *w, const struct world *readings,
+                            struct after_gc_count *ret)
+{
+        *ret = (struct after_gc_count){0};
+        for (size_t j = 0; j < readings->n; j++) {
+                bool found = false;
+
+                for (size_t i = 0; i < w->n && !found; i++)
+                        found = w->pts[i].heap == readings->pts[j].heap &&
+                                w->pts[i].parts == readings->pts[j].parts;
+                ret->unmatched += !found;
+        }
+        for (size_t i = 0; i < w->n; i++) {
+                struct point *p = &w->pts[i];
+                const struct point *q = NULL;
+                bool took = false;
+
+                for (size_t j = 0; j < readings->n && !q; j++)
+                        if (readings->pts[j].heap == p->heap && readings->pts[j].parts == p->parts)
+                                q = &readings->pts[j];
+                for (size_t k = 0; q && k < p->n; k++) {
+                        uint64_t same[RUNS_MAX], any[RUNS_MAX];
+                        size_t ns = 0, na = 0;
+                        bool ok = p->reps[k].failure == TUNER_OK;
+
+                        if (p->reps[k].heap_after_gc_peak_bytes != TUNER_UNKNOWN)
+                                continue;
+                        for (size_t m = 0; m < q->n; m++) {
+                                uint64_t v = q->reps[m].heap_after_gc_peak_bytes;
+
+                                if (v == TUNER_UNKNOWN || v == 0)
+                                        continue;
+                                any[na++] = v;
+                                if ((q->reps[m].failure == TUNER_OK) == ok)
+                                        same[ns++] = v;
+                        }
+                        if (na == 0)
+                                continue;
+                        p->reps[k].heap_after_gc_peak_bytes = ns ? same[k % ns] : any[k % na];
+                        ret->runs++;
+                        ret->crossed += ns == 0;
+                        took = true;
+                }
+                ret->points += took;
+        }
 }
 
 /*
@@ -395,8 +458,8 @@ static double least_good(const struct world *w, const double *fitted, bool work,
    run-time bound (as stage 2 takes it: tuner-bo.md, "The work constraint") */
 static void runtime_model(struct world *w)
 {
-        double dur[RUNS_MAX], work[RUNS_MAX], median_work[RUNS_MAX];
-        bool fast[RUNS_MAX];
+        double dur[RUNS_MAX], work[RUNS_MAX], median_work[RUNS_MAX] = {0};
+        bool fast[RUNS_MAX] = {0}; /* zeroed: GCC 12 cannot see w->n <= RUNS_MAX once inlined */
 
         w->sd_log = additive_fit(w, false, dur);
         w->sd_log_work = additive_fit(w, true, work);
@@ -703,6 +766,10 @@ static void run_at(const struct point *p, const struct tuner_params *ask, unsign
 
                 out->params.heap_bytes = ask->heap_bytes;
                 out->params.shuffle_partitions = tuner_partitions(ask);
+                /* a reading above the heap recorded is not believed, as ingest does */
+                if (out->heap_after_gc_peak_bytes != TUNER_UNKNOWN &&
+                    out->heap_after_gc_peak_bytes > out->params.heap_bytes)
+                        out->heap_after_gc_peak_bytes = TUNER_UNKNOWN;
                 out->mem_util *= measured / request_bytes(&out->params);
                 out->objective = objective_of(out->cpu_util, out->mem_util);
         }
@@ -959,20 +1026,24 @@ static void spread(const struct world *w)
         qsort(order, n, sizeof(order[0]), by_heap_then_partitions);
         printf("| heap | partitions | runs | failed | run time, s (min / median / max; fitted) | "
                "memory peak, MiB (min / median / max) | cpu_util at 1000m (median) | "
-               "work, core-s (median of the good runs / fitted) |\n"
-               "|---:|---:|---:|---:|---|---|---:|---:|\n");
+               "work, core-s (median of the good runs / fitted) | heap after GC, MiB "
+               "(median) |\n"
+               "|---:|---:|---:|---:|---|---|---:|---:|---:|\n");
         for (size_t o = 0; o < n; o++) {
                 const struct point *p = &w->pts[order[o]];
-                double d[RUNS_MAX], m[RUNS_MAX], c[RUNS_MAX];
+                double d[RUNS_MAX], m[RUNS_MAX], c[RUNS_MAX], a[RUNS_MAX];
                 unsigned failed = 0;
-                size_t k = 0;
-                char work[48] = "-", fit[24] = "-";
+                size_t k = 0, na = 0;
+                char work[48] = "-", fit[24] = "-", after_gc[24] = "-";
 
                 for (size_t j = 0; j < p->n && k < RUNS_MAX; j++, k++) {
                         d[k] = p->reps[j].duration_seconds;
                         m[k] = (double)p->reps[j].memory_peak_bytes / MIB;
                         c[k] = p->reps[j].cpu_util;
                         failed += p->reps[j].failure != TUNER_OK;
+                        if (p->reps[j].heap_after_gc_peak_bytes != TUNER_UNKNOWN &&
+                            p->reps[j].heap_after_gc_peak_bytes > 0)
+                                a[na++] = (double)p->reps[j].heap_after_gc_peak_bytes / MIB;
                 }
                 if (k == 0)
                         continue;
@@ -982,10 +1053,12 @@ static void spread(const struct world *w)
                         snprintf(work, sizeof(work), "%.2f / %.2f", p->work, p->work_fitted);
                         snprintf(fit, sizeof(fit), "%.1f", p->fitted);
                 }
+                if (na)
+                        snprintf(after_gc, sizeof(after_gc), "%.0f", tuner_median(a, na));
                 printf("| %" PRIu64 "m | %u | %zu | %u | %.1f / %.1f / %.1f; %s | "
-                       "%.0f / %.0f / %.0f | %.2f | %s |\n",
+                       "%.0f / %.0f / %.0f | %.2f | %s | %s |\n",
                        p->heap / MIB, p->parts, p->n, failed, d[0], tuner_median(d, k), d[k - 1],
-                       fit, m[0], tuner_median(m, k), m[k - 1], tuner_median(c, k), work);
+                       fit, m[0], tuner_median(m, k), m[k - 1], tuner_median(c, k), work, after_gc);
         }
         printf("fastest good point: median %.1f s, fitted %.1f s; run-time limit %.1f s (%s); "
                "sd of log run time about the fit %.3f; ",
@@ -1034,15 +1107,17 @@ static void usage(void)
         fprintf(stderr, "usage: tune-offline [--runs K] [--seeds N] [--start-partitions P]... "
                         "[--bounds policy|grid] [--first-seed S] [--strict-runtime] "
                         "[--no-work-bound] [--world-per-seed] [--record-ask] "
-                        "[--spread] "
+                        "[--after-gc READINGS.runs]... [--spread] "
                         "[--trace SEED] JOB.runs...\n");
         exit(120);
 }
 
 int main(int argc, char **argv)
 {
-        struct world w = {0};
+        struct world w = {0}, readings = {0};
         struct tuner_bounds b;
+        struct after_gc_count after_gc;
+        int reading_files = 0;
         struct reference ref;
         unsigned runs = 10, seeds = 50, n_starts = 0, first_seed = 1;
         uint32_t starts[8];
@@ -1073,7 +1148,10 @@ int main(int argc, char **argv)
                         record_ask = true;
                 else if (strcmp(argv[i], "--spread") == 0)
                         show_spread = true;
-                else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc)
+                else if (strcmp(argv[i], "--after-gc") == 0 && i + 1 < argc) {
+                        if (load(argv[++i], (unsigned)reading_files++, &readings) < 0)
+                                return 1;
+                } else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc)
                         trace = strtoull(argv[++i], NULL, 10);
                 else if (argv[i][0] != '-') {
                         if (files >= RUNS_MAX) {
@@ -1093,6 +1171,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "tune-offline: no measured runs\n");
                 return 1;
         }
+        attach_after_gc(&w, &readings, &after_gc);
         if (n_starts == 0) {
                 starts[n_starts++] = 200; /* Spark's default */
                 starts[n_starts++] = 2;
@@ -1115,6 +1194,12 @@ int main(int argc, char **argv)
                w.n, total, which, b.heap_min_bytes / MIB, b.heap_max_bytes / MIB, b.partitions_min,
                b.partitions_max, b.millicores_min, b.millicores_max, b.overhead_min_bytes / MIB,
                b.overhead_max_bytes / MIB, b.burst_ratio_max);
+        if (reading_files)
+                printf("heap after GC (--after-gc, %d file%s): given to %zu of %zu points, %zu of "
+                       "%zu runs (%zu of them from a run of the other outcome); %zu points of "
+                       "the readings not in the grid\n",
+                       reading_files, reading_files == 1 ? "" : "s", after_gc.points, w.n,
+                       after_gc.runs, total, after_gc.crossed, after_gc.unmatched);
         printf("best safe point: objective %.3f at heap %" PRIu64 "m, %u partitions, %" PRIu64
                "m, overhead %" PRIu64 "m, burst %.2f; least safe cost %.1f\n",
                ref.objective, ref.at->heap / MIB, ref.at->parts, ref.ask.millicores,
@@ -1181,5 +1266,10 @@ int main(int argc, char **argv)
                 free(w.pts[i].session);
         }
         free(w.pts);
+        for (size_t i = 0; i < readings.n; i++) {
+                free(readings.pts[i].reps);
+                free(readings.pts[i].session);
+        }
+        free(readings.pts);
         return 0;
 }

@@ -114,6 +114,36 @@ awk '$2 != $4 || $5 != $7 { bad++ } END { exit bad > 0 }' "$tmp/point" ||
 	fail "by default the history holds other values than the points: $(awk '$2 != $4 || $5 != $7' "$tmp/point" | head -3)"
 echo "ok: --world-per-seed: one world a seed ($(wc -l <"$tmp/world") runs, $again asks between measured heaps made again)"
 
+# the agent's heap after GC, measured in a session of its own (--after-gc, docs/tuner-bench.md):
+# given to the grid's runs at the points it measured, shown in the spread, and read by the
+# tuner: two-stage's skew episodes change with it (its floor and the rules' hold), and it
+# still proposes nothing a measured OOM dominates
+set --
+for f in "$data"/after-gc-skew*.runs; do
+	[ ! -f "$f" ] || set -- "$@" --after-gc "$f"
+done
+[ $# -gt 0 ] || fail "no heap-after-GC readings of skew in $data (after-gc-skew*.runs)"
+for f in "$data"/grid-skew*.runs; do set -- "$@" "$f"; done
+"$bin" --seeds 1 --runs 1 --spread "$@" >"$tmp/ag" || fail "--after-gc --spread: exit $?"
+given=$(sed -n 's/^heap after GC (--after-gc, [0-9]* files\{0,1\}): given to \([0-9]*\) of [0-9]* points.*/\1/p' "$tmp/ag")
+[ "${given:-0}" -ge 20 ] || fail "--after-gc: readings given to '${given:-}' points: $(grep '^heap after GC' "$tmp/ag")"
+shown=$(awk -F'|' '$2 ~ /^ [0-9]+m $/ && $10 + 0 > 0 { n++ } END { print n + 0 }' "$tmp/ag")
+[ "$shown" = "$given" ] || fail "--after-gc: $given points given readings, $shown shown in the spread"
+changed=0
+for seed in 1 2 3 4 5 6; do
+	"$bin" --seeds 1 --first-seed "$seed" --runs 10 --trace "$seed" "$@" >"$tmp/with" ||
+		fail "--after-gc --trace $seed: exit $?"
+	"$bin" --seeds 1 --first-seed "$seed" --runs 10 --trace "$seed" "$data"/grid-skew*.runs >"$tmp/without" ||
+		fail "--trace $seed: exit $?"
+	[ "$(grep -cE '^\| two-stage \|' "$tmp/with")" = 2 ] || fail "--after-gc, seed $seed: not both starts"
+	if grep -E '^\| two-stage \|' "$tmp/with" | grep -qvE '\| 0 / 0 \|$'; then
+		fail "--after-gc, seed $seed: two-stage proposed what a measured OOM or p90 dominates: $(grep '^| two-stage' "$tmp/with")"
+	fi
+	[ "$(grep '^  two-stage' "$tmp/with")" = "$(grep '^  two-stage' "$tmp/without")" ] || changed=$((changed + 1))
+done
+[ "$changed" -ge 1 ] || fail "--after-gc: two-stage's skew episodes are the same with the readings as without (seeds 1-6)"
+echo "ok: --after-gc: readings at $given points, two-stage changed in $changed of 6 seeds"
+
 # the derivation needs runs measured at 1000m and burst 0: anything else is refused
 set -- "$data"/grid-skew*.runs
 sed -n 1p "$1" | sed 's/"millicores":1000/"millicores":500/' >"$tmp/bad.runs"
