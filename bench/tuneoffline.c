@@ -29,7 +29,8 @@
  * usage: tune-offline [--runs K] [--seeds N] [--start-partitions P]... [--bounds policy|grid]
  *                     [--first-seed S] [--strict-runtime] [--no-work-bound] [--world-per-seed]
  *                     [--record-ask]
- *                     [--after-gc READINGS.runs]... [--spread] [--trace SEED] JOB.runs...
+ *                     [--after-gc READINGS.runs]... [--heap-margin] [--spread] [--trace SEED]
+ *                     JOB.runs...
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -74,6 +75,8 @@ struct point {
         double work;        /* median core-seconds of its successful replicates */
         double work_fitted; /* the additive model's work */
         double fitted;      /* the additive model's run time (runtime_model) */
+        bool clear_of_oom;  /* --heap-margin: its heap >= HEADROOM x every heap that ran out of
+                               memory at its partitions or more */
 };
 
 struct world {
@@ -279,6 +282,15 @@ static void attach_after_gc(struct world *w, const struct world *readings,
  * with --strict-runtime.
  */
 static bool strict_runtime;
+/*
+ * --heap-margin: a point is safe only when its heap is at least HEADROOM x the largest heap
+ * that ran out of memory (a replicate's OOM or lost executor, as measured) at its partitions
+ * or more: the 10 % headroom the safety target asks under every other limit, applied to the
+ * heap, whose need only an OOM measures (a JVM fills the heap it is given). Fewer partitions
+ * make larger tasks, so an OOM at more partitions bounds the need at fewer. The proposed
+ * target of docs/tuner-bench.md; off by default.
+ */
+static bool heap_margin;
 static bool work_bound = true; /* --no-work-bound: the definition, run time alone */
 
 /* a measured run's work, core-seconds, as stage 2 takes it (bo-runs.c, USAGE_WORK): the
@@ -525,6 +537,18 @@ static void summarise(struct world *w)
                 if (!p->failed && p->duration < w->fastest)
                         w->fastest = p->duration;
         }
+        for (size_t i = 0; i < w->n; i++) {
+                struct point *p = &w->pts[i];
+                uint64_t ran_out = 0;
+
+                for (size_t j = 0; j < w->n; j++)
+                        for (size_t k = 0; w->pts[j].parts >= p->parts && k < w->pts[j].n; k++)
+                                if (w->pts[j].reps[k].failure == TUNER_FAIL_OOM ||
+                                    w->pts[j].reps[k].failure == TUNER_FAIL_EXECUTOR_LOST)
+                                        ran_out =
+                                            ran_out > w->pts[j].heap ? ran_out : w->pts[j].heap;
+                p->clear_of_oom = (double)p->heap >= HEADROOM * (double)ran_out;
+        }
         runtime_model(w);
 }
 
@@ -610,7 +634,8 @@ static void score_of(const struct world *w, const struct point *p, const struct 
         }
         ret->safe = !ret->failed && !p->failed && isfinite(ret->objective) &&
                     tuner_median(p90, m) * HEADROOM <= CPU_LIMIT &&
-                    tuner_median(peak, m) * HEADROOM <= limit && p->within_bounds;
+                    tuner_median(peak, m) * HEADROOM <= limit && p->within_bounds &&
+                    (!heap_margin || p->clear_of_oom);
 }
 
 /* ---- the reference: the best over a fine lattice within the bounds ---- */
@@ -1107,7 +1132,7 @@ static void usage(void)
         fprintf(stderr, "usage: tune-offline [--runs K] [--seeds N] [--start-partitions P]... "
                         "[--bounds policy|grid] [--first-seed S] [--strict-runtime] "
                         "[--no-work-bound] [--world-per-seed] [--record-ask] "
-                        "[--after-gc READINGS.runs]... [--spread] "
+                        "[--after-gc READINGS.runs]... [--heap-margin] [--spread] "
                         "[--trace SEED] JOB.runs...\n");
         exit(120);
 }
@@ -1148,6 +1173,8 @@ int main(int argc, char **argv)
                         record_ask = true;
                 else if (strcmp(argv[i], "--spread") == 0)
                         show_spread = true;
+                else if (strcmp(argv[i], "--heap-margin") == 0)
+                        heap_margin = true;
                 else if (strcmp(argv[i], "--after-gc") == 0 && i + 1 < argc) {
                         if (load(argv[++i], (unsigned)reading_files++, &readings) < 0)
                                 return 1;
@@ -1251,7 +1278,7 @@ int main(int argc, char **argv)
             "best safe point's; cost: the least reserved cost (core-s + GiB-s / %.0f) of a "
             "safe configuration over the least; safe: no replicate failed, >= %.0f %% "
             "headroom on the median p90 CPU and memory peak, median run time <= %.2fx the "
-            "fastest good point's%s%s; %u seeds; dominated: proposals with no more memory and "
+            "fastest good point's%s%s%s; %u seeds; dominated: proposals with no more memory and "
             "partitions than a run that ran out of memory, and proposals whose CPU limit is no "
             "larger than a throttled run's or under the p90 CPU of a completed run (all seeds); "
             "of them at a heap rounded "
@@ -1260,7 +1287,9 @@ int main(int argc, char **argv)
             "measured)\n",
             runs, GIB_PER_CORE, (HEADROOM - 1) * 100, RUNTIME_MAX,
             strict_runtime ? " (medians)" : " (the additive fit of heap, partitions and session)",
-            work_bound ? ", median core-seconds <= 1.10x the least of a good point's" : "", seeds);
+            work_bound ? ", median core-seconds <= 1.10x the least of a good point's" : "",
+            heap_margin ? ", heap >= 1.10x every heap that ran out at its partitions or more" : "",
+            seeds);
         for (size_t i = 0; i < w.n; i++) {
                 free(w.pts[i].reps);
                 free(w.pts[i].session);

@@ -144,6 +144,30 @@ done
 [ "$changed" -ge 1 ] || fail "--after-gc: two-stage's skew episodes are the same with the readings as without (seeds 1-6)"
 echo "ok: --after-gc: readings at $given points, two-stage changed in $changed of 6 seeds"
 
+# --heap-margin (the proposed target, docs/tuner-bench.md): the reference's heap is at least
+# 1.10x every heap that ran out of memory at its partitions or more; skew's default reference
+# (960m at 8 partitions, where 1g ran out once) is not, so the check can fail
+clear_of_oom() { # OUT: exit 0 when OUT's reference heap clears every measured OOM at >= its partitions
+	python3 - "$1" "$data"/grid-skew*.runs <<'PY'
+import json, re, sys
+ref = re.search(r"^best safe point: .* at heap (\d+)m, (\d+) partitions", open(sys.argv[1]).read(), re.M)
+heap, parts = int(ref.group(1)), int(ref.group(2))
+ran_out = 0
+for path in sys.argv[2:]:
+    for line in open(path):
+        r = json.loads(line)
+        if r["failure"] in ("oom", "executor_lost") and r["shuffle_partitions"] >= parts:
+            ran_out = max(ran_out, r["heap_bytes"] >> 20)
+sys.exit(0 if heap >= 1.10 * ran_out else 1)
+PY
+}
+"$bin" --seeds 1 --runs 1 "$data"/grid-skew*.runs >"$tmp/nomargin" || fail "skew: exit $?"
+! clear_of_oom "$tmp/nomargin" || fail "skew's default reference already clears its OOMs: the --heap-margin check cannot fail"
+"$bin" --seeds 1 --runs 1 --heap-margin "$data"/grid-skew*.runs >"$tmp/margin" || fail "skew --heap-margin: exit $?"
+clear_of_oom "$tmp/margin" || fail "--heap-margin: $(grep '^best safe point' "$tmp/margin")"
+grep -q 'heap >= 1.10x every heap that ran out' "$tmp/margin" || fail "--heap-margin: not in the legend"
+echo "ok: --heap-margin: $(sed -n 's/^best safe point: objective [0-9.]* at heap \([0-9]*m, [0-9]* partitions\).*/\1/p' "$tmp/margin")"
+
 # the derivation needs runs measured at 1000m and burst 0: anything else is refused
 set -- "$data"/grid-skew*.runs
 sed -n 1p "$1" | sed 's/"millicores":1000/"millicores":500/' >"$tmp/bad.runs"
