@@ -116,14 +116,18 @@ static double request_bytes(const struct tuner_params *p)
 
 /* ---- the data ---- */
 
+/* the measured point at HEAP and PARTS, or NULL */
+static struct point *point_at(const struct world *w, uint64_t heap, uint32_t parts)
+{
+        for (size_t i = 0; i < w->n; i++)
+                if (w->pts[i].heap == heap && w->pts[i].parts == parts)
+                        return &w->pts[i];
+        return NULL;
+}
+
 static int add_run(struct world *w, const struct tuner_run *run, unsigned session)
 {
-        struct point *p = NULL;
-
-        for (size_t i = 0; i < w->n && !p; i++)
-                if (w->pts[i].heap == run->params.heap_bytes &&
-                    w->pts[i].parts == tuner_partitions(&run->params))
-                        p = &w->pts[i];
+        struct point *p = point_at(w, run->params.heap_bytes, tuner_partitions(&run->params));
         if (!p && w->n >= RUNS_MAX) {
                 fprintf(stderr, "tune-offline: more than %d measured points\n", RUNS_MAX);
                 return -E2BIG;
@@ -224,22 +228,13 @@ static void attach_after_gc(struct world *w, const struct world *readings,
                             struct after_gc_count *ret)
 {
         *ret = (struct after_gc_count){0};
-        for (size_t j = 0; j < readings->n; j++) {
-                bool found = false;
-
-                for (size_t i = 0; i < w->n && !found; i++)
-                        found = w->pts[i].heap == readings->pts[j].heap &&
-                                w->pts[i].parts == readings->pts[j].parts;
-                ret->unmatched += !found;
-        }
+        for (size_t j = 0; j < readings->n; j++)
+                ret->unmatched += !point_at(w, readings->pts[j].heap, readings->pts[j].parts);
         for (size_t i = 0; i < w->n; i++) {
                 struct point *p = &w->pts[i];
-                const struct point *q = NULL;
+                const struct point *q = point_at(readings, p->heap, p->parts);
                 bool took = false;
 
-                for (size_t j = 0; j < readings->n && !q; j++)
-                        if (readings->pts[j].heap == p->heap && readings->pts[j].parts == p->parts)
-                                q = &readings->pts[j];
                 for (size_t k = 0; q && k < p->n; k++) {
                         uint64_t same[RUNS_MAX], any[RUNS_MAX];
                         size_t ns = 0, na = 0;
@@ -541,12 +536,18 @@ static void summarise(struct world *w)
                 struct point *p = &w->pts[i];
                 uint64_t ran_out = 0;
 
-                for (size_t j = 0; j < w->n; j++)
-                        for (size_t k = 0; w->pts[j].parts >= p->parts && k < w->pts[j].n; k++)
-                                if (w->pts[j].reps[k].failure == TUNER_FAIL_OOM ||
-                                    w->pts[j].reps[k].failure == TUNER_FAIL_EXECUTOR_LOST)
-                                        ran_out =
-                                            ran_out > w->pts[j].heap ? ran_out : w->pts[j].heap;
+                for (size_t j = 0; j < w->n; j++) {
+                        const struct point *q = &w->pts[j];
+
+                        if (q->parts < p->parts || q->heap <= ran_out)
+                                continue;
+                        for (size_t k = 0; k < q->n; k++)
+                                if (q->reps[k].failure == TUNER_FAIL_OOM ||
+                                    q->reps[k].failure == TUNER_FAIL_EXECUTOR_LOST) {
+                                        ran_out = q->heap;
+                                        break;
+                                }
+                }
                 p->clear_of_oom = (double)p->heap >= HEADROOM * (double)ran_out;
         }
         runtime_model(w);
